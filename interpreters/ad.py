@@ -1,0 +1,332 @@
+"""Automatic differentiation: forward mode, linearize (= JVP + partial evaluation)
+and transposition.  Reverse mode is built from these three.
+
+* ``JVPTrace``: a tracer carries (primal, tangent).  Tangents may be the
+  symbolic ``Zero``: a primitive whose tangents are all zero is not
+  differentiated at all.
+* ``linearize``: run the JVP with a partial-evaluating ``StagingTrace``
+  (``forward_known=True``) as its parent.  Primal operations are computed now
+  (forwarded to the outer trace); tangent operations are recorded into a
+  *linear program* whose constants are the residuals.
+* ``backward_pass``: run a linear program backwards with each linear
+  primitive's transpose rule, accumulating cotangents.
+
+Rule tables (filled by ``primitives/``):
+  jvp_rules[prim](primals, tangents, **params) -> (primal_out, tangent_out)
+      tangents may be ``Zero``; outputs are lists for multiple-result prims.
+  transpose_rules[prim](ct, *args, **params) -> list of cotangents, one per arg
+      (``None`` for non-linear args).  Linear args arrive as ``UndefinedPrimal``;
+      ``ct`` may be ``Zero`` only for multiple-result prims (a list).
+  partial_eval_rules[prim](trace, args, params) -> outputs
+      for primitives holding sub-programs whose known and unknown parts must be
+      split (jit, cond, scan, custom_vjp, checkpoint).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from interpreters import core, errors
+from interpreters.core import ShapedArray, Tracer
+from interpreters.ir import DropVar, Literal
+from interpreters.staging import StagingTrace, StagingTracer
+
+jvp_rules: dict = {}
+transpose_rules: dict = {}
+partial_eval_rules: dict = {}
+
+# Set by primitives/: building zeros and adding tangents needs primitives.
+zeros_like_aval = None      # (ShapedArray) -> array of zeros
+add_tangents = None         # (x, y) -> x + y
+
+
+float0 = np.dtype([("float0", np.void, 0)])
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """Tangent type of a primal type: same for inexact dtypes, float0 for int/bool."""
+    k = aval.dtype.kind
+    if k in "fc" or aval.dtype.name in ("bfloat16",) or "float8" in aval.dtype.name:
+        return ShapedArray(aval.shape, aval.dtype, False)
+    return ShapedArray(aval.shape, float0, False)
+
+
+class Zero:
+    """A symbolic zero tangent/cotangent of type ``aval`` (costs nothing)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+    @staticmethod
+    def from_primal(x):
+        return Zero(tangent_aval(core.get_aval(x)))
+
+
+def instantiate(t):
+    """Turn a symbolic zero into a real array of zeros."""
+    if type(t) is Zero:
+        if t.aval.dtype == float0:
+            return np.zeros(t.aval.shape, float0)
+        return zeros_like_aval(t.aval)
+    return t
+
+
+def add_maybe_zero(x, y):
+    if type(x) is Zero:
+        return y
+    if type(y) is Zero:
+        return x
+    return add_tangents(x, y)
+
+
+# ----------------------------------------------------------------- forward mode
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return core.get_aval(self.primal)
+
+    def to_concrete_value(self):
+        p = self.primal
+        if isinstance(p, Tracer):
+            return p.to_concrete_value()
+        if isinstance(p, core.Array):
+            return p._value
+        return np.asarray(p)
+
+
+class JVPTrace(core.Trace):
+    def __init__(self, parent, name="jvp"):
+        super().__init__(parent, name)
+
+    def unpack(self, x):
+        if isinstance(x, JVPTracer) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer):
+            self.check_foreign_tracer(x)
+        return x, Zero.from_primal(x)
+
+    def process_primitive(self, prim, args, params):
+        primals, tangents = [], []
+        nonzero = False
+        for a in args:
+            if isinstance(a, JVPTracer) and a._trace is self:
+                primals.append(a.primal)
+                tangents.append(a.tangent)
+                nonzero = nonzero or type(a.tangent) is not Zero
+            else:
+                if isinstance(a, Tracer):
+                    self.check_foreign_tracer(a)
+                primals.append(a)
+                tangents.append(None)
+        if not nonzero:
+            with core.set_current_trace(self.parent):
+                return prim.bind(*primals, **params)
+        tangents = [Zero.from_primal(p) if t is None else t for p, t in zip(primals, tangents)]
+        rule = jvp_rules.get(prim)
+        if rule is None:
+            raise NotImplementedError(
+                f"Differentiation rule for '{prim.name}' not implemented: this primitive "
+                "cannot be differentiated (wrap the computation in xform.lax.stop_gradient, or "
+                "give it a rule with xform.custom_jvp).")
+        with core.set_current_trace(self.parent):
+            primal_out, tangent_out = rule(primals, tangents, **params)
+        if prim.multiple_results:
+            return [self.wrap(p, t) for p, t in zip(primal_out, tangent_out)]
+        return self.wrap(primal_out, tangent_out)
+
+    def wrap(self, p, t):
+        if type(t) is Zero or t is None:
+            return p
+        return JVPTracer(self, p, t)
+
+
+def jvp_flat(fun, primals, tangents):
+    """``fun(*flat) -> flat list``; returns (primals_out, tangents_out) with Zeros kept."""
+    trace = JVPTrace(core.current_trace())
+    ins = [p if type(t) is Zero else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    with core.running(trace):
+        outs = fun(*ins)
+    ps, ts = [], []
+    for o in outs:
+        p, t = trace.unpack(o)
+        ps.append(p)
+        ts.append(t)
+    return ps, ts
+
+
+# ----------------------------------------------------------------- linearize
+
+
+class LinearizeTrace(StagingTrace):
+    """A forward-known staging trace that consults partial-evaluation rules."""
+
+    def __init__(self, parent, name="linearize"):
+        super().__init__(parent, forward_known=True, name=name)
+
+    def process_primitive(self, prim, args, params):
+        rule = partial_eval_rules.get(prim)
+        if rule is not None:
+            for a in args:
+                if isinstance(a, StagingTracer) and a._trace is self:
+                    return rule(self, args, params)
+        return super().process_primitive(prim, args, params)
+
+    def is_unknown(self, x) -> bool:
+        return isinstance(x, StagingTracer) and x._trace is self
+
+
+class LinearFunction:
+    """The result of linearize: a linear program over tangents plus its residuals."""
+
+    def __init__(self, jaxpr, residuals, in_avals, out_avals):
+        self.jaxpr = jaxpr
+        self.residuals = residuals
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+
+    def __call__(self, *tangents):
+        from interpreters.ir import eval_jaxpr
+        return eval_jaxpr(self.jaxpr, self.residuals, *tangents)
+
+    def transpose(self, cts):
+        return backward_pass(self.jaxpr, self.residuals, cts)
+
+    @property
+    def num_residuals(self):
+        return len(self.residuals)
+
+    @property
+    def residual_bytes(self):
+        return sum(v.aval.size * v.aval.dtype.itemsize for v in self.jaxpr.constvars)
+
+    def __str__(self):
+        return str(self.jaxpr)
+
+
+def linearize_flat(fun, primals):
+    """Returns (primals_out, LinearFunction) for ``fun(*flat) -> flat list``."""
+    parent = core.current_trace()
+    lin = LinearizeTrace(parent)
+    jvp = JVPTrace(lin)
+    in_tangent_avals = [tangent_aval(core.get_aval(p)) for p in primals]
+    tangent_args = [lin.new_arg(a) for a in in_tangent_avals]
+    ins = [JVPTracer(jvp, p, t) for p, t in zip(primals, tangent_args)]
+    prev = core._state.trace
+    try:
+        core._state.trace = jvp
+        outs = fun(*ins)
+    finally:
+        core._state.trace = prev
+        jvp.invalidate()
+    primals_out, tangents_out = [], []
+    for o in outs:
+        p, t = jvp.unpack(o)
+        primals_out.append(p)
+        tangents_out.append(t)
+    with core.set_current_trace(parent):
+        tangents_out = [instantiate(t) for t in tangents_out]
+    for p in primals_out:
+        if lin.is_unknown(p):
+            raise errors.UnexpectedTracerError(
+                "linearize: a primal output depends on a tangent (a rule mixed them)")
+    jaxpr, residuals = lin.to_jaxpr(tangents_out)
+    lin.invalidate()
+    out_avals = [v.aval for v in jaxpr.outvars]
+    return primals_out, LinearFunction(jaxpr, residuals, in_tangent_avals, out_avals)
+
+
+# ----------------------------------------------------------------- transposition
+
+
+class UndefinedPrimal:
+    """Marks a linear input of an equation being transposed."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def backward_pass(jaxpr, consts, cts_out):
+    """Cotangents of ``jaxpr``'s inputs given cotangents of its outputs.
+
+    Inputs are the linear variables.  Equations that use only constants are
+    evaluated forward first (non-linear parts of a linear program); the rest are
+    transposed in reverse order.
+    """
+    from interpreters.ir import Var
+    primal_env = {}
+    for v, c in zip(jaxpr.constvars, consts):
+        primal_env[v] = c
+    linear = set(jaxpr.invars)
+    lin_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(a) is not Literal and a in linear for a in eqn.invars):
+            lin_eqns.append(eqn)
+            linear.update(v for v in eqn.outvars)
+        else:
+            invals = [a.val if type(a) is Literal else primal_env[a] for a in eqn.invars]
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+            if not eqn.primitive.multiple_results:
+                outs = [outs]
+            for v, o in zip(eqn.outvars, outs):
+                primal_env[v] = o
+
+    ct_env = {}
+
+    def write_ct(v, ct):
+        if type(v) is Literal or isinstance(v, DropVar) or ct is None:
+            return
+        if type(ct) is Zero:
+            return
+        if v not in linear:
+            return
+        prev = ct_env.get(v)
+        ct_env[v] = ct if prev is None else add_tangents(prev, ct)
+
+    def read_ct(v):
+        ct = ct_env.pop(v, None)
+        return Zero(tangent_aval(v.aval)) if ct is None else ct
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        if isinstance(v, Var) and v in linear:
+            write_ct(v, ct)
+
+    for eqn in reversed(lin_eqns):
+        cts = [read_ct(v) for v in eqn.outvars]
+        if all(type(c) is Zero for c in cts):
+            continue
+        args = [UndefinedPrimal(a.aval) if (type(a) is not Literal and a in linear)
+                else (a.val if type(a) is Literal else primal_env[a]) for a in eqn.invars]
+        rule = transpose_rules.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(
+                f"Transpose rule (for reverse-mode differentiation) for '{eqn.primitive.name}' "
+                "not implemented: it is not a linear primitive.")
+        ct_arg = cts if eqn.primitive.multiple_results else cts[0]
+        cts_in = rule(ct_arg, *args, **eqn.params)
+        for a, ct in zip(eqn.invars, cts_in):
+            if type(a) is not Literal:
+                write_ct(a, ct)
+
+    return [read_ct(v) for v in jaxpr.invars]

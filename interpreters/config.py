@@ -1,0 +1,96 @@
+"""Global configuration with JAX's option names (``xform.config.update``).
+
+JAX code calls ``jax.config.update("jax_enable_x64", True)``; the same call works
+here.  Unknown names raise ``AttributeError`` like JAX's "Unrecognized config
+option" so typos are not silently ignored.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+# name -> default.  Names are JAX's; values we do not act on are still stored so
+# JAX programs that set them run unchanged.
+_DEFAULTS = {
+    "jax_enable_x64": False,
+    "jax_explain_cache_misses": False,
+    "jax_debug_nans": False,
+    "jax_debug_infs": False,
+    "jax_disable_jit": False,
+    "jax_default_matmul_precision": None,
+    "jax_numpy_rank_promotion": "allow",
+    "jax_numpy_dtype_promotion": "standard",
+    "jax_platforms": None,
+    "jax_platform_name": None,
+    "jax_default_device": None,
+    "jax_log_compiles": False,
+    "jax_check_tracer_leaks": False,
+    "jax_traceback_filtering": "auto",
+    "jax_default_prng_impl": "threefry2x32",
+    "jax_threefry_partitionable": True,
+    "jax_compilation_cache_dir": None,
+    "jax_persistent_cache_min_compile_time_secs": 1.0,
+    "jax_num_cpu_devices": -1,
+    "jax_cpu_enable_async_dispatch": True,
+    "jax_dynamic_shapes": False,
+    "jax_legacy_prng_key": "allow",
+    "jax_enable_checks": False,
+    "jax_raise_persistent_cache_errors": False,
+}
+
+
+def _env_default(name, default):
+    raw = os.environ.get(name.upper())
+    if raw is None:
+        return default
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return raw
+
+
+class Config:
+    """Attribute and ``update`` access to options: ``config.jax_enable_x64``."""
+
+    def __init__(self):
+        object.__setattr__(self, "_values", {k: _env_default(k, v) for k, v in _DEFAULTS.items()})
+        object.__setattr__(self, "_listeners", {})
+
+    def update(self, name: str, value) -> None:
+        if name not in self._values:
+            raise AttributeError(
+                f"Unrecognized config option: {name!r}. Known options: "
+                + ", ".join(sorted(self._values)))
+        self._values[name] = value
+        for fn in self._listeners.get(name, ()):
+            fn(value)
+
+    def read(self, name: str):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"Unrecognized config option: {name!r}") from None
+
+    def __getattr__(self, name):
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        raise AttributeError(f"Unrecognized config option: {name!r}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("use xform.config.update(name, value) to change an option")
+
+    def on_change(self, name: str, fn) -> None:
+        """Register ``fn(value)`` to run after ``update(name, ...)`` (caches depend on x64)."""
+        self._listeners.setdefault(name, []).append(fn)
+
+    @contextlib.contextmanager
+    def override(self, name: str, value):
+        old = self.read(name)
+        self.update(name, value)
+        try:
+            yield
+        finally:
+            self.update(name, old)
+
+
+config = Config()

@@ -1,0 +1,627 @@
+"""The engine: abstract values, primitives, traces and tracers (stackless).
+
+``Primitive.bind`` hands an operation to the *current* trace, held in a
+thread-local.  Every transformation creates a trace whose ``parent`` is the
+trace that was current when it started; while the user's function runs under
+it, its rules re-bind primitives with the parent made current.  A tracer
+belongs to exactly one trace; a value a trace does not own (a concrete array,
+a constant, or a tracer of an ancestor trace) is lifted, so a closed-over outer
+tracer is a constant to an inner transformation (no perturbation confusion).
+
+The root is the eager ``EvalTrace``: it runs a primitive's NumPy reference
+implementation on host arrays (or, for arrays that live on an accelerator, a
+single-primitive XLA executable supplied by the lowering layer).
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+
+import numpy as np
+
+from interpreters import errors
+from interpreters.config import config
+
+# ----------------------------------------------------------------- abstract values
+
+
+class ShapedArray:
+    """An abstract value: what every tracer carries and every cache is keyed on."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self):
+        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def str_short(self, short_dtypes=True):
+        from interpreters.dtypes import short_name
+        dt = short_name(self.dtype) if short_dtypes else self.dtype.name
+        return f"{dt}[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
+
+
+def same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    """Shape and dtype equal (weak types may differ)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+# ----------------------------------------------------------------- the current trace
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.trace = EVAL_TRACE
+
+
+def current_trace() -> "Trace":
+    return _state.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: "Trace"):
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        yield trace
+    finally:
+        _state.trace = prev
+
+
+# ----------------------------------------------------------------- primitives
+
+impl_rules: dict = {}            # prim -> f(*numpy values, **params) -> numpy value(s)
+abstract_eval_rules: dict = {}   # prim -> f(*avals, **params) -> aval or [avals]
+
+
+class Primitive:
+    """A named operation; every interpreter gives it a meaning through its rule table.
+
+    ``multiple_results``: bind returns a list.  ``impl_takes_arrays``: the eager
+    rule receives the original arguments (Arrays) instead of NumPy values and
+    returns final outputs; used by higher-order primitives (jit, cond, scan)
+    whose eager rule evaluates sub-programs or calls XLA.
+    """
+
+    __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "weak_rule",
+                 "impl_takes_arrays", "effectful", "__weakref__")
+
+    def __init__(self, name: str, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.impl = None
+        self.abstract_eval = None
+        self.weak_rule = None
+        self.impl_takes_arrays = False
+        self.effectful = False
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        return _state.trace.process_primitive(self, args, params)
+
+    def def_impl(self, fn):
+        self.impl = fn
+        impl_rules[self] = fn
+        return fn
+
+    def def_abstract_eval(self, fn):
+        self.abstract_eval = fn
+        abstract_eval_rules[self] = fn
+        return fn
+
+
+# ----------------------------------------------------------------- traces and tracers
+
+_trace_ids = itertools.count()
+
+
+class Trace:
+    """One running transformation.  ``level`` is its depth below the eval root."""
+
+    def __init__(self, parent: "Trace | None", name: str = ""):
+        self.parent = parent
+        self.level = 0 if parent is None else parent.level + 1
+        self.valid = True
+        self.tag = next(_trace_ids)
+        self.name = name
+        self.origin = errors.user_location(2) if parent is not None else ""
+
+    def process_primitive(self, prim, args, params):
+        raise NotImplementedError
+
+    def invalidate(self):
+        self.valid = False
+
+    def check_foreign_tracer(self, x: "Tracer"):
+        """A tracer not owned by this trace must belong to a live ancestor."""
+        t = x._trace
+        if not t.valid or t.level >= self.level:
+            raise errors.UnexpectedTracerError(
+                f"Encountered an unexpected tracer {x.aval.str_short()} from a "
+                f"{t.name or type(t).__name__} transformation that was started at {t.origin} "
+                f"{'and has already finished' if not t.valid else 'and is not active here'}. "
+                "A traced value escaped its transformation (stored in a global, a closure, "
+                "or a Python object that outlived the call). Return the value from the "
+                "transformed function instead of storing it.")
+
+    def __repr__(self):
+        return f"{type(self).__name__}(level={self.level})"
+
+
+class ArrayOps:
+    """Operator surface shared by ``Array`` and every ``Tracer``.
+
+    The methods are installed by ``xform`` at import time (they are written in
+    terms of ``xform.numpy``, a higher layer).
+    """
+
+    __slots__ = ()
+    __array_priority__ = 100
+
+
+class Tracer(ArrayOps):
+    """A value inside a transformation.  Subclasses provide ``aval``."""
+
+    __slots__ = ("_trace",)
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return len(self.aval.shape)
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    def to_concrete_value(self):
+        """A concrete NumPy value if this tracer knows one (JVP of a concrete primal)."""
+        return None
+
+    def _concrete(self, error_cls, context):
+        v = self.to_concrete_value()
+        if v is None:
+            raise error_cls(self, context)
+        return v
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"The truth value of an array with shape {self.shape} is ambiguous. "
+                             "Use a.any() or a.all().")
+        return bool(self._concrete(errors.TracerBoolConversionError,
+                                   "the truth value of a traced array (Python `if`, `while`, "
+                                   "`and`/`or`, or bool())"))
+
+    def __int__(self):
+        return int(self._concrete(errors.TracerIntegerConversionError,
+                                  "int() of a traced array"))
+
+    def __index__(self):
+        if self.dtype.kind not in "iub":
+            raise TypeError(f"only integer arrays can be used as an index; got {self.aval.str_short()}")
+        return int(self._concrete(errors.TracerIntegerConversionError,
+                                  "a traced array used as a Python index (operator.index)"))
+
+    def __float__(self):
+        return float(self._concrete(errors.ConcretizationTypeError, "float() of a traced array"))
+
+    def __complex__(self):
+        return complex(self._concrete(errors.ConcretizationTypeError, "complex() of a traced array"))
+
+    def item(self):
+        return self._concrete(errors.ConcretizationTypeError, ".item() of a traced array").item()
+
+    def tolist(self):
+        return np.asarray(self._concrete(errors.ConcretizationTypeError,
+                                         ".tolist() of a traced array")).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.to_concrete_value()
+        if v is None:
+            raise errors.TracerArrayConversionError(
+                f"The numpy.ndarray conversion method __array__() was called on a traced array "
+                f"{self.aval.str_short()} (at {errors.user_location(2)}). NumPy functions cannot "
+                "run on traced values: use the xform.numpy equivalent instead of numpy.")
+        return np.asarray(v, dtype=dtype)
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}. Traced arrays "
+                        "cannot be dictionary keys, set members or static arguments.")
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            "xform arrays are immutable and do not support in-place item assignment. "
+            "Instead of x[idx] = y, use x = x.at[idx].set(y).")
+
+    def __repr__(self):
+        return f"Traced<{self.aval!r}>with<{type(self._trace).__name__}>"
+
+    __str__ = __repr__
+
+
+# ----------------------------------------------------------------- concrete arrays
+
+
+class Array(ArrayOps):
+    """The concrete, immutable array users hold.
+
+    Backed by a NumPy array (host, the eager path) and/or a device buffer from
+    the lowering layer (jit outputs, arrays placed on an accelerator).  The
+    NumPy view is materialised lazily and cached.
+    """
+
+    __slots__ = ("_npy", "_buf", "weak_type", "_committed", "_deleted", "__weakref__")
+
+    def __init__(self, value=None, weak_type=False, buf=None, committed=False):
+        self._npy = value
+        self._buf = buf
+        self.weak_type = weak_type
+        self._committed = committed
+        self._deleted = False
+
+    # -- storage
+    @property
+    def _value(self):
+        v = self._npy
+        if v is None:
+            if self._deleted:
+                raise RuntimeError(
+                    "Array has been deleted: it was donated to a jitted computation "
+                    "(donate_argnums) or deleted explicitly. Use the computation's output "
+                    "instead, or do not donate this argument.")
+            v = np.asarray(self._buf)
+            self._npy = v
+        return v
+
+    @property
+    def on_host(self) -> bool:
+        """True when eager ops can run on it with NumPy (no accelerator buffer)."""
+        return self._buf is None or _buffer_is_cpu(self._buf)
+
+    @property
+    def shape(self):
+        v = self._npy
+        return v.shape if v is not None else tuple(self._buf.shape)
+
+    @property
+    def dtype(self):
+        v = self._npy
+        return v.dtype if v is not None else np.dtype(self._buf.dtype)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        v = self._npy
+        return v.size if v is not None else int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def aval(self):
+        return ShapedArray(self.shape, self.dtype, self.weak_type)
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    def to_concrete_value(self):
+        return self._value
+
+    # -- Python protocol on concrete values
+    def __array__(self, dtype=None, copy=None):
+        v = np.asarray(self._value)
+        if v.flags.writeable:
+            v = v.view()
+            v.flags.writeable = False
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            return v.astype(dtype)
+        if copy:
+            return v.copy()
+        return v
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"The truth value of an array with shape {self.shape} is ambiguous. "
+                             "Use a.any() or a.all().")
+        return bool(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __index__(self):
+        if self.dtype.kind not in "iub":
+            raise TypeError(f"only integer arrays can be used as an index; got dtype {self.dtype}")
+        return int(self._value)
+
+    def item(self, *args):
+        return np.asarray(self._value).item(*args)
+
+    def tolist(self):
+        return np.asarray(self._value).tolist()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array'. Arrays are mutable-looking values; use a "
+                        "tuple of Python numbers or x.item() as a key.")
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            "'Array' object does not support item assignment: xform arrays are immutable. "
+            "Instead of x[idx] = y, use x = x.at[idx].set(y).")
+
+    def __reduce__(self):
+        return (_rebuild_array, (np.asarray(self._value), self.weak_type))
+
+    def block_until_ready(self):
+        if self._buf is not None and not self._deleted:
+            self._buf.block_until_ready()
+        return self
+
+    def is_deleted(self):
+        return self._deleted
+
+    def delete(self):
+        if self._buf is not None:
+            self._buf.delete()
+        self._npy = None
+        self._deleted = True
+
+    def copy(self):
+        return Array(np.array(self._value), self.weak_type)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __repr__(self):
+        v = np.asarray(self._value)
+        prefix = "Array("
+        if v.size == 0 and v.ndim > 0:
+            body = f"[], shape={v.shape}"
+        else:
+            body = np.array2string(v, separator=", ", prefix=prefix, threshold=1000)
+        extra = ", weak_type=True" if self.weak_type else ""
+        name = v.dtype.name
+        return f"{prefix}{body}, dtype={name}{extra})"
+
+    def __str__(self):
+        return str(np.asarray(self._value))
+
+    def _repr_html_(self):
+        import html
+        return f"<pre>{html.escape(repr(self))}</pre>"
+
+
+def _rebuild_array(value, weak_type):
+    return Array(value, weak_type)
+
+
+def _buffer_is_cpu(buf) -> bool:
+    try:
+        return buf.platform() == "cpu" if callable(getattr(buf, "platform", None)) else \
+            next(iter(buf.devices())).platform == "cpu"
+    except Exception:
+        return True
+
+
+def is_weak(x) -> bool:
+    if type(x) in (int, float, complex, bool):
+        return True
+    return bool(getattr(x, "weak_type", False))
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of any array-like the engine accepts as an argument."""
+    if isinstance(x, (Tracer, Array)):
+        return x.aval
+    t = type(x)
+    if t in (int, float, complex, bool):
+        from interpreters.dtypes import dtype_of
+        return ShapedArray((), dtype_of(x), t is not bool)
+    if isinstance(x, (np.ndarray, np.generic)):
+        from interpreters.dtypes import canonicalize_dtype
+        return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
+                    "Use an xform Array, a NumPy array or a Python scalar.")
+
+
+# ----------------------------------------------------------------- eager evaluation
+
+device_impl_hook = None   # set by lowering: f(prim, args, params) for non-CPU arrays
+
+
+class EvalTrace(Trace):
+    """The root interpreter: run each primitive's reference implementation now."""
+
+    def __init__(self):
+        super().__init__(None, "eval")
+
+    def process_primitive(self, prim, args, params):
+        if prim.impl_takes_arrays:
+            for a in args:
+                if isinstance(a, Tracer):
+                    self.check_foreign_tracer(a)
+            return prim.impl(*args, **params)
+        vals = []
+        for a in args:
+            ta = type(a)
+            if ta is Array:
+                if a._buf is not None and a._npy is None and not _buffer_is_cpu(a._buf):
+                    return device_impl_hook(prim, args, params)
+                vals.append(a._value)
+            elif isinstance(a, Tracer):
+                self.check_foreign_tracer(a)
+            else:
+                vals.append(a)
+        out = prim.impl(*vals, **params)
+        weak_rule = prim.weak_rule
+        weak = weak_rule(args, params) if weak_rule is not None else _all_weak(args)
+        if prim.multiple_results:
+            outs = [Array(o, weak) for o in out]
+            if _debug_checks_on:
+                for o in outs:
+                    _check_nans(prim, o)
+            return outs
+        res = Array(out, weak)
+        if _debug_checks_on:
+            _check_nans(prim, res)
+        return res
+
+    def check_foreign_tracer(self, x):
+        t = x._trace
+        raise errors.UnexpectedTracerError(
+            f"Encountered an unexpected tracer {x.aval.str_short()} outside of any transformation. "
+            f"It was created by a {t.name or type(t).__name__} transformation started at "
+            f"{t.origin}, which has already finished: a traced value escaped (stored in a global, "
+            "a closure or an object). Return values from the transformed function instead.")
+
+
+def _all_weak(args):
+    if not args:
+        return False
+    for a in args:
+        if not getattr(a, "weak_type", False):
+            return False
+    return True
+
+
+_debug_checks_on = False
+
+
+def _update_debug_flag(_=None):
+    global _debug_checks_on
+    _debug_checks_on = bool(config.jax_debug_nans or config.jax_debug_infs)
+
+
+config.on_change("jax_debug_nans", _update_debug_flag)
+config.on_change("jax_debug_infs", _update_debug_flag)
+
+
+def _check_nans(prim, arr):
+    v = np.asarray(arr._value)
+    if v.dtype.kind not in "fc" and "float" not in v.dtype.name:
+        return
+    vv = v.astype(np.complex128 if v.dtype.kind == "c" else np.float64)
+    if config.jax_debug_nans and np.isnan(vv).any():
+        raise FloatingPointError(f"invalid value (nan) encountered in {prim.name}")
+    if config.jax_debug_infs and np.isinf(vv).any():
+        raise FloatingPointError(f"divide by zero or overflow (inf) encountered in {prim.name}")
+
+
+EVAL_TRACE = EvalTrace()
+_state = _State()
+
+
+def new_trace_scope(trace_cls, *args, **kwargs):
+    """Create a child of the current trace (helper for transformations)."""
+    return trace_cls(_state.trace, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def running(trace: Trace):
+    """Make ``trace`` current while the user's function runs; invalidate it after."""
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        yield trace
+    finally:
+        _state.trace = prev
+        trace.invalidate()
+
+
+# ----------------------------------------------------------------- helpers for rules
+
+
+def concrete_or_error(x, context: str = ""):
+    """The concrete NumPy value of ``x`` or a ConcretizationTypeError (for static params)."""
+    if isinstance(x, Tracer):
+        v = x.to_concrete_value()
+        if v is None:
+            raise errors.ConcretizationTypeError(x, context)
+        return np.asarray(v)
+    if isinstance(x, Array):
+        return np.asarray(x._value)
+    return x

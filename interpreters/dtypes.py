@@ -1,0 +1,418 @@
+"""Dtypes, canonicalization and JAX-style type promotion (JEP 9407).
+
+Promotion works on a small lattice whose nodes are short names: the strong
+dtypes ('b1', 'i8', ..., 'c128') plus the three weak Python kinds 'i*', 'f*'
+and 'c*'.  ``a <= b`` means "a promotes to b"; the result of promoting a set of
+nodes is their least upper bound.  With x64 off the single edge that would make
+a 64-bit type out of 32-bit inputs (u32 -> i64) becomes u32 -> i32.
+
+All caches are keyed by, or cleared on, the ``jax_enable_x64`` and
+``jax_numpy_dtype_promotion`` options.
+"""
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+from interpreters.config import config
+
+__all__ = [
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
+    "complex128", "float8_e4m3fn", "float8_e5m2", "float0",
+    "TypePromotionError", "python_scalar_dtypes", "canonicalize_dtype",
+    "default_float_dtype", "default_int_dtype", "default_uint_dtype",
+    "default_complex_dtype", "is_weakly_typed", "dtype_of", "promote_types",
+    "lattice_result_type", "result_type", "issubdtype", "is_float", "is_complex", "is_integer",
+    "is_unsigned", "is_bool", "is_inexact", "finfo", "iinfo",
+    "to_inexact_dtype", "to_complex_dtype", "short_name",
+]
+
+# ----------------------------------------------------------------- constants
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in ("uint8", "uint16", "uint32", "uint64"))
+float16, float32, float64 = (np.dtype(t) for t in ("float16", "float32", "float64"))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+# Tangent dtype of integer / boolean primals: a zero-size trivial vector space.
+float0 = np.dtype([("float0", np.void, 0)])
+
+_FLOAT8_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                 "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4", "float8_e8m0fnu")
+# 8-bit floats: floating per issubdtype, but they never promote implicitly.
+_float8s = tuple(np.dtype(getattr(ml_dtypes, n)) for n in _FLOAT8_NAMES if hasattr(ml_dtypes, n))
+_custom_floats = (bfloat16,) + _float8s  # outside numpy's np.floating hierarchy
+_custom_float_types = frozenset(d.type for d in _custom_floats)
+
+# Python scalar type -> its (non-canonical, x64) dtype, as numpy sees it.
+python_scalar_dtypes = {bool: bool_, int: int64, float: float64, complex: complex128}
+
+_TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+class TypePromotionError(ValueError):
+    """No implicit promotion exists between the given dtypes (as JAX)."""
+
+
+# ------------------------------------------------------------------ defaults
+def _x64() -> bool:
+    return bool(config.jax_enable_x64)
+
+
+def default_int_dtype() -> np.dtype:
+    return int64 if _x64() else int32
+
+
+def default_uint_dtype() -> np.dtype:
+    return uint64 if _x64() else uint32
+
+
+def default_float_dtype() -> np.dtype:
+    return float64 if _x64() else float32
+
+
+def default_complex_dtype() -> np.dtype:
+    return complex128 if _x64() else complex64
+
+
+_DEFAULT_BY_KIND = {"b": lambda: bool_, "i": default_int_dtype, "u": default_uint_dtype,
+                    "f": default_float_dtype, "c": default_complex_dtype}
+
+
+# ---------------------------------------------------------- canonicalization
+_canon_cache: dict = {}
+
+
+def _canonicalize_uncached(x) -> np.dtype:
+    if x is int:
+        return default_int_dtype()
+    if x is float:
+        return default_float_dtype()
+    if x is complex:
+        return default_complex_dtype()
+    try:
+        dt = np.dtype(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"Cannot interpret {x!r} as a data type") from e
+    return dt if _x64() else _TO_32.get(dt, dt)
+
+
+def canonicalize_dtype(dtype) -> np.dtype:
+    """The dtype JAX would use for ``dtype``: 64-bit types become 32-bit without x64."""
+    try:
+        return _canon_cache[dtype]
+    except KeyError:
+        out = _canon_cache[dtype] = _canonicalize_uncached(dtype)
+        return out
+    except TypeError:  # unhashable input
+        return _canonicalize_uncached(dtype)
+
+
+# Dtypes that may appear as values (anything else is rejected by dtype_of).
+_valid_dtypes = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                           float16, float32, float64, complex64, complex128, float0,
+                           *_custom_floats])
+
+
+def _check_valid(dt: np.dtype, x) -> np.dtype:
+    if dt not in _valid_dtypes:
+        raise TypeError(f"Value {x!r} with dtype {dt} is not a valid array type; "
+                        "only numeric (and bool) dtypes are supported")
+    return dt
+
+
+def is_weakly_typed(x) -> bool:
+    """Python int/float/complex values are weak; objects report their ``weak_type``."""
+    t = type(x)
+    if t is int or t is float or t is complex:
+        return True
+    w = getattr(x, "weak_type", None)
+    if w is None:
+        aval = getattr(x, "aval", None)
+        w = getattr(aval, "weak_type", False) if aval is not None else False
+    return bool(w)
+
+
+def dtype_of(x) -> np.dtype:
+    """Canonical dtype of a value (or of a dtype-like: type, string, np.dtype)."""
+    t = type(x)
+    dt = python_scalar_dtypes.get(t)
+    if dt is not None:
+        return canonicalize_dtype(dt)
+    if isinstance(x, np.dtype) or t is str:
+        try:
+            dt = np.dtype(x)
+        except TypeError as e:
+            raise TypeError(f"Cannot interpret {x!r} as a data type") from e
+        return canonicalize_dtype(_check_valid(dt, x))
+    if t is type:
+        if x in python_scalar_dtypes:
+            return canonicalize_dtype(python_scalar_dtypes[x])
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return canonicalize_dtype(_check_valid(np.dtype(x), x))
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return canonicalize_dtype(_check_valid(dt, x))
+    # Subclasses of Python scalars (e.g. IntEnum members).
+    for pt in (int, float, complex):
+        if isinstance(x, pt):
+            return canonicalize_dtype(python_scalar_dtypes[pt])
+    raise TypeError(f"Cannot determine dtype of {x!r} of type {t.__name__}")
+
+
+# ----------------------------------------------------------------- promotion
+_STRONG = {"b1": bool_, "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
+           "i8": int8, "i16": int16, "i32": int32, "i64": int64,
+           "bf16": bfloat16, "f16": float16, "f32": float32, "f64": float64,
+           "c64": complex64, "c128": complex128,
+           **{d.name: d for d in _float8s}}
+_WEAK = {"i*": int64, "f*": float64, "c*": complex128}
+_NODE_DTYPE = {**_STRONG, **_WEAK}
+_DTYPE_NODE = {d: n for n, d in _STRONG.items()}
+_WEAK_NODE_OF_KIND = {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}
+_F8_NODES = tuple(d.name for d in _float8s)
+
+
+def _lattice(strict: bool, x64: bool) -> dict:
+    """Each node -> the nodes directly above it."""
+    if strict:  # only weak types promote, and only into their own kind
+        out = {n: [] for n in _STRONG}
+        out["i*"] = ["f*", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64"]
+        out["f*"] = ["c*", *_F8_NODES, "bf16", "f16", "f32", "f64"]
+        out["c*"] = ["c64", "c128"]
+        return out
+    return {
+        "b1": ["i*"], "i*": ["u8", "i8"],
+        "u8": ["i16", "u16"], "u16": ["i32", "u32"],
+        "u32": ["i64", "u64"] if x64 else ["i32", "u64"], "u64": ["f*"],
+        "i8": ["i16"], "i16": ["i32"], "i32": ["i64"], "i64": ["f*"],
+        "f*": [*_F8_NODES, "bf16", "f16", "c*"],
+        **{n: [] for n in _F8_NODES},
+        "bf16": ["f32"], "f16": ["f32"], "f32": ["f64", "c64"], "f64": ["c128"],
+        "c*": ["c64"], "c64": ["c128"], "c128": [],
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def _upper_bounds(strict: bool, x64: bool) -> dict:
+    """node -> frozenset of every node at or above it (reflexive-transitive closure)."""
+    lat = _lattice(strict, x64)
+    ubs: dict = {}
+
+    def up(n):
+        if n not in ubs:
+            s = {n}
+            for m in lat[n]:
+                s |= up(m)
+            ubs[n] = frozenset(s)
+        return ubs[n]
+
+    for n in lat:
+        up(n)
+    return ubs
+
+
+def _promotion_mode() -> tuple:
+    mode = config.read("jax_numpy_dtype_promotion")
+    if mode not in ("standard", "strict"):
+        raise ValueError(f"Unexpected value of jax_numpy_dtype_promotion={mode!r}")
+    return mode == "strict", _x64()
+
+
+@functools.lru_cache(maxsize=2048)
+def _lub(strict: bool, x64: bool, nodes: frozenset) -> str:
+    ub = _upper_bounds(strict, x64)
+    common = frozenset.intersection(*(ub[n] for n in nodes))
+    least = [c for c in common if common <= ub[c]]
+    if len(least) == 1:
+        return least[0]
+    names = tuple(str(_NODE_DTYPE[n]) if n in _STRONG else n for n in nodes)
+    if strict:
+        hint = " when jax_numpy_dtype_promotion=strict"
+    elif any(n in _F8_NODES for n in nodes):
+        hint = "; 8-bit floats do not support implicit promotion"
+    else:
+        hint = ""
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path{hint}. "
+        "Try explicitly casting inputs to the desired output type.")
+
+
+def _node_of_dtype(dt: np.dtype) -> str:
+    try:
+        return _DTYPE_NODE[dt]
+    except (KeyError, TypeError):
+        raise ValueError(f"dtype={dt!r} is not a valid dtype for type promotion") from None
+
+
+def _promotion_node(dt: np.dtype, weak: bool) -> str:
+    """Lattice node of a (dtype, weak) pair; weak bool stays bool."""
+    if weak:
+        if dt in _custom_floats:
+            return "f*"
+        node = _WEAK_NODE_OF_KIND.get(dt.kind)
+        if node is not None:
+            return node
+    return _node_of_dtype(dt)
+
+
+def promote_types(a, b) -> np.dtype:
+    """Like ``jnp.promote_types``: the Python types int/float/complex are weak.
+
+    As in JAX the inputs and the result are *not* canonicalized (e.g.
+    ``promote_types(int, float)`` is float64 even with x64 off); use
+    ``result_type`` for the canonical result.
+    """
+    na = "i*" if a is int else "f*" if a is float else "c*" if a is complex else None
+    nb = "i*" if b is int else "f*" if b is float else "c*" if b is complex else None
+    na = na or _node_of_dtype(np.dtype(a))
+    nb = nb or _node_of_dtype(np.dtype(b))
+    return _NODE_DTYPE[_lub(*_promotion_mode(), frozenset((na, nb)))]
+
+
+def _dtype_and_weak(x) -> tuple:
+    t = type(x)
+    if t is int or t is float or t is complex:
+        return canonicalize_dtype(python_scalar_dtypes[t]), True
+    if x is int or x is float or x is complex:  # the weak Python types themselves
+        return canonicalize_dtype(python_scalar_dtypes[x]), True
+    return dtype_of(x), is_weakly_typed(x)
+
+
+def lattice_result_type(*args) -> tuple:
+    """``(dtype, weak_type)`` that jnp operations promote ``args`` to.
+
+    This is what binary ops use (JAX's ``promote_dtypes``): a weak result keeps
+    its dtype, e.g. weak bf16 + 1.0 is weak bf16.  The dtype is canonical.
+    """
+    pairs = [_dtype_and_weak(a) for a in args]
+    strict, x64 = _promotion_mode()
+    dtypes = {d for d, _ in pairs}
+    all_weak = all(w for _, w in pairs)
+    if len(pairs) == 1:
+        out, weak = pairs[0]
+    elif len(dtypes) == 1 and not all_weak:
+        out, weak = pairs[0][0], False
+    elif all_weak and not strict:
+        # Bound of the strong counterparts, made weak at the end.
+        node = _lub(strict, x64, frozenset(_node_of_dtype(d) for d in dtypes))
+        out, weak = canonicalize_dtype(_NODE_DTYPE[node]), True
+    else:
+        node = _lub(strict, x64, frozenset(_promotion_node(d, w) for d, w in pairs))
+        out, weak = canonicalize_dtype(_NODE_DTYPE[node]), node in _WEAK
+    return out, weak and out != bool_
+
+
+def result_type(*args, return_weak_type_flag: bool = False):
+    """``jax.dtypes.result_type``: the dtype of an operation on ``args``.
+
+    Args are values or dtype-likes; Python scalars and the types int/float/
+    complex are weak; ``None`` means the default float.  The result is
+    canonical and weak only if the winning lattice node is weak; unlike
+    ``lattice_result_type`` a weak result is widened to the default dtype of
+    its kind (weak bf16 -> float32 without x64).
+    """
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    out, weak = lattice_result_type(*(default_float_dtype() if a is None else a for a in args))
+    if weak:
+        out = _DEFAULT_BY_KIND["f" if out in _custom_floats else out.kind]()
+    return (out, weak) if return_weak_type_flag else out
+
+
+# ------------------------------------------------------------ classification
+_ANCESTORS_OF_CUSTOM_FLOAT = frozenset([np.floating, np.inexact, np.number, np.generic])
+
+
+@functools.lru_cache(maxsize=1024)
+def _issubdtype_cached(a, b) -> bool:
+    a = a if isinstance(a, type) and issubclass(a, np.generic) else np.dtype(a).type
+    b = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
+    if a in _custom_float_types:
+        return a is b or b in _ANCESTORS_OF_CUSTOM_FLOAT
+    return bool(np.issubdtype(a, b))
+
+
+def issubdtype(a, b) -> bool:
+    """``np.issubdtype`` that also counts bfloat16 / float8 as ``np.floating``."""
+    try:
+        return _issubdtype_cached(a, b)
+    except TypeError:  # unhashable (e.g. an object carrying a dtype)
+        return _issubdtype_cached(np.dtype(a), np.dtype(b))
+
+
+def is_float(dtype) -> bool:
+    return issubdtype(dtype, np.floating)
+
+
+def is_complex(dtype) -> bool:
+    return issubdtype(dtype, np.complexfloating)
+
+
+def is_integer(dtype) -> bool:
+    return issubdtype(dtype, np.integer)
+
+
+def is_unsigned(dtype) -> bool:
+    return issubdtype(dtype, np.unsignedinteger)
+
+
+def is_bool(dtype) -> bool:
+    return issubdtype(dtype, np.bool_)
+
+
+def is_inexact(dtype) -> bool:
+    return issubdtype(dtype, np.inexact)
+
+
+def finfo(dtype):
+    """Machine limits of a float (or complex: of its real part); bf16/f8 work."""
+    return ml_dtypes.finfo(np.dtype(dtype))
+
+
+def iinfo(dtype):
+    return ml_dtypes.iinfo(np.dtype(dtype))
+
+
+def to_inexact_dtype(dtype) -> np.dtype:
+    """Dtype that a transcendental function of ``dtype`` returns (``jnp.sin``).
+
+    As JAX: bool and integers up to 32 bits go to float32 (not a width-matched
+    float), 64-bit integers to float64; inexact dtypes are unchanged.  The
+    result is canonicalized.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind in "biu":
+        dt = float64 if dt.itemsize == 8 else float32
+    return canonicalize_dtype(dt)
+
+
+def to_complex_dtype(dtype) -> np.dtype:
+    """Complex dtype holding ``to_inexact_dtype(dtype)`` (c128 only for 64-bit)."""
+    dt = to_inexact_dtype(dtype)
+    return canonicalize_dtype(complex128 if dt in (float64, complex128) else complex64)
+
+
+@functools.lru_cache(maxsize=None)
+def _short_name(dt: np.dtype) -> str:
+    if dt == float0:
+        return "float0"
+    return (dt.name.replace("float", "f").replace("uint", "u")
+            .replace("int", "i").replace("complex", "c"))
+
+
+def short_name(dtype) -> str:
+    """Jaxpr-style name: f32, bf16, i32, u8, bool, c64, f8_e4m3fn, float0."""
+    return _short_name(np.dtype(dtype))
+
+
+def _clear_caches(_value=None) -> None:
+    _canon_cache.clear()
+
+
+config.on_change("jax_enable_x64", _clear_caches)

@@ -1,0 +1,83 @@
+"""User-facing exception classes (JAX's names, so ``except`` clauses carry over)."""
+from __future__ import annotations
+
+import os
+import sys
+
+_PKG_DIRS = None
+
+
+def _package_dirs():
+    global _PKG_DIRS
+    if _PKG_DIRS is None:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        _PKG_DIRS = tuple(os.path.join(here, d) + os.sep
+                          for d in ("xform", "primitives", "interpreters", "lowering"))
+    return _PKG_DIRS
+
+
+def user_frame(skip: int = 1):
+    """The innermost stack frame outside the xform packages (the user's line), or None."""
+    dirs = _package_dirs()
+    f = sys._getframe(skip)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(dirs) and not fn.startswith("<frozen"):
+            if "contextlib" not in fn and "functools" not in fn:
+                return f
+        f = f.f_back
+    return None
+
+
+def user_location(skip: int = 1) -> str:
+    f = user_frame(skip + 1)
+    if f is None:
+        return "<unknown location>"
+    return f"{f.f_code.co_filename}:{f.f_lineno} (in {f.f_code.co_name})"
+
+
+class XformTypeError(TypeError):
+    """Base of the tracer-conversion errors; a TypeError like JAX's JAXTypeError."""
+
+
+class ConcretizationTypeError(XformTypeError):
+    """Python needed a concrete value (``if``, ``int()``...) but got an abstract tracer."""
+
+    def __init__(self, tracer, context: str = "", suggestion: str | None = None):
+        where = user_location(2)
+        aval = getattr(tracer, "aval", None)
+        msg = (f"Abstract tracer value encountered where a concrete value is expected: "
+               f"{context or 'a Python value was needed'} at {where}.\n"
+               f"The value is {aval.str_short() if aval is not None else tracer} traced by "
+               f"{type(getattr(tracer, '_trace', None)).__name__}; its value is only known "
+               f"when the compiled program runs.\n")
+        msg += suggestion or (
+            "If it depends only on an argument's value, mark that argument static "
+            "(jit(f, static_argnums=...) / static_argnames=...); for control flow on traced "
+            "values use xform.lax.cond, xform.lax.switch, xform.lax.while_loop, "
+            "xform.lax.fori_loop or xform.numpy.where.")
+        super().__init__(msg)
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    pass
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    pass
+
+
+class TracerArrayConversionError(XformTypeError):
+    pass
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it and was used later."""
+
+
+class JaxprTypeError(TypeError):
+    """The IR type checker found an ill-typed program."""
+
+
+class KeyReuseError(RuntimeError):
+    pass

@@ -1,0 +1,150 @@
+"""The staging interpreter: run a Python function on tracers and record equations.
+
+``StagingTrace`` builds a ``Jaxpr``.  Values it does not own (concrete arrays,
+NumPy constants, tracers of ancestor traces) become constant variables
+(scalars become inline literals), so the program is closed over its constants.
+
+With ``forward_known=True`` it is the partial evaluator used by linearize: an
+operation none of whose inputs is staged is not recorded but forwarded to the
+parent trace (computed now, or staged by an outer jit); only operations that
+touch a staged ("unknown") value are recorded, and the known values they use
+become the program's constants -- the residuals.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from interpreters import core, errors
+from interpreters.core import Array, ShapedArray, Tracer
+from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+
+record_source_info = True
+
+
+class StagingTracer(Tracer):
+    __slots__ = ("var",)
+
+    def __init__(self, trace, var):
+        self._trace = trace
+        self.var = var
+
+    @property
+    def aval(self):
+        return self.var.aval
+
+
+class StagingTrace(core.Trace):
+    def __init__(self, parent, forward_known: bool = False, name: str = "staging"):
+        super().__init__(parent, name)
+        self.forward_known = forward_known
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.consts: list = []
+        self._const_ids: dict[int, Var] = {}
+
+    # -- inputs and constants
+    def new_arg(self, aval: ShapedArray) -> StagingTracer:
+        v = Var(aval)
+        self.invars.append(v)
+        return StagingTracer(self, v)
+
+    def to_atom(self, x):
+        """The Var/Literal for any argument: own tracers, constants, outer tracers."""
+        if isinstance(x, StagingTracer) and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            self.check_foreign_tracer(x)
+            return self._constvar(x, x.aval)
+        t = type(x)
+        if t in (int, float, bool, complex):
+            aval = core.get_aval(x)
+            return Literal(np.asarray(x, aval.dtype), aval)
+        if t is Array:
+            aval = x.aval
+            if aval.shape == () and x.on_host:
+                return Literal(x._value, aval)
+            return self._constvar(x, aval)
+        if isinstance(x, (np.ndarray, np.generic)):
+            aval = core.get_aval(x)
+            val = np.asarray(x, aval.dtype) if x.dtype != aval.dtype else x
+            if aval.shape == ():
+                return Literal(val, aval)
+            return self._constvar(Array(np.array(val)), aval)
+        raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
+                        "Use an xform Array, a NumPy array or a Python scalar.")
+
+    def _constvar(self, x, aval):
+        v = self._const_ids.get(id(x))
+        if v is None:
+            v = Var(aval)
+            self._const_ids[id(x)] = v
+            self.constvars.append(v)
+            self.consts.append(x)
+        return v
+
+    def new_tracer(self, aval):
+        return StagingTracer(self, Var(aval))
+
+    # -- the interpreter
+    def process_primitive(self, prim, args, params):
+        if self.forward_known:
+            for a in args:
+                if isinstance(a, StagingTracer) and a._trace is self:
+                    break
+            else:
+                with core.set_current_trace(self.parent):
+                    return prim.bind(*args, **params)
+        invars = [self.to_atom(a) for a in args]
+        rule = prim.abstract_eval
+        if rule is None:
+            raise NotImplementedError(f"primitive {prim.name} has no abstract evaluation rule")
+        out = rule(*[a.aval for a in invars], **params)
+        if prim.multiple_results:
+            outvars = [Var(a) for a in out]
+        else:
+            outvars = [Var(out)]
+        src = _source_info() if record_source_info else None
+        self.eqns.append(Eqn(prim, invars, outvars, params, src))
+        tracers = [StagingTracer(self, v) for v in outvars]
+        return tracers if prim.multiple_results else tracers[0]
+
+    def add_eqn(self, prim, in_atoms, out_avals, params):
+        """Record an equation directly (for rules that build programs by hand)."""
+        outvars = [Var(a) for a in out_avals]
+        self.eqns.append(Eqn(prim, in_atoms, outvars, params, None))
+        return [StagingTracer(self, v) for v in outvars]
+
+    # -- finishing
+    def to_jaxpr(self, outs) -> tuple[Jaxpr, list]:
+        """The program computing ``outs`` (any values) from the inputs and constants."""
+        outvars = [self.to_atom(o) for o in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
+        return jaxpr, list(self.consts)
+
+
+def _source_info():
+    f = errors.user_frame(3)
+    if f is None:
+        return None
+    return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+
+
+def trace_to_jaxpr(fun, in_avals, name: str = "staging"):
+    """Stage ``fun(*flat_tracers) -> flat list`` into ``(Jaxpr, consts)``."""
+    trace = StagingTrace(core.current_trace(), name=name)
+    args = [trace.new_arg(a) for a in in_avals]
+    with core.running(trace):
+        outs = fun(*args)
+    return trace.to_jaxpr(list(outs))
+
+
+def trace_to_closed_jaxpr(fun, in_avals, name: str = "staging") -> ClosedJaxpr:
+    jaxpr, consts = trace_to_jaxpr(fun, in_avals, name)
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def convert_constvars_to_invars(jaxpr: Jaxpr) -> Jaxpr:
+    """``{ lambda c; x. ... }`` -> ``{ lambda ; c x. ... }``."""
+    return Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
+                 jaxpr.debug_info)
