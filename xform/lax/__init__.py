@@ -1,0 +1,16 @@
+"""``xform.lax``: the primitive-level API (JAX's names and signatures)."""
+import importlib as _importlib
+
+_FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
+             "collectives", "control_flow", "misc")
+
+for _fam in _FAMILIES:
+    try:
+        _mod = _importlib.import_module(f"primitives.{_fam}")
+    except ModuleNotFoundError as _e:  # a family not written yet
+        if _e.name != f"primitives.{_fam}":
+            raise
+        continue
+    for _name in getattr(_mod, "__all__", ()):
+        globals()[_name] = getattr(_mod, _name)
+del _fam, _importlib

@@ -1,0 +1,1 @@
+"""xform.numpy (being written)."""
