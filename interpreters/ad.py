@@ -184,25 +184,67 @@ class LinearizeTrace(StagingTrace):
                     return rule(self, args, params)
         return super().process_primitive(prim, args, params)
 
+    def to_atom(self, x):
+        # Known arrays (even scalars) used by tangent work are residuals: keep them
+        # as constants of the linear program rather than inlining them as literals.
+        if type(x) is core.Array:
+            return self._constvar(x, x.aval)
+        return super().to_atom(x)
+
     def is_unknown(self, x) -> bool:
         return isinstance(x, StagingTracer) and x._trace is self
 
 
 class LinearFunction:
-    """The result of linearize: a linear program over tangents plus its residuals."""
+    """The result of linearize: a linear program over tangents plus its residuals.
 
-    def __init__(self, jaxpr, residuals, in_avals, out_avals):
+    ``jaxpr`` takes the tangents of the differentiable (inexact) inputs and
+    returns the tangents of the inexact outputs; its constants are the
+    residuals, the values the forward pass saved for the backward pass.
+    Integer/bool inputs and outputs have ``float0`` tangents, which carry no
+    data and are kept out of the program (``in_mask``/``out_mask`` say which
+    positions the program covers); calling or transposing takes and returns
+    one value per position.
+    """
+
+    def __init__(self, jaxpr, residuals, in_avals, out_avals, in_mask=None, out_mask=None):
         self.jaxpr = jaxpr
         self.residuals = residuals
         self.in_avals = in_avals
         self.out_avals = out_avals
+        self.in_mask = [True] * len(in_avals) if in_mask is None else list(in_mask)
+        self.out_mask = [True] * len(out_avals) if out_mask is None else list(out_mask)
 
     def __call__(self, *tangents):
         from interpreters.ir import eval_jaxpr
-        return eval_jaxpr(self.jaxpr, self.residuals, *tangents)
+        if len(tangents) != len(self.in_avals):
+            raise TypeError(f"linear function expects {len(self.in_avals)} tangents, "
+                            f"got {len(tangents)}")
+        ins = [instantiate(t) for t, m in zip(tangents, self.in_mask) if m]
+        outs = iter(eval_jaxpr(self.jaxpr, self.residuals, *ins))
+        return [next(outs) if m else _float0_zeros(a)
+                for a, m in zip(self.out_avals, self.out_mask)]
 
     def transpose(self, cts):
-        return backward_pass(self.jaxpr, self.residuals, cts)
+        """Cotangents of the inputs (one per position; ``Zero`` where nothing flows)."""
+        if len(cts) != len(self.out_avals):
+            raise TypeError(f"transpose expects {len(self.out_avals)} cotangents, "
+                            f"got {len(cts)}")
+        cts = [c for c, m in zip(cts, self.out_mask) if m]
+        res = iter(backward_pass(self.jaxpr, self.residuals, cts))
+        return [next(res) if m else Zero(a) for a, m in zip(self.in_avals, self.in_mask)]
+
+    def transpose_jaxpr(self):
+        """The backward program (cotangents of outputs -> cotangents of inputs), staged."""
+        from interpreters.staging import trace_to_jaxpr
+        avals = [a for a, m in zip(self.out_avals, self.out_mask) if m]
+
+        def bwd(*cts):
+            return [instantiate(c) for c in backward_pass(self.jaxpr, self.residuals,
+                                                          list(cts))]
+        jaxpr, consts = trace_to_jaxpr(bwd, avals, name="transpose")
+        from interpreters.ir import ClosedJaxpr
+        return ClosedJaxpr(jaxpr, consts)
 
     @property
     def num_residuals(self):
@@ -215,19 +257,47 @@ class LinearFunction:
     def __str__(self):
         return str(self.jaxpr)
 
+    __repr__ = __str__
+
+
+def _float0_zeros(aval):
+    return np.zeros(aval.shape, float0)
+
+
+def is_differentiable(aval) -> bool:
+    return tangent_aval(aval).dtype != float0
+
+
+def _staged_zeros(lin, aval):
+    """Zeros recorded in the linear program itself (not a residual constant)."""
+    lin.forward_known = False
+    try:
+        with core.set_current_trace(lin):
+            z = zeros_like_aval(aval)
+    finally:
+        lin.forward_known = True
+    return z
+
 
 def linearize_flat(fun, primals):
-    """Returns (primals_out, LinearFunction) for ``fun(*flat) -> flat list``."""
+    """Returns (primals_out, LinearFunction) for ``fun(*flat) -> flat list``.
+
+    The JVP runs with a partial-evaluating ``LinearizeTrace`` as its parent:
+    primal work is forwarded to the outer trace (done now), tangent work is
+    recorded into the linear program.
+    """
     parent = core.current_trace()
     lin = LinearizeTrace(parent)
     jvp = JVPTrace(lin)
-    in_tangent_avals = [tangent_aval(core.get_aval(p)) for p in primals]
-    tangent_args = [lin.new_arg(a) for a in in_tangent_avals]
-    ins = [JVPTracer(jvp, p, t) for p, t in zip(primals, tangent_args)]
+    in_avals = [core.get_aval(p) for p in primals]
+    in_tangent_avals = [tangent_aval(a) for a in in_avals]
+    in_mask = [is_differentiable(a) for a in in_avals]
+    ins = [JVPTracer(jvp, p, lin.new_arg(t)) if m else p
+           for p, t, m in zip(primals, in_tangent_avals, in_mask)]
     prev = core._state.trace
     try:
         core._state.trace = jvp
-        outs = fun(*ins)
+        outs = list(fun(*ins))
     finally:
         core._state.trace = prev
         jvp.invalidate()
@@ -236,16 +306,20 @@ def linearize_flat(fun, primals):
         p, t = jvp.unpack(o)
         primals_out.append(p)
         tangents_out.append(t)
-    with core.set_current_trace(parent):
-        tangents_out = [instantiate(t) for t in tangents_out]
     for p in primals_out:
         if lin.is_unknown(p):
+            lin.invalidate()
             raise errors.UnexpectedTracerError(
                 "linearize: a primal output depends on a tangent (a rule mixed them)")
-    jaxpr, residuals = lin.to_jaxpr(tangents_out)
+    out_avals = [core.get_aval(p) for p in primals_out]
+    out_tangent_avals = [tangent_aval(a) for a in out_avals]
+    out_mask = [is_differentiable(a) for a in out_avals]
+    lin_outs = [(_staged_zeros(lin, t.aval) if type(t) is Zero else t)
+                for t, m in zip(tangents_out, out_mask) if m]
+    jaxpr, residuals = lin.to_jaxpr(lin_outs)
     lin.invalidate()
-    out_avals = [v.aval for v in jaxpr.outvars]
-    return primals_out, LinearFunction(jaxpr, residuals, in_tangent_avals, out_avals)
+    return primals_out, LinearFunction(jaxpr, residuals, in_tangent_avals, out_tangent_avals,
+                                       in_mask, out_mask)
 
 
 # ----------------------------------------------------------------- transposition
@@ -268,17 +342,33 @@ def is_undefined_primal(x) -> bool:
 
 
 def backward_pass(jaxpr, consts, cts_out):
-    """Cotangents of ``jaxpr``'s inputs given cotangents of its outputs.
+    """Cotangents of ``jaxpr``'s inputs (all linear) given cotangents of its outputs."""
+    args = [UndefinedPrimal(v.aval) for v in jaxpr.invars]
+    return backward_pass_partial(jaxpr, consts, args, cts_out)
 
-    Inputs are the linear variables.  Equations that use only constants are
-    evaluated forward first (non-linear parts of a linear program); the rest are
-    transposed in reverse order.
+
+def backward_pass_partial(jaxpr, consts, args, cts_out):
+    """Transpose ``jaxpr`` w.r.t. the inputs given as ``UndefinedPrimal`` in ``args``.
+
+    The other inputs (and the constants) are known values.  Equations that use
+    only known values are evaluated forward first (the non-linear parts of a
+    linear program, e.g. a checkpoint's recomputation); the rest are transposed
+    in reverse order.  Returns one cotangent per input (``Zero`` where nothing
+    flows, ``None`` for known inputs).
     """
     from interpreters.ir import Var
+    if len(cts_out) != len(jaxpr.outvars):
+        raise TypeError(f"backward pass: program has {len(jaxpr.outvars)} outputs, got "
+                        f"{len(cts_out)} cotangents")
     primal_env = {}
     for v, c in zip(jaxpr.constvars, consts):
         primal_env[v] = c
-    linear = set(jaxpr.invars)
+    linear = set()
+    for v, a in zip(jaxpr.invars, args):
+        if type(a) is UndefinedPrimal:
+            linear.add(v)
+        else:
+            primal_env[v] = a
     lin_eqns = []
     for eqn in jaxpr.eqns:
         if any(type(a) is not Literal and a in linear for a in eqn.invars):
@@ -316,17 +406,18 @@ def backward_pass(jaxpr, consts, cts_out):
         cts = [read_ct(v) for v in eqn.outvars]
         if all(type(c) is Zero for c in cts):
             continue
-        args = [UndefinedPrimal(a.aval) if (type(a) is not Literal and a in linear)
-                else (a.val if type(a) is Literal else primal_env[a]) for a in eqn.invars]
+        eargs = [UndefinedPrimal(a.aval) if (type(a) is not Literal and a in linear)
+                 else (a.val if type(a) is Literal else primal_env[a]) for a in eqn.invars]
         rule = transpose_rules.get(eqn.primitive)
         if rule is None:
             raise NotImplementedError(
                 f"Transpose rule (for reverse-mode differentiation) for '{eqn.primitive.name}' "
                 "not implemented: it is not a linear primitive.")
         ct_arg = cts if eqn.primitive.multiple_results else cts[0]
-        cts_in = rule(ct_arg, *args, **eqn.params)
+        cts_in = rule(ct_arg, *eargs, **eqn.params)
         for a, ct in zip(eqn.invars, cts_in):
             if type(a) is not Literal:
                 write_ct(a, ct)
 
-    return [read_ct(v) for v in jaxpr.invars]
+    return [read_ct(v) if type(a) is UndefinedPrimal else None
+            for v, a in zip(jaxpr.invars, args)]

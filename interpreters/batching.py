@@ -5,7 +5,17 @@ Rule table (filled by ``primitives/``):
       ``dims[i]`` is the batch axis of ``vals[i]`` or ``not_mapped`` (None);
       for multiple-result primitives ``out`` and ``out_dim`` are lists.
       ``axis_data`` has ``.size`` and ``.name`` (for collectives and rules that
-      must materialise a batch axis).
+      must materialise a batch axis).  Rules run with the parent trace current,
+      so they simply bind other primitives on the values they get.
+
+A primitive with ``is_collective = True`` (psum, axis_index, ...) reaches its
+rule even when no input is batched: whether it acts depends on its axis name,
+not on its inputs.  Named axes are found by walking the trace chain
+(``bound_axes``), so there is no separate axis environment to keep in sync.
+
+Entry points for transformations built on top: ``batch_flat`` (run a flat
+function batched, used by ``xform.vmap``) and ``batch_jaxpr`` (program to
+program, for higher-order primitives such as jit/cond/scan).
 """
 from __future__ import annotations
 
@@ -21,6 +31,8 @@ broadcast_batched = None  # (x, size, axis) -> x with a new axis of ``size`` at 
 
 
 class AxisData:
+    """What a rule may know about the axis being vectorised over."""
+
     __slots__ = ("size", "name", "spmd_name")
 
     def __init__(self, size, name=None, spmd_name=None):
@@ -74,7 +86,10 @@ class BatchTrace(core.Trace):
                 return prim.bind(*vals, **params)
         rule = batch_rules.get(prim)
         if rule is None:
-            raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
+            raise NotImplementedError(
+                f"Batching rule for '{prim.name}' not implemented: this primitive cannot be "
+                "used under xform.vmap yet (inputs: "
+                + ", ".join(f"{core.get_aval(a).str_short()}" for a in args) + ").")
         with core.set_current_trace(self.parent):
             out, out_dim = rule(self.axis_data, vals, dims, **params)
         if prim.multiple_results:
@@ -94,3 +109,122 @@ class BatchTrace(core.Trace):
                 return t
             t = t.parent
         return None
+
+
+# ----------------------------------------------------------------- named axes
+
+
+def bound_axes(trace=None) -> list:
+    """``[(name, size), ...]`` of the named vmap axes active at ``trace`` (innermost first)."""
+    t = core.current_trace() if trace is None else trace
+    out = []
+    while t is not None:
+        if isinstance(t, BatchTrace) and t.axis_data.name is not None:
+            out.append((t.axis_data.name, t.axis_data.size))
+        t = t.parent
+    return out
+
+
+def axis_size(name) -> int:
+    """Size of the innermost active named axis ``name`` (NameError if none binds it)."""
+    for n, s in bound_axes():
+        if n == name:
+            return s
+    raise unbound_axis_error(name)
+
+
+def unbound_axis_error(name, what: str = "a collective") -> NameError:
+    names = [n for n, _ in bound_axes()]
+    bound = ", ".join(repr(n) for n in names) if names else "none"
+    return NameError(
+        f"unbound axis name: {name}. {what} refers to axis {name!r}, but no enclosing "
+        f"xform.vmap binds that name (axis names bound here: {bound}). Pass "
+        f"axis_name={name!r} to the vmap that maps the axis to reduce over.")
+
+
+# ----------------------------------------------------------------- moving batch axes
+
+
+def canonicalize_axis(axis: int, ndim: int) -> int:
+    return axis + ndim if axis < 0 else axis
+
+
+class SpecMatchError(ValueError):
+    """An output's batch axis cannot be put where ``out_axes`` asks (out_axes=None)."""
+
+    def __init__(self, index, src, dst):
+        super().__init__(f"output {index} was batched on axis {src} but out_axes is {dst}")
+        self.index, self.src, self.dst = index, src, dst
+
+
+def matchaxis(axis_data: AxisData, src, dst, x, index: int = 0):
+    """Put the batch axis of ``x`` (at ``src``, or None) at ``dst`` (or None = unmapped)."""
+    if src == dst:
+        return x
+    if dst is None:
+        raise SpecMatchError(index, src, dst)
+    nd = core.get_aval(x).ndim + (src is None)
+    d = canonicalize_axis(dst, nd)
+    if not 0 <= d < nd:
+        raise ValueError(f"vmap out_axes={dst} is out of bounds for output {index}, whose "
+                         f"batched rank is {nd} (valid: {-nd} .. {nd - 1}).")
+    if src is None:
+        return broadcast_batched(x, axis_data.size, d)
+    return moveaxis(x, src, d)
+
+
+def batch_flat(fun, axis_data: AxisData, in_vals, in_dims, out_dims=None):
+    """Run ``fun(*flat) -> flat list`` batched over ``axis_data``.
+
+    ``in_dims[i]`` is the (non-negative) batch axis of ``in_vals[i]`` or None.
+    Returns ``(outs, dims)``.  ``out_dims``: a list of destinations (int or None)
+    or a callable ``(n_outputs) -> list`` evaluated after the call; when given,
+    every output is moved there (None leaves it unmapped, which is an error for a
+    batched output: ``SpecMatchError``) and the returned dims equal it.
+    """
+    parent = core.current_trace()
+    trace = BatchTrace(parent, axis_data)
+    args = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(in_vals, in_dims)]
+    with core.running(trace):
+        outs = fun(*args)
+    outs = list(outs)
+    vals, dims = [], []
+    for o in outs:
+        v, d = trace.unpack(o)
+        vals.append(v)
+        dims.append(d)
+    if out_dims is None:
+        return vals, dims
+    if callable(out_dims):
+        out_dims = out_dims(len(vals))
+    with core.set_current_trace(parent):
+        vals = [matchaxis(axis_data, s, d, v, i)
+                for i, (v, s, d) in enumerate(zip(vals, dims, out_dims))]
+    return vals, list(out_dims)
+
+
+def batch_jaxpr(closed, axis_data: AxisData, in_dims, out_dims=None):
+    """Program-to-program batching for higher-order primitives.
+
+    ``closed``: a ``ClosedJaxpr``; ``in_dims``: batch axis per input (None =
+    unbatched).  Returns ``(batched ClosedJaxpr, out_dims)``; with ``out_dims``
+    given (ints/None per output), outputs are forced there (use 0 everywhere to
+    get a uniform program, e.g. for loop carries).
+    """
+    from interpreters import ir, staging
+    in_avals = []
+    for a, d in zip(closed.in_avals, in_dims):
+        if d is None:
+            in_avals.append(a)
+        else:
+            in_avals.append(a.update(shape=a.shape[:d] + (axis_data.size,) + a.shape[d:]))
+    found = []
+
+    def fun(*args):
+        outs, dims = batch_flat(lambda *xs: ir.eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                axis_data, args, in_dims, out_dims)
+        found.extend(dims)
+        return outs
+
+    new = staging.trace_to_closed_jaxpr(fun, in_avals, name="vmap")
+    return new, found

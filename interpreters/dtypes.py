@@ -60,8 +60,14 @@ class TypePromotionError(ValueError):
 
 
 # ------------------------------------------------------------------ defaults
+# Mirrors of the options read on hot paths (config attribute access is slow);
+# kept current by the listeners registered at the bottom of this module.
+_mode = {"x64": bool(config.read("jax_enable_x64")),
+         "promotion": config.read("jax_numpy_dtype_promotion")}
+
+
 def _x64() -> bool:
-    return bool(config.jax_enable_x64)
+    return _mode["x64"]
 
 
 def default_int_dtype() -> np.dtype:
@@ -119,11 +125,20 @@ _valid_dtypes = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint
                            *_custom_floats])
 
 
-def _check_valid(dt: np.dtype, x) -> np.dtype:
+_valid_canon_cache: dict = {}
+
+
+def _canonical_valid(dt: np.dtype, x) -> np.dtype:
+    """canonicalize_dtype(dt), or TypeError if ``dt`` is not an array dtype we support."""
+    try:
+        return _valid_canon_cache[dt]
+    except KeyError:
+        pass
     if dt not in _valid_dtypes:
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid array type; "
                         "only numeric (and bool) dtypes are supported")
-    return dt
+    out = _valid_canon_cache[dt] = canonicalize_dtype(dt)
+    return out
 
 
 def is_weakly_typed(x) -> bool:
@@ -144,20 +159,22 @@ def dtype_of(x) -> np.dtype:
     dt = python_scalar_dtypes.get(t)
     if dt is not None:
         return canonicalize_dtype(dt)
-    if isinstance(x, np.dtype) or t is str:
+    dt = getattr(x, "dtype", None)  # arrays, numpy scalars, tracers, avals
+    if isinstance(dt, np.dtype):
+        return _canonical_valid(dt, x)
+    if isinstance(x, np.dtype):
+        return _canonical_valid(x, x)
+    if t is str:
         try:
             dt = np.dtype(x)
         except TypeError as e:
             raise TypeError(f"Cannot interpret {x!r} as a data type") from e
-        return canonicalize_dtype(_check_valid(dt, x))
+        return _canonical_valid(dt, x)
     if t is type:
         if x in python_scalar_dtypes:
             return canonicalize_dtype(python_scalar_dtypes[x])
     if isinstance(x, type) and issubclass(x, np.generic):
-        return canonicalize_dtype(_check_valid(np.dtype(x), x))
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return canonicalize_dtype(_check_valid(dt, x))
+        return _canonical_valid(np.dtype(x), x)
     # Subclasses of Python scalars (e.g. IntEnum members).
     for pt in (int, float, complex):
         if isinstance(x, pt):
@@ -218,10 +235,12 @@ def _upper_bounds(strict: bool, x64: bool) -> dict:
 
 
 def _promotion_mode() -> tuple:
-    mode = config.read("jax_numpy_dtype_promotion")
-    if mode not in ("standard", "strict"):
-        raise ValueError(f"Unexpected value of jax_numpy_dtype_promotion={mode!r}")
-    return mode == "strict", _x64()
+    mode = _mode["promotion"]
+    if mode == "standard":
+        return False, _mode["x64"]
+    if mode == "strict":
+        return True, _mode["x64"]
+    raise ValueError(f"Unexpected value of jax_numpy_dtype_promotion={mode!r}")
 
 
 @functools.lru_cache(maxsize=2048)
@@ -276,6 +295,8 @@ def promote_types(a, b) -> np.dtype:
 
 
 def _dtype_and_weak(x) -> tuple:
+    if isinstance(x, np.dtype):
+        return _canonical_valid(x, x), False
     t = type(x)
     if t is int or t is float or t is complex:
         return canonicalize_dtype(python_scalar_dtypes[t]), True
@@ -290,8 +311,13 @@ def lattice_result_type(*args) -> tuple:
     This is what binary ops use (JAX's ``promote_dtypes``): a weak result keeps
     its dtype, e.g. weak bf16 + 1.0 is weak bf16.  The dtype is canonical.
     """
-    pairs = [_dtype_and_weak(a) for a in args]
-    strict, x64 = _promotion_mode()
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    return _lattice_of_pairs(*_promotion_mode(), tuple(map(_dtype_and_weak, args)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _lattice_of_pairs(strict: bool, x64: bool, pairs: tuple) -> tuple:
     dtypes = {d for d, _ in pairs}
     all_weak = all(w for _, w in pairs)
     if len(pairs) == 1:
@@ -411,8 +437,15 @@ def short_name(dtype) -> str:
     return _short_name(np.dtype(dtype))
 
 
-def _clear_caches(_value=None) -> None:
+def _on_x64_change(value) -> None:
+    _mode["x64"] = bool(value)
     _canon_cache.clear()
+    _valid_canon_cache.clear()
 
 
-config.on_change("jax_enable_x64", _clear_caches)
+def _on_promotion_change(value) -> None:
+    pass
+
+
+config.on_change("jax_enable_x64", _on_x64_change)
+config.on_change("jax_numpy_dtype_promotion", _on_promotion_change)

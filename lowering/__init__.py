@@ -1,0 +1,39 @@
+"""IR -> StableHLO -> XLA executables (jaxlib's PJRT runtime), devices and buffers.
+
+The only layer that touches jax/jaxlib, and only on first use: ``import
+xform`` (and ``import lowering``) import neither.  Attribute access loads the
+submodule that defines a name:
+
+* ``lowering.mlir``    (pure Python): ``lower_jaxpr``, ``lower_subjaxpr``,
+  ``lowering_rules``, ``register``, type helpers.
+* ``lowering.runtime`` (imports jax): ``compile_jaxpr``, ``Compiled``,
+  ``devices``, ``default_backend``, ``device_put``, ``get_device``,
+  ``device_impl_hook`` (installed into ``interpreters.core`` on import).
+"""
+import importlib as _importlib
+
+_MLIR_NAMES = frozenset({"lower_jaxpr", "lower_subjaxpr", "call_subjaxpr", "lowering_rules",
+                         "rules_by_name", "register", "sync_rules", "lookup_rule",
+                         "LoweringContext", "ModuleContext", "tensor_type", "element_type",
+                         "dense_literal", "location"})
+_RUNTIME_NAMES = frozenset({"compile_jaxpr", "compile_text", "Compiled", "devices",
+                            "local_devices", "default_backend", "device_put", "get_device",
+                            "device_impl_hook", "get_backend", "clear_caches", "cache_info"})
+
+__all__ = sorted(_MLIR_NAMES | _RUNTIME_NAMES)
+
+
+def __getattr__(name):
+    if name in _MLIR_NAMES:
+        mod = _importlib.import_module("lowering.mlir")
+        if name == "lowering_rules":
+            mod.sync_rules()
+    elif name in _RUNTIME_NAMES:
+        mod = _importlib.import_module("lowering.runtime")
+    else:
+        raise AttributeError(f"module 'lowering' has no attribute {name!r}")
+    return getattr(mod, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | _MLIR_NAMES | _RUNTIME_NAMES)

@@ -151,8 +151,7 @@ def _value_pool(x64):
         pool += [np.ones(2, d), np.ones((), d)[()], d, d.name]
     for d in sorted(canon, key=str):
         pool.append(jnp.ones(2, d))  # strong
-        if d != np.dtype(bool):
-            pool.append(_weak_jax_array(d))
+        pool.append(_weak_jax_array(d))  # weak (a weak bool array is possible too)
     return pool
 
 
@@ -189,12 +188,15 @@ def test_result_type_matches_jnp_ops(x64):
     """jnp binary ops promote by lattice_result_type (weak bf16 + 1.0 stays bf16)."""
     with modes(x64):
         canon = sorted({jax.dtypes.canonicalize_dtype(d) for d in NUMERIC}, key=str)
-        operands = [1, 2.0, 3j] + [jnp.ones(2, d) for d in canon] + [_weak_jax_array(d) for d in canon
-                                                                   if d != np.dtype(bool)]
+        operands = [1, 2.0, 3j] + [jax.ShapeDtypeStruct((2,), d, weak_type=w)
+                                   for d in canon for w in (False, True) if not (w and d == bool)]
         for a, b in itertools.product(operands, repeat=2):
             if isinstance(a, (int, float, complex)) and isinstance(b, (int, float, complex)):
                 continue
-            out = jnp.add(a, b)
+            args = [x for x in (a, b) if isinstance(x, jax.ShapeDtypeStruct)]
+            fn = (lambda *xs: jnp.add(*xs)) if len(args) == 2 else (
+                (lambda x: jnp.add(x, b)) if args[0] is a else (lambda x: jnp.add(a, x)))
+            out = jax.eval_shape(fn, *args)
             assert D.lattice_result_type(a, b) == (out.dtype, out.weak_type), (a, b)
 
 
@@ -266,7 +268,8 @@ def test_defaults(x64):
 
 
 def test_python_scalar_dtypes():
-    assert D.python_scalar_dtypes == jax_dtypes_internal.python_scalar_types_to_dtypes
+    theirs = jax_dtypes_internal.python_scalar_types_to_dtypes
+    assert D.python_scalar_dtypes == {t: theirs[t] for t in (bool, int, float, complex)}
 
 
 # -------------------------------------------------------- dtype_of and weak

@@ -367,6 +367,32 @@ class PyTreeDef:
 
     __str__ = __repr__
 
+    def __reduce__(self):
+        # Kinds hold lambdas and are compared by identity, so pickle (and
+        # deepcopy) store container types and look the kinds up again.
+        return _treedef_from_typed, (_node_to_typed(self._node),)
+
+
+def _node_to_typed(node):
+    if node is _LEAF:
+        return None
+    kind, aux, children = node
+    return (kind.type, aux, tuple(map(_node_to_typed, children)))
+
+
+def _node_from_typed(typed):
+    if typed is None:
+        return _LEAF
+    typ, aux, children = typed
+    kind = _dispatch_get(typ) or _classify(typ)
+    if kind is _LEAF_KIND:
+        raise ValueError(f"{typ} is not a registered pytree node type.")
+    return (kind, aux, tuple(map(_node_from_typed, children)))
+
+
+def _treedef_from_typed(typed):
+    return PyTreeDef(_node_from_typed(typed))
+
 
 def _node_repr(node) -> str:
     if node is _LEAF:
@@ -636,10 +662,18 @@ def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
 
 def all_leaves(iterable: Iterable[Any],
                is_leaf: Callable[[Any], bool] | None = None) -> bool:
-    """True if no element of ``iterable`` is a pytree node."""
+    """True if no element of ``iterable`` is a pytree node.
+
+    With ``is_leaf``, the answer is whether flattening the list of elements
+    gives back exactly those elements; like JAX this also consults
+    ``is_leaf`` on that list itself.
+    """
     if is_leaf is None:
         return all(_kind_of(x) is _LEAF_KIND for x in iterable)
-    return all(is_leaf(x) or _kind_of(x) is _LEAF_KIND for x in iterable)
+    items = list(iterable)
+    leaves = tree_leaves(items, is_leaf)
+    return len(leaves) == len(items) and all(
+        a is b for a, b in zip(leaves, items))
 
 
 def is_tree_node(typ: type) -> bool:
@@ -811,10 +845,14 @@ def _flatten_defaultdict(d):
     return [d[k] for k in keys], (d.default_factory, tuple(keys))
 
 
+def _flatten_defaultdict_with_keys(d):
+    children, aux = _flatten_defaultdict(d)
+    return list(zip(map(DictKey, aux[1]), children)), aux
+
+
 register_pytree_with_keys(
     collections.defaultdict,
-    lambda d: ([(DictKey(k), d[k]) for k in _flatten_defaultdict(d)[1][1]],
-               _flatten_defaultdict(d)[1]),
+    _flatten_defaultdict_with_keys,
     lambda aux, xs: collections.defaultdict(aux[0], zip(aux[1], xs)),
     _flatten_defaultdict)
 

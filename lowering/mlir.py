@@ -1,0 +1,432 @@
+"""IR -> StableHLO as MLIR text.
+
+Why text: it is the cheapest form to produce in Python and the most robust
+across jaxlib versions (see shared/LOWERING.md).  Everything here is pure
+Python + NumPy; nothing imports jax, so lowering a program (``as_text``) works
+without the runtime.
+
+Ops are written in MLIR's *generic* syntax (``"stablehlo.add"(%a, %b) {attrs}
+: (types) -> type``): one uniform shape for every op, depending only on op and
+attribute names.  A lowering rule is ``rule(ctx, eqn, *operands) -> [results]``
+where operands/results are SSA names (``%12``); ``ctx.op`` emits one op and
+knows every SSA value's type, so rules only state what is specific to them.
+
+Constants of the closed jaxpr are embedded in the module as hex
+``dense<"0x..">`` literals (bit exact for every dtype), whatever their size:
+the executable's interface is then exactly the jaxpr's invars.  (Large
+constants make the text large; XLA folds them into the executable once.)
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from interpreters import core
+from interpreters.ir import ClosedJaxpr, Jaxpr, Literal
+
+# ----------------------------------------------------------------- types
+
+_ELEMENT_TYPES = {
+    np.dtype(np.bool_): "i1",
+    np.dtype(np.int8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "ui8", np.dtype(np.uint16): "ui16", np.dtype(np.uint32): "ui32",
+    np.dtype(np.uint64): "ui64",
+    np.dtype(ml_dtypes.int4): "i4", np.dtype(ml_dtypes.uint4): "ui4",
+    np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16",
+    np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+    np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN", np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
+    np.dtype(np.complex64): "complex<f32>", np.dtype(np.complex128): "complex<f64>",
+}
+
+
+def element_type(dtype) -> str:
+    try:
+        return _ELEMENT_TYPES[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"dtype {np.dtype(dtype)} cannot be lowered to XLA; supported: "
+                        + ", ".join(d.name for d in _ELEMENT_TYPES)) from None
+
+
+def tensor_type(shape, dtype) -> str:
+    """(3, 4), float32 -> 'tensor<3x4xf32>'."""
+    return "tensor<" + "".join(f"{int(d)}x" for d in shape) + element_type(dtype) + ">"
+
+
+def aval_type(aval) -> str:
+    return tensor_type(aval.shape, aval.dtype)
+
+
+def is_float(dtype) -> bool:
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype in (np.dtype(ml_dtypes.bfloat16),
+                                          np.dtype(ml_dtypes.float8_e4m3fn),
+                                          np.dtype(ml_dtypes.float8_e5m2))
+
+
+def is_complex(dtype) -> bool:
+    return np.dtype(dtype).kind == "c"
+
+
+def compare_type(dtype) -> str:
+    """XLA compare type: signless i32 is signed, so say which one we mean."""
+    dtype = np.dtype(dtype)
+    if is_float(dtype) or is_complex(dtype):
+        return "FLOAT"
+    if dtype.kind == "i" or dtype == np.dtype(ml_dtypes.int4):
+        return "SIGNED"
+    return "UNSIGNED"  # unsigned ints and bool
+
+
+def dense_literal(x) -> str:
+    """Bit-exact payload for ``dense<...>``: little-endian bytes in hex (i1/i4: a byte each)."""
+    x = np.ascontiguousarray(x)
+    if x.dtype == np.bool_ or x.dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)):
+        x = x.astype(np.int8)
+    if x.dtype.byteorder == ">":
+        x = x.astype(x.dtype.newbyteorder("<"))
+    return '"0x' + x.tobytes().hex().upper() + '"'
+
+
+def i64_array(xs) -> str:
+    return "array<i64" + (": " + ", ".join(str(int(v)) for v in xs) if len(xs) else "") + ">"
+
+
+def _quote(s: str) -> str:
+    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+def location(name: str, source_info=None) -> str:
+    """``loc("name"("file":line:0))``: shows up as op_name / source in compiled HLO metadata."""
+    if source_info:
+        file, line, fn = source_info
+        return f'loc({_quote(f"{fn}/{name}" if fn else name)}({_quote(file)}:{int(line)}:0))'
+    return f"loc({_quote(name)})"
+
+
+# ----------------------------------------------------------------- the rule table
+
+lowering_rules: dict = {}   # Primitive -> rule(ctx, eqn, *operand_names) -> [result names]
+rules_by_name: dict = {}    # primitive name -> rule, for primitives defined after the rule
+
+
+def register(*names):
+    """Decorator: the lowering rule of the primitives with these names.
+
+    Rules are registered by name because the primitive modules are written
+    concurrently; ``lookup_rule`` resolves (and caches) them by object.
+    """
+    def deco(fn):
+        for n in names:
+            rules_by_name[n] = fn
+        return fn
+    return deco
+
+
+def _load_rule_modules():
+    from lowering import (rules_control, rules_elementwise, rules_linalg,  # noqa: F401
+                          rules_reductions, rules_sorting, rules_structural)
+
+
+def sync_rules() -> dict:
+    """Fill ``lowering_rules`` for every registered primitive that has a named rule."""
+    _load_rule_modules()
+    for prim in list(core.abstract_eval_rules):
+        if prim not in lowering_rules and prim.name in rules_by_name:
+            lowering_rules[prim] = rules_by_name[prim.name]
+    return lowering_rules
+
+
+def lookup_rule(prim):
+    rule = lowering_rules.get(prim)
+    if rule is None:
+        sync_rules()
+        rule = lowering_rules.get(prim) or rules_by_name.get(prim.name)
+        if rule is None:
+            raise NotImplementedError(
+                f"primitive {prim.name!r} has no XLA lowering rule, so it cannot run under jit "
+                "or on an accelerator. Run it eagerly on CPU (outside jit) instead.")
+        lowering_rules[prim] = rule
+    return rule
+
+
+# ----------------------------------------------------------------- emission context
+
+
+class ModuleContext:
+    """State shared by all functions of one module: private functions emitted so far."""
+
+    def __init__(self):
+        self.functions: list[str] = []        # text of private functions
+        self.func_names: dict = {}            # (id(jaxpr), ...) -> symbol
+        self._keepalive: list = []            # jaxprs whose ids are keys above
+        self.symbols: set = set()
+
+    def fresh_symbol(self, base: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in (base or "fn"))
+        sym, i = base, 0
+        while sym in self.symbols or sym == "main":
+            i += 1
+            sym = f"{base}_{i}"
+        self.symbols.add(sym)
+        return sym
+
+
+class LoweringContext:
+    """Emits the body of one function (or region).
+
+    ``types`` maps every SSA name in scope to its tensor type, so ``op`` can
+    write operand types itself.  While a rule runs, ``in_avals``/``out_avals``
+    are its equation's avals and ``loc`` its debug location.
+    """
+
+    def __init__(self, module: ModuleContext, indent: int = 4, parent: "LoweringContext" = None):
+        self.module = module
+        self.lines: list[str] = []
+        self.indent = indent
+        self.types: dict = dict(parent.types) if parent is not None else {}
+        self._counter = parent._counter if parent is not None else [0]
+        self.in_avals = self.out_avals = ()
+        self.loc = ""
+        self.name_stack = parent.name_stack if parent is not None else ""
+
+    # -- names
+    def fresh(self) -> str:
+        self._counter[0] += 1
+        return f"%{self._counter[0]}"
+
+    def fresh_arg(self, type_: str, prefix: str = "arg") -> str:
+        self._counter[0] += 1
+        n = f"%{prefix}{self._counter[0]}"
+        self.types[n] = type_
+        return n
+
+    def child(self, indent_more: int = 4) -> "LoweringContext":
+        c = LoweringContext(self.module, self.indent + indent_more, self)
+        c.loc = self.loc
+        return c
+
+    # -- emission
+    def op(self, name: str, operands, out_types, attrs: str = "", regions=None) -> list[str]:
+        """Emit ``"name"(operands) ({regions}) {attrs} : (in types) -> out types``.
+
+        ``out_types``: a list of tensor types (or avals).  Returns the result names.
+        """
+        out_types = [t if isinstance(t, str) else aval_type(t) for t in out_types]
+        in_types = ", ".join(self.types[o] for o in operands)
+        n = len(out_types)
+        if n == 0:
+            lhs, results = "", []
+        elif n == 1:
+            r = self.fresh()
+            lhs, results = f"{r} = ", [r]
+        else:
+            r = self.fresh()
+            lhs, results = f"{r}:{n} = ", [f"{r}#{i}" for i in range(n)]
+        for res, t in zip(results, out_types):
+            self.types[res] = t
+        outs = out_types[0] if n == 1 else "(" + ", ".join(out_types) + ")"
+        reg = ""
+        if regions:
+            reg = " (" + ", ".join(regions) + ")"
+        attr = f" {{{attrs}}}" if attrs else ""
+        self.lines.append(f"{' ' * self.indent}{lhs}\"{name}\"({', '.join(operands)}){reg}{attr} "
+                          f": ({in_types}) -> {outs} {self.loc}".rstrip())
+        return results
+
+    def op1(self, name, operands, out_type, attrs="", regions=None) -> str:
+        return self.op(name, operands, [out_type], attrs, regions)[0]
+
+    def constant(self, value, dtype=None, shape=None) -> str:
+        """A constant tensor of ``dtype`` (broadcast to ``shape`` as a splat)."""
+        v = np.asarray(value, dtype=dtype)
+        t = tensor_type(v.shape if shape is None else shape, v.dtype)
+        if shape is not None and tuple(shape) != v.shape:
+            if v.size != 1:
+                raise ValueError(f"constant of shape {v.shape} cannot be splatted to {shape}")
+            v = v.reshape(())
+        return self.op1("stablehlo.constant", [], t, f"value = dense<{dense_literal(v)}> : {t}")
+
+    def full_like(self, value, aval) -> str:
+        """``value`` broadcast to ``aval`` (via a splat constant)."""
+        return self.constant(np.asarray(value).astype(aval.dtype), shape=aval.shape)
+
+    def ret(self, names, op="stablehlo.return"):
+        types = ", ".join(self.types[n] for n in names)
+        self.lines.append(f"{' ' * self.indent}\"{op}\"({', '.join(names)}) : ({types}) -> ()")
+
+    def region(self, arg_types, body) -> str:
+        """A one-block region ``^bb0(args): body(ctx, *args) -> results; return``."""
+        c = self.child()
+        args = [c.fresh_arg(t, "r") for t in arg_types]
+        results = body(c, *args)
+        c.ret(results)
+        head = "{\n" + " " * (self.indent + 2) + "^bb0(" + ", ".join(
+            f"{a}: {t}" for a, t in zip(args, arg_types)) + "):\n"
+        return head + "\n".join(c.lines) + "\n" + " " * self.indent + "}"
+
+    # -- common helpers for rules
+    def convert(self, x: str, dtype, shape=None) -> str:
+        t = self.types[x]
+        shape = _shape_of(t) if shape is None else shape
+        out = tensor_type(shape, dtype)
+        return x if out == t else self.op1("stablehlo.convert", [x], out)
+
+    def compare(self, x, y, direction, dtype, ctype=None) -> str:
+        shape = _shape_of(self.types[x])
+        return self.op1("stablehlo.compare", [x, y], tensor_type(shape, np.bool_),
+                        f"comparison_direction = #stablehlo<comparison_direction {direction}>, "
+                        f"compare_type = #stablehlo<comparison_type {ctype or compare_type(dtype)}>")
+
+    def select(self, pred, on_true, on_false) -> str:
+        return self.op1("stablehlo.select", [pred, on_true, on_false], self.types[on_true])
+
+
+def _shape_of(type_str: str) -> tuple:
+    body = type_str[len("tensor<"):-1]
+    if body.startswith("complex"):
+        return ()
+    parts = body.split("x")
+    dims = []
+    for p in parts[:-1]:
+        if not p.isdigit():
+            break
+        dims.append(int(p))
+    return tuple(dims)
+
+
+# ----------------------------------------------------------------- jaxpr -> function body
+
+
+def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
+    """Emit every equation of ``jaxpr``; ``env`` maps Vars to SSA names (filled in place)."""
+    def read(a):
+        if type(a) is Literal:
+            return ctx.constant(np.asarray(a.val, a.aval.dtype), shape=a.aval.shape)
+        return env[a]
+
+    for eqn in jaxpr.eqns:
+        rule = lookup_rule(eqn.primitive)
+        ins = [read(a) for a in eqn.invars]
+        ctx.in_avals = [a.aval for a in eqn.invars]
+        ctx.out_avals = [v.aval for v in eqn.outvars]
+        saved_loc = ctx.loc
+        ctx.loc = location(eqn.primitive.name, eqn.source_info)
+        try:
+            outs = rule(ctx, eqn, *ins)
+        except (TypeError, ValueError, NotImplementedError):
+            raise
+        except Exception as e:  # a rule bug must not surface as KeyError/AttributeError
+            raise NotImplementedError(
+                f"lowering {eqn.primitive.name} with params {eqn.params} on "
+                f"{[a.str_short() for a in ctx.in_avals]} failed: {type(e).__name__}: {e}") from e
+        finally:
+            ctx.loc = saved_loc
+        if len(outs) != len(eqn.outvars):
+            raise NotImplementedError(f"lowering rule of {eqn.primitive.name} returned "
+                                      f"{len(outs)} results for {len(eqn.outvars)} outputs")
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [read(a) for a in jaxpr.outvars]
+
+
+def _bind_consts(ctx, jaxpr, consts, env):
+    for v, c in zip(jaxpr.constvars, consts):
+        val = np.asarray(c._value if isinstance(c, core.Array) else c)
+        if val.dtype != v.aval.dtype:
+            val = val.astype(v.aval.dtype)
+        env[v] = ctx.constant(val)
+
+
+def lower_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names) -> list[str]:
+    """Inline a (closed) sub-program into the current function/region."""
+    if isinstance(closed_jaxpr, ClosedJaxpr):
+        jaxpr, consts = closed_jaxpr.jaxpr, closed_jaxpr.consts
+    else:
+        jaxpr, consts = closed_jaxpr, []
+    if len(operand_names) != len(jaxpr.invars):
+        raise TypeError(f"sub-program expects {len(jaxpr.invars)} operands, got {len(operand_names)}")
+    env = dict(zip(jaxpr.invars, operand_names))
+    _bind_consts(ctx, jaxpr, consts, env)
+    saved = (ctx.in_avals, ctx.out_avals, ctx.loc)
+    try:
+        return lower_eqns(ctx, jaxpr, env)
+    finally:
+        ctx.in_avals, ctx.out_avals, ctx.loc = saved
+
+
+def _function_text(module, sym, closed_jaxpr, visibility, arg_attrs=None, result_attrs=None):
+    jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr
+    ctx = LoweringContext(module)
+    args, sig = [], []
+    for i, v in enumerate(jaxpr.invars):
+        t = aval_type(v.aval)
+        n = f"%arg{i}"
+        ctx.types[n] = t
+        args.append(n)
+        attr = (arg_attrs or {}).get(i)
+        sig.append(f"{n}: {t}" + (f" {{{attr}}}" if attr else ""))
+    outs = lower_subjaxpr(ctx, closed_jaxpr, args)
+    ctx.loc = ""
+    ctx.ret(outs, "func.return")
+    res = []
+    for i, v in enumerate(jaxpr.outvars):
+        attr = (result_attrs or {}).get(i)
+        res.append(aval_type(v.aval) + (f" {{{attr}}}" if attr else ""))
+    return (f"  func.func {visibility} @{sym}({', '.join(sig)}) -> ({', '.join(res)}) {{\n"
+            + "\n".join(ctx.lines) + "\n  }")
+
+
+def call_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names, name="fn") -> list[str]:
+    """``func.call`` of a private function holding ``closed_jaxpr`` (emitted once per jaxpr)."""
+    mod = ctx.module
+    jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr
+    consts = closed_jaxpr.consts if isinstance(closed_jaxpr, ClosedJaxpr) else []
+    key = (id(jaxpr), tuple(id(c) for c in consts))
+    sym = mod.func_names.get(key)
+    if sym is None:
+        sym = mod.fresh_symbol(name)
+        mod.func_names[key] = sym
+        mod._keepalive.append(closed_jaxpr)
+        mod.functions.append(_function_text(mod, sym, closed_jaxpr, "private"))
+    out_types = [aval_type(v.aval) for v in jaxpr.outvars]
+    return ctx.op("func.call", list(operand_names), out_types, f"callee = @{sym}")
+
+
+def lower_jaxpr(closed_jaxpr, *, name: str = "main", donated_invars=None,
+                keep_unused: bool = True) -> str:
+    """MLIR text of a module whose public ``@main`` computes ``closed_jaxpr``.
+
+    ``donated_invars[i]``: input i may be reused for an output of the same
+    type: it gets ``tf.aliasing_output = k`` (first unclaimed matching output),
+    else ``jax.buffer_donor = true``.  Unused inputs always stay in the
+    signature (the executable's interface is the jaxpr's), whatever
+    ``keep_unused`` says; XLA drops them internally.
+    """
+    if isinstance(closed_jaxpr, Jaxpr):
+        closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
+    jaxpr = closed_jaxpr.jaxpr
+    arg_attrs = {}
+    if donated_invars is not None:
+        donated_invars = tuple(donated_invars)
+        if len(donated_invars) != len(jaxpr.invars):
+            raise ValueError(f"donated_invars has {len(donated_invars)} entries for "
+                             f"{len(jaxpr.invars)} inputs")
+        out_types = [aval_type(v.aval) for v in jaxpr.outvars]
+        claimed = set()
+        for i, (d, v) in enumerate(zip(donated_invars, jaxpr.invars)):
+            if not d:
+                continue
+            t = aval_type(v.aval)
+            k = next((k for k, ot in enumerate(out_types) if ot == t and k not in claimed), None)
+            if k is None:
+                arg_attrs[i] = "jax.buffer_donor = true"
+            else:
+                claimed.add(k)
+                arg_attrs[i] = f"tf.aliasing_output = {k} : i32"
+    module = ModuleContext()
+    main = _function_text(module, "main", closed_jaxpr, "public", arg_attrs)
+    mod_name = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "main"))
+    body = "\n".join([main] + module.functions)
+    return (f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "
+            f"mhlo.num_replicas = 1 : i32}} {{\n{body}\n}}\n")

@@ -1,0 +1,22 @@
+"""Lowering rules: higher-order primitives whose params hold programs.
+
+``jit`` (params: jaxpr, name, donated_invars, inline, keep_unused) becomes a
+``func.call`` of a private function emitted once per distinct ClosedJaxpr, or
+is inlined.  cond/while/scan go here too: their rules build regions with
+``ctx.region`` and fill them with ``lower_subjaxpr``.
+"""
+from __future__ import annotations
+
+from lowering.mlir import call_subjaxpr, lower_subjaxpr, register
+
+
+@register("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+          "checkpoint", "remat")
+def _call(ctx, eqn, *args):
+    p = eqn.params
+    closed = p.get("jaxpr") or p.get("call_jaxpr") or p.get("fun_jaxpr")
+    if closed is None:
+        raise NotImplementedError(f"{eqn.primitive.name}: no 'jaxpr'/'call_jaxpr' param to lower")
+    if p.get("inline", False):
+        return lower_subjaxpr(ctx, closed, list(args))
+    return call_subjaxpr(ctx, closed, list(args), name=p.get("name") or eqn.primitive.name)

@@ -1,0 +1,43 @@
+"""Lowering rules: linear algebra (``dot_general``).
+
+The result type is the output aval's, which carries ``preferred_element_type``
+when one was requested (XLA accumulates in it).  Operands of differing dtypes
+are first converted to the output dtype.
+"""
+from __future__ import annotations
+
+from lowering.mlir import register
+
+_PRECISIONS = {"DEFAULT": "DEFAULT", "HIGH": "HIGH", "HIGHEST": "HIGHEST",
+               "FASTEST": "DEFAULT", "BF16_BF16_F32": "DEFAULT", "TF32": "HIGH",
+               "F32": "HIGHEST", "0": "DEFAULT", "1": "HIGH", "2": "HIGHEST"}
+
+
+def _precision_name(p) -> str:
+    """Lax.Precision enum / string / int / None -> StableHLO precision keyword."""
+    if p is None:
+        return "DEFAULT"
+    name = getattr(p, "name", None) or str(p).split(".")[-1].upper()
+    return _PRECISIONS.get(name, "DEFAULT")
+
+
+def _dims(xs) -> str:
+    return "[" + ", ".join(str(int(d)) for d in xs) + "]"
+
+
+@register("dot_general")
+def _dot_general(ctx, eqn, lhs, rhs):
+    p = eqn.params
+    (lc, rc), (lb, rb) = p["dimension_numbers"]
+    la, ra = ctx.in_avals
+    out = ctx.out_avals[0]
+    if la.dtype != ra.dtype:
+        lhs, rhs = ctx.convert(lhs, out.dtype), ctx.convert(rhs, out.dtype)
+    prec = p.get("precision")
+    if not isinstance(prec, (tuple, list)):
+        prec = (prec, prec)
+    attrs = (f"dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = {_dims(lb)}, "
+             f"rhs_batching_dimensions = {_dims(rb)}, lhs_contracting_dimensions = {_dims(lc)}, "
+             f"rhs_contracting_dimensions = {_dims(rc)}>, precision_config = ["
+             + ", ".join(f"#stablehlo<precision {_precision_name(q)}>" for q in prec) + "]")
+    return [ctx.op1("stablehlo.dot_general", [lhs, rhs], out, attrs)]

@@ -1,0 +1,156 @@
+"""Lowering rules: reductions (``stablehlo.reduce``), arg-reductions, cumulative ops.
+
+A reduction is a ``stablehlo.reduce`` whose region applies the monoid's
+binary op to scalars, started from the monoid's identity.  Cumulative
+reductions are ``stablehlo.reduce_window`` with a window spanning the whole
+axis, padded on the leading side (trailing side for ``reverse``).
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from lowering.mlir import compare_type, i64_array, is_complex, is_float, register, tensor_type
+
+
+def _lowest(dtype):
+    if is_float(dtype):
+        with np.errstate(invalid="ignore", over="ignore"):
+            inf = np.array(np.inf).astype(dtype)
+        return -inf if np.isinf(inf.astype(np.float32)) else ml_dtypes.finfo(dtype).min
+    if dtype == np.bool_:
+        return False
+    return np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    if is_float(dtype):
+        with np.errstate(invalid="ignore", over="ignore"):
+            inf = np.array(np.inf).astype(dtype)
+        return inf if np.isinf(inf.astype(np.float32)) else ml_dtypes.finfo(dtype).max
+    if dtype == np.bool_:
+        return True
+    return np.iinfo(dtype).max
+
+
+def _all_ones(dtype):
+    return True if dtype == np.bool_ else np.array(-1).astype(dtype)
+
+
+# name -> (op applied in the region, identity(dtype))
+_MONOIDS = {
+    "reduce_sum": ("stablehlo.add", lambda d: 0),
+    "reduce_prod": ("stablehlo.multiply", lambda d: 1),
+    "reduce_max": ("stablehlo.maximum", _lowest),
+    "reduce_min": ("stablehlo.minimum", _highest),
+    "reduce_and": ("stablehlo.and", _all_ones),
+    "reduce_or": ("stablehlo.or", lambda d: 0),
+    "reduce_xor": ("stablehlo.xor", lambda d: 0),
+}
+
+
+def _scalar(dtype):
+    return tensor_type((), dtype)
+
+
+def _reduce_rule(op, identity):
+    def rule(ctx, eqn, x):
+        dtype = ctx.in_avals[0].dtype
+        init = ctx.constant(np.asarray(identity(dtype)).astype(dtype))
+        st = _scalar(dtype)
+        region = ctx.region([st, st], lambda c, a, b: [c.op1(op, [a, b], st)])
+        return [ctx.op1("stablehlo.reduce", [x, init], ctx.out_avals[0],
+                        f"dimensions = {i64_array(eqn.params['axes'])}", [region])]
+    return rule
+
+
+for _name, (_op, _ident) in _MONOIDS.items():
+    register(_name)(_reduce_rule(_op, _ident))
+
+
+def _argminmax_rule(direction, identity):
+    """Variadic reduce over (value, index): NaN wins, then the extreme value, ties -> first."""
+    def rule(ctx, eqn, x):
+        aval = ctx.in_avals[0]
+        axis, = eqn.params["axes"]
+        idx_dtype = ctx.out_avals[0].dtype
+        iota = ctx.op1("stablehlo.iota", [], aval.update(dtype=idx_dtype),
+                       f"iota_dimension = {int(axis)} : i64")
+        v0 = ctx.constant(np.asarray(identity(aval.dtype)).astype(aval.dtype))
+        i0 = ctx.constant(np.zeros((), idx_dtype))
+        sv, si, sb = _scalar(aval.dtype), _scalar(idx_dtype), _scalar(np.bool_)
+
+        def body(c, av, ai, bv, bi):
+            def orr(p, q):
+                return c.op1("stablehlo.or", [p, q], sb)
+
+            def andd(p, q):
+                return c.op1("stablehlo.and", [p, q], sb)
+            better = c.compare(av, bv, direction, aval.dtype)
+            equal = c.compare(av, bv, "EQ", aval.dtype)
+            if is_float(aval.dtype):
+                a_nan = c.compare(av, av, "NE", aval.dtype)
+                b_nan = c.compare(bv, bv, "NE", aval.dtype)
+                not_b_nan = c.op1("stablehlo.not", [b_nan], sb)
+                better = orr(andd(a_nan, not_b_nan), andd(better, not_b_nan))
+                equal = orr(equal, andd(a_nan, b_nan))
+            first = c.compare(ai, bi, "LT", idx_dtype)
+            pick_a = orr(better, andd(equal, first))
+            return [c.select(pick_a, av, bv), c.select(pick_a, ai, bi)]
+
+        region = ctx.region([sv, si, sv, si], body)
+        outs = ctx.op("stablehlo.reduce", [x, iota, v0, i0],
+                      [ctx.out_avals[0].update(dtype=aval.dtype), ctx.out_avals[0]],
+                      f"dimensions = {i64_array((axis,))}", [region])
+        return [outs[1]]
+    return rule
+
+
+register("argmax")(_argminmax_rule("GT", _lowest))
+register("argmin")(_argminmax_rule("LT", _highest))
+
+
+def _logaddexp(c, a, b, st, dtype):
+    """log(exp(a) + exp(b)) without overflow; inf/nan cases via a + b as JAX does."""
+    m = c.op1("stablehlo.maximum", [a, b], st)
+    d = c.op1("stablehlo.subtract", [a, b], st)
+    ad = c.op1("stablehlo.abs", [d], st)
+    e = c.op1("stablehlo.exponential", [c.op1("stablehlo.negate", [ad], st)], st)
+    r = c.op1("stablehlo.add", [m, c.op1("stablehlo.log_plus_one", [e], st)], st)
+    isnan = c.compare(d, d, "NE", dtype)
+    return c.select(isnan, c.op1("stablehlo.add", [a, b], st), r)
+
+
+_CUMULATIVE = {
+    "cumsum": (lambda c, a, b, st, d: c.op1("stablehlo.add", [a, b], st), lambda d: 0),
+    "cumprod": (lambda c, a, b, st, d: c.op1("stablehlo.multiply", [a, b], st), lambda d: 1),
+    "cummax": (lambda c, a, b, st, d: c.op1("stablehlo.maximum", [a, b], st), _lowest),
+    "cummin": (lambda c, a, b, st, d: c.op1("stablehlo.minimum", [a, b], st), _highest),
+    "cumlogsumexp": (_logaddexp, lambda d: -np.inf),
+}
+
+
+def _cumulative_rule(combine, identity):
+    def rule(ctx, eqn, x):
+        aval = ctx.in_avals[0]
+        axis = int(eqn.params["axis"])
+        reverse = bool(eqn.params.get("reverse", False))
+        n = aval.shape[axis]
+        st = _scalar(aval.dtype)
+        init = ctx.constant(np.asarray(identity(aval.dtype)).astype(aval.dtype))
+        window = [1] * aval.ndim
+        window[axis] = max(n, 1)
+        pad = [[0, 0] for _ in range(aval.ndim)]
+        pad[axis] = [0, max(n - 1, 0)] if reverse else [max(n - 1, 0), 0]
+        pad_txt = "[" + ", ".join(f"[{lo}, {hi}]" for lo, hi in pad) + "]"
+        region = ctx.region([st, st], lambda c, a, b: [combine(c, a, b, st, aval.dtype)])
+        return [ctx.op1("stablehlo.reduce_window", [x, init], ctx.out_avals[0],
+                        f"window_dimensions = {i64_array(window)}, "
+                        f"padding = dense<{pad_txt}> : tensor<{aval.ndim}x2xi64>", [region])]
+    return rule
+
+
+for _name, (_comb, _ident) in _CUMULATIVE.items():
+    register(_name)(_cumulative_rule(_comb, _ident))
+
+__all__ = ["compare_type", "is_complex"]

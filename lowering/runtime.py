@@ -1,0 +1,461 @@
+"""The XLA runtime: PJRT client, devices, buffers, compiled executables, caches.
+
+Importing this module imports jax (needed to create device arrays: jaxlib's
+``ArrayImpl`` uses jax's avals and shardings) but never runs JAX's tracing or
+numerics.  Every jaxlib touch point lives here, so version churn stays in one
+file (see shared/LOWERING.md for the facts this relies on):
+
+* ``batched_device_put(..., IMMUTABLE_ONLY_DURING_CALL, enable_x64=True)``:
+  copies host data (no aliasing of user NumPy memory) and never narrows
+  64-bit types, whatever JAX's own x64 flag says.
+* ``execute_sharded(bufs).consume_with_handlers(handlers)``: the fastest
+  dispatch; results are futures (async dispatch).
+* The runtime checks only byte sizes, so ``Compiled`` checks shape and dtype.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+import jax  # noqa: F401  (initialises jax's runtime state that ArrayImpl creation needs)
+import jax.core as _jcore
+from jax.extend.backend import get_backend as _jax_get_backend
+from jax.sharding import SingleDeviceSharding
+from jaxlib import xla_client as xc
+
+from interpreters import core, staging
+from interpreters.config import config
+from interpreters.core import Array, ShapedArray, Tracer
+from interpreters.ir import ClosedJaxpr, Jaxpr
+from lowering.mlir import lower_jaxpr
+
+_HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+_put = xc.batched_device_put
+
+# ----------------------------------------------------------------- backends and devices
+
+
+def get_backend(backend=None):
+    """The PJRT client for ``backend`` ('cpu', 'gpu', 'tpu' or None = default)."""
+    if backend is None:
+        backend = config.jax_platform_name or None
+    if isinstance(backend, str):
+        backend = backend.lower()
+    try:
+        return _jax_get_backend(backend)
+    except RuntimeError as e:
+        raise ValueError(f"backend {backend!r} is not available ({e}); available: "
+                         f"{_available_platforms()}") from None
+
+
+def _available_platforms():
+    out = []
+    for p in ("cpu", "gpu", "tpu"):
+        try:
+            _jax_get_backend(p)
+            out.append(p)
+        except RuntimeError:
+            pass
+    return out
+
+
+def default_backend() -> str:
+    """'gpu'/'tpu' when their PJRT plugin is installed and working, else 'cpu'."""
+    return get_backend().platform
+
+
+def devices(backend=None) -> list:
+    return list(get_backend(backend).devices())
+
+
+def local_devices(backend=None) -> list:
+    return list(get_backend(backend).local_devices())
+
+
+_default_device_cache = [None]
+
+
+def _default_device():
+    d = _default_device_cache[0]
+    if d is None:
+        d = config.jax_default_device
+        if d is None or isinstance(d, str):
+            d = local_devices(d)[0]
+        _default_device_cache[0] = d
+    return d
+
+
+def _on_default_change(_=None):
+    _default_device_cache[0] = None
+
+
+config.on_change("jax_default_device", _on_default_change)
+config.on_change("jax_platform_name", _on_default_change)
+
+# ----------------------------------------------------------------- buffers
+
+_jax_avals: dict = {}
+_shardings: dict = {}
+
+
+def _jax_aval(shape, dtype):
+    """One shared jax ShapedArray per (shape, dtype): buffers we create carry it, so
+    ``buf.aval is expected`` is the argument check on the fast path."""
+    key = (tuple(shape), np.dtype(dtype))
+    a = _jax_avals.get(key)
+    if a is None:
+        a = _jax_avals[key] = _jcore.ShapedArray(*key)
+    return a
+
+
+def _sharding(device):
+    s = _shardings.get(device)
+    if s is None:
+        s = _shardings[device] = SingleDeviceSharding(device)
+    return s
+
+
+def _buf_device(buf):
+    return next(iter(buf.devices()))
+
+
+def _put_numpy(x: np.ndarray, device):
+    return _put(_jax_aval(x.shape, x.dtype), _sharding(device), [x], [device], True, False, _HBS,
+                enable_x64=True)
+
+
+def get_device(x):
+    """The device holding ``x`` (host-backed values live on the default CPU device)."""
+    if isinstance(x, Array):
+        if x._buf is not None:
+            return _buf_device(x._buf)
+        return local_devices("cpu")[0]
+    if isinstance(x, Tracer):
+        raise TypeError(f"get_device() of a traced array {x.aval.str_short()}: tracers have no "
+                        "device; call it on a concrete array outside transformations.")
+    if isinstance(x, xc.ArrayImpl):
+        return _buf_device(x)
+    if isinstance(x, (np.ndarray, np.generic, int, float, complex, bool)):
+        return local_devices("cpu")[0]
+    raise TypeError(f"get_device() expects an array, got {type(x).__name__}")
+
+
+def device_put(x, device=None) -> Array:
+    """``x`` as an Array whose buffer is on ``device`` (default device if None).
+
+    A no-op (returns ``x``) when ``x`` is already an Array on that device.
+    """
+    if isinstance(x, Tracer):
+        raise TypeError(f"device_put() of a traced array {x.aval.str_short()}: inside a "
+                        "transformation values have no placement; call it outside.")
+    committed = device is not None
+    if device is None:
+        device = _default_device()
+    elif isinstance(device, SingleDeviceSharding):
+        device = next(iter(device.device_set))
+    elif not isinstance(device, xc.Device):
+        raise TypeError(f"device_put(): expected a Device, got {device!r}; use one of "
+                        f"lowering.devices() (xform.devices()).")
+    if isinstance(x, Array):
+        if x._deleted:
+            raise RuntimeError("device_put() of a deleted (donated) Array")
+        if x._buf is not None and _buf_device(x._buf) == device:
+            if committed and not x._committed:
+                return Array(x._npy, x.weak_type, x._buf, committed=True)
+            return x
+        host, weak = np.asarray(x._value), x.weak_type
+    else:
+        aval = core.get_aval(x)
+        host, weak = np.asarray(x, dtype=aval.dtype), aval.weak_type
+    buf = _put_numpy(host, device)
+    keep_host = host if device.platform == "cpu" else None   # eager CPU ops stay NumPy
+    return Array(keep_host, weak, buf, committed=committed)
+
+
+# ----------------------------------------------------------------- compiled programs
+
+_EXE_CACHE_SIZE = 512
+_exe_cache: "collections.OrderedDict" = collections.OrderedDict()
+_cache_lock = threading.Lock()
+_cache_stats = {"hits": 0, "misses": 0}
+
+
+def compile_text(text: str, device=None, donated=()):
+    """A loaded executable for MLIR ``text`` on ``device`` (LRU-cached on the text)."""
+    device = device if device is not None else _default_device()
+    key = (text, device, tuple(donated))
+    with _cache_lock:
+        exe = _exe_cache.get(key)
+        if exe is not None:
+            _exe_cache.move_to_end(key)
+            _cache_stats["hits"] += 1
+            return exe
+    _cache_stats["misses"] += 1
+    client = device.client
+    try:
+        exe = client.compile_and_load(text, xc.DeviceList((device,)), xc.CompileOptions())
+    except Exception as e:
+        if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
+            raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
+                             "This is a bug in a lowering rule; please report it.") from None
+        raise
+    with _cache_lock:
+        _exe_cache[key] = exe
+        while len(_exe_cache) > _EXE_CACHE_SIZE:
+            _exe_cache.popitem(last=False)
+    return exe
+
+
+def cache_info() -> dict:
+    return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
+            "eager": len(_eager_cache)}
+
+
+def clear_caches():
+    with _cache_lock:
+        _exe_cache.clear()
+    _eager_cache.clear()
+
+
+class Compiled:
+    """A compiled program: call it with Arrays, NumPy arrays or Python scalars.
+
+    ``__call__`` validates shapes/dtypes (the raw runtime only checks byte
+    sizes), puts host values on the device (copying), dispatches without
+    blocking and wraps the output buffers in Arrays.  The common case -- device
+    buffers this layer created, or NumPy arrays of the exact dtype -- is a
+    single tight loop over pre-built avals.
+    """
+
+    __slots__ = ("_exe", "_text", "in_avals", "out_avals", "donated_invars", "device",
+                 "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
+                 "__weakref__")
+
+    def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed):
+        self._exe = exe
+        self._text = text
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+        self.donated_invars = tuple(donated_invars)
+        self.device = device
+        self._committed = committed
+        self._n = len(self.in_avals)
+        self._specs = [(a.shape, a.dtype, _jax_aval(a.shape, a.dtype)) for a in self.in_avals]
+        sh = _sharding(device)
+        self._handlers = [xc.array_result_handler(_jax_aval(a.shape, a.dtype), sh, True,
+                                                  _skip_checks=True) for a in self.out_avals]
+        self._out_weak = [a.weak_type for a in self.out_avals]
+        self._donated_idx = tuple(i for i, d in enumerate(self.donated_invars) if d)
+
+    def __call__(self, *args):
+        if len(args) != self._n:
+            raise TypeError(f"compiled program expects {self._n} arguments "
+                            f"({', '.join(a.str_short() for a in self.in_avals)}), got {len(args)}")
+        bufs = []
+        append = bufs.append
+        device = self.device
+        for x, (shape, dtype, javal) in zip(args, self._specs):
+            tx = type(x)
+            if tx is Array:
+                b = x._buf
+                if b is not None and b.aval is javal and not x._deleted:
+                    append(b)
+                    continue
+            elif tx is np.ndarray and x.dtype == dtype and x.shape == shape:
+                append(_put(javal, _sharding(device), [x], [device], True, False, _HBS,
+                            enable_x64=True))
+                continue
+            append(self._slow_arg(len(bufs), x))
+        try:
+            outs = self._exe.execute_sharded(bufs).consume_with_handlers(self._handlers)
+        except Exception as e:
+            bufs = [self._slow_arg(i, x, strict=True) for i, x in enumerate(args)]
+            if not bufs or type(e).__name__ not in ("JaxRuntimeError", "XlaRuntimeError",
+                                                    "ValueError", "RuntimeError"):
+                raise
+            outs = self._exe.execute_sharded(bufs).consume_with_handlers(self._handlers)
+        if self._donated_idx:
+            self._mark_donated(args)
+        c = self._committed
+        return [Array(None, w, o, c) for o, w in zip(outs, self._out_weak)]
+
+    def _mark_donated(self, args):
+        for i in self._donated_idx:
+            x = args[i]
+            if type(x) is Array:
+                x._npy = None
+                x._deleted = True
+
+    def _slow_arg(self, i, x, strict=False):
+        """Validate and place one argument (anything other than the fast cases)."""
+        aval = self.in_avals[i]
+        shape, dtype, javal = self._specs[i]
+        if isinstance(x, Tracer):
+            raise TypeError(f"argument {i}: a traced value {x.aval.str_short()} was passed to a "
+                            "compiled program; call it with concrete arrays (or stage it with jit).")
+        if isinstance(x, Array):
+            if x._deleted:
+                raise RuntimeError(
+                    f"argument {i} ({x.aval.str_short()}): Array has been deleted: it was donated "
+                    "to a jitted computation (donate_argnums) or deleted explicitly. Use the "
+                    "computation's output instead, or do not donate this argument.")
+            b = x._buf
+            if b is not None:
+                if b.is_deleted():
+                    raise RuntimeError(f"argument {i}: Array has been deleted (donated).")
+                if tuple(b.shape) != shape or np.dtype(b.dtype) != dtype:
+                    raise TypeError(self._mismatch(i, f"{x.aval.str_short()}"))
+                if _buf_device(b) == self.device:
+                    return b
+                if x._committed and self._committed:
+                    raise ValueError(f"argument {i} is committed to {_buf_device(b)} but the "
+                                     f"program was compiled for {self.device}; move it with "
+                                     "device_put first.")
+                return _put_numpy(np.asarray(b), self.device)     # device -> host -> device
+            v = x._npy
+            weak = x.weak_type
+        elif isinstance(x, (np.ndarray, np.generic)):
+            v, weak = x, False
+        elif type(x) in (bool, int, float, complex):
+            v, weak = x, True
+        elif isinstance(x, xc.ArrayImpl):
+            v, weak = np.asarray(x), False
+        else:
+            raise TypeError(f"argument {i}: {type(x).__name__} is not a valid array type; pass an "
+                            "xform Array, a NumPy array or a Python scalar.")
+        v = self._coerce(i, v, weak)
+        return _put(javal, _sharding(self.device), [v], [self.device], True, False, _HBS,
+                    enable_x64=True)
+
+    def _coerce(self, i, v, weak):
+        shape, dtype, _ = self._specs[i]
+        if type(v) in (bool, int, float, complex):
+            if not (shape == () and _scalar_fits(type(v), dtype)):
+                raise TypeError(self._mismatch(i, f"Python {type(v).__name__} {v!r}"))
+            with np.errstate(over="ignore"):
+                return np.asarray(v, dtype)
+        v = np.asarray(v)
+        if v.shape != shape:
+            raise TypeError(self._mismatch(i, _short(v)))
+        if v.dtype != dtype:
+            from interpreters.dtypes import canonicalize_dtype
+            if canonicalize_dtype(v.dtype) != dtype and not (weak and v.ndim == 0):
+                raise TypeError(self._mismatch(i, _short(v)))
+            v = v.astype(dtype)
+        return np.ascontiguousarray(v)
+
+    def _mismatch(self, i, got):
+        return (f"compiled program argument {i} expects {self.in_avals[i].str_short()} "
+                f"but got {got}; the program was compiled for "
+                f"({', '.join(a.str_short() for a in self.in_avals)}). Pass values of exactly "
+                "these shapes/dtypes (convert with .astype) or recompile.")
+
+    # -- introspection
+    def as_text(self) -> str:
+        return self._text
+
+    def compiled_text(self) -> str:
+        return self._exe.get_hlo_text()
+
+    def cost_analysis(self) -> dict:
+        ca = self._exe.cost_analysis()
+        if isinstance(ca, (list, tuple)):
+            ca = ca[0] if ca else {}
+        return dict(ca)
+
+    def memory_analysis(self):
+        return self._exe.get_compiled_memory_stats()
+
+    def __repr__(self):
+        ins = ", ".join(a.str_short() for a in self.in_avals)
+        outs = ", ".join(a.str_short() for a in self.out_avals)
+        return f"Compiled(({ins}) -> ({outs}) on {self.device})"
+
+
+def _scalar_fits(t, dtype) -> bool:
+    k = dtype.kind
+    if t is bool:
+        return True
+    if t is int:
+        return k in "iufc" or "float" in dtype.name
+    if t is float:
+        return k in "fc" or "float" in dtype.name
+    return k == "c"
+
+
+def _short(v) -> str:
+    from interpreters.dtypes import short_name
+    return f"{short_name(v.dtype)}[{','.join(str(d) for d in v.shape)}]"
+
+
+def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main") -> Compiled:
+    """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``."""
+    if isinstance(closed_jaxpr, Jaxpr):
+        closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
+    jaxpr = closed_jaxpr.jaxpr
+    donated = tuple(bool(d) for d in donated_invars) if donated_invars is not None \
+        else (False,) * len(jaxpr.invars)
+    text = lower_jaxpr(closed_jaxpr, name=name, donated_invars=donated if any(donated) else None)
+    committed = device is not None
+    device = device if device is not None else _default_device()
+    exe = compile_text(text, device, donated)
+    return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed)
+
+
+# ----------------------------------------------------------------- eager on accelerators
+
+_eager_cache: "collections.OrderedDict" = collections.OrderedDict()
+
+
+def _param_key(params):
+    try:
+        key = tuple(sorted(params.items()))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def device_impl_hook(prim, args, params):
+    """Run one primitive on the device holding its array arguments (no host round trip).
+
+    Compiles (once per primitive, params, input avals and device) a
+    single-primitive program.  Arrays committed to different devices are an
+    error; uncommitted ones follow the committed one (or the first device seen).
+    """
+    device, committed = None, None
+    for a in args:
+        if type(a) is Array and a._buf is not None:
+            d = _buf_device(a._buf)
+            if a._committed:
+                if committed is not None and d != committed:
+                    raise ValueError(
+                        f"{prim.name}: arguments are committed to different devices: {committed} "
+                        f"and {d}. Move them to one device with device_put first.")
+                committed = d
+            elif device is None:
+                device = d
+    device = committed or device or _default_device()
+    avals = tuple(core.get_aval(a) for a in args)
+    pkey = _param_key(params)
+    key = (prim, pkey, avals, device) if pkey is not None else None
+    comp = _eager_cache.get(key) if key is not None else None
+    if comp is None:
+        def fun(*xs):
+            out = prim.bind(*xs, **params)
+            return list(out) if prim.multiple_results else [out]
+        with core.set_current_trace(core.EVAL_TRACE):
+            jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
+        comp = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=prim.name)
+        comp._committed = committed is not None
+        if key is not None:
+            _eager_cache[key] = comp
+            if len(_eager_cache) > _EXE_CACHE_SIZE:
+                _eager_cache.popitem(last=False)
+    outs = comp(*args)
+    return outs if prim.multiple_results else outs[0]
+
+
+core.device_impl_hook = device_impl_hook

@@ -1,0 +1,241 @@
+"""Custom derivative rules as higher-order primitives.
+
+``custom_jvp_call``  carries the primal program (``call_jaxpr``) and the user's JVP
+                     rule (a flat Python callable).  Eager: evaluate the program.
+                     JVP: call the rule.  Batching: batch the program and the rule.
+``custom_vjp_call``  carries the primal program plus flat ``fwd``/``bwd`` callables.
+                     JVP: run ``fwd`` now and return a tangent made by ``custom_lin``.
+``custom_lin``       linear in its tangent inputs, holding ``bwd`` and the residuals;
+                     its transpose calls ``bwd``.  It is never evaluated forward
+                     (forward-mode of a custom_vjp function is an error, as in JAX).
+
+Programs hold no constants: the caller hoists them into the first ``num_consts``
+arguments, so values closed over from outer transformations flow as arguments
+and every trace sees them.  The user-facing wrappers live in
+``xform/_custom_derivatives.py``; they flatten pytrees and check the rules'
+outputs, so the flat callables here see lists of arrays and ``ad.Zero``.
+"""
+from __future__ import annotations
+
+from interpreters import ad, batching, core
+from interpreters.ad import Zero
+from interpreters.core import Primitive
+from interpreters.ir import ClosedJaxpr, eval_jaxpr
+from interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
+
+__all__: list = []
+
+
+# ----------------------------------------------------------------- shared helpers
+
+
+def hoist_consts(jaxpr, consts):
+    """(Jaxpr with constvars, consts) -> (const-free ClosedJaxpr, consts as leading args)."""
+    return ClosedJaxpr(convert_constvars_to_invars(jaxpr), []), list(consts)
+
+
+def trace_flat(fun, in_avals, name="staging"):
+    """Stage ``fun`` and hoist its constants: returns (ClosedJaxpr, consts)."""
+    jaxpr, consts = trace_to_jaxpr(fun, in_avals, name=name)
+    return hoist_consts(jaxpr, consts)
+
+
+def _at_front(axis_data, vals, dims):
+    return [batching.matchaxis(axis_data, d, 0, v) for v, d in zip(vals, dims)]
+
+
+def batched_aval(aval, size):
+    return aval.update(shape=(size,) + aval.shape)
+
+
+def unbatched_aval(aval):
+    return aval.update(shape=aval.shape[1:])
+
+
+def batch_at_front(fun, axis_data):
+    """``fun`` lifted to arguments and results that all carry the batch axis at 0.
+
+    ``ad.Zero`` arguments pass through (with the batch axis stripped from their
+    type); ``Zero`` results come back with it added.
+    """
+    def batched(*vals):
+        live = [v for v in vals if type(v) is not Zero]
+        zeros = [Zero(unbatched_aval(v.aval)) if type(v) is Zero else None for v in vals]
+        zero_out = []
+
+        def inner(*xs):
+            it = iter(xs)
+            args = [z if z is not None else next(it) for z in zeros]
+            outs = list(fun(*args))
+            zero_out[:] = [o if type(o) is Zero else None for o in outs]
+            return [o for o in outs if type(o) is not Zero]
+
+        outs, _ = batching.batch_flat(inner, axis_data, live, [0] * len(live),
+                                      lambda n: [0] * n)
+        it = iter(outs)
+        return [Zero(batched_aval(z.aval, axis_data.size)) if z is not None else next(it)
+                for z in zero_out]
+    return batched
+
+
+def _eval_closed(closed):
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+# ----------------------------------------------------------------- custom_jvp_call
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.impl_takes_arrays = True
+
+
+@custom_jvp_call_p.def_impl
+def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
+custom_jvp_call_p.def_abstract_eval(
+    lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    # A closed-over value of *this* differentiation (a const with a tangent) is not
+    # covered by the user's rule, which only knows the explicit arguments: fall back
+    # to differentiating the primal program.
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        return ad.jvp_flat(_eval_closed(call_jaxpr), list(primals), list(tangents))
+    outs, touts = jvp(list(primals[num_consts:]), list(tangents[num_consts:]))
+    return list(outs), list(touts)
+
+
+ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts,
+                           symbolic_zeros):
+    vals = _at_front(axis_data, vals, dims)
+    new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(vals),
+                                        [0] * len(call_jaxpr.out_avals))
+    closed, consts = hoist_consts(new_jaxpr.jaxpr, new_jaxpr.consts)
+    n = len(vals) - num_consts
+
+    def jvp_rule(*xs):
+        po, to = jvp(list(xs[:n]), list(xs[n:]))
+        return list(po) + list(to)
+    lifted = batch_at_front(jvp_rule, axis_data)
+
+    def batched_jvp(primals, tangents):
+        outs = lifted(*primals, *tangents)
+        m = len(outs) // 2
+        return outs[:m], outs[m:]
+
+    outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=closed, jvp=batched_jvp,
+                                  num_consts=len(consts) + num_consts,
+                                  symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+# ----------------------------------------------------------------- custom_vjp_call
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.impl_takes_arrays = True
+
+
+@custom_vjp_call_p.def_impl
+def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros):
+    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
+custom_vjp_call_p.def_abstract_eval(
+    lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
+
+CLOSED_OVER_MSG = (
+    "Detected differentiation of a custom_vjp function with respect to a closed-over value. "
+    "That isn't supported because the custom VJP rule only specifies how to differentiate "
+    "the custom_vjp function with respect to explicit input parameters. Pass the value as an "
+    "explicit argument of the custom_vjp function (and return its cotangent from bwd), or use "
+    "xform.closure_convert.")
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
+                         symbolic_zeros):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise TypeError(CLOSED_OVER_MSG)
+    args, targs = list(primals[num_consts:]), list(tangents[num_consts:])
+    outs, res = fwd(args)
+    out_avals = tuple(ad.tangent_aval(a) for a in call_jaxpr.out_avals)
+    nz = tuple(type(t) is not Zero for t in targs)
+    live = [t for t in targs if type(t) is not Zero]
+    touts = custom_lin_p.bind(*res, *live, num_res=len(res), bwd=bwd, out_avals=out_avals,
+                              nz=nz, symbolic_zeros=symbolic_zeros)
+    touts = [Zero(a) if not ad.is_differentiable(p) else t
+             for t, a, p in zip(touts, out_avals, call_jaxpr.out_avals)]
+    return list(outs), touts
+
+
+ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_consts,
+                           symbolic_zeros):
+    vals = _at_front(axis_data, vals, dims)
+    new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(vals),
+                                        [0] * len(call_jaxpr.out_avals))
+    closed, consts = hoist_consts(new_jaxpr.jaxpr, new_jaxpr.consts)
+    n_out = len(call_jaxpr.out_avals)
+    n_res = []
+
+    def fwd_flat(*xs):
+        outs, res = fwd(list(xs))
+        n_res[:] = [len(res)]
+        return list(outs) + list(res)
+    fwd_lifted = batch_at_front(fwd_flat, axis_data)
+
+    def batched_fwd(args):
+        outs = fwd_lifted(*args)
+        return outs[:n_out], outs[n_out:]
+
+    def bwd_flat(*xs):
+        k = n_res[0]
+        return bwd(list(xs[:k]), list(xs[k:]))
+    bwd_lifted = batch_at_front(bwd_flat, axis_data)
+
+    def batched_bwd(res, cts):
+        return bwd_lifted(*res, *cts)
+
+    outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=closed, fwd=batched_fwd,
+                                  bwd=batched_bwd, num_consts=len(consts) + num_consts,
+                                  symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+# ----------------------------------------------------------------- custom_lin
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+def _custom_lin_forward(*args, **params):
+    raise TypeError(
+        "can't apply forward-mode autodiff (jvp) to a custom_vjp function. A custom_vjp "
+        "function only has a reverse-mode rule: use xform.vjp/xform.grad (or jacrev), or "
+        "define the function with xform.custom_jvp instead.")
+
+
+custom_lin_p.def_impl(_custom_lin_forward)
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+ad.jvp_rules[custom_lin_p] = _custom_lin_forward
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, nz, symbolic_zeros):
+    res = list(args[:num_res])
+    cts_in = bwd(res, list(cts))
+    it = iter(c for c, m in zip(cts_in, nz) if m)
+    return [None] * num_res + [next(it) for _ in range(len(args) - num_res)]
+
+
+ad.transpose_rules[custom_lin_p] = _custom_lin_transpose

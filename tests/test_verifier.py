@@ -1,0 +1,573 @@
+"""The verifier: every primitive's XLA lowering agrees with its NumPy reference.
+
+For every primitive in the lowering table (and every registered primitive
+must have a lowering rule, except the explicit allowlist below), hypothesis
+draws params and inputs from this file's per-primitive generator table,
+compiles the single-equation program with XLA and compares it with the
+eager NumPy implementation: bitwise for integers, bools, comparisons and
+structural ops; a per-dtype tolerance for rounded float arithmetic.  A
+random-composition test checks whole elementwise programs too.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import xform  # noqa: F401  (registers every primitive)
+import lowering
+from interpreters import core, staging
+from interpreters.core import Array, ShapedArray
+from interpreters.ir import ClosedJaxpr
+
+# Primitives that legitimately have no lowering rule (yet):
+NO_LOWERING_ALLOWED = {
+    # collectives: only meaningful under a named axis (vmap/shard_map); lowered with SPMD later
+    "psum", "pmax", "pmin", "pmean", "all_gather", "reduce_scatter", "axis_index", "ppermute",
+    "all_to_all", "psum_scatter",
+    # transient: exists only between linearize and transpose, never reaches a compiled program
+    "custom_lin",
+}
+# Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
+HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+                "checkpoint", "remat", "cond", "while", "scan"}
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
+SI = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64)]
+UI = [np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
+I = SI + UI
+C = [np.dtype(np.complex64), np.dtype(np.complex128)]
+B = [np.dtype(np.bool_)]
+
+EPS = {np.dtype(np.float16): 1e-3, BF16: 8e-3, np.dtype(np.float32): 1.2e-7,
+       np.dtype(np.float64): 2.3e-16, np.dtype(np.complex64): 1.2e-7,
+       np.dtype(np.complex128): 2.3e-16}
+
+# ----------------------------------------------------------------- value generators
+
+
+def values(rng, shape, dtype, kind="normal"):
+    """Random array of ``dtype``; ``kind`` restricts the domain for functions that need it."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if kind in ("small", "positive", "nonzero", "unit", "ge1", "normal_small"):
+            lo, hi = (1, 10) if kind in ("positive", "ge1") else (-10, 10)
+            lo, hi = max(lo, info.min), min(hi, info.max)
+            x = rng.integers(lo, hi + 1, size=shape, dtype=np.int64)
+            if kind == "nonzero":
+                x = np.where(x == 0, 3, x)
+            return x.astype(dtype)
+        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    if dtype.kind == "c":
+        part = np.float32 if dtype == np.complex64 else np.float64
+        return (values(rng, shape, part, kind) + 1j * values(rng, shape, part, kind)).astype(dtype)
+    scale = {"normal": 2.0, "normal_small": 0.5}.get(kind, 1.0)
+    x = rng.standard_normal(shape) * scale
+    if kind == "positive":
+        x = np.abs(x) + 0.1
+    elif kind == "nonzero":
+        x = np.where(np.abs(x) < 0.1, 0.5, x)
+    elif kind == "unit":
+        x = np.tanh(x) * 0.95
+    elif kind == "ge1":
+        x = 1.05 + np.abs(x)
+    elif kind == "gtm1":
+        x = np.abs(x) - 0.9
+    elif kind == "special":
+        specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0])
+        pick = rng.random(shape) < 0.3
+        x = np.where(pick, specials[rng.integers(0, len(specials), size=shape)], x)
+    return x.astype(dtype)
+
+
+@st.composite
+def shapes(draw, min_rank=0, max_rank=3, min_side=1, max_side=4):
+    rank = draw(st.integers(min_rank, max_rank))
+    return tuple(draw(st.integers(min_side, max_side)) for _ in range(rank))
+
+
+def _rng(data):
+    return np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+
+
+# A spec: draw(data) -> (params, [numpy args]); plus whether results must be bitwise equal.
+SPECS: dict = {}
+
+
+def spec(names, exact=False, tol=1.0):
+    def deco(fn):
+        for n in names.split():
+            SPECS[n] = (fn, exact, tol)
+        return fn
+    return deco
+
+
+def unary(dtypes, kind="normal", params=lambda data: {}):
+    def gen(data, name):
+        dt = data.draw(st.sampled_from(dtypes), label="dtype")
+        return params(data), [values(_rng(data), data.draw(shapes()), dt, kind)]
+    return gen
+
+
+def nary(n, dtypes, kinds=("normal",)):
+    def gen(data, name):
+        dt = data.draw(st.sampled_from(dtypes), label="dtype")
+        shape = data.draw(shapes())
+        rng = _rng(data)
+        return {}, [values(rng, shape, dt, kinds[min(i, len(kinds) - 1)]) for i in range(n)]
+    return gen
+
+
+def _register(names, gen, exact, tol=1.0):
+    for n in names.split():
+        SPECS[n] = (gen, exact, tol)
+
+
+# elementwise: exact ones
+_register("neg", unary(F + SI + C, "special"), True)
+_register("abs", unary(F + SI + UI, "special"), True)
+_register("sign", unary(F + SI + UI, "special"), True)
+_register("floor ceil", unary(F, "special"), True)
+_register("round", unary(F, "special", lambda d: {"rounding_method": d.draw(st.sampled_from([0, 1]))}),
+          True)
+_register("is_finite", unary(F, "special"), True)
+_register("not", unary(I + B, "normal"), True)
+_register("population_count", unary(I, "normal"), True)
+_register("real imag conj", unary(C, "normal"), True)
+_register("stop_gradient", unary(F + I + B, "normal"), True)
+_register("name", unary(F, "normal", lambda d: {"name": "x"}), True)
+_register("add add_any sub mul max min", nary(2, F + I, ("special",)), True)
+_register("and or xor", nary(2, I + B), True)
+_register("eq ne", nary(2, F + I + B + C, ("special",)), True)
+_register("lt le gt ge", nary(2, F + I + B, ("special",)), True)
+_register("complex", nary(2, [np.dtype(np.float32), np.dtype(np.float64)]), True)
+
+# elementwise: rounded floats (tolerance = tol * 8 ulps of the dtype, relative)
+_register("exp expm1", unary(F + C, "normal_small"), False)
+_register("exp2", unary(F, "normal"), False, 4)
+_register("log", unary(F + C, "positive"), False)
+_register("log1p", unary(F, "gtm1"), False)
+_register("tanh logistic sin cos", unary(F, "normal"), False)
+_register("tan atan sinh cosh asinh cbrt erf erfc", unary(F, "normal"), False, 4)
+_register("asin acos atanh erf_inv", unary(F, "unit"), False, 8)
+_register("acosh", unary(F, "ge1"), False, 4)
+_register("sqrt rsqrt", unary(F, "positive"), False)
+_register("lgamma digamma", unary(F, "positive"), False, 64)
+_register("atan2", nary(2, F), False, 4)
+_register("pow", nary(2, F, ("positive", "normal_small")), False, 16)
+_register("nextafter", nary(2, [np.dtype(np.float32), np.dtype(np.float64)], ("special",)), True)
+
+
+@spec("square", exact=None)
+def _square_spec(data, name):
+    dt = data.draw(st.sampled_from(F + SI + UI), label="dtype")
+    return {}, [values(_rng(data), data.draw(shapes()), dt, "small")]
+
+
+def _int_or_float_div(data, name, float_dtypes):
+    """Integer division/remainder truncate (as C); float remainder is fmod."""
+    dt = data.draw(st.sampled_from(I + float_dtypes), label="dtype")
+    shape = data.draw(shapes())
+    rng = _rng(data)
+    x = values(rng, shape, dt, "normal")
+    y = values(rng, shape, dt, "nonzero")
+    if dt.kind == "i":   # avoid INT_MIN / -1 (overflow)
+        y = np.where((x == np.iinfo(dt).min) & (y == -1), 1, y).astype(dt)
+    return {}, [x, y]
+
+
+SPECS["div"] = (lambda data, name: _int_or_float_div(data, name, F + C), None, 1)
+SPECS["rem"] = (lambda data, name: _int_or_float_div(data, name, F), None, 1)
+
+
+@spec("shift_left shift_right_arithmetic shift_right_logical", exact=True)
+def _shift(data, name):
+    dt = data.draw(st.sampled_from(I), label="dtype")
+    shape = data.draw(shapes())
+    rng = _rng(data)
+    bits = dt.itemsize * 8
+    return {}, [values(rng, shape, dt), rng.integers(0, bits + 2, size=shape).astype(dt)]
+
+
+@spec("integer_pow")
+def _integer_pow(data, name):
+    dt = data.draw(st.sampled_from(F + SI), label="dtype")
+    y = data.draw(st.integers(0 if dt.kind == "i" else -3, 6), label="y")
+    return {"y": y}, [values(_rng(data), data.draw(shapes()), dt, "small" if dt.kind == "i" else "normal")]
+
+
+SPECS["integer_pow"] = (_integer_pow, None, 4)
+
+
+@spec("select_n", exact=True)
+def _select_n(data, name):
+    dt = data.draw(st.sampled_from(F + I + B), label="dtype")
+    shape = data.draw(shapes())
+    rng = _rng(data)
+    n = data.draw(st.integers(1, 4), label="n")
+    if n <= 2 and data.draw(st.booleans(), label="bool_pred"):
+        which = values(rng, shape, np.bool_)
+    else:
+        which = rng.integers(0, n, size=shape).astype(np.int32)
+    return {}, [which] + [values(rng, shape, dt) for _ in range(n)]
+
+
+@spec("clamp", exact=True)
+def _clamp(data, name):
+    dt = data.draw(st.sampled_from(F + SI + UI), label="dtype")
+    shape = data.draw(shapes())
+    rng = _rng(data)
+    x = values(rng, shape, dt, "small")
+    bshape = () if data.draw(st.booleans(), label="scalar_bounds") else shape
+    a, b = values(rng, bshape, dt, "small"), values(rng, bshape, dt, "small")
+    return {}, [np.minimum(a, b), x, np.maximum(a, b)]
+
+
+@spec("convert_element_type", exact=True)
+def _convert(data, name):
+    src = data.draw(st.sampled_from(F + I + B + C), label="src")
+    dst = data.draw(st.sampled_from(F + I + B + C), label="dst")
+    kind = "small" if src.kind in "iu" else "normal"
+    x = values(_rng(data), data.draw(shapes()), src, kind)
+    if dst.kind in "iu" and src.kind in "fc":
+        x = x * 10     # in range of every int type's magnitude for these small values
+    return {"new_dtype": dst, "weak_type": False}, [x.astype(src)]
+
+
+_SAME_WIDTH = {1: [np.int8, np.uint8], 2: [np.int16, np.uint16, np.float16, BF16],
+               4: [np.int32, np.uint32, np.float32], 8: [np.int64, np.uint64, np.float64]}
+
+
+@spec("bitcast_convert_type", exact=True)
+def _bitcast(data, name):
+    width = data.draw(st.sampled_from([1, 2, 4, 8]), label="width")
+    src, dst = (np.dtype(data.draw(st.sampled_from(_SAME_WIDTH[width]))) for _ in range(2))
+    x = values(_rng(data), data.draw(shapes()), src)
+    return {"new_dtype": dst}, [x]
+
+
+# structural (all exact)
+ANY = F + I + B + C
+
+
+def _any_array(data, shape=None, dtypes=ANY, min_rank=0):
+    dt = data.draw(st.sampled_from(dtypes), label="dtype")
+    shape = data.draw(shapes(min_rank=min_rank)) if shape is None else shape
+    return values(_rng(data), shape, dt)
+
+
+@spec("broadcast_in_dim", exact=True)
+def _bid(data, name):
+    out_shape = data.draw(shapes(max_rank=4))
+    k = data.draw(st.integers(0, len(out_shape)), label="in_rank")
+    dims = tuple(sorted(data.draw(st.permutations(range(len(out_shape))))[:k]))
+    in_shape = tuple(out_shape[d] if data.draw(st.booleans()) else 1 for d in dims)
+    return {"shape": out_shape, "broadcast_dimensions": dims, "sharding": None}, \
+        [_any_array(data, in_shape)]
+
+
+@spec("reshape", exact=True)
+def _reshape(data, name):
+    x = _any_array(data)
+    sizes = list(x.shape)
+    new = [int(np.prod(sizes))] if data.draw(st.booleans()) else sizes[::-1] + [1]
+    return {"new_sizes": tuple(new), "dimensions": None, "sharding": None}, [x]
+
+
+@spec("transpose", exact=True)
+def _transpose(data, name):
+    x = _any_array(data)
+    return {"permutation": tuple(data.draw(st.permutations(range(x.ndim))))}, [x]
+
+
+@spec("squeeze", exact=True)
+def _squeeze(data, name):
+    shape = list(data.draw(shapes()))
+    n = data.draw(st.integers(1, 2))
+    dims = []
+    for _ in range(n):
+        p = data.draw(st.integers(0, len(shape)))
+        shape.insert(p, 1)
+    dims = tuple(i for i, s in enumerate(shape) if s == 1 and data.draw(st.booleans()))
+    return {"dimensions": dims}, [_any_array(data, tuple(shape))]
+
+
+@spec("rev", exact=True)
+def _rev(data, name):
+    x = _any_array(data)
+    return {"dimensions": tuple(i for i in range(x.ndim) if data.draw(st.booleans()))}, [x]
+
+
+@spec("concatenate", exact=True)
+def _concat(data, name):
+    shape = data.draw(shapes(min_rank=1))
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    dt = data.draw(st.sampled_from(ANY))
+    rng = _rng(data)
+    xs = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        s = list(shape)
+        s[dim] = data.draw(st.integers(0, 3))
+        xs.append(values(rng, tuple(s), dt))
+    return {"dimension": dim}, xs
+
+
+@spec("pad", exact=True)
+def _pad(data, name):
+    x = _any_array(data)
+    cfg = []
+    for d in x.shape:
+        lo, hi, it = (data.draw(st.integers(-1, 2)), data.draw(st.integers(-1, 2)),
+                      data.draw(st.integers(0, 2)))
+        assume(lo + hi + d + max(d - 1, 0) * it >= 0)
+        cfg.append((lo, hi, it))
+    return {"padding_config": tuple(cfg)}, [x, np.asarray(values(_rng(data), (), x.dtype))]
+
+
+@spec("slice", exact=True)
+def _slice(data, name):
+    x = _any_array(data)
+    start, limit, strides = [], [], []
+    for d in x.shape:
+        a = data.draw(st.integers(0, d))
+        b = data.draw(st.integers(a, d))
+        start.append(a)
+        limit.append(b)
+        strides.append(data.draw(st.integers(1, 3)))
+    use_strides = data.draw(st.booleans())
+    return {"start_indices": tuple(start), "limit_indices": tuple(limit),
+            "strides": tuple(strides) if use_strides else None}, [x]
+
+
+def _indices(data, shape):
+    dt = data.draw(st.sampled_from([np.int32, np.int64, np.uint32]), label="index_dtype")
+    return [np.asarray(data.draw(st.integers(0 if np.dtype(dt).kind == "u" else -2, d + 2)), dt)
+            for d in shape]
+
+
+@spec("dynamic_slice", exact=True)
+def _dynamic_slice(data, name):
+    x = _any_array(data)
+    sizes = tuple(data.draw(st.integers(0, d)) for d in x.shape)
+    return {"slice_sizes": sizes}, [x] + _indices(data, x.shape)
+
+
+@spec("dynamic_update_slice", exact=True)
+def _dus(data, name):
+    x = _any_array(data)
+    sizes = tuple(data.draw(st.integers(0, d)) for d in x.shape)
+    upd = values(_rng(data), sizes, x.dtype)
+    return {}, [x, upd] + _indices(data, x.shape)
+
+
+@spec("iota", exact=True)
+def _iota(data, name):
+    shape = data.draw(shapes(min_rank=1))
+    return {"dtype": data.draw(st.sampled_from(F + I)), "shape": shape,
+            "dimension": data.draw(st.integers(0, len(shape) - 1)), "sharding": None}, []
+
+
+# reductions
+def _axes(data, x):
+    return tuple(i for i in range(x.ndim) if data.draw(st.booleans()))
+
+
+@spec("reduce_max reduce_min reduce_and reduce_or reduce_xor", exact=True)
+def _reduce_exact(data, name):
+    dts = I + B if name in ("reduce_and", "reduce_or", "reduce_xor") else F + I
+    x = values(_rng(data), data.draw(shapes(max_side=3)), data.draw(st.sampled_from(dts)),
+               "special" if name in ("reduce_max", "reduce_min") else "normal")
+    return {"axes": _axes(data, x)}, [x]
+
+
+@spec("reduce_sum reduce_prod", exact=None)
+def _reduce_arith(data, name):
+    x = values(_rng(data), data.draw(shapes(max_side=3)), data.draw(st.sampled_from(F + I + C)),
+               "normal_small")
+    return {"axes": _axes(data, x)}, [x]
+
+
+@spec("argmax argmin", exact=True)
+def _argminmax(data, name):
+    x = _any_array(data, dtypes=F + I + B, min_rank=1)
+    if x.dtype.kind == "f" and data.draw(st.booleans(), label="ties_nans"):
+        x = values(_rng(data), x.shape, x.dtype, "special")
+    return {"axes": (data.draw(st.integers(0, x.ndim - 1)),),
+            "index_dtype": data.draw(st.sampled_from([np.dtype(np.int32), np.dtype(np.int64)]))}, [x]
+
+
+@spec("cummax cummin", exact=True)
+def _cum_exact(data, name):
+    x = _any_array(data, dtypes=F + I, min_rank=1)
+    return {"axis": data.draw(st.integers(0, x.ndim - 1)), "reverse": data.draw(st.booleans())}, [x]
+
+
+@spec("cumsum cumprod cumlogsumexp", exact=None)
+def _cum_arith(data, name):
+    dts = F if name == "cumlogsumexp" else F + I
+    x = values(_rng(data), data.draw(shapes(min_rank=1)), data.draw(st.sampled_from(dts)),
+               "normal_small")
+    return {"axis": data.draw(st.integers(0, x.ndim - 1)), "reverse": data.draw(st.booleans())}, [x]
+
+
+# linear algebra
+@spec("dot_general", exact=None)
+def _dot_general(data, name):
+    dt = data.draw(st.sampled_from(F + SI + C))
+    nb, nc = data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))
+    bsz = [data.draw(st.integers(1, 3)) for _ in range(nb)]
+    csz = [data.draw(st.integers(1, 3)) for _ in range(nc)]
+    lf, rf = data.draw(st.integers(0, 1)), data.draw(st.integers(0, 1))
+    lshape = bsz + csz + [2] * lf
+    rshape = bsz + [3] * rf + csz
+    lb, lc = tuple(range(nb)), tuple(range(nb, nb + nc))
+    rb, rc = tuple(range(nb)), tuple(range(nb + rf, nb + rf + nc))
+    rng = _rng(data)
+    return {"dimension_numbers": ((lc, rc), (lb, rb)), "precision": None,
+            "preferred_element_type": None}, \
+        [values(rng, tuple(lshape), dt, "small"), values(rng, tuple(rshape), dt, "small")]
+
+
+# sorting
+@spec("sort", exact=True)
+def _sort(data, name):
+    shape = data.draw(shapes(min_rank=1))
+    rng = _rng(data)
+    n = data.draw(st.integers(1, 3))
+    xs = [values(rng, shape, data.draw(st.sampled_from(F + I + B)), "special") for _ in range(n)]
+    return {"dimension": data.draw(st.integers(0, len(shape) - 1)), "is_stable": True,
+            "num_keys": data.draw(st.integers(1, n))}, xs
+
+
+@spec("top_k", exact=True)
+def _top_k(data, name):
+    x = _any_array(data, dtypes=F + SI, min_rank=1)
+    x = np.unique(x.ravel())[: x.size]  # distinct values: ties may order differently
+    x = _rng(data).permutation(x)
+    return {"k": data.draw(st.integers(0, x.shape[-1]))}, [x]
+
+
+# ----------------------------------------------------------------- the checks
+
+
+def _prims():
+    return {p.name: p for p in core.abstract_eval_rules}
+
+
+def test_every_primitive_has_a_lowering_rule():
+    rules = lowering.lowering_rules
+    missing = sorted(p.name for p in core.abstract_eval_rules
+                     if p not in rules and p.name not in NO_LOWERING_ALLOWED)
+    assert not missing, f"primitives without an XLA lowering rule: {missing}"
+
+
+def test_every_lowered_primitive_has_a_verifier_spec():
+    names = {p.name for p in lowering.lowering_rules} - HIGHER_ORDER
+    assert not sorted(names - set(SPECS)), sorted(names - set(SPECS))
+
+
+def _tolerance(dtype, tol):
+    eps = EPS.get(np.dtype(dtype))
+    if eps is None:
+        return 0.0
+    return 8 * tol * eps
+
+
+def assert_matches(got, want, exact, tol, what):
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != reference {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != reference {want.shape}"
+    r = _tolerance(got.dtype, tol)
+    if got.dtype == BF16:   # NumPy's testing helpers do not know ml_dtypes' NaN
+        got, want = got.astype(np.float32), want.astype(np.float32)
+    if exact or got.dtype.kind not in "fc":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    np.testing.assert_allclose(got, want, rtol=r, atol=r, equal_nan=True, err_msg=what)
+
+
+def run_both(prim, params, args):
+    """(XLA result list, NumPy reference list) of one equation ``prim[params](*args)``."""
+    avals = [ShapedArray(np.shape(a), np.asarray(a).dtype) for a in args]
+    try:
+        prim.abstract_eval(*avals, **params)
+    except (TypeError, ValueError):
+        assume(False)   # not a valid input for this primitive (its own rule says so)
+
+    def fun(*xs):
+        out = prim.bind(*xs, **params)
+        return list(out) if prim.multiple_results else [out]
+    jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
+    compiled = lowering.compile_jaxpr(ClosedJaxpr(jaxpr, consts))
+    got = [np.asarray(o) for o in compiled(*args)]
+    with np.errstate(all="ignore"):
+        ref = prim.bind(*[Array(np.asarray(a)) for a in args], **params)
+    ref = [np.asarray(r) for r in (ref if prim.multiple_results else [ref])]
+    return got, ref
+
+
+LOWERED = sorted({p.name for p in lowering.lowering_rules} - HIGHER_ORDER)
+
+
+@pytest.mark.parametrize("name", LOWERED)
+@settings(max_examples=8)
+@given(data=st.data())
+def test_lowering_matches_reference(name, data):
+    prim = _prims()[name]
+    if name not in SPECS:
+        pytest.fail(f"no verifier spec for {name}")
+    gen, exact, tol = SPECS[name]
+    params, args = gen(data, name)
+    got, ref = run_both(prim, params, args)
+    for g, r in zip(got, ref):
+        ex = exact if exact is not None else (np.asarray(r).dtype.kind not in "fc"
+                                              and np.asarray(r).dtype != BF16)
+        assert_matches(g, r, ex, tol, f"{name}{params} on "
+                       + ", ".join(f"{np.asarray(a).dtype}{np.shape(a)}" for a in args))
+
+
+# ----------------------------------------------------------------- random composition
+
+_UNARY = ["neg", "sin", "cos", "tanh", "abs", "logistic"]
+_BINARY = ["add", "sub", "mul", "max", "min"]
+
+
+@settings(max_examples=10)
+@given(data=st.data())
+def test_random_elementwise_programs(data):
+    """A random DAG of elementwise ops: compiled program == eager evaluation."""
+    prims = _prims()
+    dt = data.draw(st.sampled_from([np.dtype(np.float32), np.dtype(np.float64)]))
+    shape = data.draw(shapes(max_rank=2))
+    n_in = data.draw(st.integers(1, 3))
+    steps = data.draw(st.lists(st.tuples(st.sampled_from(_UNARY + _BINARY),
+                                         st.integers(0, 100), st.integers(0, 100)),
+                               min_size=1, max_size=12))
+    n_out = data.draw(st.integers(1, 3))
+
+    def program(*xs):
+        vals = list(xs)
+        for op, i, j in steps:
+            p = prims[op]
+            if op in _UNARY:
+                vals.append(p.bind(vals[i % len(vals)]))
+            else:
+                vals.append(p.bind(vals[i % len(vals)], vals[j % len(vals)]))
+        return vals[-n_out:]
+
+    avals = [ShapedArray(shape, dt)] * n_in
+    jaxpr, consts = staging.trace_to_jaxpr(program, avals)
+    rng = _rng(data)
+    args = [values(rng, shape, dt) for _ in range(n_in)]
+    got = lowering.compile_jaxpr(ClosedJaxpr(jaxpr, consts))(*args)
+    want = program(*[Array(a) for a in args])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5 if dt == np.float32 else 1e-12,
+                                   atol=1e-6 if dt == np.float32 else 1e-12)

@@ -1,0 +1,232 @@
+"""Gradient checkpointing: ``checkpoint`` / ``remat``, policies, saved-residual reports.
+
+``checkpoint(f)`` stages ``f`` and binds the ``remat`` primitive
+(``primitives/remat.py``) on it.  Nothing changes for evaluation; when the
+function is linearized (``grad``, ``vjp``, ``linearize``), the forward pass
+keeps only the values the ``policy`` says are saveable and the backward pass
+recomputes the rest from them: less memory, more compute.
+
+A policy is ``policy(prim, *in_avals, **params) -> bool`` ("may this
+equation's output be saved?"), called on each primal equation of the
+differentiated function.
+"""
+from __future__ import annotations
+
+import functools
+import types
+
+from interpreters import ad, core
+from interpreters.ir import Var
+from interpreters.staging import trace_to_jaxpr
+from primitives.custom import trace_flat
+from primitives.remat import name_p, remat_p
+from xform._ad_api import _as_value_in
+from xform.tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["checkpoint", "remat", "checkpoint_policies"]
+
+
+# ----------------------------------------------------------------- policies
+
+
+def everything_saveable(*_, **__):
+    """Save everything (as if there were no checkpoint)."""
+    return True
+
+
+def nothing_saveable(*_, **__):
+    """Save nothing but the checkpointed function's inputs; recompute the rest."""
+    return False
+
+
+def _is_dot(prim):
+    return prim.name in ("dot_general", "conv_general_dilated")
+
+
+def dots_saveable(prim, *_, **__):
+    """Save the results of matrix multiplications (and convolutions)."""
+    return _is_dot(prim)
+
+
+checkpoint_dots = dots_saveable
+
+
+def dots_with_no_batch_dims_saveable(prim, *_, **params):
+    """Save the results of matrix multiplications without batch dimensions."""
+    if prim.name != "dot_general":
+        return False
+    (_, _), (lhs_b, rhs_b) = params["dimension_numbers"]
+    return not lhs_b and not rhs_b
+
+
+def save_only_these_names(*names):
+    """Save only values named (``checkpoint_name``) with one of ``names``."""
+    names = frozenset(names)
+    return lambda prim, *_, **params: prim is name_p and params["name"] in names
+
+
+def save_any_names_but_these(*names):
+    """Save only named values, except those named with one of ``names``."""
+    names = frozenset(names)
+    return lambda prim, *_, **params: prim is name_p and params["name"] not in names
+
+
+def save_anything_except_these_names(*names):
+    """Save everything except values named with one of ``names``."""
+    names = frozenset(names)
+    return lambda prim, *_, **params: not (prim is name_p and params["name"] in names)
+
+
+def save_from_both_policies(policy_1, policy_2):
+    """Saveable iff either policy says so."""
+    def policy(prim, *args, **params):
+        return bool(policy_1(prim, *args, **params)) or bool(policy_2(prim, *args, **params))
+    return policy
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=everything_saveable,
+    nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable,
+    checkpoint_dots=checkpoint_dots,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    save_only_these_names=save_only_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_from_both_policies=save_from_both_policies,
+)
+
+
+# ----------------------------------------------------------------- checkpoint
+
+
+def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
+    """Make ``fun`` recompute (rather than save) its intermediates for the backward pass.
+
+    ``policy`` chooses what may be saved (default: nothing but the inputs);
+    ``static_argnums`` marks arguments that are Python values, not arrays.
+    """
+    if fun is None:
+        return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
+                                 static_argnums=static_argnums)
+    if not callable(fun):
+        raise TypeError(f"checkpoint requires a callable, got {fun!r}")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint policy must be callable (see xform.checkpoint_policies), "
+                        f"got {policy!r}")
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    static_argnums = tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def fun_remat(*args, **kwargs):
+        n = len(args)
+        for i in static_argnums:
+            if not -n <= i < n:
+                raise ValueError(f"checkpoint: static_argnums={static_argnums} out of range "
+                                 f"for a call with {n} positional arguments")
+        static = {i % n for i in static_argnums}
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_flatten((tuple(dyn), kwargs))
+        leaves = [_as_value_in(x, "checkpoint argument") for x in leaves]
+        store = {}
+
+        def flat(*xs):
+            d, kw = tree_unflatten(in_tree, xs)
+            it = iter(d)
+            full = [args[i] if i in static else next(it) for i in range(n)]
+            out = fun(*full, **kw)
+            ls, store["tree"] = tree_flatten(out)
+            return [_as_value_in(o, "checkpointed function output") for o in ls]
+
+        closed, consts = trace_flat(flat, [core.get_aval(x) for x in leaves],
+                                    name="checkpoint")
+        outs = remat_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=bool(prevent_cse),
+                            differentiated=False, policy=policy)
+        return tree_unflatten(store["tree"], outs)
+    return fun_remat
+
+
+remat = checkpoint
+
+
+def checkpoint_name(x, name):
+    """Identity that tags ``x`` (every leaf) with ``name`` for checkpoint policies."""
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [name_p.bind(_as_value_in(v, "checkpoint_name"), name=name)
+                                 for v in leaves])
+
+
+# ----------------------------------------------------------------- residual reports
+
+
+def saved_residuals(f, *args, **kwargs):
+    """``[(aval, description), ...]``: what ``vjp(f, *args)`` saves for the backward pass."""
+    leaves, in_tree = tree_flatten((args, kwargs))
+    leaves = [_as_value_in(x, "saved_residuals argument") for x in leaves]
+    found = []
+
+    def probe(*xs):
+        a, kw = tree_unflatten(in_tree, xs)
+
+        def flat(*ys):
+            out = f(*tree_unflatten(in_tree, ys)[0], **tree_unflatten(in_tree, ys)[1])
+            return [_as_value_in(o, "output") for o in tree_flatten(out)[0]]
+        _, lin = ad.linearize_flat(flat, list(xs))
+        found.extend(lin.residuals)
+        return list(lin.residuals)
+
+    jaxpr, consts = trace_to_jaxpr(probe, [core.get_aval(x) for x in leaves],
+                                   name="saved_residuals")
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    arg_names = _arg_names(f, args, kwargs, in_tree)
+    out = []
+    for atom in jaxpr.outvars:
+        if not isinstance(atom, Var):
+            out.append((atom.aval, "from a literal"))
+        elif atom in jaxpr.constvars:
+            out.append((atom.aval, "from a constant"))
+        elif atom in jaxpr.invars:
+            out.append((atom.aval, f"from the argument {arg_names[jaxpr.invars.index(atom)]}"))
+        else:
+            e = producer[atom]
+            src = _src(e)
+            if e.primitive is name_p:
+                out.append((atom.aval, f"named '{e.params['name']}' from {src}"))
+            else:
+                out.append((atom.aval, f"output of {e.primitive.name} from {src}"))
+    return out
+
+
+def _src(eqn):
+    si = eqn.source_info
+    if not si:
+        return "<unknown>"
+    fname, line, func = si
+    return f"{fname}:{line} ({func})"
+
+
+def _arg_names(f, args, kwargs, in_tree):
+    from xform.tree_util import keystr, tree_flatten_with_path
+    try:
+        import inspect
+        params = list(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for path, _ in tree_flatten_with_path((args, kwargs))[0]:
+        top, rest = path[0], path[1:]
+        if getattr(top, "idx", None) == 0 and rest:
+            i = rest[0].idx
+            base = params[i] if i < len(params) else f"args[{i}]"
+            names.append(base + keystr(rest[1:]))
+        else:
+            names.append(keystr(path[1:]))
+    return names
+
+
+def print_saved_residuals(f, *args, **kwargs):
+    """Print one line per saved residual: its type and where it comes from."""
+    for aval, src in saved_residuals(f, *args, **kwargs):
+        print(f"{aval.str_short()} {src}")

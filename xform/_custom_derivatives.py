@@ -1,0 +1,414 @@
+"""``custom_jvp`` and ``custom_vjp``: user-defined differentiation rules.
+
+Calling a decorated function stages it into a program (so every transformation
+has a primal to fall back on: evaluation, batching, staging) and binds the
+``custom_jvp_call`` / ``custom_vjp_call`` primitive (``primitives/custom.py``)
+with the user's rule wrapped as a *flat* callable.  The wrappers here own the
+pytree handling and check the rules' outputs against what the primal function
+promises, naming expected vs. received structure, shapes and dtypes.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from interpreters import ad, core
+from interpreters.ad import Zero, float0
+from primitives.custom import custom_jvp_call_p, custom_vjp_call_p, trace_flat
+from xform._ad_api import _as_value_in, _zeros, as_value
+from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+
+__all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert"]
+
+
+class SymbolicZero:
+    """A zero tangent/cotangent passed to rules defined with ``symbolic_zeros=True``."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+
+    def instantiate(self):
+        return _zeros(self.aval)
+
+    def __repr__(self):
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+class _MissingRule(AttributeError, TypeError):
+    """No rule defined (AttributeError in JAX; also a TypeError)."""
+
+
+def _resolve_args(fun, args, kwargs):
+    """Keyword arguments become positional (rules see the same argument list)."""
+    if not kwargs:
+        return tuple(args)
+    try:
+        ba = inspect.signature(fun).bind(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{getattr(fun, '__name__', fun)}: could not resolve keyword "
+                        f"arguments for a custom-derivative function: {e}") from None
+    ba.apply_defaults()
+    if ba.kwargs:
+        raise TypeError("keyword-only arguments are not supported by custom_jvp/custom_vjp "
+                        f"functions (got {sorted(ba.kwargs)}); pass them positionally.")
+    return tuple(ba.args)
+
+
+def _split_nondiff(nondiff_argnums, args):
+    n = len(args)
+    for i in nondiff_argnums:
+        if not -n <= i < n:
+            raise ValueError(f"nondiff_argnums={nondiff_argnums} out of range for a call with "
+                             f"{n} positional arguments")
+    nd = {i % n for i in nondiff_argnums}
+    static = [(i, args[i]) for i in sorted(nd)]
+    dyn = [a for i, a in enumerate(args) if i not in nd]
+    return static, dyn
+
+
+def _merge(static, dyn):
+    out = list(dyn)
+    for i, v in static:
+        out.insert(i, v)
+    return out
+
+
+def _avals_str(avals):
+    return "[" + ", ".join(a.str_short() for a in avals) + "]"
+
+
+def _stage_primal(fun, static, dyn):
+    """Stage ``fun`` over the flattened differentiable args: (closed, consts, leaves,
+    in_tree, out_tree)."""
+    leaves, in_tree = tree_flatten(tuple(dyn))
+    leaves = [_as_value_in(x, "custom derivative argument") for x in leaves]
+    store = {}
+
+    def flat(*xs):
+        out = fun(*_merge(static, tree_unflatten(in_tree, xs)))
+        ls, store["tree"] = tree_flatten(out)
+        return [_as_value_in(o, "function output") for o in ls]
+    closed, consts = trace_flat(flat, [core.get_aval(x) for x in leaves],
+                                name=getattr(fun, "__name__", "custom"))
+    return closed, consts, leaves, in_tree, store["tree"]
+
+
+def _to_flat_tangent(t, aval, what):
+    """A rule's tangent leaf -> value or ``ad.Zero`` (checking its type)."""
+    if t is None or isinstance(t, (SymbolicZero, Zero)):
+        return Zero(ad.tangent_aval(aval))
+    if isinstance(t, np.ndarray) and t.dtype == float0:
+        ta = core.ShapedArray(t.shape, float0)
+    else:
+        t = _as_value_in(t, what)
+        ta = core.get_aval(t)
+    expected = ad.tangent_aval(aval)
+    if ta.shape != expected.shape or (ta.dtype != expected.dtype and not (
+            ta.weak_type and ta.dtype.kind == expected.dtype.kind)):
+        return _TypeMismatch(ta, expected, aval)
+    if ta.dtype == float0:
+        return Zero(expected)
+    if ta.dtype != expected.dtype:
+        t = as_value(np.asarray(core.concrete_or_error(t, what), expected.dtype)) \
+            if not isinstance(t, core.Tracer) else t
+    return t
+
+
+class _TypeMismatch:
+    def __init__(self, got, expected, primal):
+        self.got, self.expected, self.primal = got, expected, primal
+
+
+# ----------------------------------------------------------------- custom_jvp
+
+
+class custom_jvp:
+    """A function with a user-defined JVP rule (``defjvp`` / ``defjvps``)."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """``jvp(primals, tangents) -> (primal_out, tangent_out)`` (nondiff args first)."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One ``fn(tangent_i, primal_out, *primals)`` per argument (None: no dependence)."""
+        if self.nondiff_argnums:
+            raise TypeError("defjvps is not supported with nondiff_argnums; use defjvp.")
+
+        def jvp(primals, tangents):
+            ans = self(*primals)
+            acc = None
+            for fn, t in zip(jvps, tangents):
+                if fn is None or isinstance(t, SymbolicZero):
+                    continue
+                c = fn(t, ans, *primals)
+                acc = c if acc is None else tree_map(ad.add_tangents, acc, c)
+            if acc is None:
+                acc = tree_map(lambda o: SymbolicZero(core.get_aval(o)), ans)
+            return ans, acc
+        self.defjvp(jvp, symbolic_zeros=True)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "fun")
+        if self.jvp is None:
+            raise _MissingRule(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split_nondiff(self.nondiff_argnums, args)
+        closed, consts, leaves, in_tree, out_tree = _stage_primal(self.fun, static, dyn)
+        out_avals = closed.out_avals
+        rule, symbolic = self.jvp, self.symbolic_zeros
+        nondiff = [v for _, v in static]
+
+        def jvp_flat(primals, tangents):
+            ps = tree_unflatten(in_tree, primals)
+            if symbolic:
+                ts = [SymbolicZero(t.aval) if type(t) is Zero else t for t in tangents]
+            else:
+                ts = [_zeros(t.aval) if type(t) is Zero else t for t in tangents]
+            out = rule(*nondiff, tuple(ps), tuple(tree_unflatten(in_tree, ts)))
+            return _check_jvp_out(name, out, out_tree, out_avals)
+
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=jvp_flat,
+                                      num_consts=len(consts), symbolic_zeros=symbolic)
+        return tree_unflatten(out_tree, outs)
+
+
+def _is_zero_leaf(x):
+    return isinstance(x, SymbolicZero) or x is None
+
+
+def _check_jvp_out(name, out, out_tree, out_avals):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"Custom JVP rule for function {name} must produce a pair (list or "
+                        "tuple of length two) representing primal and tangent outputs, but "
+                        f"got {out!r}.")
+    p, t = out
+    p_leaves, p_tree = tree_flatten(p)
+    t_leaves, t_tree = tree_flatten(t, is_leaf=_is_zero_leaf)
+    if p_tree != out_tree:
+        raise TypeError(f"Custom JVP rule for function {name} must produce primal outputs "
+                        f"with the same container (pytree) structure as the primal function "
+                        f"returns: expected {out_tree}, but got {p_tree}.")
+    if t_tree != p_tree:
+        raise TypeError(f"Custom JVP rule for function {name} must produce primal and tangent "
+                        "outputs with equal container (pytree) structures, but got "
+                        f"{p_tree} and {t_tree} respectively.")
+    p_vals = [_as_value_in(x, "custom JVP primal output") for x in p_leaves]
+    got = [core.get_aval(x) for x in p_vals]
+    if any(not core.same_type(g, e) for g, e in zip(got, out_avals)):
+        raise TypeError(f"Custom JVP rule for function {name} must produce primal outputs "
+                        "with the same shapes and dtypes as the primal function: expected "
+                        f"{_avals_str(out_avals)}, but got {_avals_str(got)}.")
+    t_vals = []
+    for tl, a in zip(t_leaves, out_avals):
+        v = _to_flat_tangent(tl, a, "custom JVP tangent output")
+        if isinstance(v, _TypeMismatch):
+            raise TypeError(
+                f"Custom JVP rule for function {name} must produce primal and tangent outputs "
+                f"with corresponding shapes and dtypes. Expected {v.expected.str_short()} "
+                f"(tangent type of {v.primal.str_short()}) but got {v.got.str_short()}.")
+        t_vals.append(v)
+    return p_vals, t_vals
+
+
+# ----------------------------------------------------------------- custom_vjp
+
+
+class custom_vjp:
+    """A function with a user-defined VJP: ``defvjp(fwd, bwd)``.
+
+    ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, ct_out)``
+    returns a tuple with one cotangent per (differentiable) argument.
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+        self.symbolic_zeros = False
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        self.fwd = fwd
+        self.bwd = bwd
+        self.symbolic_zeros = symbolic_zeros
+        return fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "fun")
+        if self.fwd is None or self.bwd is None:
+            raise _MissingRule(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split_nondiff(self.nondiff_argnums, args)
+        closed, consts, leaves, in_tree, out_tree = _stage_primal(self.fun, static, dyn)
+        out_avals = closed.out_avals
+        in_avals = [core.get_aval(x) for x in leaves]
+        fwd, bwd, symbolic = self.fwd, self.bwd, self.symbolic_zeros
+        nondiff = [v for _, v in static]
+        res_tree_cell = {}
+
+        def fwd_flat(primals):
+            res = fwd(*_merge(static, tree_unflatten(in_tree, primals)))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(
+                    f"Custom VJP fwd rule for function {name} must produce a pair (list or "
+                    "tuple of length two) where the first element represents the primal "
+                    "output and the second the residuals, but got "
+                    f"{type(res).__name__} {res!r:.200}.")
+            out, r = res
+            o_leaves, o_tree = tree_flatten(out)
+            if o_tree != out_tree:
+                raise TypeError(
+                    f"Custom VJP fwd rule for function {name} must produce a pair whose first "
+                    f"element has the structure of the primal output {out_tree}, but got "
+                    f"{o_tree}.")
+            o_vals = [_as_value_in(x, "custom VJP fwd output") for x in o_leaves]
+            got = [core.get_aval(x) for x in o_vals]
+            if any(not core.same_type(g, e) for g, e in zip(got, out_avals)):
+                raise TypeError(
+                    f"Custom VJP fwd rule for function {name} must produce primal outputs with "
+                    f"the same shapes and dtypes as the primal function: expected "
+                    f"{_avals_str(out_avals)}, but got {_avals_str(got)}.")
+            r_leaves, r_tree = tree_flatten(r)
+            res_tree_cell["tree"] = r_tree
+            r_vals = [_as_value_in(x, "custom VJP residual") for x in r_leaves]
+            return o_vals, r_vals
+
+        def bwd_flat(res, cts):
+            r = tree_unflatten(res_tree_cell["tree"], res)
+            if symbolic:
+                cs = [SymbolicZero(c.aval) if type(c) is Zero else c for c in cts]
+            else:
+                cs = [_zeros(c.aval) if type(c) is Zero else c for c in cts]
+            out = bwd(*nondiff, r, tree_unflatten(out_tree, cs))
+            return _check_bwd_out(name, out, dyn, in_tree, in_avals)
+
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=fwd_flat,
+                                      bwd=bwd_flat, num_consts=len(consts),
+                                      symbolic_zeros=symbolic)
+        return tree_unflatten(out_tree, outs)
+
+
+def _check_bwd_out(name, out, dyn, in_tree, in_avals):
+    n = len(dyn)
+    if not isinstance(out, (tuple, list)) or len(out) != n:
+        got = (f"a {type(out).__name__} of length {len(out)}"
+               if isinstance(out, (tuple, list)) else f"{type(out).__name__} {out!r:.100}")
+        raise TypeError(
+            f"Custom VJP bwd rule for function {name} must produce a tuple with one cotangent "
+            f"per differentiable argument of the primal function, i.e. a tuple of length "
+            f"{n} (structure {in_tree}), but got {got}.")
+    flat = []
+    it = iter(in_avals)
+    for i, (arg, ct) in enumerate(zip(dyn, out)):
+        arg_tree = tree_structure(arg)
+        avals = [next(it) for _ in range(arg_tree.num_leaves)]
+        if ct is None:
+            flat.extend(Zero(ad.tangent_aval(a)) for a in avals)
+            continue
+        c_leaves, c_tree = tree_flatten(ct, is_leaf=_is_zero_leaf)
+        if c_tree != arg_tree:
+            raise TypeError(
+                f"Custom VJP bwd rule for function {name} must produce an output with the same "
+                f"container (pytree) structure as the args tuple of the primal function, but "
+                f"for argument {i} it produced {c_tree} where the argument has {arg_tree}.")
+        for cl, a in zip(c_leaves, avals):
+            v = _to_flat_tangent(cl, a, "custom VJP bwd output")
+            if isinstance(v, _TypeMismatch):
+                raise ValueError(
+                    f"Custom VJP bwd rule for function {name} must produce an output with the "
+                    f"same shape/dtypes as the args tuple of the primal function, but for "
+                    f"argument {i} it produced an output of shape/dtype {v.got.str_short()} "
+                    f"corresponding to an input of shape/dtype {v.primal.str_short()} "
+                    f"(expected {v.expected.str_short()}).")
+            flat.append(v)
+    return flat
+
+
+# ----------------------------------------------------------------- conveniences
+
+
+def custom_gradient(fun):
+    """``fun(*args) -> (out, vjp_fn)`` becomes a function whose VJP is ``vjp_fn``."""
+    @custom_vjp
+    def wrapped(*args):
+        out, _ = fun(*args)
+        return out
+
+    def fwd(*args):
+        out, vjp_fn = fun(*args)
+        # the pullback is a Python closure: keep it out of the residual pytree
+        return out, _Closure(vjp_fn)
+
+    def bwd(res, ct):
+        cts = res.fn(ct)
+        return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+
+    wrapped.defvjp(fwd, bwd)
+    return functools.wraps(fun)(lambda *args: wrapped(*args))
+
+
+class _Closure:
+    """An opaque (leaf-free) residual: a pytree node with no children."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _closure_flatten(c):
+    return (), c.fn
+
+
+def _closure_unflatten(fn, _):
+    return _Closure(fn)
+
+
+from xform.tree_util import register_pytree_node  # noqa: E402
+
+register_pytree_node(_Closure, _closure_flatten, _closure_unflatten)
+
+
+def closure_convert(fun, *example_args):
+    """``fun`` with its closed-over arrays made explicit: returns (converted, consts) where
+    ``converted(*args, *consts) == fun(*args)``."""
+    leaves, in_tree = tree_flatten(example_args)
+    leaves = [_as_value_in(x, "closure_convert") for x in leaves]
+    store = {}
+
+    def flat(*xs):
+        out = fun(*tree_unflatten(in_tree, xs))
+        ls, store["tree"] = tree_flatten(out)
+        return ls
+    closed, consts = trace_flat(flat, [core.get_aval(x) for x in leaves])
+    n_consts = len(consts)
+
+    def converted(*args):
+        a_leaves, tree = tree_flatten(args[:len(args) - n_consts])
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: expected arguments with structure {in_tree}, "
+                            f"got {tree}")
+        from interpreters.ir import eval_jaxpr
+        outs = eval_jaxpr(closed.jaxpr, [], *args[len(args) - n_consts:], *a_leaves)
+        return tree_unflatten(store["tree"], outs)
+    return converted, list(consts)

@@ -1,0 +1,11 @@
+"""``xform.ad_checkpoint``: JAX's module of the same name (checkpointing tools)."""
+from xform._checkpoint import (checkpoint, checkpoint_name, checkpoint_policies,  # noqa: F401
+                               print_saved_residuals, remat, saved_residuals)
+from xform._checkpoint import (everything_saveable, nothing_saveable,  # noqa: F401
+                               dots_saveable, checkpoint_dots,
+                               dots_with_no_batch_dims_saveable, save_only_these_names,
+                               save_any_names_but_these, save_anything_except_these_names,
+                               save_from_both_policies)
+
+__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "print_saved_residuals",
+           "remat", "saved_residuals"]

@@ -1,0 +1,402 @@
+"""Array creation and the callable scalar types (``xnp.float32(3)`` -> Array).
+
+``asarray``/``array`` copy NumPy input (an Array never aliases a buffer the
+user can still mutate).  Python scalars become weakly typed Arrays; nested
+lists/tuples of scalars and arrays are stacked.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from interpreters import core, dtypes
+from interpreters.core import Array, ArrayOps
+from xform.numpy import _util as U
+from xform.numpy._util import lax
+
+# ----------------------------------------------------------------- scalar types
+
+
+class _ScalarMeta(type):
+    """Metaclass of ``xnp.float32`` etc.: a dtype-like that is also a constructor."""
+
+    def __call__(cls, x=0):
+        return asarray(x, dtype=cls.dtype)
+
+    def __eq__(cls, other):
+        if cls is other:
+            return True
+        try:
+            return cls.dtype == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __ne__(cls, other):
+        return not cls.__eq__(other)
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'xform.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(name, dt):
+    return _ScalarMeta(name, (object,), {"dtype": np.dtype(dt), "__module__": "xform.numpy"})
+
+
+bool_ = _scalar_type("bool", np.bool_)
+int8 = _scalar_type("int8", np.int8)
+int16 = _scalar_type("int16", np.int16)
+int32 = _scalar_type("int32", np.int32)
+int64 = _scalar_type("int64", np.int64)
+uint8 = _scalar_type("uint8", np.uint8)
+uint16 = _scalar_type("uint16", np.uint16)
+uint32 = _scalar_type("uint32", np.uint32)
+uint64 = _scalar_type("uint64", np.uint64)
+float16 = _scalar_type("float16", np.float16)
+bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
+float32 = _scalar_type("float32", np.float32)
+float64 = _scalar_type("float64", np.float64)
+complex64 = _scalar_type("complex64", np.complex64)
+complex128 = _scalar_type("complex128", np.complex128)
+float8_e4m3fn = _scalar_type("float8_e4m3fn", dtypes.float8_e4m3fn)
+float8_e5m2 = _scalar_type("float8_e5m2", dtypes.float8_e5m2)
+int_ = int64  # canonicalised to int32 when x64 is off, as in JAX
+float_ = float64
+complex_ = complex128
+uint = uint64
+single, double = float32, float64
+csingle, cdouble = complex64, complex128
+half = float16
+
+# ----------------------------------------------------------------- asarray / array
+
+
+def _nested_to_arrays(obj, dtype):
+    """A list/tuple tree -> one Array (stacking elements, promoting like JAX)."""
+    leaves = []
+
+    def walk(o):
+        if isinstance(o, (list, tuple)):
+            for e in o:
+                walk(e)
+        else:
+            leaves.append(o)
+
+    walk(obj)
+    if not any(isinstance(l, ArrayOps) and not isinstance(l, Array) for l in leaves):
+        # All concrete: build on the host with NumPy, then fix the dtype as JAX does.
+        for l in leaves:
+            if not U.is_arraylike(l):
+                raise TypeError(f"Value {l!r} of type {type(l).__name__} is not a valid "
+                                "element of an xform array.")
+        if dtype is None:
+            dtype = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
+        vals = _map_tree(obj, lambda l: np.asarray(l._value if isinstance(l, Array) else l))
+        try:
+            v = np.array(vals, dtype=dtype)
+        except ValueError as e:
+            raise ValueError(f"setting an array element with a sequence: the nested lists "
+                             f"have inconsistent shapes ({e})") from None
+        return Array(v, False)
+    dt = dtype or dtypes.result_type(*leaves)
+    return _stack_tree(obj, dt)
+
+
+def _map_tree(o, f):
+    if isinstance(o, (list, tuple)):
+        return [_map_tree(e, f) for e in o]
+    return f(o)
+
+
+def _stack_tree(o, dt):
+    from xform.numpy._shape import stack
+    if isinstance(o, (list, tuple)):
+        return stack([_stack_tree(e, dt) for e in o])
+    return U.to_array(o, dt, False)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """Convert to an Array; NumPy input is copied; Python scalars become weak Arrays."""
+    if order not in (None, "C", "K", "A"):
+        raise NotImplementedError(f"order={order!r} is not supported (only C order)")
+    dt = U.canonical_dtype(dtype)
+    if isinstance(a, ArrayOps):
+        if dt is None:
+            return a
+        return U.to_array(a, dt, False)
+    if type(a) in U._SCALARS or isinstance(a, (int, float, complex, np.generic, np.ndarray)):
+        if dt is None:
+            return U.to_array(a)
+        if isinstance(a, np.ndarray):
+            return Array(np.array(a, dtype=dt), False)
+        return U.to_array(a, dt, False)
+    if isinstance(a, (list, tuple)):
+        return _nested_to_arrays(a, dt)
+    if hasattr(a, "__array__"):
+        v = np.array(a)
+        return Array(np.array(v, dtype=dt or dtypes.canonicalize_dtype(v.dtype)), False)
+    if hasattr(a, "__jax_array__"):
+        return asarray(a.__jax_array__(), dtype)
+    raise TypeError(f"Value {a!r} of type {type(a).__name__} cannot be converted to an xform "
+                    "array. Pass an Array, a NumPy array, a Python scalar or a (nested) list.")
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
+    out = asarray(object, dtype, None if order == "K" else order)
+    if isinstance(object, Array) and copy and dtype is None:
+        out = Array(np.array(object._value), object.weak_type) if object._npy is not None else out
+    if ndmin > out.ndim:
+        out = lax().reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def _full(shape, fill, dtype, weak=False):
+    shape = U.canonical_shape(shape)
+    if isinstance(fill, ArrayOps) and not isinstance(fill, Array):
+        f = U.to_array(fill, dtype, False)
+        return U.broadcast_to_shape(f, shape) if f.shape != shape else f
+    if isinstance(fill, Array):
+        fill = fill._value
+    v = np.full(shape, np.asarray(fill).astype(dtype) if np.ndim(fill) else fill, dtype=dtype)
+    return Array(v, weak)
+
+
+def zeros(shape, dtype=None, *, device=None):
+    return _full(shape, 0, U.canonical_dtype(dtype) or dtypes.default_float_dtype())
+
+
+def ones(shape, dtype=None, *, device=None):
+    return _full(shape, 1, U.canonical_dtype(dtype) or dtypes.default_float_dtype())
+
+
+def empty(shape, dtype=None, *, device=None):
+    return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None, *, device=None):
+    dt = U.canonical_dtype(dtype)
+    if dt is None:
+        dt = U.dtype_of(fill_value) if not isinstance(fill_value, (list, tuple)) else \
+            asarray(fill_value).dtype
+    shape = U.canonical_shape(shape)
+    if isinstance(fill_value, (list, tuple)) or np.ndim(fill_value) if not isinstance(
+            fill_value, ArrayOps) else fill_value.ndim:
+        from xform.numpy._shape import broadcast_to
+        return broadcast_to(asarray(fill_value, dt), shape)
+    return _full(shape, fill_value, dt, weak=False)
+
+
+def _like_shape(a, shape):
+    return a.shape if shape is None else shape
+
+
+def zeros_like(a, dtype=None, shape=None, *, device=None):
+    U.check_arraylike("zeros_like", a)
+    return _full(_like_shape(U.aval(a), shape), 0, U.canonical_dtype(dtype) or U.dtype_of(a),
+                 weak=dtype is None and U.is_weak(a))
+
+
+def ones_like(a, dtype=None, shape=None, *, device=None):
+    U.check_arraylike("ones_like", a)
+    return _full(_like_shape(U.aval(a), shape), 1, U.canonical_dtype(dtype) or U.dtype_of(a),
+                 weak=dtype is None and U.is_weak(a))
+
+
+def empty_like(a, dtype=None, shape=None, *, device=None):
+    return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    U.check_arraylike("full_like", a)
+    dt = U.canonical_dtype(dtype) or U.dtype_of(a)
+    s = _like_shape(U.aval(a), shape)
+    if isinstance(fill_value, ArrayOps) and fill_value.ndim:
+        from xform.numpy._shape import broadcast_to
+        return broadcast_to(U.to_array(fill_value, dt, False), s)
+    return _full(s, fill_value, dt, weak=dtype is None and U.is_weak(a))
+
+
+# ----------------------------------------------------------------- ranges
+
+
+def _static(x, what):
+    if isinstance(x, ArrayOps):
+        from interpreters import core as _c
+        x = _c.concrete_or_error(x, f"{what} must be static: it determines the output shape")
+        x = np.asarray(x).item()
+    return x
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
+    """Evenly spaced values in [start, stop); the arguments must be static."""
+    start = _static(start, "arange start")
+    stop = _static(stop, "arange stop")
+    step = _static(step, "arange step")
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    args = [a for a in (start, stop, step) if a is not None]
+    dt = U.canonical_dtype(dtype) or dtypes.result_type(*args)
+    if stop is None:
+        start, stop = 0, start
+    v = np.arange(start, stop, 1 if step is None else step)
+    return Array(v.astype(dt), False)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """``num`` values from start to stop; traced endpoints are allowed (num is static)."""
+    num = U.static_int(num, "linspace num")
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    from xform.numpy import _ufuncs as F
+    from xform.numpy._shape import expand_dims, moveaxis
+    s, e = U.promote_dtypes_inexact(start, stop)
+    dt = U.canonical_dtype(dtype) or s.dtype
+    comp = dtypes.to_inexact_dtype(dt) if dt.kind in "biu" else dt
+    s, e = U.to_array(s, comp, False), U.to_array(e, comp, False)
+    bshape = U.broadcast_shapes(s.shape, e.shape)
+    s, e = U.broadcast_to_shape(s, bshape), U.broadcast_to_shape(e, bshape)
+    div = (num - 1) if endpoint else num
+    t = np.arange(num, dtype=np.float64)
+    frac = Array((t / div if div > 0 else t * 0).astype(comp).reshape((num,) + (1,) * len(bshape)))
+    delta = F.subtract(e, s)
+    out = F.add(expand_dims(s, 0), F.multiply(frac, expand_dims(delta, 0)))
+    if endpoint and num > 1:
+        from xform.numpy._indexing import set_last
+        out = set_last(out, e)
+    out = moveaxis(out, 0, U.canonicalize_axis(axis, len(bshape) + 1))
+    if dt.kind in "iu":
+        out = F.floor(out)
+    out = U.to_array(out, dt, False)
+    if retstep:
+        step = F.true_divide(delta, U.to_array(div, comp)) if div > 0 else \
+            U.to_array(np.nan, comp)
+        return out, step
+    return out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    from xform.numpy import _ufuncs as F
+    lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    dt = U.canonical_dtype(dtype) or lin.dtype
+    b = U.to_array(base, lin.dtype, True)
+    return U.to_array(F.power(b, lin), dt, False)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    from xform.numpy import _ufuncs as F
+    s, e = U.promote_dtypes_inexact(start, stop)
+    out = F.exp(linspace(F.log(s), F.log(e), num, endpoint=endpoint, axis=axis))
+    return U.to_array(out, U.canonical_dtype(dtype) or out.dtype, False)
+
+
+# ----------------------------------------------------------------- matrices
+
+
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    N = U.static_int(N, "eye N")
+    M = N if M is None else U.static_int(M, "eye M")
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed: N={N}, M={M}")
+    dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
+    return Array(np.eye(N, M, U.static_int(k, "eye k"), dtype=dt), False)
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    N = U.static_int(N, "tri N")
+    M = N if M is None else U.static_int(M, "tri M")
+    dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
+    return Array(np.tri(N, M, U.static_int(k, "tri k"), dtype=dt), False)
+
+
+def _tri_mask(a, k, lower):
+    if a.ndim < 2:
+        raise ValueError(f"{'tril' if lower else 'triu'} requires an array of at least 2 "
+                         f"dimensions, got shape {a.shape}")
+    n, m = a.shape[-2:]
+    mask = np.tri(n, m, k, dtype=bool) if lower else ~np.tri(n, m, k - 1, dtype=bool)
+    from xform.numpy._ufuncs import where
+    return where(mask, a, np.zeros((), a.dtype))
+
+
+def tril(m, k=0):
+    U.check_arraylike("tril", m)
+    return _tri_mask(U.to_array(m), U.static_int(k, "tril k"), True)
+
+
+def triu(m, k=0):
+    U.check_arraylike("triu", m)
+    return _tri_mask(U.to_array(m), U.static_int(k, "triu k"), False)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}")
+    from xform.numpy._shape import broadcast_to, ravel
+    xs = [ravel(asarray(x)) for x in xi]
+    n = len(xs)
+    shapes = [x.shape[0] for x in xs]
+    if indexing == "xy" and n >= 2:
+        shapes[0], shapes[1] = shapes[1], shapes[0]
+    out = []
+    for i, x in enumerate(xs):
+        ax = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            ax = 1 - i
+        s = [1] * n
+        s[ax] = x.shape[0]
+        r = lax().reshape(x, tuple(s))
+        out.append(r if sparse else broadcast_to(r, tuple(shapes)))
+    return out
+
+
+def diag(v, k=0):
+    from xform.numpy._linalg import diagonal
+    v = asarray(v)
+    k = U.static_int(k, "diag k")
+    if v.ndim == 1:
+        n = v.shape[0] + builtins_abs(k)
+        from xform.numpy._shape import pad as _pad
+        from xform.numpy._shape import broadcast_to
+        from xform.numpy._ufuncs import where
+        mask = np.eye(n, n, k, dtype=bool)
+        # Row i (column i + k) holds v[i - max(-k, 0)]: place v along the rows/cols.
+        vv = _pad(v, (builtins_abs(k), 0))
+        col = broadcast_to(lax().reshape(vv, (1, n)) if k >= 0 else lax().reshape(vv, (n, 1)),
+                           (n, n))
+        return where(mask, col, np.zeros((), v.dtype))
+    if v.ndim == 2:
+        return diagonal(v, k)
+    raise ValueError(f"diag input must be 1d or 2d, got shape {v.shape}")
+
+
+def builtins_abs(x):
+    return x if x >= 0 else -x
+
+
+def diagflat(v, k=0):
+    from xform.numpy._shape import ravel
+    return diag(ravel(asarray(v)), k)
+
+
+def frombuffer(*a, **k):
+    return asarray(np.frombuffer(*a, **k))
+
+
+def copy(a, order=None):
+    return array(a, copy=True)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "annotations", "math", "np", "dtypes", "core", "Array", "ArrayOps", "U", "lax",
+    "builtins_abs")]

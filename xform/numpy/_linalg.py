@@ -1,0 +1,415 @@
+"""Products and basic linear algebra: dot, matmul, tensordot, einsum, diagonal, norm.
+
+Every product lowers to one ``dot_general`` (plus transposes/reshapes).
+``einsum`` parses the subscripts (``...`` and the implicit output included),
+takes diagonals for repeated labels, sums labels used by one operand only,
+then contracts operands left to right: shared labels still needed later are
+batch dimensions, the others are contracted.
+"""
+from __future__ import annotations
+
+import builtins
+import string
+
+import numpy as np
+
+from interpreters import dtypes
+from xform.numpy import _reductions as R
+from xform.numpy import _shape as S
+from xform.numpy import _ufuncs as F
+from xform.numpy import _util as U
+from xform.numpy._util import lax
+
+
+def _dot_general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
+    pet = U.canonical_dtype(preferred_element_type)
+    a, b = U.promote_dtypes(a, b)
+    out_dt = pet or a.dtype
+    if a.weak_type and pet is None:
+        pass
+    out = lax().dot_general(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))),
+                            precision=precision, preferred_element_type=out_dt)
+    if a.weak_type and b.weak_type and pet is None and not out.weak_type:
+        out = U.convert(out, out.dtype, True)
+    return out
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    """NumPy ``dot``: scalars multiply; otherwise contract a's last with b's second-to-last."""
+    U.check_arraylike("dot", a, b)
+    a, b = U.to_array(a), U.to_array(b)
+    if a.ndim == 0 or b.ndim == 0:
+        out = F.multiply(a, b)
+        return out if preferred_element_type is None else \
+            U.to_array(out, U.canonical_dtype(preferred_element_type), False)
+    cb = 0 if b.ndim == 1 else b.ndim - 2
+    if a.shape[-1] != b.shape[cb]:
+        raise TypeError(f"dot: shapes {a.shape} and {b.shape} are not aligned: dimension "
+                        f"{a.ndim - 1} of a (size {a.shape[-1]}) != dimension {cb} of b "
+                        f"(size {b.shape[cb]})")
+    return _dot_general(a, b, ((a.ndim - 1,), (cb,)), precision=precision,
+                        preferred_element_type=preferred_element_type)
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    """``a @ b`` with NumPy's rules: 1-D operands are promoted then squeezed; batch dims
+    broadcast."""
+    U.check_arraylike("matmul", a, b)
+    a, b = U.to_array(a), U.to_array(b)
+    for n, x in (("a", a), ("b", b)):
+        if x.ndim == 0:
+            raise ValueError(f"matmul: operand {n} must have at least 1 dimension, got shape ()")
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if a_vec:
+        a = lax().reshape(a, (1,) + a.shape)
+    if b_vec:
+        b = lax().reshape(b, b.shape + (1,))
+    if a.shape[-1] != b.shape[-2]:
+        raise TypeError(f"matmul: contracting dimension mismatch: a has shape "
+                        f"{a.shape[1:] if a_vec else a.shape} (last dim {a.shape[-1]}) but b has "
+                        f"shape {b.shape[:-1] if b_vec else b.shape} (dim -2 of size "
+                        f"{b.shape[-2]})")
+    batch = U.broadcast_shapes(a.shape[:-2], b.shape[:-2], name="matmul")
+    a = U.broadcast_to_shape(a, batch + a.shape[-2:])
+    b = U.broadcast_to_shape(b, batch + b.shape[-2:])
+    nb = len(batch)
+    out = _dot_general(a, b, ((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))),
+                       precision, preferred_element_type)
+    if a_vec and b_vec:
+        return lax().reshape(out, batch)
+    if a_vec:
+        return lax().reshape(out, batch + out.shape[-1:])
+    if b_vec:
+        return lax().reshape(out, out.shape[:-1])
+    return out
+
+
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    a, b = U.to_array(a), U.to_array(b)
+    if a.size != b.size:
+        raise ValueError(f"vdot: arrays must have the same size, got {a.shape} and {b.shape}")
+    return dot(F.conjugate(S.ravel(a)), S.ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    x1, x2 = U.to_array(x1), U.to_array(x2)
+    x1, x2 = U.promote_shapes("vecdot", *U.promote_dtypes(x1, x2))
+    return R.sum(F.multiply(F.conjugate(x1), x2), axis=axis)
+
+
+def inner(a, b, *, precision=None, preferred_element_type=None):
+    a, b = U.to_array(a), U.to_array(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return F.multiply(a, b)
+    if a.shape[-1] != b.shape[-1]:
+        raise TypeError(f"inner: last dimensions must match, got {a.shape} and {b.shape}")
+    return _dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1,)), precision=precision,
+                        preferred_element_type=preferred_element_type)
+
+
+def outer(a, b, out=None):
+    a, b = S.ravel(U.to_array(a)), S.ravel(U.to_array(b))
+    return F.multiply(lax().reshape(a, (a.shape[0], 1)), lax().reshape(b, (1, b.shape[0])))
+
+
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    a, b = U.to_array(a), U.to_array(b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > builtins.min(a.ndim, b.ndim):
+            raise TypeError(f"tensordot: number of axes {n} exceeds input ranks {a.ndim} and "
+                            f"{b.ndim}")
+        ca, cb = tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
+    elif isinstance(axes, (tuple, list)) and len(axes) == 2:
+        xa, xb = axes
+        xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
+        xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
+        if len(xa) != len(xb):
+            raise TypeError(f"tensordot requires axes lists of equal length, got {axes}")
+        ca = tuple(U.canonicalize_axis(i, a.ndim) for i in xa)
+        cb = tuple(U.canonicalize_axis(i, b.ndim) for i in xb)
+    else:
+        raise TypeError(f"tensordot axes argument must be an int or a pair of sequences, got "
+                        f"{axes!r}")
+    for i, j in zip(ca, cb):
+        if a.shape[i] != b.shape[j]:
+            raise TypeError(f"tensordot: shape mismatch on contracted axes: a{a.shape} axis {i} "
+                            f"vs b{b.shape} axis {j}")
+    return _dot_general(a, b, (ca, cb), precision=precision,
+                        preferred_element_type=preferred_element_type)
+
+
+def kron(a, b):
+    a, b = U.to_array(a), U.to_array(b)
+    nd = builtins.max(a.ndim, b.ndim)
+    a = lax().reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    b = lax().reshape(b, (1,) * (nd - b.ndim) + b.shape)
+    a2 = lax().reshape(a, tuple(v for d in a.shape for v in (d, 1)))
+    b2 = lax().reshape(b, tuple(v for d in b.shape for v in (1, d)))
+    return S.reshape(F.multiply(a2, b2), tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = S.moveaxis(U.to_array(a), axisa, -1)
+    b = S.moveaxis(U.to_array(b), axisb, -1)
+    if a.shape[-1] != 3 or b.shape[-1] != 3:
+        raise ValueError("cross is only implemented for vectors of dimension 3")
+    g = lambda x, i: S.take_static(x, np.asarray(i), x.ndim - 1)
+    c = S.stack([F.subtract(F.multiply(g(a, 1), g(b, 2)), F.multiply(g(a, 2), g(b, 1))),
+                 F.subtract(F.multiply(g(a, 2), g(b, 0)), F.multiply(g(a, 0), g(b, 2))),
+                 F.subtract(F.multiply(g(a, 0), g(b, 1)), F.multiply(g(a, 1), g(b, 0)))], -1)
+    return S.moveaxis(c, -1, axisc)
+
+
+# ----------------------------------------------------------------- diagonal / trace
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """Diagonal of the (axis1, axis2) planes as the last axis (a strided slice of the
+    flattened plane)."""
+    x = U.to_array(a)
+    if x.ndim < 2:
+        raise ValueError(f"diagonal requires an array of at least two dimensions, got {x.shape}")
+    a1, a2 = U.canonicalize_axis(axis1, x.ndim), U.canonicalize_axis(axis2, x.ndim)
+    if a1 == a2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    offset = U.static_int(offset, "diagonal offset")
+    x = S.moveaxis(x, (a1, a2), (-2, -1))
+    n, m = x.shape[-2:]
+    lead = x.shape[:-2]
+    L = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
+    if L == 0:
+        from xform.numpy._creation import zeros
+        return U.to_array(zeros(lead + (0,), x.dtype), x.dtype, x.weak_type)
+    start = offset if offset >= 0 else -offset * m
+    flat = lax().reshape(x, lead + (n * m,))
+    nd = len(lead) + 1
+    return lax().slice(flat, (0,) * len(lead) + (start,),
+                       lead + (start + (L - 1) * (m + 1) + 1,), (1,) * len(lead) + (m + 1,)) \
+        if nd else flat
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return R.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+# ----------------------------------------------------------------- einsum
+
+
+def _parse_einsum(subscripts, shapes):
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+        implicit = False
+    else:
+        ins, out, implicit = subscripts, None, True
+    inputs = ins.split(",")
+    if len(inputs) != len(shapes):
+        raise ValueError(f"einsum: {len(inputs)} input subscripts given for {len(shapes)} "
+                         "operands")
+    used = set(subscripts) - set(".,->")
+    for c in used:
+        if c not in string.ascii_letters:
+            raise ValueError(f"einsum: invalid subscript character {c!r}")
+    spare = iter(chr(0x3b1 + i) for i in range(64))  # Greek letters for '...'
+    ell_rank = 0
+    for sub, shp in zip(inputs, shapes):
+        if "..." in sub:
+            ell_rank = builtins.max(ell_rank, len(shp) - (len(sub) - 3))
+    ell_labels = "".join(next(spare) for _ in range(ell_rank))
+    expanded = []
+    for sub, shp in zip(inputs, shapes):
+        if "..." in sub:
+            k = len(shp) - (len(sub) - 3)
+            if k < 0:
+                raise ValueError(f"einsum: subscripts {sub!r} have more labels than operand "
+                                 f"dimensions {shp}")
+            sub = sub.replace("...", ell_labels[ell_rank - k:])
+        if "." in sub:
+            raise ValueError(f"einsum: invalid subscripts {sub!r} ('.' must be part of '...')")
+        if len(sub) != len(shp):
+            raise ValueError(f"einsum: subscripts {sub!r} do not match operand of shape {shp} "
+                             f"(rank {len(shp)})")
+        expanded.append(sub)
+    if implicit:
+        counts = {}
+        for s in expanded:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell_labels + "".join(sorted(c for c in counts if counts[c] == 1
+                                          and c not in ell_labels))
+    else:
+        if "..." in out:
+            out = out.replace("...", ell_labels)
+        elif ell_labels and any("..." in s for s in inputs):
+            pass  # ellipsis dims are summed
+        for c in out:
+            if not builtins.any(c in s for s in expanded):
+                raise ValueError(f"einsum: output subscript {c!r} does not appear in any input")
+        if len(set(out)) != len(out):
+            raise ValueError(f"einsum: output subscripts {out!r} contain a repeated label")
+    return expanded, out
+
+
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None, _dot_general=None):
+    if not isinstance(subscripts, str):
+        raise TypeError("einsum: only the subscripts-string form is supported, e.g. "
+                        "einsum('ij,jk->ik', a, b)")
+    xs = [U.to_array(o) for o in operands]
+    if not xs:
+        raise ValueError("einsum requires at least one operand")
+    xs = U.promote_dtypes(*xs)
+    subs, out_sub = _parse_einsum(subscripts, [x.shape for x in xs])
+    # label sizes, with broadcasting of size-1 dimensions
+    sizes = {}
+    for s, x in zip(subs, xs):
+        for c, d in zip(s, x.shape):
+            if sizes.get(c, 1) == 1:
+                sizes[c] = d
+            elif d != 1 and d != sizes[c]:
+                raise ValueError(f"einsum: label {c!r} has inconsistent sizes {sizes[c]} and {d}")
+    ops = []
+    for s, x in zip(subs, xs):
+        s, x = _einsum_diagonals(s, x)
+        # broadcast size-1 dims away: drop them (a size-1 axis is a broadcast)
+        drop = [i for i, c in enumerate(s) if x.shape[i] == 1 and sizes[c] != 1]
+        if drop:
+            x = S.squeeze(x, tuple(drop))
+            s = "".join(c for i, c in enumerate(s) if i not in drop)
+        ops.append((s, x))
+    pet = preferred_element_type
+    # sum labels that appear in exactly one operand and not in the output
+    def needed_elsewhere(c, k):
+        return c in out_sub or builtins.any(c in s for j, (s, _) in enumerate(ops) if j != k)
+    for k, (s, x) in enumerate(ops):
+        drop = tuple(i for i, c in enumerate(s) if not needed_elsewhere(c, k))
+        if drop:
+            x = R.sum(x, axis=drop) if x.dtype != dtypes.bool_ else \
+                R.any(x, axis=drop)
+            s = "".join(c for i, c in enumerate(s) if i not in drop)
+            ops[k] = (s, x)
+    s_acc, acc = ops[0]
+    for k in range(1, len(ops)):
+        s_b, b = ops[k]
+        later = set(out_sub).union(*[set(s) for s, _ in ops[k + 1:]])
+        shared = [c for c in s_acc if c in s_b]
+        batch = [c for c in shared if c in later]
+        contract = [c for c in shared if c not in later]
+        acc = _dot_general(acc, b, (tuple(s_acc.index(c) for c in contract),
+                                    tuple(s_b.index(c) for c in contract)),
+                           (tuple(s_acc.index(c) for c in batch),
+                            tuple(s_b.index(c) for c in batch)), precision, pet)
+        s_acc = ("".join(batch) + "".join(c for c in s_acc if c not in shared)
+                 + "".join(c for c in s_b if c not in shared))
+    # any label still present but not in output: sum it
+    drop = tuple(i for i, c in enumerate(s_acc) if c not in out_sub)
+    if drop:
+        acc = R.sum(acc, axis=drop)
+        s_acc = "".join(c for c in s_acc if c in out_sub)
+    # labels of the output missing from the result were broadcast size-1 dims
+    for c in out_sub:
+        if c not in s_acc:
+            acc = lax().reshape(acc, acc.shape + (1,))
+            acc = U.broadcast_to_shape(acc, acc.shape[:-1] + (sizes[c],))
+            s_acc += c
+    acc = S.transpose(acc, tuple(s_acc.index(c) for c in out_sub))
+    if pet is not None:
+        acc = U.to_array(acc, U.canonical_dtype(pet), False)
+    return acc
+
+
+def _einsum_diagonals(s, x):
+    """Repeated labels within one operand select its diagonal."""
+    while len(set(s)) != len(s):
+        c = next(c for c in s if s.count(c) > 1)
+        i = s.index(c)
+        j = s.index(c, i + 1)
+        if x.shape[i] != x.shape[j]:
+            raise ValueError(f"einsum: repeated label {c!r} has sizes {x.shape[i]} and "
+                             f"{x.shape[j]}")
+        x = diagonal(x, 0, i, j)
+        s = "".join(ch for k, ch in enumerate(s) if k not in (i, j)) + c
+    return s, x
+
+
+def einsum_path(subscripts, *operands, optimize="greedy"):
+    raise NotImplementedError("einsum_path is not supported; einsum contracts left to right")
+
+
+# ----------------------------------------------------------------- norm
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """Vector norms (ord None/1/2/inf/-inf/0/p) and matrix norms ('fro', 1, -1, inf, -inf)."""
+    U.check_arraylike("norm", x)
+    (x,) = U.promote_dtypes_inexact(U.to_array(x))
+    if axis is None:
+        if x.ndim == 2 and ord is not None:
+            axis = (0, 1)
+        elif ord is None or x.ndim == 1:
+            axes = tuple(range(x.ndim))
+            if ord is None:
+                return _l2(x, axes, keepdims)
+            axis = axes
+        else:
+            raise ValueError(f"Improper number of dimensions to norm: {x.shape} with ord={ord}")
+    axes = U.canonicalize_axes(axis, x.ndim)
+    a = F.absolute(x)
+    if len(axes) == 1 or (ord is None and len(axes) != 2):
+        if ord is None or ord == 2:
+            return _l2(x, axes, keepdims)
+        if ord == np.inf:
+            return R.max(a, axes, keepdims=keepdims)
+        if ord == -np.inf:
+            return R.min(a, axes, keepdims=keepdims)
+        if ord == 0:
+            return R.sum(U.to_array(F.not_equal(x, U.to_array(0, x.dtype)), a.dtype), axes,
+                         keepdims=keepdims)
+        if ord == 1:
+            return R.sum(a, axes, keepdims=keepdims)
+        if isinstance(ord, str):
+            raise ValueError(f"Invalid norm order {ord!r} for vectors")
+        p = U.to_array(ord, a.dtype, True)
+        return F.power(R.sum(F.power(a, p), axes, keepdims=keepdims),
+                       F.reciprocal(p))
+    if len(axes) != 2:
+        raise ValueError(f"Improper number of axes for norm: {axis}")
+    r, c = axes
+    if ord is None or ord == "fro":
+        return _l2(x, axes, keepdims)
+    if ord in (1, -1):
+        col = R.sum(a, r, keepdims=True)
+        out = (R.max if ord == 1 else R.min)(col, c, keepdims=True)
+    elif ord in (np.inf, -np.inf):
+        row = R.sum(a, c, keepdims=True)
+        out = (R.max if ord == np.inf else R.min)(row, r, keepdims=True)
+    elif ord in (2, -2, "nuc"):
+        raise NotImplementedError(f"matrix norm ord={ord!r} needs an SVD, which xform.numpy does "
+                                  "not provide yet")
+    else:
+        raise ValueError(f"Invalid norm order {ord!r} for matrices")
+    return out if keepdims else S.squeeze(out, axes)
+
+
+def _l2(x, axes, keepdims):
+    sq = F.real(F.multiply(x, F.conjugate(x))) if x.dtype.kind == "c" else F.multiply(x, x)
+    return F.sqrt(R.sum(sq, axes, keepdims=keepdims))
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    x = U.to_array(x)
+    if axis is None:
+        x, axis = S.ravel(x), 0
+    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+__all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "kron", "cross",
+           "diagonal", "trace", "einsum", "einsum_path"]

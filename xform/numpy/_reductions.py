@@ -1,0 +1,395 @@
+"""Reductions: sum, prod, max, min, any, all, mean, var, std, arg*, cum*, nan*.
+
+Dtype rules follow JAX: sum/prod promote bool and narrow integers to the
+default integer of their signedness (``promote_integers``); 16-bit floats are
+accumulated in float32 and cast back; mean/var/std of integers are float.
+Results are never weakly typed.  ``where=`` masks with the identity.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from interpreters import dtypes
+from interpreters.core import ArrayOps
+from xform.numpy import _ufuncs as F
+from xform.numpy import _util as U
+from xform.numpy._util import lax
+
+_LOWP = (dtypes.float16, dtypes.bfloat16)
+
+
+def _prep(name, a):
+    U.check_arraylike(name, a)
+    x = U.to_array(a)
+    if x.weak_type:
+        x = U.convert(x, x.dtype, False)
+    return x
+
+
+def _keep(out, x_shape, axes, keepdims):
+    if not keepdims:
+        return out
+    return lax().reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x_shape)))
+
+
+def _promoted_int(dt, promote_integers=True):
+    if dt == dtypes.bool_:
+        return dtypes.default_int_dtype()
+    if promote_integers and dt.kind == "i" and dt.itemsize < dtypes.default_int_dtype().itemsize:
+        return dtypes.default_int_dtype()
+    if promote_integers and dt.kind == "u" and dt.itemsize < dtypes.default_uint_dtype().itemsize:
+        return dtypes.default_uint_dtype()
+    return dt
+
+
+def _reduction(name, a, axis, dtype, keepdims, initial, where, *, lax_fn, identity, binop,
+               result_dtype, upcast_f16=True, has_identity=True):
+    x = _prep(name, a)
+    axes = U.canonicalize_axes(axis, x.ndim)
+    out_dt = U.canonical_dtype(dtype) or result_dtype(x.dtype)
+    comp = dtypes.float32 if upcast_f16 and out_dt in _LOWP else out_dt
+    x = U.to_array(x, comp, False)
+    if where is not None:
+        if identity is None and initial is None:
+            raise ValueError(f"reduction operation {name} does not have an identity, so to use "
+                             "a where mask one has to specify 'initial'")
+        ident = identity(comp) if identity is not None else initial
+        x = F.where(where, x, U.to_array(ident, comp, False))
+    if not has_identity and initial is None and builtins.any(x.shape[i] == 0 for i in axes):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    out = lax_fn(x, axes) if axes else x
+    if initial is not None:
+        out = binop(out, U.to_array(initial, comp, False))
+    out = _keep(out, x.shape, axes, keepdims)
+    return U.to_array(out, out_dt, False)
+
+
+def _sum_id(dt):
+    return 0
+
+
+def _prod_id(dt):
+    return 1
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    _no_out(out, "sum")
+    return _reduction("sum", a, axis, dtype, keepdims, initial, where,
+                      lax_fn=lambda x, ax: lax().reduce_sum(x, ax), identity=_sum_id,
+                      binop=F.add, result_dtype=lambda d: _promoted_int(d, promote_integers))
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    _no_out(out, "prod")
+    return _reduction("prod", a, axis, dtype, keepdims, initial, where,
+                      lax_fn=lambda x, ax: lax().reduce_prod(x, ax), identity=_prod_id,
+                      binop=F.multiply,
+                      result_dtype=lambda d: _promoted_int(d, promote_integers))
+
+
+def _no_out(out, name):
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to {name} is not supported: xform "
+                                  "arrays are immutable.")
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _no_out(out, "max")
+    return _reduction("max", a, axis, None, keepdims, initial, where,
+                      lax_fn=lambda x, ax: lax().reduce_max(x, ax), identity=None,
+                      binop=F.maximum, result_dtype=lambda d: d, upcast_f16=False,
+                      has_identity=False)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _no_out(out, "min")
+    return _reduction("min", a, axis, None, keepdims, initial, where,
+                      lax_fn=lambda x, ax: lax().reduce_min(x, ax), identity=None,
+                      binop=F.minimum, result_dtype=lambda d: d, upcast_f16=False,
+                      has_identity=False)
+
+
+amax, amin = max, min
+
+
+def _bool_reduce(name, a, axis, keepdims, where, fn, ident):
+    x = _prep(name, a)
+    if x.dtype != dtypes.bool_:
+        x = F.not_equal(x, U.to_array(0, x.dtype, False))
+    axes = U.canonicalize_axes(axis, x.ndim)
+    if where is not None:
+        x = F.where(where, x, U.to_array(ident, dtypes.bool_, False))
+    out = fn(x, axes) if axes else x
+    return _keep(out, x.shape, axes, keepdims)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    _no_out(out, "any")
+    return _bool_reduce("any", a, axis, keepdims, where, lambda x, ax: lax().reduce_or(x, ax),
+                        False)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    _no_out(out, "all")
+    return _bool_reduce("all", a, axis, keepdims, where, lambda x, ax: lax().reduce_and(x, ax),
+                        True)
+
+
+def _count(x, axes, where, keepdims, dt):
+    if where is None:
+        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        return U.to_array(n, dt, False)
+    m = U.broadcast_to_shape(U.to_array(where), x.shape) if U.shape_of(where) != x.shape \
+        else U.to_array(where)
+    return sum(m, axis=axes, dtype=dt, keepdims=keepdims)
+
+
+def _inexact_dt(dt):
+    return dtypes.to_inexact_dtype(dt) if dt.kind in "biu" else dt
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    _no_out(out, "mean")
+    x = _prep("mean", a)
+    axes = U.canonicalize_axes(axis, x.ndim)
+    out_dt = U.canonical_dtype(dtype) or _inexact_dt(x.dtype)
+    comp = dtypes.float32 if out_dt in _LOWP else _inexact_dt(out_dt)
+    s = sum(x, axis=axes, dtype=comp, keepdims=keepdims, where=where)
+    n = _count(x, axes, where, keepdims, comp)
+    return U.to_array(F.true_divide(s, n), out_dt, False)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    _no_out(out, "var")
+    if correction is not None:
+        ddof = correction
+    x = _prep("var", a)
+    axes = U.canonicalize_axes(axis, x.ndim)
+    out_dt = U.canonical_dtype(dtype) or _inexact_dt(x.dtype)
+    if out_dt in dtypes._custom_floats or out_dt == dtypes.float16:
+        comp = dtypes.float32
+    else:
+        comp = _inexact_dt(out_dt)
+    if x.dtype in (dtypes.complex64, dtypes.complex128):
+        comp = x.dtype
+    xc = U.to_array(x, comp, False)
+    m = mean(xc, axis=axes, keepdims=True, where=where)
+    c = F.subtract(xc, m)
+    sq = F.real(F.multiply(c, F.conjugate(c))) if comp.kind == "c" else F.multiply(c, c)
+    s = sum(sq, axis=axes, keepdims=keepdims, where=where)
+    n = _count(x, axes, where, keepdims, s.dtype)
+    dof = F.subtract(n, U.to_array(ddof, s.dtype, True))
+    out_real = out_dt if out_dt.kind != "c" else F.real(U.to_array(0, out_dt)).dtype
+    return U.to_array(F.true_divide(s, dof), out_real, False)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    v = var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)
+    return F.sqrt(v)
+
+
+def _argminmax(name, a, axis, keepdims, lax_fn):
+    x = _prep(name, a)
+    if axis is None:
+        from xform.numpy._shape import ravel
+        shape0 = x.shape
+        x = ravel(x)
+        ax = 0
+    else:
+        ax = U.canonicalize_axis(axis, x.ndim)
+        shape0 = x.shape
+    if x.shape[ax] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    out = lax_fn(x, ax, dtypes.default_int_dtype())
+    if keepdims:
+        if axis is None:
+            out = lax().reshape(out, (1,) * len(shape0))
+        else:
+            out = lax().reshape(out, tuple(1 if i == ax else d for i, d in enumerate(shape0)))
+    return out
+
+
+def argmax(a, axis=None, out=None, keepdims=None):
+    _no_out(out, "argmax")
+    return _argminmax("argmax", a, axis, keepdims, lambda x, ax, dt: lax().argmax(x, ax, dt))
+
+
+def argmin(a, axis=None, out=None, keepdims=None):
+    _no_out(out, "argmin")
+    return _argminmax("argmin", a, axis, keepdims, lambda x, ax, dt: lax().argmin(x, ax, dt))
+
+
+def _cumulative(name, a, axis, dtype, lax_fn, nan_fill=None):
+    x = _prep(name, a)
+    if axis is None:
+        from xform.numpy._shape import ravel
+        x, axis = ravel(x), 0
+    ax = U.canonicalize_axis(axis, x.ndim)
+    dt = U.canonical_dtype(dtype) or (dtypes.default_int_dtype() if x.dtype == dtypes.bool_
+                                      else x.dtype)
+    x = U.to_array(x, dt, False)
+    if nan_fill is not None:
+        x = F.where(F.isnan(x), U.to_array(nan_fill, dt, False), x)
+    return lax_fn(x, ax)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    _no_out(out, "cumsum")
+    return _cumulative("cumsum", a, axis, dtype, lambda x, ax: lax().cumsum(x, ax))
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    _no_out(out, "cumprod")
+    return _cumulative("cumprod", a, axis, dtype, lambda x, ax: lax().cumprod(x, ax))
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    return _cumulative("nancumsum", a, axis, dtype, lambda x, ax: lax().cumsum(x, ax), 0)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    return _cumulative("nancumprod", a, axis, dtype, lambda x, ax: lax().cumprod(x, ax), 1)
+
+
+cumulative_sum = cumsum
+cumulative_prod = cumprod
+
+
+# ----------------------------------------------------------------- NaN-aware
+
+
+def _nan_to(a, v):
+    x = U.to_array(a)
+    if x.dtype.kind not in "fc" and x.dtype not in _LOWP:
+        return x
+    return F.where(F.isnan(x), U.to_array(v, x.dtype, False), x)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    return sum(_nan_to(_prep("nansum", a), 0), axis, dtype, out, keepdims, initial, where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    return prod(_nan_to(_prep("nanprod", a), 1), axis, dtype, out, keepdims, initial, where)
+
+
+def _nan_extreme(name, a, axis, keepdims, fill, fn):
+    x = _prep(name, a)
+    if x.dtype.kind not in "fc" and x.dtype not in _LOWP:
+        return fn(x, axis=axis, keepdims=keepdims)
+    nan = F.isnan(x)
+    out = fn(F.where(nan, U.to_array(fill, x.dtype, False), x), axis=axis, keepdims=keepdims)
+    return F.where(all(nan, axis=axis, keepdims=keepdims), U.to_array(np.nan, x.dtype), out)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _nan_extreme("nanmax", a, axis, keepdims, -np.inf, max)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _nan_extreme("nanmin", a, axis, keepdims, np.inf, min)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    x = _prep("nanmean", a)
+    if x.dtype.kind not in "fc" and x.dtype not in _LOWP:
+        return mean(x, axis, dtype, keepdims=keepdims, where=where)
+    ok = F.logical_not(F.isnan(x))
+    if where is not None:
+        ok = F.logical_and(ok, where)
+    return mean(x, axis, dtype, keepdims=keepdims, where=ok)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    x = _prep("nanvar", a)
+    ok = F.logical_not(F.isnan(x))
+    if where is not None:
+        ok = F.logical_and(ok, where)
+    return var(_nan_to(x, 0), axis, dtype, ddof=ddof, keepdims=keepdims, where=ok)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    return F.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+    x = _prep("nanargmax", a)
+    return argmax(_nan_to(x, -np.inf), axis, keepdims=keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+    x = _prep("nanargmin", a)
+    return argmin(_nan_to(x, np.inf), axis, keepdims=keepdims)
+
+
+# ----------------------------------------------------------------- others
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    _no_out(out, "ptp")
+    return F.subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    x = _prep("count_nonzero", a)
+    return sum(F.not_equal(x, U.to_array(0, x.dtype, False)), axis=axis,
+               dtype=dtypes.default_int_dtype(), keepdims=keepdims)
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    x = _prep("average", a)
+    if weights is None:
+        avg = mean(x, axis, keepdims=keepdims)
+        axes = U.canonicalize_axes(axis, x.ndim)
+        cnt = U.to_array(int(np.prod([x.shape[i] for i in axes], dtype=np.int64)), avg.dtype)
+        wsum = U.broadcast_to_shape(cnt, avg.shape)
+    else:
+        w = U.to_array(weights)
+        x, w = U.promote_dtypes_inexact(x, w)
+        if x.shape != w.shape:
+            if axis is None or w.ndim != 1:
+                raise ValueError(f"Axis must be specified when shapes of a {x.shape} and "
+                                 f"weights {w.shape} differ.")
+            ax = U.canonicalize_axis(axis, x.ndim)
+            if w.shape[0] != x.shape[ax]:
+                raise ValueError("Length of weights not compatible with specified axis.")
+            w = lax().broadcast_in_dim(w, x.shape, (ax,))
+        wsum = sum(w, axis, keepdims=keepdims)
+        avg = F.true_divide(sum(F.multiply(x, w), axis, keepdims=keepdims), wsum)
+    if returned:
+        return avg, U.broadcast_to_shape(U.to_array(wsum, avg.dtype), avg.shape)
+    return avg
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Middle value (mean of the two middle values for even counts); NaN if any NaN."""
+    from xform.numpy._shape import ravel, sort, take_static
+    x = _prep("median", a)
+    shape0 = x.shape
+    if axis is None:
+        x, ax = ravel(x), 0
+    else:
+        ax = U.canonicalize_axis(axis, x.ndim)
+    (x,) = U.promote_dtypes_inexact(x)
+    n = x.shape[ax]
+    if n == 0:
+        return U.to_array(np.nan, x.dtype)
+    s = sort(x, axis=ax)
+    lo = take_static(s, np.asarray((n - 1) // 2), ax)
+    hi = take_static(s, np.asarray(n // 2), ax)
+    out = F.true_divide(F.add(lo, hi), U.to_array(2, x.dtype, True)) if n % 2 == 0 else lo
+    out = F.where(any(F.isnan(x), axis=ax), U.to_array(np.nan, x.dtype), out)
+    if keepdims:
+        out = lax().reshape(out, (1,) * len(shape0) if axis is None else
+                            tuple(1 if i == ax else d for i, d in enumerate(shape0)))
+    return out
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "annotations", "builtins", "np", "dtypes", "ArrayOps", "F", "U", "lax")]

@@ -1,0 +1,701 @@
+"""Shape manipulation: reshape, transpose, concatenate, split, tile, pad, roll, ...
+
+Everything lowers to the structural primitives (reshape, transpose,
+broadcast_in_dim, slice, rev, concatenate, pad), so every function is
+differentiable and batchable without rules of its own.
+
+Static gathers (``take`` with host indices, ``pad`` modes, ``roll``) share one
+helper, ``take_static``: the index list is cut into runs of constant stride
+and each run is a strided ``slice`` (reversed for negative strides, broadcast
+for repeats); the pieces are concatenated.  Index maps come from NumPy itself
+(e.g. ``np.pad(np.arange(n), w, mode)``), so the semantics are NumPy's.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from interpreters import core, dtypes
+from interpreters.core import Array, ArrayOps
+from xform.numpy import _util as U
+from xform.numpy._util import lax
+
+
+def _arr(x, name):
+    U.check_arraylike(name, x)
+    return U.to_array(x)
+
+
+def shape(a):
+    return U.aval(a).shape
+
+
+def ndim(a):
+    return len(U.aval(a).shape)
+
+
+def size(a, axis=None):
+    s = U.aval(a).shape
+    if axis is None:
+        return int(np.prod(s, dtype=np.int64))
+    return s[U.canonicalize_axis(axis, len(s))]
+
+
+def isscalar(element):
+    if isinstance(element, ArrayOps):
+        return element.ndim == 0
+    return type(element) in U._SCALARS or isinstance(element, np.generic)
+
+
+# ----------------------------------------------------------------- reshape family
+
+
+def _resolve_shape(newshape, size_, old_shape):
+    if isinstance(newshape, (int, np.integer)) or (isinstance(newshape, ArrayOps)
+                                                   and newshape.ndim == 0):
+        newshape = (newshape,)
+    try:
+        ns = [U.static_int(d, "reshape dimensions") for d in newshape]
+    except TypeError:
+        raise TypeError(f"reshape new shape must be a sequence of ints, got {newshape!r}") \
+            from None
+    neg = [i for i, d in enumerate(ns) if d < 0]
+    if len(neg) > 1 or any(ns[i] != -1 for i in neg):
+        raise ValueError(f"reshape: can only specify one unknown dimension (-1) and no other "
+                         f"negative sizes, got {tuple(ns)}")
+    if neg:
+        known = int(np.prod([d for d in ns if d >= 0], dtype=np.int64))
+        if known == 0 or size_ % known:
+            raise TypeError(f"cannot reshape array of shape {old_shape} (size {size_}) into "
+                            f"shape {tuple(ns)}")
+        ns[neg[0]] = size_ // known
+    ns = tuple(ns)
+    if int(np.prod(ns, dtype=np.int64)) != size_:
+        raise TypeError(f"cannot reshape array of shape {old_shape} (size {size_}) into shape "
+                        f"{ns} (size {int(np.prod(ns, dtype=np.int64))})")
+    return ns
+
+
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    """Reshape (C or F order); one dimension may be -1."""
+    if shape is None:
+        shape = newshape
+    x = _arr(a, "reshape")
+    ns = _resolve_shape(shape, x.size, x.shape)
+    if order == "F":
+        xt = transpose(x)
+        return transpose(lax().reshape(xt, ns[::-1]))
+    if order not in ("C", "A", None):
+        raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
+    if ns == x.shape:
+        return x
+    return lax().reshape(x, ns)
+
+
+def ravel(a, order="C"):
+    x = _arr(a, "ravel")
+    return reshape(x, (x.size,), order)
+
+
+def transpose(a, axes=None):
+    x = _arr(a, "transpose")
+    nd = x.ndim
+    if axes is None:
+        perm = tuple(range(nd))[::-1]
+    else:
+        if len(axes) != nd:
+            raise ValueError(f"axes {tuple(axes)} don't match array of dimension {nd}")
+        perm = tuple(U.canonicalize_axis(i, nd) for i in axes)
+        if len(set(perm)) != nd:
+            raise ValueError(f"repeated axis in transpose: {tuple(axes)}")
+    if perm == tuple(range(nd)):
+        return x
+    return lax().transpose(x, perm)
+
+
+def permute_dims(a, /, axes):
+    return transpose(a, axes)
+
+
+def matrix_transpose(x, /):
+    x = _arr(x, "matrix_transpose")
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose requires at least 2 dimensions, got shape {x.shape}")
+    return swapaxes(x, -1, -2)
+
+
+def swapaxes(a, axis1, axis2):
+    x = _arr(a, "swapaxes")
+    i, j = U.canonicalize_axis(axis1, x.ndim), U.canonicalize_axis(axis2, x.ndim)
+    perm = list(range(x.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(x, perm)
+
+
+def moveaxis(a, source, destination):
+    x = _arr(a, "moveaxis")
+    src = (source,) if not isinstance(source, (tuple, list)) else tuple(source)
+    dst = (destination,) if not isinstance(destination, (tuple, list)) else tuple(destination)
+    if len(src) != len(dst):
+        raise ValueError("Inconsistent number of elements: "
+                         f"{len(src)} vs {len(dst)}")
+    src = [U.canonicalize_axis(s, x.ndim) for s in src]
+    dst = [U.canonicalize_axis(d, x.ndim) for d in dst]
+    perm = [i for i in range(x.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return transpose(x, perm)
+
+
+def expand_dims(a, axis):
+    x = _arr(a, "expand_dims")
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    nd = x.ndim + len(axes)
+    axes = sorted(U.canonicalize_axis(ax, nd) for ax in axes)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"repeated axis in expand_dims: {axis}")
+    s = list(x.shape)
+    for ax in axes:
+        s.insert(ax, 1)
+    return lax().reshape(x, tuple(s))
+
+
+def squeeze(a, axis=None):
+    x = _arr(a, "squeeze")
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = U.canonicalize_axes(axis, x.ndim)
+        for i in axes:
+            if x.shape[i] != 1:
+                raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
+                                 f"to one: axis {i} of shape {x.shape}")
+    if not axes:
+        return x
+    return lax().reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def atleast_1d(*arys):
+    out = [reshape(a, (1,)) if ndim(a) == 0 else U.to_array(a) for a in map(_asarr, arys)]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in map(_asarr, arys):
+        out.append(reshape(a, (1,) * (2 - a.ndim) + a.shape) if a.ndim < 2 else a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in map(_asarr, arys):
+        if a.ndim == 0:
+            a = reshape(a, (1, 1, 1))
+        elif a.ndim == 1:
+            a = reshape(a, (1, a.shape[0], 1))
+        elif a.ndim == 2:
+            a = reshape(a, a.shape + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def _asarr(a):
+    from xform.numpy._creation import asarray
+    return asarray(a)
+
+
+# ----------------------------------------------------------------- broadcasting
+
+
+def broadcast_shapes(*shapes):
+    shapes = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in shapes]
+    return U.broadcast_shapes(*shapes)
+
+
+def broadcast_to(array, shape):
+    x = _asarr(array)
+    shape = U.canonical_shape(shape)
+    if len(shape) < x.ndim or U.broadcast_shapes_or_none(x.shape, shape) != shape:
+        raise ValueError(f"Incompatible shapes for broadcasting: {x.shape} and requested shape "
+                         f"{shape}")
+    return U.broadcast_to_shape(x, shape)
+
+
+def broadcast_arrays(*args):
+    xs = [_asarr(a) for a in args]
+    s = U.broadcast_shapes(*(x.shape for x in xs))
+    return [U.broadcast_to_shape(x, s) for x in xs]
+
+
+# ----------------------------------------------------------------- joining
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    """Join along an existing axis; ``axis=None`` ravels first.  Dtypes are promoted."""
+    if isinstance(arrays, ArrayOps):
+        arrays = [arrays[i] for i in range(arrays.shape[0])] if arrays.ndim else None
+        if arrays is None:
+            raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("Need at least one array to concatenate.")
+    xs = [_asarr(a) for a in arrays]
+    if axis is None:
+        xs = [ravel(x) for x in xs]
+        axis = 0
+    if any(x.ndim == 0 for x in xs):
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    nd = xs[0].ndim
+    for x in xs:
+        if x.ndim != nd:
+            raise ValueError("All input arrays must have the same number of dimensions, got "
+                             f"shapes {', '.join(str(y.shape) for y in xs)}")
+    ax = U.canonicalize_axis(axis, nd)
+    for x in xs:
+        if x.shape[:ax] + x.shape[ax + 1:] != xs[0].shape[:ax] + xs[0].shape[ax + 1:]:
+            raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions "
+                            f"other than the one being concatenated: concatenating along "
+                            f"dimension {ax} for shapes "
+                            f"{', '.join(str(y.shape) for y in xs)}.")
+    if dtype is not None:
+        dt = U.canonical_dtype(dtype)
+        xs = [U.to_array(x, dt, False) for x in xs]
+    else:
+        xs = U.promote_dtypes(*xs)
+    if len(xs) == 1:
+        return xs[0]
+    return lax().concatenate(xs, ax)
+
+
+def concat(arrays, /, *, axis=0):
+    return concatenate(arrays, axis)
+
+
+def stack(arrays, axis=0, dtype=None):
+    xs = [_asarr(a) for a in arrays] if not isinstance(arrays, ArrayOps) else \
+        [arrays[i] for i in range(arrays.shape[0])]
+    if not xs:
+        raise ValueError("Need at least one array to stack.")
+    s0 = xs[0].shape
+    for x in xs:
+        if x.shape != s0:
+            raise ValueError(f"All input arrays must have the same shape, got "
+                             f"{', '.join(str(y.shape) for y in xs)}")
+    ax = U.canonicalize_axis(axis, len(s0) + 1)
+    return concatenate([expand_dims(x, ax) for x in xs], ax, dtype)
+
+
+def hstack(tup, dtype=None):
+    xs = atleast_1d(*tup) if len(tup) != 1 else [atleast_1d(*tup)]
+    return concatenate(xs, 0 if xs[0].ndim == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+    xs = atleast_2d(*tup) if len(tup) != 1 else [atleast_2d(*tup)]
+    return concatenate(xs, 0, dtype)
+
+
+row_stack = vstack
+
+
+def dstack(tup, dtype=None):
+    xs = atleast_3d(*tup) if len(tup) != 1 else [atleast_3d(*tup)]
+    return concatenate(xs, 2, dtype)
+
+
+def column_stack(tup):
+    xs = [_asarr(a) for a in tup]
+    xs = [reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in xs]
+    return concatenate(xs, 1)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+
+# ----------------------------------------------------------------- splitting
+
+
+def _slice_axis(x, start, stop, axis, step=1):
+    starts = [0] * x.ndim
+    limits = list(x.shape)
+    starts[axis], limits[axis] = start, stop
+    strides = None if step == 1 else tuple(step if i == axis else 1 for i in range(x.ndim))
+    if start == 0 and stop == x.shape[axis] and step == 1:
+        return x
+    return lax().slice(x, tuple(starts), tuple(limits), strides)
+
+
+def _split(name, ary, indices_or_sections, axis, strict):
+    x = _arr(ary, name)
+    ax = U.canonicalize_axis(axis, x.ndim)
+    n = x.shape[ax]
+    if isinstance(indices_or_sections, (tuple, list, np.ndarray)) or (
+            isinstance(indices_or_sections, ArrayOps) and indices_or_sections.ndim == 1):
+        idx = [U.static_int(i, f"{name} indices") for i in indices_or_sections]
+        idx = [min(max(i + n if i < 0 else i, 0), n) for i in idx]
+        bounds = [0] + idx + [n]
+    else:
+        k = U.static_int(indices_or_sections, f"{name} sections")
+        if k <= 0:
+            raise ValueError(f"number of sections must be larger than 0, got {k}")
+        if strict and n % k:
+            raise ValueError(f"array split does not result in an equal division: an axis of "
+                             f"size {n} cannot be split into {k} equal parts; use array_split")
+        q, r = builtins.divmod(n, k)
+        sizes = [q + 1] * r + [q] * (k - r)
+        bounds = [0] + list(np.cumsum(sizes))
+    return [_slice_axis(x, int(a), int(max(a, b)), ax) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def split(ary, indices_or_sections, axis=0):
+    return _split("split", ary, indices_or_sections, axis, True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    return _split("array_split", ary, indices_or_sections, axis, False)
+
+
+def hsplit(ary, s):
+    a = _asarr(ary)
+    return split(a, s, 0 if a.ndim == 1 else 1)
+
+
+def vsplit(ary, s):
+    return split(ary, s, 0)
+
+
+def dsplit(ary, s):
+    return split(ary, s, 2)
+
+
+# ----------------------------------------------------------------- static gather
+
+
+def take_static(x, idx, axis):
+    """``np.take(x, idx, axis)`` for a host integer array ``idx`` (in range, non-negative).
+
+    Built from strided slices so it is exact for every dtype (no one-hot
+    products that would turn inf into nan) and differentiable through the
+    slice/concatenate transposes.
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    flat = idx.reshape(-1)
+    n = x.shape[axis]
+    out_shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    if flat.size == 0 or n == 0:
+        if flat.size and n == 0:
+            raise IndexError(f"index {int(flat[0])} is out of bounds for axis {axis} with size 0")
+        from xform.numpy._creation import zeros
+        return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
+    if flat.size == n and np.array_equal(flat, np.arange(n)):
+        piece = x
+    else:
+        pieces = []
+        i = 0
+        m = flat.size
+        while i < m:
+            j = i + 1
+            if j < m:
+                d = int(flat[j] - flat[i])
+                while j + 1 < m and flat[j + 1] - flat[j] == d:
+                    j += 1
+                j += 1
+            else:
+                d = 1
+            a = int(flat[i])
+            cnt = j - i
+            if cnt == 1:
+                pieces.append(_slice_axis(x, a, a + 1, axis))
+            elif d > 0:
+                pieces.append(_slice_axis(x, a, a + d * (cnt - 1) + 1, axis, d))
+            elif d < 0:
+                lo = a + d * (cnt - 1)
+                pieces.append(lax().rev(_slice_axis(x, lo, a + 1, axis, -d), (axis,)))
+            else:
+                one = _slice_axis(x, a, a + 1, axis)
+                s = list(one.shape)
+                s[axis] = cnt
+                pieces.append(U.broadcast_to_shape(one, tuple(s)))
+            i = j
+        piece = pieces[0] if len(pieces) == 1 else lax().concatenate(pieces, axis)
+    if piece.shape != out_shape:
+        piece = lax().reshape(piece, out_shape)
+    return piece
+
+
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+    """``np.take``; host indices use static slices, traced indices a one-hot select."""
+    x = _arr(a, "take")
+    if axis is None:
+        x = ravel(x)
+        axis = 0
+    ax = U.canonicalize_axis(axis, x.ndim)
+    if isinstance(indices, ArrayOps) and not U.is_concrete(indices):
+        from xform.numpy._indexing import take_traced
+        return take_traced(x, indices, ax)
+    idx = np.asarray(core.concrete_or_error(indices) if isinstance(indices, ArrayOps)
+                     else indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take indices must be integers, got dtype {idx.dtype}")
+    n = x.shape[ax]
+    if mode in (None, "fill", "raise", "promise_in_bounds"):
+        bad = (idx < -n) | (idx >= n)
+        if bad.any():
+            if mode == "raise" or mode is None:
+                raise IndexError(f"index {int(idx[bad].flat[0])} is out of bounds for axis {ax} "
+                                 f"with size {n}")
+        idx = np.where(idx < 0, idx + n, idx)
+    elif mode == "clip":
+        idx = np.clip(idx, 0, max(n - 1, 0))
+    elif mode == "wrap":
+        idx = np.mod(idx, n)
+    else:
+        raise ValueError(f"take: invalid mode {mode!r}")
+    return take_static(x, idx, ax)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    x = _arr(arr, "take_along_axis")
+    if axis is None:
+        x, axis = ravel(x), 0
+    ax = U.canonicalize_axis(axis, x.ndim)
+    idx = np.asarray(core.concrete_or_error(indices, "take_along_axis indices")
+                     if isinstance(indices, ArrayOps) else indices)
+    if idx.ndim != x.ndim:
+        raise ValueError(f"indices and arr must have the same number of dimensions; "
+                         f"{idx.ndim} vs. {x.ndim}")
+    n = x.shape[ax]
+    idx = np.where(idx < 0, idx + n, idx)
+    bshape = tuple(d if i == ax else builtins.max(d, e)
+                   for i, (d, e) in enumerate(zip(idx.shape, x.shape)))
+    grids = list(np.indices(tuple(bshape[i] if i != ax else idx.shape[ax]
+                                  for i in range(x.ndim)), sparse=True))
+    grids = [np.broadcast_to(g, tuple(bshape[i] if i != ax else idx.shape[ax]
+                                      for i in range(x.ndim))) for g in grids]
+    grids[ax] = np.broadcast_to(idx, grids[0].shape)
+    other = [np.minimum(g, x.shape[i] - 1) if i != ax else g for i, g in enumerate(grids)]
+    flat = np.ravel_multi_index(tuple(other), x.shape)
+    return take_static(ravel(x), flat, 0)
+
+
+# ----------------------------------------------------------------- flips, rolls, tiles
+
+
+def flip(m, axis=None):
+    x = _arr(m, "flip")
+    axes = U.canonicalize_axes(axis, x.ndim)
+    return lax().rev(x, axes) if axes else x
+
+
+def fliplr(m):
+    x = _arr(m, "fliplr")
+    if x.ndim < 2:
+        raise ValueError(f"fliplr requires an array of at least 2 dimensions, got {x.shape}")
+    return flip(x, 1)
+
+
+def flipud(m):
+    x = _arr(m, "flipud")
+    if x.ndim < 1:
+        raise ValueError("flipud requires an array of at least 1 dimension")
+    return flip(x, 0)
+
+
+def roll(a, shift, axis=None):
+    x = _arr(a, "roll")
+    if axis is None:
+        return reshape(roll(ravel(x), shift, 0), x.shape)
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1 and len(shifts) > 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift and axis must have the same length, got {shifts}, {axes}")
+    for s, ax in zip(shifts, axes):
+        ax = U.canonicalize_axis(ax, x.ndim)
+        n = x.shape[ax]
+        if n == 0:
+            continue
+        s = U.static_int(s, "roll shift") % n
+        if s:
+            x = concatenate([_slice_axis(x, n - s, n, ax), _slice_axis(x, 0, n - s, ax)], ax)
+    return x
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    x = _arr(m, "rot90")
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    a0, a1 = (U.canonicalize_axis(a, x.ndim) for a in axes)
+    if a0 == a1:
+        raise ValueError("Axes must be different.")
+    k = U.static_int(k, "rot90 k") % 4
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(flip(x, a0), a1)
+    perm = list(range(x.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip(x, a1), perm)
+    return flip(transpose(x, perm), a1)
+
+
+def tile(A, reps):
+    x = _arr(A, "tile")
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    reps = tuple(U.static_int(r, "tile reps") for r in reps)
+    nd = builtins.max(len(reps), x.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    x = reshape(x, (1,) * (nd - x.ndim) + x.shape)
+    # (r0, d0, r1, d1, ...) broadcast, then merge pairs.
+    inter = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
+    b = lax().broadcast_in_dim(x, inter, tuple(range(1, 2 * nd, 2)))
+    return reshape(b, tuple(r * d for r, d in zip(reps, x.shape)))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    x = _arr(a, "repeat")
+    if axis is None:
+        x, axis = ravel(x), 0
+    ax = U.canonicalize_axis(axis, x.ndim)
+    n = x.shape[ax]
+    if isinstance(repeats, ArrayOps):
+        repeats = core.concrete_or_error(repeats, "repeat counts must be static (or pass "
+                                         "total_repeat_length)")
+    r = np.asarray(repeats)
+    if r.ndim == 0:
+        r = int(r)
+        if r < 0:
+            raise ValueError(f"repeats may not contain negative values, got {r}")
+        s = x.shape[:ax + 1] + (r,) + x.shape[ax + 1:]
+        b = lax().broadcast_in_dim(x, s, tuple(i if i <= ax else i + 1 for i in range(x.ndim)))
+        out = reshape(b, x.shape[:ax] + (n * r,) + x.shape[ax + 1:])
+    else:
+        if r.shape != (n,):
+            raise ValueError(f"repeats shape {r.shape} does not match axis {ax} of size {n}")
+        if (r < 0).any():
+            raise ValueError("repeats may not contain negative values")
+        out = take_static(x, np.repeat(np.arange(n), r), ax)
+    if total_repeat_length is not None and out.shape[ax] != total_repeat_length:
+        m = out.shape[ax]
+        if m > total_repeat_length:
+            out = _slice_axis(out, 0, total_repeat_length, ax)
+        else:
+            out = take_static(out, np.concatenate([np.arange(m), np.full(
+                total_repeat_length - m, m - 1)]), ax)
+    return out
+
+
+# ----------------------------------------------------------------- pad
+
+
+def _pad_width(pad_width, nd):
+    pw = np.asarray(core.concrete_or_error(pad_width) if isinstance(pad_width, ArrayOps)
+                    else pad_width)
+    if pw.dtype.kind not in "iu":
+        raise TypeError(f"pad_width must be of integral type, got {pw.dtype}")
+    try:
+        pw = np.broadcast_to(pw, (nd, 2))
+    except ValueError:
+        raise ValueError(f"pad_width {pad_width!r} cannot be broadcast to ({nd}, 2) for an array "
+                         f"of {nd} dimensions") from None
+    if (pw < 0).any():
+        raise ValueError(f"index can't contain negative values: pad_width={pad_width!r}")
+    return [(int(a), int(b)) for a, b in pw]
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """``np.pad`` with modes constant, edge, reflect, symmetric, wrap (static widths)."""
+    x = _arr(array, "pad")
+    pw = _pad_width(pad_width, x.ndim)
+    if callable(mode):
+        raise NotImplementedError("pad with a callable mode is not supported")
+    if mode == "constant":
+        cv = kwargs.pop("constant_values", 0)
+        if kwargs:
+            raise ValueError(f"unsupported keyword arguments for mode 'constant': {set(kwargs)}")
+        cvs = np.asarray(cv) if not isinstance(cv, ArrayOps) else None
+        if cvs is not None and cvs.size == 1:
+            val = U.to_array(cvs.reshape(()).item(), x.dtype, False)
+            if not any(a or b for a, b in pw):
+                return x
+            return lax().pad(x, val, tuple((a, b, 0) for a, b in pw))
+        cvs = np.broadcast_to(cvs if cvs is not None else np.asarray(cv), (x.ndim, 2))
+        for ax, (a, b) in enumerate(pw):
+            parts = []
+            for w, v in ((a, cvs[ax, 0]), (b, cvs[ax, 1])):
+                s = list(x.shape)
+                s[ax] = w
+                parts.append(U.broadcast_to_shape(U.to_array(np.asarray(v).item(), x.dtype,
+                                                             False), tuple(s)))
+            x = concatenate([parts[0], x, parts[1]], ax)
+        return x
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise NotImplementedError(f"pad mode {mode!r} is not supported (use constant, edge, "
+                                  "reflect, symmetric or wrap)")
+    reflect_type = kwargs.pop("reflect_type", "even")
+    if kwargs or reflect_type != "even":
+        raise NotImplementedError(f"unsupported pad options: {kwargs or reflect_type}")
+    for ax, (a, b) in enumerate(pw):
+        if not (a or b):
+            continue
+        n = x.shape[ax]
+        if n == 0:
+            raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant' "
+                             "or 'empty'")
+        idx = np.pad(np.arange(n), (a, b), mode=mode)
+        x = take_static(x, idx, ax)
+    return x
+
+
+# ----------------------------------------------------------------- sorting
+
+
+def _sort_axis(x, axis):
+    if axis is None:
+        return ravel(x), 0
+    return x, U.canonicalize_axis(axis, x.ndim)
+
+
+def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    x = _arr(a, "sort")
+    if order is not None:
+        raise ValueError("'order' argument to sort is not supported.")
+    x, ax = _sort_axis(x, axis)
+    if x.ndim == 0:
+        return x
+    out = lax().sort(x, dimension=ax, is_stable=True)
+    return flip(out, ax) if descending else out
+
+
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    x = _arr(a, "argsort")
+    if order is not None:
+        raise ValueError("'order' argument to argsort is not supported.")
+    x, ax = _sort_axis(x, axis)
+    if x.ndim == 0:
+        return U.to_array(0, dtypes.default_int_dtype(), False)
+    idt = dtypes.default_int_dtype()
+    iota = lax().broadcasted_iota(idt, x.shape, ax)
+    if descending:
+        # Stable descending: sort the reversed array ascending, map the indices back, reverse.
+        n = x.shape[ax]
+        _, perm = lax().sort((flip(x, ax), iota), dimension=ax, is_stable=True, num_keys=1)
+        from xform.numpy._ufuncs import subtract
+        return flip(subtract(U.to_array(n - 1, idt, False), perm), ax)
+    _, perm = lax().sort((x, iota), dimension=ax, is_stable=True, num_keys=1)
+    return perm
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "annotations", "builtins", "np", "dtypes", "core", "Array", "ArrayOps", "U", "lax",
+    "take_static")]

@@ -1,0 +1,669 @@
+"""Elementwise functions (``jnp.add``, ``jnp.sin``, ...): promote, broadcast, bind.
+
+Most functions come from two factories driven by tables.  Each generated
+function first tries the fast case: Arrays already of one dtype and shape
+(and a dtype the primitive accepts), which binds the primitive directly.
+Everything else goes through ``_util`` promotion and broadcasting.
+
+Composite functions (floor_divide, remainder, hypot, logaddexp, ...) follow
+JAX's numerically careful formulations, written with the same primitives.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from interpreters import dtypes
+from interpreters.core import Array, ArrayOps
+from xform.numpy import _util as U
+from xform.numpy._util import lax, prim
+
+_F = frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
+_C = frozenset([dtypes.complex64, dtypes.complex128])
+_I = frozenset([dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64])
+_U = frozenset([dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64])
+_B = frozenset([dtypes.bool_])
+_NUM = _F | _C | _I | _U
+_ALL = _NUM | _B
+
+
+def _try_prim(name):
+    try:
+        return prim(name)
+    except NotImplementedError:
+        return None
+
+
+def _bind(pname, *args, **params):
+    return prim(pname).bind(*args, **params)
+
+
+# ----------------------------------------------------------------- factories
+
+def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, doc=None):
+    """A broadcasting binary ufunc that binds ``pname`` (``bool_pname`` for bool inputs)."""
+    p = _try_prim(pname)
+
+    def fn(x1, x2, /):
+        nonlocal p
+        if type(x1) is Array and type(x2) is Array:
+            v1, v2 = x1._npy, x2._npy
+            if v1 is not None and v2 is not None and v1.dtype is v2.dtype \
+                    and v1.shape == v2.shape and v1.dtype in fast:
+                if p is None:
+                    p = prim(pname)
+                return p.bind(x1, x2)
+        U.check_arraylike(name, x1, x2)
+        a, b = U.promote_shapes(name, *promote(x1, x2))
+        if bool_pname is not None and a.dtype == dtypes.bool_:
+            return _bind(bool_pname, a, b)
+        if a.dtype not in fast:
+            _reject(name, a.dtype, fast)
+        if p is None:
+            p = prim(pname)
+        return p.bind(a, b)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"Elementwise ``{name}`` with NumPy broadcasting and JAX promotion."
+    return fn
+
+
+def _reject(name, dt, accepted):
+    kinds = sorted({"bool" if d in _B else "integer" if d in _I | _U else
+                    "floating" if d in _F else "complexfloating" for d in accepted})
+    raise TypeError(f"{name} does not accept dtype {dt.name}. Accepted dtypes are subtypes of "
+                    f"{', '.join(kinds)}.")
+
+
+def _unary(name, pname, inexact=True, fast=_F, accept=None, doc=None):
+    """A unary ufunc; ``inexact`` promotes integers/bools to float first (as jnp.sin)."""
+    p = _try_prim(pname)
+    accept = accept or (_F | _C if inexact else _NUM)
+
+    def fn(x, /):
+        nonlocal p
+        if type(x) is Array:
+            v = x._npy
+            if v is not None and v.dtype in fast:
+                if p is None:
+                    p = prim(pname)
+                return p.bind(x)
+        U.check_arraylike(name, x)
+        (a,) = U.promote_dtypes_inexact(x) if inexact else U.promote_dtypes(x)
+        if a.dtype not in accept:
+            _reject(name, a.dtype, accept)
+        if p is None:
+            p = prim(pname)
+        return p.bind(a)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"Elementwise ``{name}`` (integer inputs promote to float)."
+    return fn
+
+
+# ----------------------------------------------------------------- arithmetic
+
+add = _binary("add", "add", bool_pname="or")
+subtract = _binary("subtract", "sub")
+multiply = _binary("multiply", "mul", bool_pname="and")
+maximum = _binary("maximum", "max", bool_pname="or")
+minimum = _binary("minimum", "min", bool_pname="and")
+true_divide = _binary("true_divide", "div", promote=U.promote_dtypes_inexact, fast=_F | _C)
+divide = true_divide
+arctan2 = _binary("arctan2", "atan2", promote=U.promote_dtypes_inexact, fast=_F)
+nextafter = _binary("nextafter", "nextafter", promote=U.promote_dtypes_inexact, fast=_F)
+
+equal = _binary("equal", "eq", fast=_ALL)
+not_equal = _binary("not_equal", "ne", fast=_ALL)
+less = _binary("less", "lt", fast=_ALL)
+less_equal = _binary("less_equal", "le", fast=_ALL)
+greater = _binary("greater", "gt", fast=_ALL)
+greater_equal = _binary("greater_equal", "ge", fast=_ALL)
+
+bitwise_and = _binary("bitwise_and", "and", fast=_I | _U | _B)
+bitwise_or = _binary("bitwise_or", "or", fast=_I | _U | _B)
+bitwise_xor = _binary("bitwise_xor", "xor", fast=_I | _U | _B)
+
+sin = _unary("sin", "sin")
+cos = _unary("cos", "cos")
+tan = _unary("tan", "tan")
+arcsin = _unary("arcsin", "asin")
+arccos = _unary("arccos", "acos")
+arctan = _unary("arctan", "atan")
+sinh = _unary("sinh", "sinh")
+cosh = _unary("cosh", "cosh")
+tanh = _unary("tanh", "tanh")
+arcsinh = _unary("arcsinh", "asinh")
+arccosh = _unary("arccosh", "acosh")
+arctanh = _unary("arctanh", "atanh")
+exp = _unary("exp", "exp")
+exp2 = _unary("exp2", "exp2")
+expm1 = _unary("expm1", "expm1")
+log = _unary("log", "log")
+log1p = _unary("log1p", "log1p")
+sqrt = _unary("sqrt", "sqrt")
+cbrt = _unary("cbrt", "cbrt", accept=_F)
+asin, acos, atan, atan2 = arcsin, arccos, arctan, arctan2
+asinh, acosh, atanh = arcsinh, arccosh, arctanh
+
+
+def _neg_like(name, pname):
+    p = _try_prim(pname)
+
+    def fn(x, /):
+        nonlocal p
+        if type(x) is Array and x._npy is not None and x._npy.dtype in _NUM:
+            if p is None:
+                p = prim(pname)
+            return p.bind(x)
+        U.check_arraylike(name, x)
+        (a,) = U.promote_dtypes(x)
+        if a.dtype not in _NUM:
+            raise TypeError(f"{pname} does not accept dtype {a.dtype.name}. Accepted dtypes are "
+                            "subtypes of integer, floating, complexfloating.")
+        return prim(pname).bind(a)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``."
+    return fn
+
+
+negative = _neg_like("negative", "neg")
+
+
+def sign(x, /):
+    """-1, 0 or 1 by sign (unsigned: 0 or 1); NaN stays NaN."""
+    U.check_arraylike("sign", x)
+    (a,) = U.promote_dtypes(x)
+    if a.dtype in _B:
+        raise TypeError("sign does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
+    if a.dtype in _U:
+        return convert_bool(not_equal(a, _zero(a)), a)
+    return _bind("sign", a)
+
+
+def _zero(a):
+    return U.to_array(0, a.dtype, a.weak_type)
+
+
+def _const(a, v):
+    return U.to_array(v, a.dtype, True)
+
+
+def convert_bool(b, like):
+    return U.convert(b, like.dtype, like.weak_type)
+
+
+def positive(x, /):
+    U.check_arraylike("positive", x)
+    return U.to_array(x)
+
+
+def absolute(x, /):
+    """|x|; complex -> its real dtype; unsigned and bool unchanged."""
+    U.check_arraylike("absolute", x)
+    a = U.to_array(x)
+    if a.dtype in _U | _B:
+        return a
+    return _bind("abs", a)
+
+
+abs = absolute
+
+
+def square(x, /):
+    U.check_arraylike("square", x)
+    (a,) = U.promote_dtypes_numeric(x)
+    return multiply(a, a)
+
+
+def reciprocal(x, /):
+    U.check_arraylike("reciprocal", x)
+    (a,) = U.promote_dtypes_inexact(x)
+    return true_divide(_const(a, 1), a)
+
+
+def _int_identity(name, pname):
+    def fn(x, /):
+        U.check_arraylike(name, x)
+        a = U.to_array(x)
+        if a.dtype in _I | _U | _B:
+            return a
+        if a.dtype in _C:
+            raise TypeError(f"{name} does not support complex-valued inputs.")
+        (a,) = U.promote_dtypes_inexact(a)
+        return _bind(pname, a)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``; integer inputs are returned unchanged."
+    return fn
+
+
+floor = _int_identity("floor", "floor")
+ceil = _int_identity("ceil", "ceil")
+
+
+def trunc(x, /):
+    """Round toward zero; integers unchanged."""
+    U.check_arraylike("trunc", x)
+    a = U.to_array(x)
+    if a.dtype in _I | _U | _B:
+        return a
+    return where(less(a, _zero(a)), ceil(a), floor(a))
+
+
+fix = trunc
+
+
+def rint(x, /):
+    """Round half to even; integers become float (as JAX)."""
+    U.check_arraylike("rint", x)
+    (a,) = U.promote_dtypes_inexact(x)
+    return lax().round(a, 1)
+
+
+def round(a, decimals=0, out=None):
+    """Round half to even to ``decimals`` places (integers: unchanged for decimals >= 0)."""
+    U.check_arraylike("round", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to round is not supported.")
+    decimals = U.static_int(decimals, "decimals")
+    x = U.to_array(a)
+    if x.dtype in _I | _U | _B:
+        if decimals >= 0:
+            return x
+        f = _const(x, 10 ** -decimals)
+        return multiply(_round_int_half_even(x, f), f)
+    if decimals == 0:
+        return lax().round(x, 1)
+    f = _const(x, 10.0 ** decimals)
+    return true_divide(lax().round(multiply(x, f), 1), f)
+
+
+def _round_int_half_even(x, f):
+    q = floor_divide(x, f)
+    r = subtract(x, multiply(q, f))
+    twice = multiply(r, _const(x, 2))
+    up = logical_or(greater(twice, f), logical_and(equal(twice, f), not_equal(remainder(q, _const(x, 2)), _zero(x))))
+    return where(up, add(q, _const(x, 1)), q)
+
+
+around = round
+
+
+def log2(x, /):
+    U.check_arraylike("log2", x)
+    (a,) = U.promote_dtypes_inexact(x)
+    return true_divide(log(a), log(_const(a, 2)))
+
+
+def log10(x, /):
+    U.check_arraylike("log10", x)
+    (a,) = U.promote_dtypes_inexact(x)
+    return true_divide(log(a), log(_const(a, 10)))
+
+
+def deg2rad(x, /):
+    U.check_arraylike("deg2rad", x)
+    (a,) = U.promote_dtypes_inexact(x)
+    return multiply(a, _const(a, math.pi / 180))
+
+
+def rad2deg(x, /):
+    U.check_arraylike("rad2deg", x)
+    (a,) = U.promote_dtypes_inexact(x)
+    return multiply(a, _const(a, 180 / math.pi))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+# ----------------------------------------------------------------- division family
+
+def floor_divide(x1, x2, /):
+    """Python ``//``: rounds toward negative infinity (integers and floats)."""
+    a, b = U.promote_args("floor_divide", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype in _U:
+        return _bind("div", a, b)
+    if a.dtype in _I:
+        q = _bind("div", a, b)
+        fix_ = logical_and(not_equal(less(a, _zero(a)), less(b, _zero(b))),
+                           not_equal(_bind("rem", a, b), _zero(a)))
+        return where(fix_, subtract(q, _const(q, 1)), q)
+    if a.dtype in _C:
+        raise TypeError("floor_divide does not support complex-valued inputs.")
+    return _float_divmod(a, b)[0]
+
+
+def _float_divmod(x1, x2):
+    mod = _bind("rem", x1, x2)
+    div = true_divide(subtract(x1, mod), x2)
+    ind = logical_and(not_equal(mod, _zero(mod)), not_equal(less(x2, _zero(x2)),
+                                                             less(mod, _zero(mod))))
+    mod = where(ind, add(mod, x2), mod)
+    div = where(ind, subtract(div, _const(div, 1)), div)
+    return lax().round(div, 1), mod
+
+
+def remainder(x1, x2, /):
+    """Python ``%``: the result has the sign of the divisor."""
+    a, b = U.promote_args("remainder", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype in _U:
+        return _bind("rem", a, b)
+    if a.dtype in _C:
+        raise TypeError("remainder does not support complex-valued inputs.")
+    r = _bind("rem", a, b)
+    fix_ = logical_and(not_equal(r, _zero(r)), not_equal(less(r, _zero(r)), less(b, _zero(b))))
+    return where(fix_, add(r, b), r)
+
+
+mod = remainder
+
+
+def fmod(x1, x2, /):
+    """C ``fmod``: the result has the sign of the dividend."""
+    a, b = U.promote_args("fmod", *U.promote_dtypes_numeric(x1, x2))
+    return _bind("rem", a, b)
+
+
+def divmod(x1, x2, /):
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+# ----------------------------------------------------------------- power
+
+def power(x1, x2, /):
+    """``x1 ** x2``; a static integer exponent uses repeated multiplication (integer_pow)."""
+    U.check_arraylike("power", x1, x2)
+    if type(x2) is int or (isinstance(x2, (np.integer,)) and not isinstance(x2, bool)):
+        (a,) = U.promote_dtypes_numeric(x1)
+        if a.dtype in _I | _U and int(x2) < 0:
+            raise ValueError("Integers cannot be raised to negative integer powers.")
+        if a.dtype in _F | _C or int(x2) >= 0:
+            return lax().integer_pow(a, int(x2))
+    a, b = U.promote_args("power", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype in _I | _U:
+        return _int_pow(a, b)
+    return _bind("pow", a, b)
+
+
+def _int_pow(x, y):
+    """Square-and-multiply over the bits of a (traced) integer exponent; 0 for y < 0."""
+    bits = 8 * y.dtype.itemsize
+    acc = U.to_array(1, x.dtype, x.weak_type)
+    acc = U.broadcast_to_shape(acc, x.shape)
+    base = x
+    e = y
+    one = _const(y, 1)
+    for _ in range(bits):
+        acc = where(not_equal(bitwise_and(e, one), _zero(e)), multiply(acc, base), acc)
+        base = multiply(base, base)
+        e = right_shift(e, one)
+    if y.dtype in _I:
+        acc = where(less(y, _zero(y)), _zero(acc), acc)
+    return acc
+
+
+pow = power
+
+
+def float_power(x1, x2, /):
+    U.check_arraylike("float_power", x1, x2)
+    dt = dtypes.default_float_dtype()
+    a, b = U.promote_shapes("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
+                            U.to_array(x2, _float_or_complex(x2, dt)))
+    a, b = U.promote_args("float_power", a, b)
+    return _bind("pow", a, b)
+
+
+def _float_or_complex(x, dt):
+    return dtypes.default_complex_dtype() if U.dtype_of(x) in _C else dt
+
+
+# ----------------------------------------------------------------- comparisons & logic
+
+def logical_not(x, /):
+    U.check_arraylike("logical_not", x)
+    return _bind("not", _as_bool(x))
+
+
+def _as_bool(x):
+    a = U.to_array(x)
+    if a.dtype == dtypes.bool_:
+        return a if not a.weak_type else U.convert(a, dtypes.bool_, False)
+    return not_equal(a, _zero(a))
+
+
+def _logical(name, pname):
+    def fn(x1, x2, /):
+        U.check_arraylike(name, x1, x2)
+        a, b = U.promote_shapes(name, _as_bool(x1), _as_bool(x2))
+        return _bind(pname, a, b)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of the truth values."
+    return fn
+
+
+logical_and = _logical("logical_and", "and")
+logical_or = _logical("logical_or", "or")
+logical_xor = _logical("logical_xor", "xor")
+
+
+def bitwise_not(x, /):
+    U.check_arraylike("bitwise_not", x)
+    a = U.to_array(x)
+    if a.dtype not in _I | _U | _B:
+        _reject("bitwise_not", a.dtype, _I | _U | _B)
+    return _bind("not", a)
+
+
+invert = bitwise_invert = bitwise_not
+
+
+def left_shift(x1, x2, /):
+    a, b = U.promote_args("left_shift", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype not in _I | _U:
+        _reject("left_shift", a.dtype, _I | _U)
+    return _bind("shift_left", a, b)
+
+
+def right_shift(x1, x2, /):
+    a, b = U.promote_args("right_shift", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype not in _I | _U:
+        _reject("right_shift", a.dtype, _I | _U)
+    return _bind("shift_right_logical" if a.dtype in _U else "shift_right_arithmetic", a, b)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+# ----------------------------------------------------------------- float classification
+
+def isfinite(x, /):
+    U.check_arraylike("isfinite", x)
+    a = U.to_array(x)
+    if a.dtype in _F:
+        return _bind("is_finite", a)
+    if a.dtype in _C:
+        return logical_and(isfinite(real(a)), isfinite(imag(a)))
+    return _full_bool(a, True)
+
+
+def _full_bool(a, v):
+    return U.broadcast_to_shape(U.to_array(v, dtypes.bool_, False), a.shape)
+
+
+def isinf(x, /):
+    U.check_arraylike("isinf", x)
+    a = U.to_array(x)
+    if a.dtype in _F:
+        return equal(absolute(a), _const(a, np.inf))
+    if a.dtype in _C:
+        return logical_or(isinf(real(a)), isinf(imag(a)))
+    return _full_bool(a, False)
+
+
+def isnan(x, /):
+    U.check_arraylike("isnan", x)
+    a = U.to_array(x)
+    if a.dtype in _F | _C:
+        return not_equal(a, a)
+    return _full_bool(a, False)
+
+
+def isposinf(x, /):
+    a = U.to_array(x)
+    return equal(a, _const(a, np.inf)) if a.dtype in _F else _full_bool(a, False)
+
+
+def isneginf(x, /):
+    a = U.to_array(x)
+    return equal(a, _const(a, -np.inf)) if a.dtype in _F else _full_bool(a, False)
+
+
+def signbit(x, /):
+    """True where the sign bit is set (-0.0 included; the sign of NaN is not observed)."""
+    U.check_arraylike("signbit", x)
+    a = U.to_array(x)
+    if a.dtype in _U | _B:
+        return _full_bool(a, False)
+    if a.dtype in _I:
+        return less(a, _zero(a))
+    neg_zero = logical_and(equal(a, _zero(a)),
+                           less(true_divide(_const(a, 1), where(equal(a, _zero(a)), a,
+                                                               _const(a, 1))), _zero(a)))
+    return logical_or(less(a, _zero(a)), neg_zero)
+
+
+def copysign(x1, x2, /):
+    a, b = U.promote_args_inexact("copysign", x1, x2)
+    if a.dtype in _C:
+        raise TypeError("copysign does not support complex-valued inputs")
+    return where(signbit(b), negative(absolute(a)), absolute(a))
+
+
+# ----------------------------------------------------------------- composites
+
+def where(condition, x=None, y=None, /):
+    """``select(condition, x, y)`` with broadcasting; the one-argument form is ``nonzero``."""
+    if x is None and y is None:
+        from xform.numpy._indexing import nonzero
+        return nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         "to xform.numpy.where.")
+    U.check_arraylike("where", condition, x, y)
+    c = _as_bool(condition)
+    a, b = U.promote_dtypes(x, y)
+    c, a, b = U.promote_shapes("where", c, a, b)
+    return _bind("select_n", c, b, a)
+
+
+def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
+    """Limit values to [min, max] (either bound may be None)."""
+    if arr is None:
+        arr = a
+    min = a_min if min is None else min
+    max = a_max if max is None else max
+    U.check_arraylike("clip", arr)
+    out = U.to_array(arr)
+    if min is not None:
+        out = maximum(min, out)
+    if max is not None:
+        out = minimum(max, out)
+    return out
+
+
+def fmax(x1, x2, /):
+    a, b = U.promote_args("fmax", x1, x2)
+    return where(isnan(b), a, where(isnan(a), b, maximum(a, b)))
+
+
+def fmin(x1, x2, /):
+    a, b = U.promote_args("fmin", x1, x2)
+    return where(isnan(b), a, where(isnan(a), b, minimum(a, b)))
+
+
+def hypot(x1, x2, /):
+    """sqrt(x1**2 + x2**2) without overflow: scale by the larger magnitude."""
+    a, b = U.promote_args_inexact("hypot", x1, x2)
+    a, b = absolute(a), absolute(b)
+    inf_ = logical_or(isinf(a), isinf(b))
+    hi, lo = maximum(a, b), minimum(a, b)
+    safe = where(equal(hi, _zero(hi)), _const(hi, 1), hi)
+    r = true_divide(lo, safe)
+    out = where(equal(hi, _zero(hi)), hi, multiply(hi, sqrt(add(_const(r, 1), multiply(r, r)))))
+    return where(inf_, _const(out, np.inf), out)
+
+
+def logaddexp(x1, x2, /):
+    """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
+    a, b = U.promote_args_inexact("logaddexp", x1, x2)
+    amax = maximum(a, b)
+    delta = subtract(a, b)
+    out = add(amax, log1p(exp(negative(absolute(delta)))))
+    return where(isnan(delta), add(a, b), out)
+
+
+def logaddexp2(x1, x2, /):
+    a, b = U.promote_args_inexact("logaddexp2", x1, x2)
+    amax = maximum(a, b)
+    delta = subtract(a, b)
+    ln2 = _const(a, math.log(2))
+    out = add(amax, true_divide(log1p(exp2(negative(absolute(delta)))), ln2))
+    return where(isnan(delta), add(a, b), out)
+
+
+def heaviside(x1, x2, /):
+    a, b = U.promote_args_inexact("heaviside", x1, x2)
+    return where(less(a, _zero(a)), _zero(a), where(greater(a, _zero(a)), _const(a, 1), b))
+
+
+def sinc(x, /):
+    (a,) = U.promote_dtypes_inexact(x)
+    pix = multiply(a, _const(a, math.pi))
+    safe = where(equal(a, _zero(a)), _const(a, 1), pix)
+    return where(equal(a, _zero(a)), _const(a, 1), true_divide(sin(safe), safe))
+
+
+def real(x, /):
+    a = U.to_array(x)
+    return _bind("real", a) if a.dtype in _C else a
+
+
+def imag(x, /):
+    a = U.to_array(x)
+    if a.dtype in _C:
+        return _bind("imag", a)
+    return U.broadcast_to_shape(_zero(a), a.shape)
+
+
+def conjugate(x, /):
+    a = U.to_array(x)
+    return _bind("conj", a, input_dtype=a.dtype) if a.dtype in _C else a
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+    a = U.to_array(z)
+    if a.dtype in _C:
+        out = arctan2(imag(a), real(a))
+    else:
+        (a,) = U.promote_dtypes_inexact(a)
+        out = where(less(a, _zero(a)), _const(a, math.pi), _zero(a))
+    return rad2deg(out) if deg else out
+
+
+def iscomplexobj(x):
+    return U.dtype_of(x) in _C
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "annotations", "math", "np", "dtypes", "Array", "ArrayOps", "U", "lax", "prim",
+    "convert_bool")]

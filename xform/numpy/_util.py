@@ -1,0 +1,308 @@
+"""Argument handling shared by every ``xform.numpy`` function.
+
+Converting arguments, JAX-style dtype promotion (weak Python scalars), NumPy
+broadcasting and axis normalisation live here, so each public function is a
+few lines: check, promote, broadcast, bind.
+
+The common eager path (two Arrays of equal dtype and shape) never reaches
+this module: the ufunc wrappers test for it first.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from interpreters import core, dtypes
+from interpreters.config import config
+from interpreters.core import Array, ArrayOps, Tracer
+
+_SCALARS = (int, float, complex, bool)
+
+
+# ----------------------------------------------------------------- primitives (lazy)
+
+def prim(name):
+    """The primitive ``<name>_p`` from whichever family module defines it."""
+    p = _PRIMS.get(name)
+    if p is None:
+        import primitives  # noqa: F401
+        import sys
+        for fam in ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing"):
+            mod = sys.modules.get(f"primitives.{fam}")
+            if mod is not None and hasattr(mod, f"{name}_p"):
+                p = _PRIMS[name] = getattr(mod, f"{name}_p")
+                break
+        else:
+            raise NotImplementedError(f"primitive {name!r} is not available in this build of xform")
+    return p
+
+
+_PRIMS: dict = {}
+
+
+def lax():
+    from xform import lax as _lax
+    return _lax
+
+
+# ----------------------------------------------------------------- array checks
+
+def is_arraylike(x) -> bool:
+    return isinstance(x, (ArrayOps, np.ndarray, np.generic)) or type(x) in _SCALARS or \
+        (isinstance(x, _SCALARS) and not isinstance(x, (list, tuple)))
+
+
+def check_arraylike(name, *args):
+    for i, a in enumerate(args):
+        if not is_arraylike(a):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                            f"position {i}. Convert lists/tuples with xform.numpy.asarray first.")
+
+
+def aval(x):
+    return core.get_aval(x)
+
+
+def shape_of(x):
+    return x.shape if isinstance(x, (ArrayOps, np.ndarray, np.generic)) else ()
+
+
+def dtype_of(x):
+    if isinstance(x, ArrayOps):
+        return x.dtype
+    return dtypes.dtype_of(x)
+
+
+def is_weak(x):
+    return dtypes.is_weakly_typed(x)
+
+
+# ----------------------------------------------------------------- conversion
+
+def to_array(x, dtype=None, weak=None):
+    """Any array-like (Array/Tracer/NumPy/Python scalar) as an engine value.
+
+    ``dtype``/``weak`` convert it; Python scalars and NumPy values are converted
+    on the host (no primitive is bound for constants).
+    """
+    if isinstance(x, ArrayOps):
+        if dtype is None:
+            return x
+        dtype = np.dtype(dtype)
+        w = x.weak_type if weak is None else weak
+        if x.dtype == dtype and x.weak_type == w:
+            return x
+        return convert(x, dtype, w)
+    t = type(x)
+    if t in _SCALARS or isinstance(x, _SCALARS):
+        w = (t is not bool) if weak is None else weak
+        dt = dtypes.dtype_of(x) if dtype is None else np.dtype(dtype)
+        return Array(_np_scalar(x, dt), w and dt != dtypes.bool_)
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = dtypes.canonicalize_dtype(dtypes.dtype_of(x)) if dtype is None else np.dtype(dtype)
+        v = np.array(x, dtype=dt)  # copy: the Array must not see later mutation
+        return Array(v, bool(weak))
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
+                    "Use an xform Array, a NumPy array or a Python scalar.")
+
+
+def _np_scalar(x, dt):
+    if dt.kind in "iu" and isinstance(x, int) and not isinstance(x, bool):
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {dt.name}")
+    return np.asarray(x, dt)
+
+
+def convert(x, dtype, weak=False):
+    """``convert_element_type`` keeping the requested weak flag."""
+    return prim("convert_element_type").bind(x, new_dtype=np.dtype(dtype), weak_type=bool(weak))
+
+
+# ----------------------------------------------------------------- promotion
+
+_rt_cache: dict = {}
+
+
+def _clear(_=None):
+    _rt_cache.clear()
+
+
+config.on_change("jax_enable_x64", _clear)
+config.on_change("jax_numpy_dtype_promotion", _clear)
+
+
+def _key(x):
+    t = type(x)
+    if t in _SCALARS:
+        return t
+    if isinstance(x, ArrayOps):
+        return (x.dtype, x.weak_type)
+    return (dtypes.dtype_of(x), dtypes.is_weakly_typed(x))
+
+
+def _key_value(k):
+    if isinstance(k, type):
+        return k
+    return _Proxy(*k)
+
+
+class _Proxy:
+    __slots__ = ("dtype", "weak_type")
+
+    def __init__(self, dtype, weak):
+        self.dtype, self.weak_type = dtype, weak
+
+
+def result_dtype(*args):
+    """``(dtype, weak)`` of JAX's promotion of ``args``; cached per (dtype, weak) tuple."""
+    key = tuple(_key(a) for a in args)
+    r = _rt_cache.get(key)
+    if r is None:
+        r = _rt_cache[key] = dtypes.lattice_result_type(
+            *(k(1) if isinstance(k, type) else _Proxy(*k) for k in key))
+    return r
+
+
+def promote_dtypes(*args):
+    dt, weak = result_dtype(*args)
+    return [to_array(a, dt, weak) for a in args]
+
+
+def promote_dtypes_inexact(*args):
+    dt, weak = result_dtype(*args)
+    dt = dtypes.to_inexact_dtype(dt)
+    return [to_array(a, dt, weak) for a in args]
+
+
+def promote_dtypes_numeric(*args):
+    """bool promotes to the default int (as JAX does for e.g. sum/prod inputs)."""
+    dt, weak = result_dtype(*args)
+    if dt == dtypes.bool_:
+        dt = dtypes.default_int_dtype()
+    return [to_array(a, dt, weak) for a in args]
+
+
+# ----------------------------------------------------------------- broadcasting
+
+def broadcast_shapes_or_none(*shapes):
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(nd):
+        d = 1
+        for s in shapes:
+            k = i - (nd - len(s))
+            if k < 0:
+                continue
+            e = s[k]
+            if e == 1:
+                continue
+            if d == 1:
+                d = e
+            elif e != d:
+                return None
+        out.append(d)
+    return tuple(out)
+
+
+def broadcast_shapes(*shapes, name=None):
+    out = broadcast_shapes_or_none(*shapes)
+    if out is None:
+        if name is None:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(tuple(s)) for s in shapes)}.")
+    return out
+
+
+def broadcast_to_shape(x, shape):
+    """Broadcast an engine value to ``shape`` (NumPy rules, no validity re-check)."""
+    shape = tuple(shape)
+    xs = x.shape
+    if xs == shape:
+        return x
+    if not xs and isinstance(x, Array) and core.current_trace() is core.EVAL_TRACE \
+            and x._npy is not None:
+        return Array(np.broadcast_to(x._npy, shape), x.weak_type)
+    nd = len(shape)
+    lead = nd - len(xs)
+    keep = [i for i, d in enumerate(xs) if d == shape[lead + i]]
+    if len(keep) != len(xs):  # squeeze away size-1 dims that get broadcast
+        x = lax().reshape(x, tuple(xs[i] for i in keep))
+    return lax().broadcast_in_dim(x, shape, tuple(lead + i for i in keep))
+
+
+def promote_shapes(name, *args):
+    shapes = [a.shape for a in args]
+    s0 = shapes[0]
+    if all(s == s0 for s in shapes):
+        return list(args)
+    out = broadcast_shapes(*shapes, name=name)
+    return [broadcast_to_shape(a, out) for a in args]
+
+
+def promote_args(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes_inexact(*args))
+
+
+# ----------------------------------------------------------------- axes
+
+def canonicalize_axis(axis, ndim, name="axis"):
+    try:
+        a = int(axis) if not isinstance(axis, ArrayOps) else int(core.concrete_or_error(
+            axis, "an axis argument must be a static Python int"))
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {axis!r}") from None
+    if not -ndim <= a < ndim:
+        raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+    return a % ndim if ndim else a
+
+
+def canonicalize_axes(axis, ndim):
+    """``None`` -> all axes; int or sequence -> sorted tuple of unique non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        out = tuple(canonicalize_axis(a, ndim) for a in axis)
+        if len(set(out)) != len(out):
+            raise ValueError(f"repeated axis in {tuple(axis)}")
+        return out
+    return (canonicalize_axis(axis, ndim),)
+
+
+def static_int(x, what):
+    if isinstance(x, ArrayOps):
+        x = core.concrete_or_error(x, f"{what} must be a static value")
+    try:
+        return int(x) if not hasattr(x, "__index__") else x.__index__()
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {x!r}") from None
+
+
+def canonical_shape(shape, name="shape"):
+    if isinstance(shape, (int, np.integer)) or (isinstance(shape, ArrayOps) and not shape.shape):
+        shape = (shape,)
+    try:
+        out = tuple(static_int(d, f"{name} entries") for d in shape)
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"negative dimensions are not allowed: {name}={out}")
+    return out
+
+
+def canonical_dtype(dtype, allow_none=True):
+    """User dtype argument -> canonical np.dtype (TypeError for unknown names)."""
+    if dtype is None:
+        return None
+    return dtypes.dtype_of(dtype) if not isinstance(dtype, np.dtype) else \
+        dtypes.canonicalize_dtype(dtype)
+
+
+def is_concrete(x):
+    return not isinstance(x, Tracer) or x.to_concrete_value() is not None
