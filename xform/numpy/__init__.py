@@ -1,1 +1,171 @@
-"""xform.numpy (being written)."""
+"""``xform.numpy``: JAX's ``jax.numpy`` API on xform's primitives.
+
+Implicit NumPy broadcasting and JAX type promotion (Python scalars are weak,
+x64 off canonicalises to 32 bits).  The implementation is split by theme:
+
+  _util        argument conversion, promotion, broadcasting, axes
+  _creation    asarray, zeros, arange, eye, ..., and the callable scalar types
+  _ufuncs      elementwise functions
+  _reductions  sum, mean, var, argmax, cumsum, nan*, ...
+  _shape       reshape, transpose, concatenate, split, pad, roll, sort, take, ...
+  _indexing    x[idx] and x.at[idx]
+  _linalg      dot, matmul, einsum, tensordot, diagonal, norm
+"""
+from __future__ import annotations
+
+import sys as _sys
+import types as _types
+
+import numpy as _np
+
+from interpreters import dtypes as _dtypes
+from interpreters.core import Array
+from xform.numpy import _util
+from xform.numpy._creation import *  # noqa: F401,F403
+from xform.numpy._creation import __all__ as _c_all
+from xform.numpy._indexing import argwhere, flatnonzero, nonzero  # noqa: F401
+from xform.numpy._linalg import *  # noqa: F401,F403
+from xform.numpy._linalg import __all__ as _l_all
+from xform.numpy._reductions import *  # noqa: F401,F403
+from xform.numpy._reductions import __all__ as _r_all
+from xform.numpy._shape import *  # noqa: F401,F403
+from xform.numpy._shape import __all__ as _s_all
+from xform.numpy._ufuncs import *  # noqa: F401,F403
+from xform.numpy._ufuncs import __all__ as _u_all
+from xform.numpy import _linalg, _ufuncs as _F, _reductions as _R
+
+ndarray = Array
+
+# constants
+pi = _np.pi
+e = _np.e
+euler_gamma = _np.euler_gamma
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+
+# NumPy's abstract scalar hierarchy (for issubdtype), as JAX re-exports it
+generic, number, inexact, floating, complexfloating = (
+    _np.generic, _np.number, _np.inexact, _np.floating, _np.complexfloating)
+integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
+character, flexible = _np.character, _np.flexible
+
+# dtype utilities
+dtype = _np.dtype
+finfo = _dtypes.finfo
+iinfo = _dtypes.iinfo
+issubdtype = _dtypes.issubdtype
+promote_types = _dtypes.promote_types
+
+
+def result_type(*args):
+    """``jnp.result_type``: the canonical dtype of an operation on ``args``."""
+    return _dtypes.result_type(*args)
+
+
+def can_cast(from_, to, casting="safe"):
+    f = from_.dtype if hasattr(from_, "dtype") else _np.dtype(from_)
+    return bool(_np.can_cast(f, _np.dtype(to), casting))
+
+
+def isdtype(dt, kind):
+    dt = _np.dtype(dt)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    table = {"bool": _np.bool_, "signed integer": _np.signedinteger,
+             "unsigned integer": _np.unsignedinteger, "integral": _np.integer,
+             "real floating": _np.floating, "complex floating": _np.complexfloating,
+             "numeric": _np.number}
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in table:
+                raise ValueError(f"Unrecognized data type kind: {k!r}")
+            if _dtypes.issubdtype(dt, table[k]) and not (k == "numeric" and dt == _np.bool_):
+                return True
+        elif _np.dtype(k) == dt:
+            return True
+    return False
+
+
+# comparisons of whole arrays
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
+    x, y = _util.promote_args("isclose", a, b)
+    if x.dtype.kind not in "fc" and x.dtype not in (_dtypes.bfloat16,):
+        return _F.equal(x, y)
+    (x, y) = _util.promote_args_inexact("isclose", x, y)
+    rt = _util.to_array(rtol, x.dtype, True) if x.dtype.kind != "c" else \
+        _util.to_array(rtol, _F.real(x).dtype, True)
+    at = _util.to_array(atol, rt.dtype, True)
+    close = _F.less_equal(_F.absolute(_F.subtract(x, y)),
+                          _F.add(at, _F.multiply(rt, _F.absolute(y))))
+    finite = _F.logical_and(_F.isfinite(x), _F.isfinite(y))
+    out = _F.where(finite, close, _F.equal(x, y))
+    if equal_nan:
+        out = _F.logical_or(out, _F.logical_and(_F.isnan(x), _F.isnan(y)))
+    return out
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _R.all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    x, y = asarray(a1), asarray(a2)  # noqa: F405
+    if x.shape != y.shape:
+        return asarray(False)  # noqa: F405
+    eq = _F.equal(x, y)
+    if equal_nan:
+        eq = _F.logical_or(eq, _F.logical_and(_F.isnan(x), _F.isnan(y)))
+    return _R.all(eq)
+
+
+def array_equiv(a1, a2):
+    x, y = asarray(a1), asarray(a2)  # noqa: F405
+    if _util.broadcast_shapes_or_none(x.shape, y.shape) is None:
+        return asarray(False)  # noqa: F405
+    return _R.all(_F.equal(x, y))
+
+
+def astype(x, dtype, /, *, copy=False, device=None):
+    """Cast to ``dtype`` (the result is never weakly typed)."""
+    _util.check_arraylike("astype", x)
+    dt = _util.canonical_dtype(dtype)
+    a = _util.to_array(x)
+    if dt is None:
+        dt = _dtypes.default_float_dtype()
+    if a.dtype.kind == "c" and dt.kind != "c":
+        a = _F.real(a)
+    if dt == _dtypes.bool_ and a.dtype != _dtypes.bool_:
+        return _F.not_equal(a, _util.to_array(0, a.dtype, False))
+    return _util.to_array(a, dt, False)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    a = _util.to_array(x)
+    if a.dtype.kind not in "fc" and a.dtype != _dtypes.bfloat16:
+        return a
+    info = _dtypes.finfo(a.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = _F.where(_F.isnan(a), _util.to_array(nan, a.dtype), a)
+    out = _F.where(_F.isposinf(out), _util.to_array(posinf, a.dtype), out)
+    return _F.where(_F.isneginf(out), _util.to_array(neginf, a.dtype), out)
+
+
+# the linalg namespace (``xnp.linalg.norm``)
+linalg = _types.ModuleType("xform.numpy.linalg", "Linear algebra (norm, vector/matrix norms).")
+for _n in ("norm", "vector_norm", "matrix_norm", "vecdot", "matmul", "tensordot", "trace",
+           "diagonal", "cross", "outer"):
+    setattr(linalg, _n, getattr(_linalg, _n))
+linalg.matrix_transpose = matrix_transpose  # noqa: F405
+_sys.modules.setdefault("xform.numpy.linalg", linalg)
+
+__all__ = sorted(set(_c_all + _l_all + _r_all + _s_all + _u_all + [
+    "ndarray", "pi", "e", "euler_gamma", "inf", "nan", "newaxis", "dtype", "finfo", "iinfo",
+    "issubdtype", "promote_types", "result_type", "can_cast", "isdtype", "isclose", "allclose",
+    "array_equal", "array_equiv", "astype", "nan_to_num", "linalg", "nonzero", "argwhere",
+    "flatnonzero", "generic", "number", "inexact", "floating", "complexfloating", "integer",
+    "signedinteger", "unsignedinteger"]))
+del _n

@@ -177,23 +177,12 @@ def _advanced_getitem(x, idx):
     adv = [k for k, i in enumerate(idx) if not _is_basic(i)]
     if len(adv) == 1 and isinstance(idx[adv[0]], np.ndarray) and idx[adv[0]].dtype.kind in "iu":
         k = adv[0]
-        full = _expand(list(idx[:k]) + [slice(None)] + list(idx[k + 1:]), x.ndim)
-        # position of the advanced axis in the basic result
-        pos = 0
-        axis_in_x = 0
-        seen = 0
-        exp_before = _expand(list(idx[:k]) + [slice(None)] + list(idx[k + 1:]), x.ndim)
-        for j, e in enumerate(exp_before):
-            if seen == _index_pos(idx, k, x.ndim):
-                break
-            if e is None:
-                pos += 1
-            elif isinstance(e, slice):
-                pos += 1
-                axis_in_x += 1
-            else:
-                axis_in_x += 1
-            seen += 1
+        rest = list(idx)
+        rest[k] = slice(None)
+        full = _expand(rest, x.ndim)
+        p = _index_pos(tuple(rest), k, x.ndim)
+        axis_in_x = sum(1 for e in full[:p] if e is not None)
+        pos = sum(1 for e in full[:p] if e is None or isinstance(e, slice))
         arr = idx[k]
         n = x.shape[axis_in_x]
         if arr.size and ((arr < -n) | (arr >= n)).any():
@@ -406,8 +395,6 @@ def _apply(x, idx, values, op):
         vb = lax().reshape(vb, box)
         if rev:
             vb = lax().rev(vb, tuple(rev))
-        cfg = tuple((s, n - l if m else n, st - 1) if m else (0, n, 0)
-                    for s, l, st, n, m in zip(starts, limits, strides, x.shape, box))
         cfg = tuple((s, n - (s + (m - 1) * st + 1), st - 1) if m else (0, n, 0)
                     for s, st, n, m in zip(starts, strides, x.shape, box))
         ident = U.to_array(_IDENTITY.get(op, 0), x.dtype, False)
