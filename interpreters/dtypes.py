@@ -44,7 +44,8 @@ float0 = np.dtype([("float0", np.void, 0)])
 
 _FLOAT8_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                  "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4", "float8_e8m0fnu")
-# 8-bit floats: floating per issubdtype, but they never promote implicitly.
+# 8-bit floats: floating per issubdtype; they absorb weak int/float but never
+# promote implicitly with any other strong dtype.
 _float8s = tuple(np.dtype(getattr(ml_dtypes, n)) for n in _FLOAT8_NAMES if hasattr(ml_dtypes, n))
 _custom_floats = (bfloat16,) + _float8s  # outside numpy's np.floating hierarchy
 _custom_float_types = frozenset(d.type for d in _custom_floats)
@@ -444,7 +445,7 @@ def _on_x64_change(value) -> None:
 
 
 def _on_promotion_change(value) -> None:
-    pass
+    _mode["promotion"] = value
 
 
 config.on_change("jax_enable_x64", _on_x64_change)

@@ -139,10 +139,9 @@ def _select_n(ctx, eqn, which, *cases):
         if hi - lo == 1:
             return cases[lo]
         mid = (lo + hi) // 2
-        if wdtype == np.bool_:
-            pred = which
-        else:
-            pred = ctx.compare(which, ctx.full_like(mid, ctx.in_avals[0]), "LT", wdtype)
+        if wdtype == np.bool_:   # True picks cases[1]
+            return ctx.op1("stablehlo.select", [which, build(mid, hi), build(lo, mid)], out)
+        pred = ctx.compare(which, ctx.full_like(mid, ctx.in_avals[0]), "LT", wdtype)
         return ctx.op1("stablehlo.select", [pred, build(lo, mid), build(mid, hi)], out)
 
     return [build(0, len(cases))]

@@ -195,7 +195,9 @@ def compile_text(text: str, device=None, donated=()):
     _cache_stats["misses"] += 1
     client = device.client
     try:
-        exe = client.compile_and_load(text, xc.DeviceList((device,)), xc.CompileOptions())
+        opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
+        opts.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+        exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
     except Exception as e:
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"

@@ -392,7 +392,15 @@ defvectorized(square_p)
 
 
 # --- max / min: NaN propagates; max(-0, 0) is 0 and min(-0, 0) is -0 -----------------
+def _lex_gt(x, y):
+    """Complex order used by XLA's max/min: lexicographic on (real, imag); NaN compares
+    false, so the second operand wins."""
+    return (x.real > y.real) | ((x.real == y.real) & (x.imag > y.imag))
+
+
 def _max_impl(x, y):
+    if x.dtype in _COMPLEX:
+        return np.where(_lex_gt(x, y), x, y)
     out = np.maximum(x, y)
     if x.dtype in _FLOATS:
         both0 = (x == 0) & (y == 0)
@@ -401,6 +409,8 @@ def _max_impl(x, y):
 
 
 def _min_impl(x, y):
+    if x.dtype in _COMPLEX:
+        return np.where(_lex_gt(y, x), x, y)
     out = np.minimum(x, y)
     if x.dtype in _FLOATS:
         both0 = (x == 0) & (y == 0)

@@ -16,7 +16,7 @@ from interpreters import ad, batching, core, dtypes
 from interpreters.ad import Zero, is_undefined_primal
 from interpreters.core import Primitive, ShapedArray
 from primitives._rules import moveaxis
-from primitives.structural import as_operand, transpose_p
+from primitives.structural import as_operand, checked_bind, transpose_p
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
 
@@ -244,7 +244,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (_index_tuple(lb, "batch dims"), _index_tuple(rb, "batch dims")))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+    return checked_bind(dot_general_p, lhs, rhs, dimension_numbers=dn,
                               precision=_canon_precision(precision), preferred_element_type=pet)
 
 

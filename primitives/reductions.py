@@ -18,8 +18,8 @@ from interpreters import ad, batching, core, dtypes
 from interpreters.ad import Zero
 from interpreters.core import Primitive, ShapedArray
 from primitives._rules import defjvp2, defjvp_zero, deflinear
-from primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis, pad_p,
-                                   reshape_p, rev_p, slice_p, transpose_p)
+from primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
+                                   checked_bind, pad_p, reshape_p, slice_p, transpose_p)
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
            "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
@@ -386,14 +386,14 @@ reduce_xor = _reducer(reduce_xor_p)
 def argmax(operand, axis, index_dtype):
     operand = as_operand(operand)
     axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
-    return argmax_p.bind(operand, axes=(axis,),
+    return checked_bind(argmax_p, operand, axes=(axis,),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
     operand = as_operand(operand)
     axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
-    return argmin_p.bind(operand, axes=(axis,),
+    return checked_bind(argmin_p, operand, axes=(axis,),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 

@@ -96,21 +96,33 @@ def _dce(eqns, outvars):
     return kept
 
 
-def _remat_partial_eval(trace, args, params):
-    """Split into a known part (run now, saving what the policy allows) and an unknown
-    part recorded in the linear program (recomputing the rest, then the tangents)."""
-    jaxpr = params["jaxpr"].jaxpr
-    policy = params["policy"] or _nothing_saveable
-    unknown_in = [trace.is_unknown(a) for a in args]
+def _pe_jaxpr(jaxpr, unknown_in, policy):
+    """Split ``jaxpr`` given which inputs are unknown (tangents) under ``policy``.
+
+    Returns ``(jaxpr_known, jaxpr_unknown, out_unknown, saved)``:
+      * ``jaxpr_known``: known inputs -> known outputs + residuals computed by equations;
+      * ``jaxpr_unknown``: ``saved`` + unknown inputs -> unknown outputs; it first
+        recomputes every known value it needs that the policy did not let us save;
+      * ``saved``: the residual variables (known inputs or known equation outputs).
+    A nested ``remat`` with mixed inputs is split the same way, recursively, with
+    its own policy.
+    """
     unk = {v for v, u in zip(jaxpr.invars, unknown_in) if u}
     known_eqns, unk_eqns = [], []
     for e in jaxpr.eqns:
-        if any(isinstance(a, Var) and a in unk for a in e.invars):
+        ins_unk = [isinstance(a, Var) and a in unk for a in e.invars]
+        if not any(ins_unk):
+            known_eqns.append(e)
+        elif e.primitive is remat_p and not all(ins_unk):
+            ek, eu = _split_remat_eqn(e, ins_unk)
+            known_eqns.append(ek)
+            unk_eqns.append(eu)
+            unk.update(eu.outvars)
+        else:
             unk.update(e.outvars)
             unk_eqns.append(e)
-        else:
-            known_eqns.append(e)
-    unk_outs = [v for v in jaxpr.outvars if isinstance(v, Var) and v in unk]
+    out_unknown = [isinstance(v, Var) and v in unk for v in jaxpr.outvars]
+    unk_outs = [v for v, u in zip(jaxpr.outvars, out_unknown) if u]
     unk_eqns = _dce(unk_eqns, unk_outs)
 
     # Which known values the unknown side needs, and whether each is saved or
@@ -132,40 +144,55 @@ def _remat_partial_eval(trace, args, params):
     invar_pos = {v: i for i, v in enumerate(jaxpr.invars)}
     saved.sort(key=lambda v: (v not in invar_pos, invar_pos.get(v, 0), v.id))
 
-    # Known part: run now (under the parent trace) as a remat of its own.
     known_invars = [v for v, u in zip(jaxpr.invars, unknown_in) if not u]
-    known_args = [a for a, u in zip(args, unknown_in) if not u]
-    known_outs = [v for v in jaxpr.outvars if not (isinstance(v, Var) and v in unk)]
-    res_from_eqns = [v for v in saved if v not in invar_pos]
-    k_outvars = known_outs + res_from_eqns
-    k_eqns = _dce(known_eqns, k_outvars)
-    env = dict(zip(known_invars, known_args))
-    if k_eqns:
-        kjaxpr = Jaxpr([], known_invars, k_outvars, k_eqns)
-        with core.set_current_trace(trace.parent):
-            vals = remat_p.bind(*known_args, **dict(params, jaxpr=ClosedJaxpr(kjaxpr, [])))
-    else:
-        vals = [a.val if isinstance(a, Literal) else env[a] for a in k_outvars]
-    env.update(zip(k_outvars, vals))
-
-    # Unknown part: residuals + unknown inputs -> recompute, then tangent work.
+    known_outs = [v for v, u in zip(jaxpr.outvars, out_unknown) if not u]
+    k_outvars = known_outs + [v for v in saved if v not in invar_pos]
+    jaxpr_known = Jaxpr([], known_invars, k_outvars, _dce(known_eqns, k_outvars))
     unk_invars = [v for v, u in zip(jaxpr.invars, unknown_in) if u]
     rec_eqns = [e for e in known_eqns if id(e) in recompute]
-    ujaxpr = Jaxpr([], saved + unk_invars, unk_outs, rec_eqns + unk_eqns)
+    jaxpr_unknown = Jaxpr([], saved + unk_invars, unk_outs, rec_eqns + unk_eqns)
+    return jaxpr_known, jaxpr_unknown, out_unknown, saved
+
+
+def _split_remat_eqn(e, ins_unk):
+    """A nested remat equation with mixed inputs -> (known eqn, unknown eqn)."""
+    inner = e.params["jaxpr"].jaxpr
+    jk, ju, out_unk, saved = _pe_jaxpr(inner, ins_unk, e.params["policy"] or _nothing_saveable)
+    to_outer = dict(zip(inner.invars, e.invars))
+    n_known_out = sum(not u for u in out_unk)
+    new_res = [Var(v.aval) for v in jk.outvars[n_known_out:]]
+    to_outer.update(zip(jk.outvars[n_known_out:], new_res))
+    known_out = [o for o, u in zip(e.outvars, out_unk) if not u]
+    ek = e.replace(invars=[a for a, u in zip(e.invars, ins_unk) if not u],
+                   outvars=known_out + new_res,
+                   params=dict(e.params, jaxpr=ClosedJaxpr(jk, [])))
+    eu = e.replace(invars=[to_outer[v] for v in saved] +
+                   [a for a, u in zip(e.invars, ins_unk) if u],
+                   outvars=[o for o, u in zip(e.outvars, out_unk) if u],
+                   params=dict(e.params, jaxpr=ClosedJaxpr(ju, []), differentiated=True))
+    return ek, eu
+
+
+def _remat_partial_eval(trace, args, params):
+    """Known part: evaluated now (inline, under the parent trace), producing the
+    primal outputs and the residuals the policy allows.  Unknown part: recorded in
+    the linear program as a ``remat`` that recomputes the rest, then does the tangent
+    work."""
+    policy = params["policy"] or _nothing_saveable
+    unknown_in = [trace.is_unknown(a) for a in args]
+    jk, ju, out_unknown, saved = _pe_jaxpr(params["jaxpr"].jaxpr, unknown_in, policy)
+    known_args = [a for a, u in zip(args, unknown_in) if not u]
+    with core.set_current_trace(trace.parent):
+        kvals = eval_jaxpr(jk, [], *known_args)
+    env = dict(zip(jk.invars, known_args))
+    env.update(zip(jk.outvars, kvals))
     atoms = [trace.to_atom(env[v]) for v in saved] + \
         [trace.to_atom(a) for a, u in zip(args, unknown_in) if u]
-    tracers = trace.add_eqn(remat_p, atoms, [v.aval for v in unk_outs],
-                            dict(params, jaxpr=ClosedJaxpr(ujaxpr, []), differentiated=True))
-    unk_env = dict(zip(unk_outs, tracers))
-    out = []
-    for v in jaxpr.outvars:
-        if isinstance(v, Literal):
-            out.append(v.val)
-        elif v in unk_env:
-            out.append(unk_env[v])
-        else:
-            out.append(env[v])
-    return out
+    tracers = trace.add_eqn(remat_p, atoms, [v.aval for v in ju.outvars],
+                            dict(params, jaxpr=ClosedJaxpr(ju, []), differentiated=True))
+    unk_vals = iter(tracers)
+    known_vals = iter(kvals)
+    return [next(unk_vals) if u else next(known_vals) for u in out_unknown]
 
 
 ad.partial_eval_rules[remat_p] = _remat_partial_eval

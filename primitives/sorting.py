@@ -18,8 +18,8 @@ from interpreters import ad, batching, core, dtypes
 from interpreters.ad import Zero, instantiate, is_undefined_primal
 from interpreters.core import Primitive, ShapedArray
 from primitives._rules import moveaxis
-from primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis, iota_p,
-                                   slice_p)
+from primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
+                                   checked_bind, iota_p, slice_p)
 
 __all__ = ["sort", "sort_key_val", "top_k", "argsort"]
 
@@ -215,7 +215,7 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     if not 1 <= num_keys <= len(ops):
         raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
                          f"operands ({len(ops)})")
-    outs = sort_p.bind(*ops, dimension=canonicalize_axis(dimension, nd, "sort: dimension"),
+    outs = checked_bind(sort_p, *ops, dimension=canonicalize_axis(dimension, nd, "sort: dimension"),
                        is_stable=bool(is_stable), num_keys=num_keys)
     return outs[0] if single else tuple(outs)
 
@@ -247,5 +247,5 @@ def top_k(operand, k, *, axis=-1):
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"top_k: k must be a Python integer, got {k!r}") from None
-    v, i = top_k_p.bind(operand, k=k, axis=canonicalize_axis(axis, a.ndim, "top_k: axis"))
+    v, i = checked_bind(top_k_p, operand, k=k, axis=canonicalize_axis(axis, a.ndim, "top_k: axis"))
     return v, i

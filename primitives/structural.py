@@ -66,6 +66,13 @@ def as_operand(x, dtype=None):
     return core.Array(np.asarray(x, dt), weak)
 
 
+def checked_bind(prim, *args, **params):
+    """Bind after running the shape rule, so eager misuse gets the rule's error message
+    (the eager interpreter calls the NumPy impl directly)."""
+    prim.abstract_eval(*[core.get_aval(a) for a in args], **params)
+    return prim.bind(*args, **params)
+
+
 def _ew():
     from primitives import elementwise
     return elementwise
@@ -658,7 +665,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
     a = core.get_aval(operand)
     if a.shape == shape and bd == tuple(range(a.ndim)) and not isinstance(operand, core.Tracer):
         return operand
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd)
+    return checked_bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
 
 
 def broadcast(operand, sizes, out_sharding=None):
@@ -690,7 +697,7 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
         dims = None
     if dims is None and new_sizes == a.shape and not isinstance(operand, core.Tracer):
         return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims)
+    return checked_bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
 
 
 def transpose(operand, permutation):
@@ -698,7 +705,7 @@ def transpose(operand, permutation):
     perm = _ints(permutation, "transpose", "permutation")
     if perm == tuple(range(core.get_aval(operand).ndim)) and not isinstance(operand, core.Tracer):
         return operand
-    return transpose_p.bind(operand, permutation=perm)
+    return checked_bind(transpose_p, operand, permutation=perm)
 
 
 def squeeze(array, dimensions):
@@ -708,7 +715,7 @@ def squeeze(array, dimensions):
                          for d in _ints(dimensions, "squeeze", "dimensions")}))
     if not dims:
         return array
-    return squeeze_p.bind(array, dimensions=dims)
+    return checked_bind(squeeze_p, array, dimensions=dims)
 
 
 def expand_dims(array, dimensions):
@@ -724,12 +731,12 @@ def expand_dims(array, dimensions):
     for d in dims:
         shape.insert(d, 1)
     kept = tuple(i for i in range(out_nd) if i not in dims)
-    return broadcast_in_dim_p.bind(array, shape=tuple(shape), broadcast_dimensions=kept)
+    return checked_bind(broadcast_in_dim_p, array, shape=tuple(shape), broadcast_dimensions=kept)
 
 
 def rev(operand, dimensions):
     operand = as_operand(operand)
-    return rev_p.bind(operand, dimensions=_ints(dimensions, "rev", "dimensions"))
+    return checked_bind(rev_p, operand, dimensions=_ints(dimensions, "rev", "dimensions"))
 
 
 def concatenate(operands, dimension):
@@ -743,7 +750,7 @@ def concatenate(operands, dimension):
         dim += nd
     if len(operands) == 1 and 0 <= dim < nd:
         return operands[0]
-    return concatenate_p.bind(*operands, dimension=dim)
+    return checked_bind(concatenate_p, *operands, dimension=dim)
 
 
 def pad(operand, padding_value, padding_config):
@@ -757,7 +764,7 @@ def pad(operand, padding_value, padding_config):
     if any(len(c) != 3 for c in cfg):
         raise ValueError(f"pad: padding_config entries must be (low, high, interior) triples, "
                          f"got {padding_config}")
-    return pad_p.bind(operand, pv, padding_config=cfg)
+    return checked_bind(pad_p, operand, pv, padding_config=cfg)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
@@ -765,7 +772,7 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
     st = None if strides is None else _ints(strides, "slice", "strides")
     if st is not None and all(s == 1 for s in st):
         st = None
-    return slice_p.bind(operand, start_indices=_ints(start_indices, "slice", "start_indices"),
+    return checked_bind(slice_p, operand, start_indices=_ints(start_indices, "slice", "start_indices"),
                         limit_indices=_ints(limit_indices, "slice", "limit_indices"), strides=st)
 
 
@@ -825,7 +832,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
     """Slice of size ``slice_sizes`` at (clamped) traced ``start_indices``."""
     operand = as_operand(operand)
     idxs = _index_operands("dynamic_slice", operand, start_indices, allow_negative_indices)
-    return dynamic_slice_p.bind(operand, *idxs,
+    return checked_bind(dynamic_slice_p, operand, *idxs,
                                 slice_sizes=_ints(slice_sizes, "dynamic_slice", "slice_sizes"))
 
 
@@ -835,7 +842,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
                         if not isinstance(update, (core.Tracer, core.Array)) else None)
     idxs = _index_operands("dynamic_update_slice", operand, start_indices,
                            allow_negative_indices)
-    return dynamic_update_slice_p.bind(operand, update, *idxs)
+    return checked_bind(dynamic_update_slice_p, operand, update, *idxs)
 
 
 def iota(dtype, size):
@@ -845,7 +852,7 @@ def iota(dtype, size):
 def broadcasted_iota(dtype, shape, dimension, out_sharding=None):
     shape = _ints(shape, "broadcasted_iota", "shape")
     dimension = canonicalize_axis(dimension, len(shape), "broadcasted_iota: dimension")
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape, dimension=dimension)
+    return checked_bind(iota_p, dtype=dtypes.canonicalize_dtype(dtype), shape=shape, dimension=dimension)
 
 
 def full(shape, fill_value, dtype=None, *, sharding=None):
@@ -866,7 +873,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
             fv = core.Array(np.asarray(fill_value, dt))
     else:
         fv = as_operand(fill_value)
-    return broadcast_in_dim_p.bind(fv, shape=shape, broadcast_dimensions=())
+    return checked_bind(broadcast_in_dim_p, fv, shape=shape, broadcast_dimensions=())
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):

@@ -3,7 +3,7 @@ Python-loop batching, over random shapes (incl. 0-d and size-0) and dtypes."""
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from interpreters import core
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
@@ -137,6 +137,7 @@ CASES = [case_broadcast_in_dim, case_reshape, case_transpose, case_squeeze, case
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@settings(max_examples=8)
 @given(seed=seeds)
 def test_vs_jax(case, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -146,6 +147,7 @@ def test_vs_jax(case, dtype, seed):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
+@settings(max_examples=15)
 @given(seed=seeds)
 def test_jvp_and_transpose(case, seed):
     rng = np.random.default_rng(seed)
@@ -160,6 +162,7 @@ def test_jvp_and_transpose(case, seed):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
+@settings(max_examples=15)
 @given(seed=seeds)
 def test_batching(case, seed):
     rng = np.random.default_rng(seed)

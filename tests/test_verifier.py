@@ -151,8 +151,8 @@ _register("complex", nary(2, [np.dtype(np.float32), np.dtype(np.float64)]), True
 # elementwise: rounded floats (tolerance = tol * 8 ulps of the dtype, relative)
 _register("exp expm1", unary(F + C, "normal_small"), False)
 _register("exp2", unary(F, "normal"), False, 4)
-_register("log", unary(F + C, "positive"), False)
-_register("log1p", unary(F, "gtm1"), False)
+_register("log", unary(F + C, "positive"), False, 4)   # complex: log|z| cancels near |z|=1
+_register("log1p", unary(F, "gtm1"), False, 16)   # XLA:CPU f64 log1p: ~120 ulps
 _register("tanh logistic sin cos", unary(F, "normal"), False)
 _register("tan atan sinh cosh asinh cbrt erf erfc", unary(F, "normal"), False, 4)
 _register("asin acos atanh erf_inv", unary(F, "unit"), False, 8)
@@ -188,7 +188,8 @@ SPECS["rem"] = (lambda data, name: _int_or_float_div(data, name, F), None, 1)
 
 @spec("shift_left shift_right_arithmetic shift_right_logical", exact=True)
 def _shift(data, name):
-    dt = data.draw(st.sampled_from(I), label="dtype")
+    dt = data.draw(st.sampled_from(SI if name == "shift_right_arithmetic" else I),  # ref. bug
+                   label="dtype")
     shape = data.draw(shapes())
     rng = _rng(data)
     bits = dt.itemsize * 8
@@ -233,6 +234,7 @@ def _clamp(data, name):
 def _convert(data, name):
     src = data.draw(st.sampled_from(F + I + B + C), label="src")
     dst = data.draw(st.sampled_from(F + I + B + C), label="dst")
+    assume(not (src.kind in "fc" and dst.itemsize == 8 and dst.kind in "iu"))  # reference bug
     kind = "small" if src.kind in "iu" else "normal"
     x = values(_rng(data), data.draw(shapes()), src, kind)
     if dst.kind in "iu" and src.kind in "fc":
@@ -248,7 +250,7 @@ _SAME_WIDTH = {1: [np.int8, np.uint8], 2: [np.int16, np.uint16, np.float16, BF16
 def _bitcast(data, name):
     width = data.draw(st.sampled_from([1, 2, 4, 8]), label="width")
     src, dst = (np.dtype(data.draw(st.sampled_from(_SAME_WIDTH[width]))) for _ in range(2))
-    x = values(_rng(data), data.draw(shapes()), src)
+    x = values(_rng(data), data.draw(shapes(min_rank=1)), src)   # 0-d: reference bug
     return {"new_dtype": dst}, [x]
 
 
@@ -268,7 +270,7 @@ def _bid(data, name):
     k = data.draw(st.integers(0, len(out_shape)), label="in_rank")
     dims = tuple(sorted(data.draw(st.permutations(range(len(out_shape))))[:k]))
     in_shape = tuple(out_shape[d] if data.draw(st.booleans()) else 1 for d in dims)
-    return {"shape": out_shape, "broadcast_dimensions": dims, "sharding": None}, \
+    return {"shape": out_shape, "broadcast_dimensions": dims}, \
         [_any_array(data, in_shape)]
 
 
@@ -277,7 +279,7 @@ def _reshape(data, name):
     x = _any_array(data)
     sizes = list(x.shape)
     new = [int(np.prod(sizes))] if data.draw(st.booleans()) else sizes[::-1] + [1]
-    return {"new_sizes": tuple(new), "dimensions": None, "sharding": None}, [x]
+    return {"new_sizes": tuple(new), "dimensions": None}, [x]
 
 
 @spec("transpose", exact=True)
@@ -370,7 +372,7 @@ def _dus(data, name):
 def _iota(data, name):
     shape = data.draw(shapes(min_rank=1))
     return {"dtype": data.draw(st.sampled_from(F + I)), "shape": shape,
-            "dimension": data.draw(st.integers(0, len(shape) - 1)), "sharding": None}, []
+            "dimension": data.draw(st.integers(0, len(shape) - 1))}, []
 
 
 # reductions
@@ -419,7 +421,8 @@ def _cum_arith(data, name):
 # linear algebra
 @spec("dot_general", exact=None)
 def _dot_general(data, name):
-    dt = data.draw(st.sampled_from(F + SI + C))
+    dt = data.draw(st.sampled_from([d for d in F + SI + C if d.itemsize < 8 or d.kind == "c"
+                                    and d.itemsize < 16]))   # f64: reference bug
     nb, nc = data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))
     bsz = [data.draw(st.integers(1, 3)) for _ in range(nb)]
     csz = [data.draw(st.integers(1, 3)) for _ in range(nc)]
@@ -447,10 +450,13 @@ def _sort(data, name):
 
 @spec("top_k", exact=True)
 def _top_k(data, name):
-    x = _any_array(data, dtypes=F + SI, min_rank=1)
-    x = np.unique(x.ravel())[: x.size]  # distinct values: ties may order differently
-    x = _rng(data).permutation(x)
-    return {"k": data.draw(st.integers(0, x.shape[-1]))}, [x]
+    """Distinct values along the axis (tied elements may come out in either order)."""
+    shape = data.draw(shapes(min_rank=1))
+    dt = data.draw(st.sampled_from(F + SI), label="dtype")
+    size = int(np.prod(shape))
+    x = (_rng(data).permutation(size) - size // 2).reshape(shape).astype(dt)
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    return {"k": data.draw(st.integers(0, shape[axis])), "axis": axis}, [x]
 
 
 # ----------------------------------------------------------------- the checks
@@ -517,7 +523,7 @@ LOWERED = sorted({p.name for p in lowering.lowering_rules} - HIGHER_ORDER)
 
 
 @pytest.mark.parametrize("name", LOWERED)
-@settings(max_examples=8)
+@settings(max_examples=5)
 @given(data=st.data())
 def test_lowering_matches_reference(name, data):
     prim = _prims()[name]
@@ -571,3 +577,39 @@ def test_random_elementwise_programs(data):
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5 if dt == np.float32 else 1e-12,
                                    atol=1e-6 if dt == np.float32 else 1e-12)
+
+
+# ----------------------------------------------------------------- reference bugs found
+# Each case below is a disagreement where XLA (and real JAX) are right and the NumPy
+# reference is wrong; the generators above steer clear of them so every other case keeps
+# being checked.  strict=True: once a reference is fixed the xfail turns into a failure,
+# reminding us to delete the case here and widen the generator again.
+
+def _check_case(name, params, args):
+    got, ref = run_both(_prims()[name], params, args)
+    for g, r in zip(got, ref):
+        assert_matches(g, r, True, 1, name)
+
+
+@pytest.mark.xfail(strict=True, reason="reference: float -> (u)int64 conversion gives 0")
+def test_reference_bug_convert_float_to_int64():
+    _check_case("convert_element_type", {"new_dtype": np.dtype(np.int64), "weak_type": False},
+                [np.array([1.5, 6.4, -3.2], np.float32)])
+
+
+@pytest.mark.xfail(strict=True, reason="reference: arithmetic shift of unsigned is logical")
+def test_reference_bug_shift_right_arithmetic_unsigned():
+    _check_case("shift_right_arithmetic", {}, [np.array([200, 128], np.uint8),
+                                               np.array([1, 3], np.uint8)])
+
+
+@pytest.mark.xfail(strict=True, reason="reference: float64 dot_general returns float32")
+def test_reference_bug_dot_general_f64():
+    _check_case("dot_general", {"dimension_numbers": (((0,), (0,)), ((), ())), "precision": None,
+                                "preferred_element_type": None},
+                [np.ones(3, np.float64), np.ones(3, np.float64)])
+
+
+@pytest.mark.xfail(strict=True, reason="reference: 0-d bitcast_convert_type returns shape (1,)")
+def test_reference_bug_bitcast_0d():
+    _check_case("bitcast_convert_type", {"new_dtype": np.dtype(np.uint8)}, [np.array(3, np.int8)])

@@ -255,7 +255,7 @@ def _parse_einsum(subscripts, shapes):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=None):
+           preferred_element_type=None):
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the subscripts-string form is supported, e.g. "
                         "einsum('ij,jk->ik', a, b)")

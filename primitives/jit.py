@@ -1,0 +1,404 @@
+"""``jit`` as a higher-order primitive: an equation that calls a staged program.
+
+Params (JAX's pjit names): ``jaxpr`` (a ClosedJaxpr, normally const-free: its
+constants are hoisted into leading arguments), ``name``, ``donated_invars``
+(one bool per argument), ``inline`` (lower into the caller instead of a
+``func.call``) and ``keep_unused``.
+
+Every rule is program-to-program, so ``jit`` composes with every
+transformation in any order:
+
+* eager (``impl``): compile the program with XLA (``lowering.compile_jaxpr``,
+  cached per program identity, donation and device) and run it.  A program
+  holding a primitive that has no lowering rule (e.g. a host callback) is
+  interpreted equation by equation instead;
+* JVP: trace ``eval_jaxpr`` under ``ad.jvp_flat`` into a new program over
+  (primals, nonzero tangents) and call that;
+* partial evaluation (linearize/vjp/grad): split into a *known* jit, run now
+  (known outputs + residuals), and an *unknown* jit recorded in the linear
+  program (residuals + unknown inputs -> unknown outputs);
+* transpose: stage ``ad.backward_pass_partial`` of the program into a new jit;
+* batching: ``batching.batch_jaxpr`` and call the batched program.
+
+Transformed programs are memoised per (program identity, what is
+transformed), so ``grad(jit(f))`` called in a loop re-uses one compiled
+executable.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+
+import numpy as np
+
+from interpreters import ad, batching, core, passes
+from interpreters.ad import Zero
+from interpreters.core import Primitive
+from interpreters.ir import ClosedJaxpr, Literal, Var, eval_jaxpr
+from interpreters.staging import StagingTrace, convert_constvars_to_invars, trace_to_jaxpr
+
+__all__: list = []
+
+_log = logging.getLogger("xform")
+
+jit_p = Primitive("jit", multiple_results=True)
+jit_p.impl_takes_arrays = True
+
+
+def _hoist(jaxpr, consts):
+    """(Jaxpr with constvars, consts) -> (const-free ClosedJaxpr, consts as leading args)."""
+    return ClosedJaxpr(convert_constvars_to_invars(jaxpr), []), list(consts)
+
+
+def trace_hoisted(fun, in_avals, name="jit"):
+    """Stage ``fun`` into a const-free ClosedJaxpr; returns (closed, const_args)."""
+    jaxpr, consts = trace_to_jaxpr(fun, in_avals, name=name)
+    return _hoist(jaxpr, consts)
+
+
+class _Memo:
+    """A small LRU keyed on (id(program), ...) that keeps the program alive (so ids
+    are not reused while the entry exists)."""
+
+    def __init__(self, maxsize=256):
+        self.d = collections.OrderedDict()
+        self.maxsize = maxsize
+
+    def get(self, key):
+        v = self.d.get(key)
+        if v is not None:
+            self.d.move_to_end(key)
+            return v[1]
+        return None
+
+    def put(self, key, keepalive, value):
+        self.d[key] = (keepalive, value)
+        if len(self.d) > self.maxsize:
+            self.d.popitem(last=False)
+        return value
+
+    def clear(self):
+        self.d.clear()
+
+
+# ----------------------------------------------------------------- eager: compile and run
+
+_programs = _Memo(maxsize=512)
+_no_lowering_warned: set = set()
+
+
+class EagerProgram:
+    """Fallback executable: interpret the program equation by equation (used when a
+    primitive in it has no XLA lowering, e.g. a host callback)."""
+
+    def __init__(self, closed, reason=""):
+        self.closed = closed
+        self.reason = reason
+
+    def __call__(self, *args):
+        with core.set_current_trace(core.EVAL_TRACE):
+            return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+
+    def as_text(self):
+        return f"// not lowered ({self.reason}); interpreted eagerly\n{self.closed}"
+
+    compiled_text = as_text
+
+    def cost_analysis(self):
+        return {}
+
+    def memory_analysis(self):
+        return None
+
+
+def compile_program(closed, donated_invars=None, device=None, name="main"):
+    """``lowering.compile_jaxpr`` with the eager fallback for unlowerable programs."""
+    import lowering
+    try:
+        return lowering.compile_jaxpr(closed, donated_invars=donated_invars, device=device,
+                                      name=name)
+    except NotImplementedError as e:
+        msg = str(e)
+        if msg not in _no_lowering_warned:
+            _no_lowering_warned.add(msg)
+            _log.debug("jit(%s): interpreting eagerly: %s", name, msg)
+        return EagerProgram(closed, msg)
+
+
+def get_program(closed, donated_invars, device=None, name="main"):
+    key = (id(closed), donated_invars, device)
+    prog = _programs.get(key)
+    if prog is None:
+        prog = _programs.put(key, closed, compile_program(closed, donated_invars, device, name))
+    return prog
+
+
+def _jit_impl(*args, jaxpr, name, donated_invars, inline, keep_unused):
+    prog = get_program(jaxpr, tuple(donated_invars), None, name)
+    outs = prog(*args)
+    if core._debug_checks_on:
+        check_outputs_or_rerun(jaxpr, args, outs, name)
+    return outs
+
+
+jit_p.def_impl(_jit_impl)
+jit_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
+
+
+# ----------------------------------------------------------------- debug_nans / debug_infs
+
+
+def _bad(v):
+    from interpreters.config import config
+    a = np.asarray(v)
+    if a.dtype.kind not in "fc" and "float" not in a.dtype.name:
+        return None
+    a = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    if config.jax_debug_nans and np.isnan(a).any():
+        return "invalid value (nan)"
+    if config.jax_debug_infs and np.isinf(a).any():
+        return "divide by zero or overflow (inf)"
+    return None
+
+
+def _where(eqn):
+    si = eqn.source_info
+    return f" at {si[0]}:{si[1]} (in {si[2]})" if si else ""
+
+
+def check_outputs_or_rerun(closed, args, outs, name):
+    """jax_debug_nans/infs: if an output is bad, re-run the program one equation at a
+    time and raise FloatingPointError naming the first primitive producing it."""
+    if not any(_bad(o._value if isinstance(o, core.Array) else o) for o in outs):
+        return
+    env = {}
+    read = lambda a: a.val if type(a) is Literal else env[a]   # noqa: E731
+    jaxpr = closed.jaxpr
+    env.update(zip(jaxpr.constvars, closed.consts))
+    env.update(zip(jaxpr.invars, args))
+    with core.set_current_trace(core.EVAL_TRACE):
+        for eqn in jaxpr.eqns:
+            try:
+                res = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+            except FloatingPointError as e:
+                if eqn.primitive is jit_p or "(at " in str(e) or " at " in str(e).split("in ")[-1]:
+                    raise
+                raise FloatingPointError(f"{e}{_where(eqn)}") from None
+            res = res if eqn.primitive.multiple_results else [res]
+            for v, r in zip(eqn.outvars, res):
+                env[v] = r
+                kind = _bad(r._value if isinstance(r, core.Array) else r)
+                if kind:
+                    raise FloatingPointError(
+                        f"{kind} encountered in {eqn.primitive.name}{_where(eqn)} "
+                        f"(inside jit({name}))")
+    raise FloatingPointError(
+        f"an output of jit({name}) is nan/inf, but re-running the program op by op did not "
+        "reproduce it (it may be an input passed through); disable jax_debug_nans to continue.")
+
+
+# ----------------------------------------------------------------- JVP
+
+_jvp_memo = _Memo()
+
+
+def _jvp_program(jaxpr, nonzeros):
+    key = (id(jaxpr), nonzeros)
+    hit = _jvp_memo.get(key)
+    if hit is not None:
+        return hit
+    n = len(jaxpr.in_avals)
+    out_nz = []
+    tangent_avals = [ad.tangent_aval(a) for a, nz in zip(jaxpr.in_avals, nonzeros) if nz]
+
+    def jvp_fun(*xs):
+        it = iter(xs[n:])
+        ts = [next(it) if nz else Zero(ad.tangent_aval(a))
+              for a, nz in zip(jaxpr.in_avals, nonzeros)]
+        po, to = ad.jvp_flat(lambda *a: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *a),
+                             list(xs[:n]), ts)
+        to = [Zero(ad.tangent_aval(core.get_aval(p))) if _is_float0(t) else t
+              for p, t in zip(po, to)]
+        out_nz[:] = [type(t) is not Zero for t in to]
+        return list(po) + [t for t in to if type(t) is not Zero]
+
+    closed, consts = trace_hoisted(jvp_fun, list(jaxpr.in_avals) + tangent_avals, "jvp")
+    return _jvp_memo.put(key, jaxpr, (closed, consts, tuple(out_nz)))
+
+
+def _is_float0(t):
+    return type(t) is not Zero and core.get_aval(t).dtype == ad.float0
+
+
+def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars, inline, keep_unused):
+    nonzeros = tuple(type(t) is not Zero for t in tangents)
+    closed, consts, out_nz = _jvp_program(jaxpr, nonzeros)
+    live = [t for t in tangents if type(t) is not Zero]
+    outs = jit_p.bind(*consts, *primals, *live, jaxpr=closed, name=f"jvp({name})",
+                      donated_invars=(False,) * (len(consts) + len(primals) + len(live)),
+                      inline=inline, keep_unused=keep_unused)
+    m = len(jaxpr.out_avals)
+    it = iter(outs[m:])
+    touts = [next(it) if nz else Zero(ad.tangent_aval(a)) for nz, a in zip(out_nz, jaxpr.out_avals)]
+    return outs[:m], touts
+
+
+ad.jvp_rules[jit_p] = _jit_jvp
+
+
+# ----------------------------------------------------------------- partial evaluation
+
+
+def _jit_partial_eval(trace, args, params):
+    """Split the program: known ops go to a staging trace (the known jit, computing the
+    known outputs and the residuals), unknown ops are recorded by a nested
+    LinearizeTrace (the unknown jit over residuals + unknown inputs)."""
+    closed = params["jaxpr"]
+    name = params["name"]
+    unknown = [trace.is_unknown(a) for a in args]
+    known_args = [a for a, u in zip(args, unknown) if not u]
+    known_trace = StagingTrace(trace.parent, name="jit_known")
+    kin = [known_trace.new_arg(core.get_aval(a)) for a in known_args]
+    lin = ad.LinearizeTrace(known_trace, name="jit_unknown")
+    uin = [lin.new_arg(core.get_aval(a)) for a, u in zip(args, unknown) if u]
+    kit, uit = iter(kin), iter(uin)
+    inner_args = [next(uit) if u else next(kit) for u in unknown]
+    try:
+        with core.running(lin):
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *inner_args)
+        out_unknown = [lin.is_unknown(o) for o in outs]
+        ujaxpr, residuals = lin.to_jaxpr([o for o, u in zip(outs, out_unknown) if u])
+        known_outs = [o for o, u in zip(outs, out_unknown) if not u]
+        kjaxpr, kconsts = known_trace.to_jaxpr(known_outs + list(residuals))
+    finally:
+        lin.invalidate()
+        known_trace.invalidate()
+
+    # The known jit runs now (or is staged by an enclosing jit).
+    kclosed, kconst_args = _hoist(kjaxpr, kconsts)
+    kclosed = passes.dce_closed(kclosed)
+    n_args = len(kconst_args) + len(known_args)
+    with core.set_current_trace(trace.parent):
+        if kclosed.jaxpr.eqns:
+            kvals = jit_p.bind(*kconst_args, *known_args, jaxpr=kclosed, name=name,
+                               donated_invars=(False,) * n_args, inline=params["inline"],
+                               keep_unused=params["keep_unused"])
+        else:
+            kvals = eval_jaxpr(kclosed.jaxpr, [], *kconst_args, *known_args)
+    known_vals, res_vals = kvals[:len(known_outs)], kvals[len(known_outs):]
+
+    # The unknown jit is recorded in the linear program.
+    uclosed = ClosedJaxpr(convert_constvars_to_invars(ujaxpr), [])
+    u_args = list(res_vals) + [a for a, u in zip(args, unknown) if u]
+    atoms = [trace.to_atom(a) for a in u_args]
+    tracers = trace.add_eqn(jit_p, atoms, list(ujaxpr.out_avals),
+                            dict(params, jaxpr=uclosed, donated_invars=(False,) * len(atoms)))
+    kv, uv = iter(known_vals), iter(tracers)
+    return [next(uv) if u else next(kv) for u in out_unknown]
+
+
+ad.partial_eval_rules[jit_p] = _jit_partial_eval
+
+
+# ----------------------------------------------------------------- transpose
+
+_transpose_memo = _Memo()
+
+
+def _jit_transpose(cts, *args, jaxpr, name, donated_invars, inline, keep_unused):
+    lin_mask = tuple(ad.is_undefined_primal(a) for a in args)
+    ct_nz = tuple(type(c) is not Zero for c in cts)
+    known = [a for a, lin in zip(args, lin_mask) if not lin]
+    key = (id(jaxpr), lin_mask, ct_nz, tuple(core.get_aval(k) for k in known))
+    hit = _transpose_memo.get(key)
+    if hit is None:
+        zero_out = []
+
+        def bwd(*xs):
+            kit = iter(xs[:len(known)])
+            cit = iter(xs[len(known):])
+            bargs = [ad.UndefinedPrimal(a) if lin else next(kit)
+                     for a, lin in zip(jaxpr.in_avals, lin_mask)]
+            bcts = [next(cit) if nz else Zero(ad.tangent_aval(a))
+                    for nz, a in zip(ct_nz, jaxpr.out_avals)]
+            res = ad.backward_pass_partial(jaxpr.jaxpr, jaxpr.consts, bargs, bcts)
+            res = [r for r, lin in zip(res, lin_mask) if lin]
+            zero_out[:] = [type(r) is Zero or r is None for r in res]
+            return [r for r, z in zip(res, zero_out) if not z]
+
+        in_avals = [core.get_aval(k) for k in known] + \
+            [ad.tangent_aval(a) for a, nz in zip(jaxpr.out_avals, ct_nz) if nz]
+        closed, consts = trace_hoisted(bwd, in_avals, "transpose")
+        hit = _transpose_memo.put(key, jaxpr, (closed, consts, tuple(zero_out)))
+    closed, consts, zero_out = hit
+    live_cts = [c for c in cts if type(c) is not Zero]
+    n = len(consts) + len(known) + len(live_cts)
+    outs = iter(jit_p.bind(*consts, *known, *live_cts, jaxpr=closed,
+                           name=f"transpose({name})", donated_invars=(False,) * n,
+                           inline=inline, keep_unused=keep_unused))
+    lin_avals = [a for a, lin in zip(jaxpr.in_avals, lin_mask) if lin]
+    lin_cts = iter([Zero(ad.tangent_aval(a)) if z else next(outs)
+                    for a, z in zip(lin_avals, zero_out)])
+    return [next(lin_cts) if lin else None for lin in lin_mask]
+
+
+ad.transpose_rules[jit_p] = _jit_transpose
+
+
+# ----------------------------------------------------------------- batching
+
+_batch_memo = _Memo()
+
+
+def _jit_batch(axis_data, vals, dims, *, jaxpr, name, donated_invars, inline, keep_unused):
+    key = (id(jaxpr), tuple(dims), axis_data.size, axis_data.name, axis_data.spmd_name)
+    hit = _batch_memo.get(key)
+    if hit is None:
+        new, out_dims = batching.batch_jaxpr(jaxpr, axis_data, list(dims))
+        closed, consts = _hoist(new.jaxpr, new.consts)
+        # Programs that close over outer tracers (collectives over an outer axis) are
+        # not memoised: their constants belong to one trace.
+        if not any(isinstance(c, core.Tracer) for c in consts):
+            _batch_memo.put(key, jaxpr, (closed, consts, out_dims))
+    else:
+        closed, consts, out_dims = hit
+    outs = jit_p.bind(*consts, *vals, jaxpr=closed, name=name,
+                      donated_invars=(False,) * len(consts) + tuple(donated_invars),
+                      inline=inline, keep_unused=keep_unused)
+    return outs, list(out_dims)
+
+
+batching.batch_rules[jit_p] = _jit_batch
+
+
+# ----------------------------------------------------------------- IR passes
+
+
+def _jit_dce(eqn, used_outputs):
+    """Prune the program's unused outputs and then its unused inputs (the call's)."""
+    closed = eqn.params["jaxpr"]
+    inner, used_inputs = passes.dce_jaxpr(closed.jaxpr, used_outputs, prune_invars=True)
+    if not any(used_outputs) and not passes.has_effects(inner):
+        return None, [False] * len(eqn.invars)
+    new_closed = passes.prune_consts(inner, closed.consts)
+    donated = tuple(d for d, u in zip(eqn.params["donated_invars"], used_inputs) if u)
+    new_eqn = eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=dict(eqn.params, jaxpr=new_closed, donated_invars=donated))
+    return new_eqn, used_inputs
+
+
+def _jit_forward(eqn):
+    """Outputs of the call that are just (unchanged) inputs of it."""
+    jaxpr = eqn.params["jaxpr"].jaxpr
+    pos = {v: i for i, v in enumerate(jaxpr.invars)}
+    out = []
+    for v in jaxpr.outvars:
+        i = pos.get(v) if isinstance(v, Var) else None
+        out.append(eqn.invars[i] if i is not None else None)
+    return out
+
+
+passes.call_dce_rules[jit_p] = _jit_dce
+passes.forwarding_rules[jit_p] = _jit_forward

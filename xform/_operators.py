@@ -1,0 +1,157 @@
+"""Python operators, methods and properties of arrays (``Array`` and every ``Tracer``).
+
+They are installed once onto ``interpreters.core.ArrayOps``, the base class
+both share, and are written in terms of ``xform.numpy``.  Binary arithmetic
+operators keep the hot path short: the ufuncs they call test for "two Arrays
+of one dtype and shape" before any promotion.  A reflected operator with an
+operand that is not array-like returns ``NotImplemented`` so Python can try
+the other operand.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from interpreters.core import Array, ArrayOps
+from xform import numpy as xnp
+from xform.numpy import _indexing, _ufuncs as F
+from xform.numpy import _util as U
+
+__all__: list = []
+
+_ARRAYLIKE = (ArrayOps, np.ndarray, np.generic, int, float, complex, bool)
+
+
+def _binop(fn, reflected=False):
+    if reflected:
+        def op(self, other):
+            if not isinstance(other, _ARRAYLIKE):
+                return NotImplemented
+            return fn(other, self)
+    else:
+        def op(self, other):
+            if not isinstance(other, _ARRAYLIKE):
+                return NotImplemented
+            return fn(self, other)
+    op.__name__ = fn.__name__
+    return op
+
+
+def _fast_binop(fn):
+    """Forward operator whose common case (Array op Array) goes straight to the ufunc."""
+    def op(self, other):
+        if type(other) is Array or isinstance(other, _ARRAYLIKE):
+            return fn(self, other)
+        return NotImplemented
+    op.__name__ = fn.__name__
+    return op
+
+
+_BINARY = {
+    "add": F.add, "sub": F.subtract, "mul": F.multiply, "truediv": F.true_divide,
+    "floordiv": F.floor_divide, "mod": F.remainder, "pow": F.power, "matmul": None,
+    "and": F.bitwise_and, "or": F.bitwise_or, "xor": F.bitwise_xor,
+    "lshift": F.left_shift, "rshift": F.right_shift,
+}
+
+
+def _matmul(a, b):
+    return xnp.matmul(a, b)
+
+
+def _divmod(a, b):
+    return F.floor_divide(a, b), F.remainder(a, b)
+
+
+def _install_operators(cls):
+    for name, fn in _BINARY.items():
+        fn = fn or _matmul
+        setattr(cls, f"__{name}__", _fast_binop(fn))
+        setattr(cls, f"__r{name}__", _binop(fn, reflected=True))
+    cls.__divmod__ = _binop(_divmod)
+    cls.__rdivmod__ = _binop(_divmod, reflected=True)
+    for name, fn in (("eq", F.equal), ("ne", F.not_equal), ("lt", F.less), ("le", F.less_equal),
+                     ("gt", F.greater), ("ge", F.greater_equal)):
+        setattr(cls, f"__{name}__", _binop(fn))
+    cls.__neg__ = lambda self: F.negative(self)
+    cls.__pos__ = lambda self: F.positive(self)
+    cls.__abs__ = lambda self: F.absolute(self)
+    cls.__invert__ = lambda self: F.bitwise_not(self)
+    cls.__round__ = lambda self, ndigits=None: F.round(self, ndigits or 0)
+    cls.__getitem__ = _indexing.getitem
+    cls.__array_namespace__ = lambda self, api_version=None: xnp
+    cls.__jax_array__ = None  # (not a foreign array-like)
+    del cls.__jax_array__
+
+
+# ----------------------------------------------------------------- methods
+
+
+def _varargs_shape(args, kw_shape=None):
+    if kw_shape is not None:
+        return kw_shape
+    if len(args) == 1 and (isinstance(args[0], (tuple, list)) or args[0] is None):
+        return args[0]
+    return args
+
+
+def _reshape(self, *args, order="C", shape=None):
+    s = _varargs_shape(args, shape)
+    return xnp.reshape(self, s, order=order)
+
+
+def _transpose(self, *args):
+    axes = _varargs_shape(args) if args else None
+    return xnp.transpose(self, axes if axes else None)
+
+
+def _astype(self, dtype, copy=False, device=None):
+    return xnp.astype(self, dtype)
+
+
+def _item_free(name, fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
+_METHODS = {
+    "sum": xnp.sum, "mean": xnp.mean, "prod": xnp.prod, "max": xnp.max, "min": xnp.min,
+    "var": xnp.var, "std": xnp.std, "argmax": xnp.argmax, "argmin": xnp.argmin,
+    "any": xnp.any, "all": xnp.all, "cumsum": xnp.cumsum, "cumprod": xnp.cumprod,
+    "clip": xnp.clip, "round": xnp.round, "dot": xnp.dot, "conj": xnp.conj,
+    "conjugate": xnp.conjugate, "ravel": xnp.ravel, "flatten": xnp.ravel, "squeeze": xnp.squeeze,
+    "swapaxes": xnp.swapaxes, "repeat": xnp.repeat, "take": xnp.take,
+    "diagonal": xnp.diagonal, "trace": xnp.trace, "ptp": xnp.ptp, "nonzero": xnp.nonzero,
+    "searchsorted": None,
+}
+
+
+def _sort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    return xnp.sort(self, axis, kind=kind, order=order, stable=stable, descending=descending)
+
+
+def _argsort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    return xnp.argsort(self, axis, kind=kind, order=order, stable=stable, descending=descending)
+
+
+def _install_methods(cls):
+    for name, fn in _METHODS.items():
+        if fn is not None:
+            setattr(cls, name, _item_free(name, fn))
+    cls.reshape = _reshape
+    cls.transpose = _transpose
+    cls.astype = _astype
+    cls.sort = _sort
+    cls.argsort = _argsort
+    cls.T = property(lambda self: xnp.transpose(self))
+    cls.mT = property(lambda self: xnp.matrix_transpose(self))
+    cls.real = property(lambda self: F.real(self))
+    cls.imag = property(lambda self: F.imag(self))
+    cls.at = property(lambda self: _indexing._IndexUpdateHelper(self))
+    cls.flat = property(lambda self: xnp.ravel(self))
+
+
+_install_operators(ArrayOps)
+_install_methods(ArrayOps)

@@ -1,0 +1,4 @@
+"""``xform.scipy``: the parts of ``jax.scipy`` xform provides (``special``)."""
+from xform.scipy import special  # noqa: F401
+
+__all__ = ["special"]
