@@ -19,6 +19,8 @@ program, for higher-order primitives such as jit/cond/scan).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from interpreters import core
 from interpreters.core import Tracer
 
@@ -169,8 +171,16 @@ def matchaxis(axis_data: AxisData, src, dst, x, index: int = 0):
         raise ValueError(f"vmap out_axes={dst} is out of bounds for output {index}, whose "
                          f"batched rank is {nd} (valid: {-nd} .. {nd - 1}).")
     if src is None:
-        return broadcast_batched(x, axis_data.size, d)
+        return broadcast_batched(_canonical(x), axis_data.size, d)
     return moveaxis(x, src, d)
+
+
+def _canonical(x):
+    """Python scalars / NumPy values as engine arrays of canonical dtype (weak for scalars)."""
+    if type(x) in (int, float, complex, bool) or isinstance(x, (np.ndarray, np.generic)):
+        aval = core.get_aval(x)
+        return core.Array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
+    return x
 
 
 def batch_flat(fun, axis_data: AxisData, in_vals, in_dims, out_dims=None):

@@ -32,7 +32,10 @@ def __getattr__(name):
         mod = _importlib.import_module("lowering.runtime")
     else:
         raise AttributeError(f"module 'lowering' has no attribute {name!r}")
-    return getattr(mod, name)
+    value = getattr(mod, name)
+    if name != "lowering_rules":   # cache: later lookups skip this function (hot jit path)
+        globals()[name] = value
+    return value
 
 
 def __dir__():

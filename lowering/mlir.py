@@ -126,6 +126,7 @@ def register(*names):
 def _load_rule_modules():
     from lowering import (rules_control, rules_elementwise, rules_linalg,  # noqa: F401
                           rules_reductions, rules_sorting, rules_structural)
+    from lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
 
 
 def sync_rules() -> dict:

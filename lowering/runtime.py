@@ -233,7 +233,7 @@ class Compiled:
 
     __slots__ = ("_exe", "_text", "in_avals", "out_avals", "donated_invars", "device",
                  "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
-                 "__weakref__")
+                 "_sh", "_devlist", "_execute", "__weakref__")
 
     def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed):
         self._exe = exe
@@ -245,7 +245,9 @@ class Compiled:
         self._committed = committed
         self._n = len(self.in_avals)
         self._specs = [(a.shape, a.dtype, _jax_aval(a.shape, a.dtype)) for a in self.in_avals]
-        sh = _sharding(device)
+        sh = self._sh = _sharding(device)
+        self._devlist = [device]
+        self._execute = exe.execute_sharded
         self._handlers = [xc.array_result_handler(_jax_aval(a.shape, a.dtype), sh, True,
                                                   _skip_checks=True) for a in self.out_avals]
         self._out_weak = [a.weak_type for a in self.out_avals]
@@ -257,7 +259,7 @@ class Compiled:
                             f"({', '.join(a.str_short() for a in self.in_avals)}), got {len(args)}")
         bufs = []
         append = bufs.append
-        device = self.device
+        sh, devlist = self._sh, self._devlist
         for x, (shape, dtype, javal) in zip(args, self._specs):
             tx = type(x)
             if tx is Array:
@@ -266,12 +268,11 @@ class Compiled:
                     append(b)
                     continue
             elif tx is np.ndarray and x.dtype == dtype and x.shape == shape:
-                append(_put(javal, _sharding(device), [x], [device], True, False, _HBS,
-                            enable_x64=True))
+                append(_put(javal, sh, [x], devlist, True, False, _HBS, enable_x64=True))
                 continue
             append(self._slow_arg(len(bufs), x))
         try:
-            outs = self._exe.execute_sharded(bufs).consume_with_handlers(self._handlers)
+            outs = self._execute(bufs).consume_with_handlers(self._handlers)
         except Exception as e:
             bufs = [self._slow_arg(i, x, strict=True) for i, x in enumerate(args)]
             if not bufs or type(e).__name__ not in ("JaxRuntimeError", "XlaRuntimeError",

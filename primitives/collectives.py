@@ -82,8 +82,9 @@ def _no_groups(axis_index_groups):
 
 
 def _full(value, aval):
-    """An array of ``aval``'s shape and dtype filled with ``value``."""
-    return _s().broadcast_in_dim(np.asarray(value, aval.dtype), aval.shape, ())
+    """An array of ``aval``'s shape, dtype and weak type filled with ``value``."""
+    scalar = core.Array(np.asarray(value, aval.dtype), weak_type=aval.weak_type)
+    return _s().broadcast_in_dim(scalar, aval.shape, ()) if aval.shape else scalar
 
 
 def _to_front(x, d):

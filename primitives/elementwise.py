@@ -764,8 +764,15 @@ real_p.def_impl(lambda x: np.real(x).astype(_real_dtype(x.dtype)))
 imag_p = _unary("imag", _complex, out=_real_dtype)
 imag_p.def_impl(lambda x: np.imag(x).astype(_real_dtype(x.dtype)))
 complex_p = _binary("complex", _complex_elem, out=_complex_dtype)
-complex_p.def_impl(lambda x, y: (x + 1j * np.asarray(y, _complex_dtype(x.dtype)))
-                   .astype(_complex_dtype(x.dtype)))
+
+
+def _complex_impl(x, y):
+    out = np.empty(np.shape(x), _complex_dtype(x.dtype))
+    out.real, out.imag = x, y       # not x + 1j*y: that turns inf parts into nan
+    return out
+
+
+complex_p.def_impl(_complex_impl)
 conj_p = _unary("conj", _conj_in, out=_complex_dtype)
 conj_p.def_impl(lambda x: np.conj(x).astype(_complex_dtype(x.dtype)))
 
@@ -825,6 +832,7 @@ defvectorized(not_p)
 # --- shifts: the amount is read as unsigned; amounts >= the bit width give 0
 # (logical) or the sign fill (arithmetic), as XLA --------------------------------------
 _UNSIGNED_OF = {d: np.dtype(f"uint{d.itemsize * 8}") for d in _INTS}
+_SIGNED_OF = {d: np.dtype(f"int{d.itemsize * 8}") for d in _INTS}
 
 
 def _shift_parts(x, y):
@@ -841,10 +849,11 @@ def _shl_impl(x, y):
 
 
 def _sra_impl(x, y):
+    """Arithmetic shift of the bit pattern (unsigned values are shifted as signed)."""
     x, s, big = _shift_parts(x, y)
-    bits = x.dtype.itemsize * 8
-    return np.right_shift(x, np.where(big, bits - 1, s).astype(x.dtype)) if x.dtype in _SIGNED \
-        else np.where(big, np.zeros((), x.dtype), np.right_shift(x, s))
+    sd = _SIGNED_OF[x.dtype]
+    s = np.where(big, x.dtype.itemsize * 8 - 1, s).astype(sd)
+    return np.right_shift(x.view(sd), s).view(x.dtype)
 
 
 def _srl_impl(x, y):
@@ -1039,7 +1048,7 @@ def _convert_impl(x, *, new_dtype, weak_type):
     if x.dtype == new_dtype:
         return x
     if x.dtype in _COMPLEX and new_dtype not in _COMPLEX:
-        x = np.real(x) if new_dtype != D.bool_ else x
+        x = np.real(x)              # XLA drops the imaginary part (also for bool)
     if new_dtype == D.bool_:
         return x != 0
     if new_dtype in _INTS and x.dtype not in _INTS and x.dtype != D.bool_:
@@ -1102,12 +1111,9 @@ def _bitcast_abstract(x, *, new_dtype):
 
 
 def _bitcast_impl(x, *, new_dtype):
-    x = np.ascontiguousarray(x)
-    new_dtype = np.dtype(new_dtype)
-    a, b = x.dtype.itemsize, new_dtype.itemsize
-    if a >= b:
-        return x.view(new_dtype).reshape(x.shape + ((a // b,) if a > b else ()))
-    return x.view(new_dtype).reshape(x.shape[:-1])
+    x = np.asarray(x)
+    shape = _bitcast_abstract(ShapedArray(x.shape, x.dtype), new_dtype=new_dtype).shape
+    return np.ascontiguousarray(x).reshape(-1).view(np.dtype(new_dtype)).reshape(shape)
 
 
 def _bitcast_batch(axis_data, vals, dims, *, new_dtype):

@@ -368,7 +368,7 @@ def _axes(name, operand, axes):
 def _reducer(prim):
     def fn(operand, axes):
         operand = as_operand(operand)
-        return prim.bind(operand, axes=_axes(prim.name, operand, axes))
+        return checked_bind(prim, operand, axes=_axes(prim.name, operand, axes))
     fn.__name__ = prim.name
     fn.__doc__ = f"``lax.{prim.name}(operand, axes)``: reduce over ``axes``."
     return fn
@@ -404,7 +404,7 @@ def _cumulative(prim):
         if a.ndim == 0:
             raise ValueError(f"{prim.name}: operand must have at least one dimension, got "
                              f"{a.str_short()}")
-        return prim.bind(operand, axis=canonicalize_axis(axis, a.ndim),
+        return checked_bind(prim, operand, axis=canonicalize_axis(axis, a.ndim),
                          reverse=bool(operator.index(reverse)))
     fn.__name__ = prim.name
     fn.__doc__ = f"``lax.{prim.name}(operand, axis=0, reverse=False)``."

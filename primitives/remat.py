@@ -199,7 +199,30 @@ ad.partial_eval_rules[remat_p] = _remat_partial_eval
 
 
 def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
-    return ad.backward_pass_partial(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
+    """The backward program, itself under ``remat``: its recomputation stays inside a
+    checkpoint boundary when staged (so a compiler cannot merge it with the forward)."""
+    lin = [ad.is_undefined_primal(a) for a in args]
+    known = [a for a, m in zip(args, lin) if not m]
+    live_cts = [c for c in cts if type(c) is not Zero]
+    ct_zero = [c if type(c) is Zero else None for c in cts]
+    nonzero = []
+
+    def bwd(*xs):
+        ks, cs = iter(xs[:len(known)]), iter(xs[len(known):])
+        full = [a if m else next(ks) for a, m in zip(args, lin)]
+        full_cts = [z if z is not None else next(cs) for z in ct_zero]
+        res = ad.backward_pass_partial(jaxpr.jaxpr, jaxpr.consts, full, full_cts)
+        res = [r for r, m in zip(res, lin) if m]
+        nonzero[:] = [type(r) is not Zero for r in res]
+        return [r for r in res if type(r) is not Zero]
+
+    in_avals = [core.get_aval(a) for a in known] + [core.get_aval(c) for c in live_cts]
+    closed, consts = trace_flat(bwd, in_avals, name="remat_transpose")
+    outs = iter(remat_p.bind(*consts, *known, *live_cts, jaxpr=closed, prevent_cse=prevent_cse,
+                             differentiated=True, policy=policy))
+    nz = iter(nonzero)
+    return [(next(outs) if next(nz) else Zero(ad.tangent_aval(a.aval))) if m else None
+            for a, m in zip(args, lin)]
 
 
 ad.transpose_rules[remat_p] = _remat_transpose

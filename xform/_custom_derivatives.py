@@ -114,9 +114,9 @@ def _to_flat_tangent(t, aval, what):
         return _TypeMismatch(ta, expected, aval)
     if ta.dtype == float0:
         return Zero(expected)
-    if ta.dtype != expected.dtype:
-        t = as_value(np.asarray(core.concrete_or_error(t, what), expected.dtype)) \
-            if not isinstance(t, core.Tracer) else t
+    if ta.dtype != expected.dtype:  # a weakly typed value: take the expected dtype
+        from xform.lax import convert_element_type
+        t = convert_element_type(t, expected.dtype)
     return t
 
 

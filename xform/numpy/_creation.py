@@ -189,7 +189,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
             fill_value, ArrayOps) else fill_value.ndim:
         from xform.numpy._shape import broadcast_to
         return broadcast_to(asarray(fill_value, dt), shape)
-    return _full(shape, fill_value, dt, weak=False)
+    return _full(shape, fill_value, dt, weak=dtype is None and U.is_weak(fill_value))
 
 
 def _like_shape(a, shape):

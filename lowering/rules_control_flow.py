@@ -1,0 +1,82 @@
+"""Lowering rules for structured control flow: ``cond``, ``while``, ``scan``.
+
+* ``cond``  -> ``stablehlo.case`` (one region per branch; regions capture the
+  operands from the enclosing scope, which StableHLO allows).
+* ``while`` -> ``stablehlo.while`` over the carry; constants are captured.
+* ``scan``  -> ``stablehlo.while`` over ``(i, carry, ys buffers)``: each iteration
+  reads ``xs[i]`` with ``dynamic_slice``, runs the body inline and writes ``ys[i]``
+  with ``dynamic_update_slice`` (``i`` counts down for ``reverse``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lowering.mlir import aval_type, i64_array, lower_subjaxpr, register, tensor_type
+
+_I32 = tensor_type((), np.int32)
+_BOOL = tensor_type((), np.bool_)
+
+
+@register("cond")
+def _cond(ctx, eqn, index, *ops):
+    branches = eqn.params["branches"]
+    out_types = [aval_type(a) for a in ctx.out_avals]
+    regions = [ctx.region([], lambda c, b=b: lower_subjaxpr(c, b, list(ops))) for b in branches]
+    return ctx.op("stablehlo.case", [index], out_types, "", regions)
+
+
+@register("while")
+def _while(ctx, eqn, *args):
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cc, bc, carry = list(args[:nc]), list(args[nc:nc + nb]), list(args[nc + nb:])
+    types = [ctx.types[c] for c in carry]
+    cond_r = ctx.region(types, lambda c, *xs: lower_subjaxpr(c, p["cond_jaxpr"], cc + list(xs)))
+    body_r = ctx.region(types, lambda c, *xs: lower_subjaxpr(c, p["body_jaxpr"], bc + list(xs)))
+    return ctx.op("stablehlo.while", carry, types, "", [cond_r, body_r])
+
+
+@register("scan")
+def _scan(ctx, eqn, *args):
+    p = eqn.params
+    length, reverse = int(p["length"]), bool(p["reverse"])
+    nc, nca = p["num_consts"], p["num_carry"]
+    jaxpr = p["jaxpr"]
+    consts, carry, xs = list(args[:nc]), list(args[nc:nc + nca]), list(args[nc + nca:])
+    y_avals = ctx.out_avals[nca:]
+    x_avals = ctx.in_avals[nc + nca:]
+    ys0 = [ctx.full_like(0, a) for a in y_avals]
+    i0 = ctx.constant(np.int32(0))
+    state = [i0] + carry + ys0
+    types = [ctx.types[s] for s in state]
+
+    def cond_body(c, i, *rest):
+        n = c.constant(np.int32(length))
+        return [c.compare(i, n, "LT", np.int32)]
+
+    def loop_body(c, i, *rest):
+        cs, ys = list(rest[:nca]), list(rest[nca:])
+        pos = i
+        if reverse:
+            pos = c.op1("stablehlo.subtract", [c.constant(np.int32(length - 1)), i], _I32)
+        zero = c.constant(np.int32(0))
+        x_slices = []
+        for x, a in zip(xs, x_avals):
+            sl = c.op1("stablehlo.dynamic_slice", [x, pos] + [zero] * (a.ndim - 1),
+                       tensor_type((1,) + a.shape[1:], a.dtype),
+                       f"slice_sizes = {i64_array((1,) + a.shape[1:])}")
+            x_slices.append(c.op1("stablehlo.reshape", [sl], tensor_type(a.shape[1:], a.dtype)))
+        outs = lower_subjaxpr(c, jaxpr, consts + cs + x_slices)
+        new_c, new_y = outs[:nca], outs[nca:]
+        new_ys = []
+        for buf, y, a in zip(ys, new_y, y_avals):
+            upd = c.op1("stablehlo.reshape", [y], tensor_type((1,) + a.shape[1:], a.dtype))
+            new_ys.append(c.op1("stablehlo.dynamic_update_slice",
+                                [buf, upd, pos] + [zero] * (a.ndim - 1), aval_type(a)))
+        one = c.constant(np.int32(1))
+        return [c.op1("stablehlo.add", [i, one], _I32)] + new_c + new_ys
+
+    cond_r = ctx.region(types, cond_body)
+    body_r = ctx.region(types, loop_body)
+    outs = ctx.op("stablehlo.while", state, types, "", [cond_r, body_r])
+    return outs[1:]

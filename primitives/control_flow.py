@@ -1,0 +1,1140 @@
+"""Structured control flow: ``cond`` (and ``switch``), ``while`` and ``scan`` primitives.
+
+Each holds its sub-programs as ``ClosedJaxpr`` params (JAX's names and layouts):
+
+* ``cond``   operands ``(index, *ops)``; ``branches``: one program per branch,
+             each ``ops -> outs`` with identical types.
+* ``while``  operands ``(*cond_consts, *body_consts, *carry)``; ``cond_jaxpr``
+             ``(cond_consts, carry) -> bool[]``, ``body_jaxpr`` ``(body_consts, carry) -> carry``.
+* ``scan``   operands ``(*consts, *carry, *xs)``; ``jaxpr`` ``(consts, carry, x) ->
+             (carry, y)``, iterated ``length`` times over the leading axis of ``xs``
+             (backwards with ``reverse``), stacking the ``y``s.
+
+The user-facing functions trace Python callables into programs whose constants
+(closed-over arrays, including tracers of outer transformations) are hoisted into
+leading operands, so every trace sees what a body depends on.  Every rule is
+program-to-program (``interpreters.jaxpr_transforms``):
+
+* eager: evaluate the traced sub-programs (types were checked when tracing);
+* JVP: JVP the sub-programs; for loops iterate to the fixpoint of which carries
+  have nonzero tangents;
+* partial evaluation (grad): split sub-programs into known and unknown parts;
+  scan's known loop saves per-iteration residuals as stacked outputs which the
+  unknown loop consumes (memory linear in ``length``); ``while`` cannot be
+  reverse-differentiated (unknown trip count) and says so;
+* transpose: cond transposes each branch; scan runs a reverse scan of the
+  transposed body, accumulating the constants' cotangents in its carry;
+* batching: batch the sub-programs; a batched predicate turns cond into a select
+  of every branch's results and makes while run until every lane is done, the
+  finished lanes keeping their values.
+"""
+from __future__ import annotations
+
+import inspect
+import operator
+
+import numpy as np
+
+from interpreters import ad, batching, core, dtypes
+from interpreters import jaxpr_transforms as jt
+from interpreters.ad import Zero
+from interpreters.core import Array, Primitive, ShapedArray, Tracer
+from interpreters.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
+from interpreters.staging import StagingTrace, trace_to_jaxpr
+from primitives import elementwise as ew
+from primitives import structural as st
+from primitives._rules import bdim_at_front, moveaxis
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
+
+
+def _tu():
+    from xform import tree_util
+    return tree_util
+
+
+def _split(xs, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i:i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out
+
+
+def _avals_str(avals):
+    return "(" + ", ".join(a.str_short() for a in avals) + ")"
+
+
+def _eval(closed, *args):
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+# ================================================================ cond
+
+cond_p = Primitive("cond", multiple_results=True)
+cond_p.impl_takes_arrays = True
+
+
+def _cond_impl(index, *ops, branches):
+    i = int(np.clip(int(np.asarray(index._value if isinstance(index, Array) else index)),
+                    0, len(branches) - 1))
+    outs = _eval(branches[i], *ops)
+    return [o if isinstance(o, Array) else Array(np.asarray(o), a.weak_type)
+            for o, a in zip(outs, _cond_abstract(core.get_aval(index),
+                                                 *[core.get_aval(o) for o in ops],
+                                                 branches=branches))]
+
+
+def _cond_abstract(index, *ops, branches):
+    if index.shape != () or index.dtype != np.int32:
+        raise TypeError(f"cond: the branch index must be an int32 scalar, got {index.str_short()}")
+    for i, b in enumerate(branches):
+        if len(b.in_avals) != len(ops) or not all(
+                core.same_type(a, o) for a, o in zip(b.in_avals, ops)):
+            raise TypeError(f"cond: branch {i} takes {_avals_str(b.in_avals)} but the operands "
+                            f"are {_avals_str(ops)}")
+    outs = branches[0].out_avals
+    for i, b in enumerate(branches[1:], 1):
+        if len(b.out_avals) != len(outs) or not all(
+                core.same_type(a, o) for a, o in zip(b.out_avals, outs)):
+            raise TypeError(f"cond: branch {i} returns {_avals_str(b.out_avals)} but branch 0 "
+                            f"returns {_avals_str(outs)}")
+    return [a.update(weak_type=all(b.out_avals[k].weak_type for b in branches))
+            for k, a in enumerate(outs)]
+
+
+cond_p.def_impl(_cond_impl)
+cond_p.def_abstract_eval(_cond_abstract)
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, ops = primals[0], primals[1:]
+    nz = [type(t) is not Zero and ad.is_differentiable(core.get_aval(p))
+          for p, t in zip(ops, tangents[1:])]
+    out_nz = [False] * len(branches[0].out_avals)
+    for b in branches:
+        _, onz = jt.jvp_jaxpr(b, nz, False)
+        out_nz = [a or c for a, c in zip(out_nz, onz)]
+    new = tuple(jt.jvp_jaxpr(b, nz, out_nz)[0] for b in branches)
+    out_nz = jt.jvp_jaxpr(branches[0], nz, out_nz)[1]
+    live = [t for t, n in zip(tangents[1:], nz) if n]
+    outs = cond_p.bind(index, *ops, *live, branches=new)
+    m = len(branches[0].out_avals)
+    it = iter(outs[m:])
+    return outs[:m], [next(it) if n else Zero(ad.tangent_aval(a))
+                      for n, a in zip(out_nz, branches[0].out_avals)]
+
+
+ad.jvp_rules[cond_p] = _cond_jvp
+
+
+def _cond_partial_eval(trace, args, params):
+    branches = params["branches"]
+    index, ops = args[0], args[1:]
+    if trace.is_unknown(index):     # nothing to split: the whole cond is unknown
+        return StagingTrace.process_primitive(trace, cond_p, args, params)
+    unknowns = [trace.is_unknown(a) for a in ops]
+    nout = len(branches[0].out_avals)
+    out_uk = [False] * nout
+    for b in branches:
+        out_uk = [a or c for a, c in zip(out_uk, jt.partial_eval_jaxpr(b, unknowns, False)[2])]
+    parts = [jt.partial_eval_jaxpr(b, unknowns, out_uk) for b in branches]
+    res_avals = [list(p[3]) for p in parts]
+    all_res = [a for r in res_avals for a in r]
+    known_ops = [a for a, u in zip(ops, unknowns) if not u]
+    known_avals = [core.get_aval(a) for a in known_ops]
+
+    # Known cond: every branch returns its known outputs and all branches' residual
+    # slots (zeros in the other branches' slots).
+    def known_branch(i):
+        def f(*xs):
+            outs = _eval(parts[i][0], *xs)
+            k = len(outs) - len(res_avals[i])
+            res = []
+            for j, r in enumerate(res_avals):
+                res += outs[k:] if j == i else [ad.zeros_like_aval(a) for a in r]
+            return outs[:k] + res
+        return f
+    kbranches, kconsts = _branches_from_funs([known_branch(i) for i in range(len(branches))],
+                                             known_avals)
+    with core.set_current_trace(trace.parent):
+        kvals = cond_p.bind(index, *kconsts, *known_ops, branches=kbranches)
+    nk = nout - sum(out_uk)
+    known_outs, res_vals = kvals[:nk], kvals[nk:]
+
+    # Unknown cond: branch i reads its own residual slots.
+    def unknown_branch(i):
+        start = sum(len(r) for r in res_avals[:i])
+
+        def f(*xs):
+            res = xs[start:start + len(res_avals[i])]
+            return _eval(parts[i][1], *res, *xs[len(all_res):])
+        return f
+    unknown_avals = all_res + [core.get_aval(a) for a, u in zip(ops, unknowns) if u]
+    ubranches, uconsts = _branches_from_funs(
+        [unknown_branch(i) for i in range(len(branches))], unknown_avals)
+    u_args = [index] + uconsts + list(res_vals) + [a for a, u in zip(ops, unknowns) if u]
+    out_avals = _cond_abstract(*[core.get_aval(a) for a in u_args], branches=ubranches)
+    tracers = trace.add_eqn(cond_p, [trace.to_atom(a) for a in u_args], out_avals,
+                            dict(branches=ubranches))
+    kit, uit = iter(known_outs), iter(tracers)
+    return [next(uit) if u else next(kit) for u in out_uk]
+
+
+ad.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    if ad.is_undefined_primal(index):
+        raise ValueError("cond: cannot transpose with respect to the branch index")
+    linear = [ad.is_undefined_primal(a) for a in ops]
+    known = [a for a in ops if not ad.is_undefined_primal(a)]
+    cts = [ad.instantiate(c) for c in cts]
+    tbranches = [jt.transpose_jaxpr(b, linear) for b in branches]
+    known_avals = [core.get_aval(a) for a in known] + [core.get_aval(c) for c in cts]
+    tb, tconsts = _branches_from_funs([(lambda tj: lambda *xs: _eval(tj, *xs))(t)
+                                       for t in tbranches], known_avals)
+    outs = iter(cond_p.bind(index, *tconsts, *known, *cts, branches=tb))
+    return [None] + [next(outs) if lin else None for lin in linear]
+
+
+ad.transpose_rules[cond_p] = _cond_transpose
+
+
+def _cond_batch(axis_data, vals, dims, *, branches):
+    index, ops = vals[0], vals[1:]
+    idim, odims = dims[0], list(dims[1:])
+    size = axis_data.size
+    if idim is not None:
+        # A predicate per example: run every branch and select the results.
+        ops = [o if d is None else moveaxis(o, d, 0) for o, d in zip(ops, odims)]
+        odims = [None if d is None else 0 for d in odims]
+        results = []
+        for b in branches:
+            bj, _ = batching.batch_jaxpr(b, axis_data, odims, [0] * len(b.out_avals))
+            results.append(_eval(bj, *ops))
+        index = bdim_at_front(index, idim, size)
+        outs = []
+        for k in range(len(branches[0].out_avals)):
+            cases = [r[k] for r in results]
+            shape = core.get_aval(cases[0]).shape
+            which = index if len(shape) == 1 else st.broadcast_in_dim_p.bind(
+                index, shape=shape, broadcast_dimensions=(0,))
+            outs.append(ew.select_n_p.bind(which, *cases))
+        return outs, [0] * len(outs)
+    out_b = [False] * len(branches[0].out_avals)
+    for b in branches:
+        _, od = batching.batch_jaxpr(b, axis_data, odims)
+        out_b = [x or d is not None for x, d in zip(out_b, od)]
+    want = [0 if x else None for x in out_b]
+    new = tuple(batching.batch_jaxpr(b, axis_data, odims, want)[0] for b in branches)
+    new, consts = _hoist_branches(new)
+    return cond_p.bind(index, *consts, *ops, branches=new), want
+
+
+batching.batch_rules[cond_p] = _cond_batch
+
+
+# ----------------------------------------------------------------- building branches
+
+
+def _hoist_branches(closed_list):
+    """Branch programs with constants -> const-free branches over (all consts, operands)."""
+    hoisted = [jt.hoist(c) for c in closed_list]
+    all_consts = [c for _, cs in hoisted for c in cs]
+    out, start = [], 0
+    for h, cs in hoisted:
+        before = [core.get_aval(c) for c in all_consts[:start]]
+        after = [core.get_aval(c) for c in all_consts[start + len(cs):]]
+        j = jt.with_extra_inputs(h, before, 0)
+        j = jt.with_extra_inputs(j, after, len(before) + len(cs))
+        out.append(j)
+        start += len(cs)
+    return tuple(out), all_consts
+
+
+def _branches_from_funs(funs, in_avals):
+    closed = [ClosedJaxpr(*trace_to_jaxpr(f, in_avals, name="cond")) for f in funs]
+    return _hoist_branches(closed)
+
+
+# ================================================================ while
+
+while_p = Primitive("while", multiple_results=True)
+while_p.impl_takes_arrays = True
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    while bool(np.asarray(_value(_eval(cond_jaxpr, *cc, *carry)[0]))):
+        carry = _eval(body_jaxpr, *bc, *carry)
+    return [c if isinstance(c, Array) else Array(np.asarray(c), core.get_aval(c).weak_type)
+            for c in carry]
+
+
+def _value(x):
+    return x._value if isinstance(x, Array) else x
+
+
+def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(avals, cond_nconsts, body_nconsts)
+    pred = cond_jaxpr.out_avals
+    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.bool_:
+        raise TypeError(f"while: cond_jaxpr must return one bool scalar, got {_avals_str(pred)}")
+    _check_types("while: cond_jaxpr inputs", cond_jaxpr.in_avals, cc + carry)
+    _check_types("while: body_jaxpr inputs", body_jaxpr.in_avals, bc + carry)
+    _check_types("while: body_jaxpr outputs", body_jaxpr.out_avals, carry)
+    return [a.update(weak_type=a.weak_type and b.weak_type)
+            for a, b in zip(carry, body_jaxpr.out_avals)]
+
+
+def _check_types(what, expected, got):
+    if len(expected) != len(got) or not all(core.same_type(a, b) for a, b in zip(expected, got)):
+        raise TypeError(f"{what}: expected {_avals_str(expected)}, got {_avals_str(got)}")
+
+
+while_p.def_impl(_while_impl)
+while_p.def_abstract_eval(_while_abstract)
+
+
+def _carry_fixpoint(step, init):
+    """Least fixpoint of ``mask -> mask | step(mask)`` over per-carry booleans."""
+    mask = list(init)
+    while True:
+        new = [a or b for a, b in zip(mask, step(mask))]
+        if new == mask:
+            return mask
+        mask = new
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(primals, cond_nconsts, body_nconsts)
+    _, bct, ct = _split(tangents, cond_nconsts, body_nconsts)
+    diff = lambda p, t: type(t) is not Zero and ad.is_differentiable(core.get_aval(p))  # noqa
+    bc_nz = [diff(p, t) for p, t in zip(bc, bct)]
+    nc = len(carry)
+    carry_nz = _carry_fixpoint(
+        lambda m: jt.jvp_jaxpr(body_jaxpr, bc_nz + m, False)[1],
+        [diff(p, t) for p, t in zip(carry, ct)])
+    body, out_nz = jt.jvp_jaxpr(body_jaxpr, bc_nz + carry_nz, carry_nz)
+    nb, nbt, nct = len(bc), sum(bc_nz), sum(carry_nz)
+    # [bc, carry, bc_t, carry_t] -> [bc, bc_t, carry, carry_t]
+    order = (list(range(nb)) + list(range(nb + nc, nb + nc + nbt))
+             + list(range(nb, nb + nc)) + list(range(nb + nc + nbt, nb + nc + nbt + nct)))
+    body = jt.permute(body, order)
+    t_avals = [ad.tangent_aval(core.get_aval(p)) for p, n in zip(carry, carry_nz) if n]
+    cond = jt.with_extra_inputs(cond_jaxpr, t_avals, len(cond_jaxpr.in_avals))
+    live_bct = [t for t, n in zip(bct, bc_nz) if n]
+    live_ct = [ad.instantiate(t) for t, n in zip(ct, carry_nz) if n]
+    outs = while_p.bind(*cc, *bc, *live_bct, *carry, *live_ct, cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=cond_nconsts, body_nconsts=nb + nbt)
+    it = iter(outs[nc:])
+    return outs[:nc], [next(it) if n else Zero(ad.tangent_aval(core.get_aval(p)))
+                       for n, p in zip(carry_nz, carry)]
+
+
+ad.jvp_rules[while_p] = _while_jvp
+
+
+def _while_partial_eval(trace, args, params):
+    raise ValueError(
+        "Reverse-mode differentiation does not work for lax.while_loop (its trip count is "
+        "only known at run time, so its residuals cannot be stored). Use lax.fori_loop "
+        "with static (Python int) bounds or lax.scan, which are reverse-differentiable; "
+        "forward mode (xform.jvp) works for while_loop.")
+
+
+ad.partial_eval_rules[while_p] = _while_partial_eval
+
+
+def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    size = axis_data.size
+    cc, bc, carry = _split(vals, cond_nconsts, body_nconsts)
+    ccd, bcd, cd = _split(dims, cond_nconsts, body_nconsts)
+    carry_b = _carry_fixpoint(
+        lambda m: [d is not None for d in batching.batch_jaxpr(
+            body_jaxpr, axis_data, bcd + [0 if b else None for b in m])[1]],
+        [d is not None for d in cd])
+    _, (pred_d,) = batching.batch_jaxpr(cond_jaxpr, axis_data,
+                                        ccd + [0 if b else None for b in carry_b])
+    if pred_d is not None:          # a predicate per lane: every carry becomes batched
+        carry_b = [True] * len(carry)
+    cdims = [0 if b else None for b in carry_b]
+    carry = [bdim_at_front(c, d, size) if b else c for c, d, b in zip(carry, cd, carry_b)]
+    bj, _ = batching.batch_jaxpr(body_jaxpr, axis_data, bcd + cdims, cdims)
+    cj, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, ccd + cdims,
+                                 [None if pred_d is None else 0])
+    if pred_d is None:
+        bj, bconsts = jt.hoist(bj)
+        cj, cconsts = jt.hoist(cj)
+        outs = while_p.bind(*cconsts, *cc, *bconsts, *bc, *carry, cond_jaxpr=cj, body_jaxpr=bj,
+                            cond_nconsts=len(cconsts) + len(cc),
+                            body_nconsts=len(bconsts) + len(bc))
+        return outs, cdims
+    # Batched predicate: loop while any lane runs; finished lanes keep their carry.
+    from primitives import reductions as red
+    nc = len(cc)
+    carry_avals = [core.get_aval(c) for c in carry]
+
+    def cond_fun(*xs):
+        pred = _eval(cj, *xs)[0]
+        return [red.reduce_or_p.bind(pred, axes=(0,))]
+
+    def body_fun(*xs):
+        ccs, bcs, cs = _split(xs, nc, len(bc))
+        pred = _eval(cj, *ccs, *cs)[0]
+        new = _eval(bj, *bcs, *cs)
+        outs = []
+        for o, c in zip(new, cs):
+            shape = core.get_aval(o).shape
+            which = pred if len(shape) == 1 else st.broadcast_in_dim_p.bind(
+                pred, shape=shape, broadcast_dimensions=(0,))
+            outs.append(ew.select_n_p.bind(which, c, o))
+        return outs
+    cc_avals = [core.get_aval(c) for c in cc]
+    bc_avals = [core.get_aval(c) for c in bc]
+    cjx, cconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(cond_fun, cc_avals + carry_avals)))
+    bjx, bconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(body_fun, cc_avals + bc_avals
+                                                        + carry_avals)))
+    outs = while_p.bind(*cconsts, *cc, *bconsts, *cc, *bc, *carry, cond_jaxpr=cjx,
+                        body_jaxpr=bjx, cond_nconsts=len(cconsts) + nc,
+                        body_nconsts=len(bconsts) + nc + len(bc))
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules[while_p] = _while_batch
+
+
+# ================================================================ scan
+
+scan_p = Primitive("scan", multiple_results=True)
+scan_p.impl_takes_arrays = True
+
+
+def _index_leading(x, i):
+    if isinstance(x, Array):
+        return Array(np.asarray(x._value)[i], x.weak_type)
+    return np.asarray(x)[i]
+
+
+def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    out_avals = _scan_abstract(*[core.get_aval(a) for a in args], reverse=reverse, length=length,
+                               jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,
+                               linear=linear, unroll=unroll)
+    ys = []
+    for k in range(length):
+        i = length - 1 - k if reverse else k
+        outs = _eval(jaxpr, *consts, *carry, *[_index_leading(x, i) for x in xs])
+        carry, y = outs[:num_carry], outs[num_carry:]
+        ys.append([np.asarray(_value(v)) for v in y])
+    if reverse:
+        ys.reverse()
+    y_avals = out_avals[num_carry:]
+    stacked = [Array(np.stack([y[j] for y in ys]).astype(a.dtype) if ys
+                     else np.zeros(a.shape, a.dtype), a.weak_type)
+               for j, a in enumerate(y_avals)]
+    carry = [c if isinstance(c, Array) else Array(np.asarray(c, a.dtype), a.weak_type)
+             for c, a in zip(carry, out_avals)]
+    return carry + stacked
+
+
+def _scan_abstract(*avals, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    consts, carry, xs = _split(avals, num_consts, num_carry)
+    for x in xs:
+        if not x.shape or x.shape[0] != length:
+            raise TypeError(f"scan: scanned operand {x.str_short()} must have leading "
+                            f"dimension length={length}")
+    x_avals = [x.update(shape=x.shape[1:]) for x in xs]
+    _check_types("scan: jaxpr inputs", jaxpr.in_avals, consts + carry + x_avals)
+    outs = jaxpr.out_avals
+    _check_types("scan: jaxpr carry outputs", outs[:num_carry], carry)
+    return ([a.update(weak_type=a.weak_type and b.weak_type)
+             for a, b in zip(carry, outs[:num_carry])]
+            + [y.update(shape=(length,) + y.shape) for y in outs[num_carry:]])
+
+
+scan_p.def_impl(_scan_impl)
+scan_p.def_abstract_eval(_scan_abstract)
+
+
+def _scan_bind(consts, carry, xs, jaxpr, *, reverse, length, unroll):
+    """Bind scan with a (possibly const-holding) body; its constants are hoisted."""
+    jaxpr, hc = jt.hoist(jaxpr)
+    args = list(hc) + list(consts) + list(carry) + list(xs)
+    return scan_p.bind(*args, reverse=reverse, length=length, jaxpr=jaxpr,
+                       num_consts=len(hc) + len(consts), num_carry=len(carry),
+                       linear=(False,) * len(args), unroll=unroll)
+
+
+def _scan_jvp(primals, tangents, *, reverse, length, jaxpr, num_consts, num_carry, linear,
+              unroll):
+    consts, carry, xs = _split(primals, num_consts, num_carry)
+    ct, cat, xt = _split(tangents, num_consts, num_carry)
+    diff = lambda p, t: type(t) is not Zero and ad.is_differentiable(core.get_aval(p))  # noqa
+    c_nz = [diff(p, t) for p, t in zip(consts, ct)]
+    x_nz = [diff(p, t) for p, t in zip(xs, xt)]
+    ny = len(jaxpr.out_avals) - num_carry
+    carry_nz = _carry_fixpoint(
+        lambda m: jt.jvp_jaxpr(jaxpr, c_nz + m + x_nz, False)[1][:num_carry],
+        [diff(p, t) for p, t in zip(carry, cat)])
+    body, out_nz = jt.jvp_jaxpr(jaxpr, c_nz + carry_nz + x_nz, carry_nz + [False] * ny)
+    y_nz = list(out_nz[num_carry:])
+    nc, nca, nx = num_consts, num_carry, len(xs)
+    n = nc + nca + nx
+    tc, tca, tx = sum(c_nz), sum(carry_nz), sum(x_nz)
+    rng = lambda a, b: list(range(a, b))  # noqa: E731
+    in_order = (rng(0, nc) + rng(n, n + tc) + rng(nc, nc + nca) + rng(n + tc, n + tc + tca)
+                + rng(nc + nca, n) + rng(n + tc + tca, n + tc + tca + tx))
+    m = nca + ny
+    out_order = rng(0, nca) + rng(m, m + tca) + rng(nca, m) + rng(m + tca, m + tca + sum(y_nz))
+    body = jt.permute(body, in_order, out_order)
+    live = lambda ts, nz: [ad.instantiate(t) for t, z in zip(ts, nz) if z]  # noqa: E731
+    outs = _scan_bind(consts + live(ct, c_nz), carry + live(cat, carry_nz),
+                      xs + live(xt, x_nz), body, reverse=reverse, length=length, unroll=unroll)
+    carry_out, carry_t, ys, ys_t = _split(outs, nca, tca, ny)
+    it = iter(carry_t)
+    ts_carry = [next(it) if z else Zero(ad.tangent_aval(core.get_aval(p)))
+                for z, p in zip(carry_nz, carry_out)]
+    it = iter(ys_t)
+    ts_y = [next(it) if z else Zero(ad.tangent_aval(core.get_aval(p)))
+            for z, p in zip(y_nz, ys)]
+    return carry_out + ys, ts_carry + ts_y
+
+
+ad.jvp_rules[scan_p] = _scan_jvp
+
+
+def _scan_partial_eval(trace, args, params):
+    jaxpr, nc, nca = params["jaxpr"], params["num_consts"], params["num_carry"]
+    length, reverse, unroll = params["length"], params["reverse"], params["unroll"]
+    consts, carry, xs = _split(args, nc, nca)
+    c_uk = [trace.is_unknown(a) for a in consts]
+    x_uk = [trace.is_unknown(a) for a in xs]
+    ny = len(jaxpr.out_avals) - nca
+    carry_uk = _carry_fixpoint(
+        lambda m: jt.partial_eval_jaxpr(jaxpr, c_uk + m + x_uk, False)[2][:nca],
+        [trace.is_unknown(a) for a in carry])
+    known, unknown, out_uk, res_avals, res_fwd = jt.partial_eval_jaxpr(
+        jaxpr, c_uk + carry_uk + x_uk, carry_uk + [False] * ny)
+    kc = [a for a, u in zip(consts, c_uk) if not u]
+    kca = [a for a, u in zip(carry, carry_uk) if not u]
+    kx = [a for a, u in zip(xs, x_uk) if not u]
+    # Residuals that are known consts or known xs are passed as they are; the rest are
+    # saved per iteration as extra (stacked) outputs of the known scan.
+    kind = []
+    for f in res_fwd:
+        if f is not None and f < len(kc):
+            kind.append(("const", f))
+        elif f is not None and f >= len(kc) + len(kca):
+            kind.append(("xs", f - len(kc) - len(kca)))
+        else:
+            kind.append(("stack", None))
+    n_kout = len(known.out_avals) - len(res_avals)
+    kj = known.jaxpr
+    keep = list(range(n_kout)) + [n_kout + k for k, (t, _) in enumerate(kind) if t == "stack"]
+    known = ClosedJaxpr(Jaxpr(kj.constvars, kj.invars, [kj.outvars[i] for i in keep], kj.eqns),
+                        known.consts)
+    with core.set_current_trace(trace.parent):
+        kouts = _scan_bind(kc, kca, kx, known, reverse=reverse, length=length, unroll=unroll)
+    nkca = len(kca)
+    n_ky = n_kout - nkca
+    kcarry, kys, stacked = kouts[:nkca], kouts[nkca:nkca + n_ky], kouts[nkca + n_ky:]
+
+    # Unknown scan: consts = [forwarded const residuals, unknown consts],
+    # carry = unknown carry, xs = [unknown xs, forwarded xs residuals, stacked residuals].
+    nres = len(res_avals)
+    uc_idx = [k for k, (t, _) in enumerate(kind) if t == "const"]
+    ux_idx = [k for k, (t, _) in enumerate(kind) if t == "xs"]
+    us_idx = [k for k, (t, _) in enumerate(kind) if t == "stack"]
+    n_uc, n_uca, n_ux = sum(c_uk), sum(carry_uk), sum(x_uk)
+    in_order = (uc_idx + [nres + i for i in range(n_uc)]
+                + [nres + n_uc + i for i in range(n_uca)]
+                + [nres + n_uc + n_uca + i for i in range(n_ux)] + ux_idx + us_idx)
+    unknown = jt.permute(unknown, in_order)
+    uconsts = [kc[kind[k][1]] for k in uc_idx] + [a for a, u in zip(consts, c_uk) if u]
+    ucarry = [a for a, u in zip(carry, carry_uk) if u]
+    uxs = ([a for a, u in zip(xs, x_uk) if u] + [kx[kind[k][1]] for k in ux_idx]
+           + list(stacked))
+    uj, hc = jt.hoist(unknown)
+    u_args = list(hc) + uconsts + ucarry + uxs
+    new_params = dict(params, jaxpr=uj, num_consts=len(hc) + len(uconsts), num_carry=n_uca,
+                      linear=(False,) * len(u_args))
+    out_avals = _scan_abstract(*[core.get_aval(a) for a in u_args], **new_params)
+    tracers = trace.add_eqn(scan_p, [trace.to_atom(a) for a in u_args], out_avals, new_params)
+    known_outs = iter(kcarry + kys)
+    uit = iter(tracers)
+    return [next(uit) if u else next(known_outs) for u in out_uk]
+
+
+ad.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    c_lin = [ad.is_undefined_primal(a) for a in consts]
+    x_lin = [ad.is_undefined_primal(a) for a in xs]
+    if not all(ad.is_undefined_primal(a) for a in carry):
+        raise NotImplementedError("scan transpose: every carry must be linear")
+    ck = [a for a, lin in zip(consts, c_lin) if not lin]
+    xk = [a for a, lin in zip(xs, x_lin) if not lin]
+    cts = [ad.instantiate(c) for c in cts]
+    ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
+    ct_c0 = [ad.zeros_like_aval(ad.tangent_aval(a.aval)) for a, lin in zip(consts, c_lin) if lin]
+    body_avals = jaxpr.in_avals
+    c_avals, ca_avals, x_avals = _split(body_avals, num_consts, num_carry)
+    nck, nlc, nxk = len(ck), len(ct_c0), len(xk)
+
+    def body_t(*vals):
+        kc, acc, ctc, kx, cty = _split(vals, nck, nlc, num_carry, nxk)
+        kci, kxi = iter(kc), iter(kx)
+        bargs = ([ad.UndefinedPrimal(a) if lin else next(kci) for a, lin in zip(c_avals, c_lin)]
+                 + [ad.UndefinedPrimal(a) for a in ca_avals]
+                 + [ad.UndefinedPrimal(a) if lin else next(kxi)
+                    for a, lin in zip(x_avals, x_lin)])
+        res = ad.backward_pass_partial(jaxpr.jaxpr, jaxpr.consts, bargs, list(ctc) + list(cty))
+        res = [ad.instantiate(r if r is not None else Zero(ad.tangent_aval(a)))
+               for r, a in zip(res, body_avals)]
+        rc, rca, rx = _split(res, num_consts, num_carry)
+        new_acc = [ad.add_tangents(a, r) for a, r in zip(acc, [r for r, lin in zip(rc, c_lin)
+                                                                if lin])]
+        return new_acc + rca + [r for r, lin in zip(rx, x_lin) if lin]
+
+    in_avals = ([core.get_aval(a) for a in ck] + [core.get_aval(a) for a in ct_c0]
+                + [core.get_aval(c) for c in ct_carry] + [x.update(shape=x.shape[1:]) for x in
+                                                         (core.get_aval(a) for a in xk)]
+                + [core.get_aval(c).update(shape=core.get_aval(c).shape[1:]) for c in ct_ys])
+    tj = ClosedJaxpr(*trace_to_jaxpr(body_t, in_avals, name="scan_transpose"))
+    outs = _scan_bind(ck, ct_c0 + ct_carry, xk + ct_ys, tj, reverse=not reverse, length=length,
+                      unroll=unroll)
+    acc, ct_init, ct_xs = _split(outs, nlc, num_carry)
+    acc_it, xs_it = iter(acc), iter(ct_xs)
+    return ([next(acc_it) if lin else None for lin in c_lin] + ct_init
+            + [next(xs_it) if lin else None for lin in x_lin])
+
+
+ad.transpose_rules[scan_p] = _scan_transpose
+
+
+def _scan_batch(axis_data, vals, dims, *, reverse, length, jaxpr, num_consts, num_carry,
+                linear, unroll):
+    size = axis_data.size
+    consts, carry, xs = _split(vals, num_consts, num_carry)
+    cd, cad, xd = _split(dims, num_consts, num_carry)
+    xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xd)]
+    x_in = [None if d is None else 0 for d in xd]
+    ny = len(jaxpr.out_avals) - num_carry
+    carry_b = _carry_fixpoint(
+        lambda m: [d is not None for d in batching.batch_jaxpr(
+            jaxpr, axis_data, cd + [0 if b else None for b in m] + x_in)[1][:num_carry]],
+        [d is not None for d in cad])
+    cdims = [0 if b else None for b in carry_b]
+    _, od = batching.batch_jaxpr(jaxpr, axis_data, cd + cdims + x_in)
+    ydims = [None if d is None else 0 for d in od[num_carry:]]
+    bj, _ = batching.batch_jaxpr(jaxpr, axis_data, cd + cdims + x_in, cdims + ydims)
+    carry = [bdim_at_front(c, d, size) if b else c for c, d, b in zip(carry, cad, carry_b)]
+    outs = _scan_bind(consts, carry, xs, bj, reverse=reverse, length=length, unroll=unroll)
+    return outs, cdims + [None if d is None else 1 for d in ydims[:ny]]
+
+
+batching.batch_rules[scan_p] = _scan_batch
+
+
+# ================================================================ user-facing functions
+
+
+def _trace(fun, in_tree, in_avals, what):
+    """Trace ``fun(*unflatten(in_tree, args))`` into (const-free program, consts, out_tree)."""
+    tu = _tu()
+    tree_box = []
+
+    def flat(*args):
+        res = fun(*tu.tree_unflatten(in_tree, list(args)))
+        leaves, tree = tu.tree_flatten(res)
+        tree_box.append(tree)
+        for leaf in leaves:
+            if not _is_arraylike(leaf):
+                raise TypeError(f"{what} returned a value of type {type(leaf).__name__} "
+                                f"({leaf!r}); its outputs must be arrays (or pytrees of arrays)")
+        return leaves
+    jaxpr, consts = trace_to_jaxpr(flat, in_avals, name=what)
+    closed, hc = jt.hoist(ClosedJaxpr(jaxpr, consts))
+    return closed, hc, tree_box[0]
+
+
+def _is_arraylike(x):
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def _flatten_args(tree, what):
+    tu = _tu()
+    leaves, treedef = tu.tree_flatten(tree)
+    for leaf in leaves:
+        if not _is_arraylike(leaf):
+            raise TypeError(f"{what}: {leaf!r} of type {type(leaf).__name__} is not a valid "
+                            "array; use arrays, Python scalars or pytrees of them")
+    return [_as_array(x) for x in leaves], treedef
+
+
+def _as_array(x):
+    """Python scalars and NumPy values become Arrays (keeping JAX's weak typing)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    a = core.get_aval(x)
+    return Array(np.asarray(x, a.dtype), a.weak_type)
+
+
+def _paths(tree):
+    tu = _tu()
+    return [tu.keystr(p) for p, _ in tu.tree_flatten_with_path(tree)[0]]
+
+
+def _typematch(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+# ----------------------------------------------------------------- cond / switch
+
+
+def _branch_index(x, n, what):
+    a = core.get_aval(x)
+    if a.shape != ():
+        raise TypeError(f"{what} must be a scalar, got {a.str_short()}")
+    if a.dtype == np.bool_:
+        return ew.convert_element_type(x, np.int32)
+    if not dtypes.is_integer(a.dtype):
+        raise TypeError(f"{what} must be a boolean or integer scalar, got {a.str_short()}")
+    x = ew.convert_element_type(x, np.int32)
+    return ew.clamp(np.int32(0), x, np.int32(n - 1))
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=None):
+    """``true_fun(*operands) if pred else false_fun(*operands)``, staged as one ``cond``.
+
+    Both branches are traced (their outputs must have identical types); only the
+    taken one runs.  Under ``vmap`` with a batched ``pred`` both run and the
+    results are selected.
+    """
+    if operand is not None:
+        operands = operands + (operand,)
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    pa = core.get_aval(pred) if _is_arraylike(pred) else None
+    if pa is None or pa.shape != ():
+        raise TypeError(f"lax.cond: pred must be a scalar boolean, got "
+                        f"{pa.str_short() if pa is not None else type(pred).__name__}")
+    if pa.dtype != np.bool_:
+        if not (dtypes.is_integer(pa.dtype) or pa.dtype.kind == "f"):
+            raise TypeError(f"lax.cond: pred must be a boolean or number scalar, got "
+                            f"{pa.str_short()}")
+        pred = ew.ne_p.bind(pred, np.zeros((), pa.dtype)) if not isinstance(
+            pred, (bool, int, float)) else bool(pred)
+    index = ew.convert_element_type(pred, np.int32)
+    return _switch(index, [false_fun, true_fun], operands, ("false_fun", "true_fun"), "cond")
+
+
+def switch(index, branches, *operands, operand=None):
+    """``branches[clamp(index, 0, len(branches) - 1)](*operands)``, staged as one ``cond``."""
+    if operand is not None:
+        operands = operands + (operand,)
+    branches = list(branches)
+    if not branches:
+        raise ValueError("lax.switch: branches must be a non-empty sequence of callables")
+    for i, b in enumerate(branches):
+        if not callable(b):
+            raise TypeError(f"lax.switch: branches[{i}] is not callable ({b!r})")
+    if not _is_arraylike(index):
+        raise TypeError(f"lax.switch: index must be an integer scalar, got {index!r}")
+    idx = _branch_index(index, len(branches), "lax.switch: index")
+    if len(branches) == 1:
+        return branches[0](*operands)
+    return _switch(idx, branches, operands,
+                   tuple(f"branches[{i}]" for i in range(len(branches))), "switch")
+
+
+def _switch(index, funs, operands, names, what):
+    tu = _tu()
+    leaves, in_tree = _flatten_args(operands, f"lax.{what} operands")
+    avals = [core.get_aval(x) for x in leaves]
+    traced = [_trace(f, in_tree, avals, f"lax.{what} {n}") for f, n in zip(funs, names)]
+    t0 = traced[0]
+    for (j, consts, tree), n in zip(traced[1:], names[1:]):
+        if tree != t0[2]:
+            raise TypeError(f"lax.{what}: {names[0]} and {n} outputs must have the same pytree "
+                            f"structure, got {t0[2]} and {tree}")
+        if not all(_typematch(a, b) for a, b in zip(t0[0].out_avals, j.out_avals)):
+            a0 = tu.tree_unflatten(t0[2], [a.str_short() for a in t0[0].out_avals])
+            a1 = tu.tree_unflatten(tree, [a.str_short() for a in j.out_avals])
+            raise TypeError(f"lax.{what}: {names[0]} and {n} outputs must have identical types, "
+                            f"got {names[0]} -> {a0} and {n} -> {a1}")
+    all_consts = [c for _, cs, _ in traced for c in cs]
+    branches, start = [], 0
+    for j, cs, _ in traced:
+        before = [core.get_aval(c) for c in all_consts[:start]]
+        after = [core.get_aval(c) for c in all_consts[start + len(cs):]]
+        b = jt.with_extra_inputs(j, before, 0)
+        branches.append(jt.with_extra_inputs(b, after, len(before) + len(cs)))
+        start += len(cs)
+    outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(branches))
+    return tu.tree_unflatten(t0[2], outs)
+
+
+# ----------------------------------------------------------------- loops: carries
+
+
+def _carry_name(fun, pos=0):
+    try:
+        return list(inspect.signature(fun).parameters)[pos]
+    except (ValueError, TypeError, IndexError):
+        return "carry"
+
+
+def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, name):
+    """Trace a loop body whose carry must keep its type.  Weak-typed initial carries are
+    promoted to the dtype the body produces (JAX's rule); any other mismatch raises a
+    TypeError naming the carry component.  Returns (program, consts, out_tree, carry avals)."""
+    for _ in range(2):
+        j, consts, out_tree = _trace(fun, in_tree, carry_avals + extra_avals, what)
+        outs = carry_out(out_tree, j.out_avals)
+        if outs is None:
+            return j, consts, out_tree, carry_avals
+        tree_out, out_avals = outs
+        new, bad = [], []
+        for k, (a, b) in enumerate(zip(carry_avals, out_avals)):
+            if _typematch(a, b):
+                new.append(a.update(weak_type=a.weak_type and b.weak_type))
+            elif a.shape == b.shape and a.weak_type:
+                new.append(b.update(weak_type=False))
+            else:
+                bad.append(k)
+                new.append(a)
+        if bad:
+            raise TypeError(_carry_mismatch(what, name, bad, carry_avals, out_avals))
+        if new == carry_avals:
+            return j, consts, out_tree, carry_avals
+        carry_avals = new
+    return j, consts, out_tree, carry_avals
+
+
+_carry_paths: list = []
+
+
+def _carry_mismatch(what, name, bad, in_avals, out_avals):
+    paths = _carry_paths[-1] if _carry_paths else [""] * len(in_avals)
+    diffs = [f"the input carry component {name}{paths[k]} has type {in_avals[k].str_short()} "
+             f"but the corresponding output carry component has type "
+             f"{out_avals[k].str_short()}" for k in bad]
+    return (f"{what} function carry input and carry output must have equal types "
+            f"(shape and dtype), but they differ:\n  * " + ";\n  * ".join(diffs)
+            + ".\nRevise the function so the carry keeps its shape and dtype (e.g. cast with "
+            ".astype or initialise the carry with the right dtype).")
+
+
+def _cast_carry(leaves, avals):
+    return [x if _typematch(core.get_aval(x), a) else ew.convert_element_type(x, a.dtype)
+            for x, a in zip(leaves, avals)]
+
+
+# ----------------------------------------------------------------- while_loop
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``while cond_fun(val): val = body_fun(val)`` as one ``while`` primitive.
+
+    Forward-differentiable (jvp) and batchable; not reverse-differentiable (use
+    ``fori_loop`` with static bounds or ``scan`` for that).
+    """
+    if not (callable(cond_fun) and callable(body_fun)):
+        raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+    tu = _tu()
+    leaves, tree = _flatten_args(init_val, "lax.while_loop init_val")
+    in_tree = tu.tree_structure((init_val,))
+    avals = [core.get_aval(x) for x in leaves]
+    name = _carry_name(body_fun)
+
+    def check_out(out_tree, out_avals):
+        if out_tree != tree:
+            raise TypeError(f"lax.while_loop: body_fun carry input and carry output must have "
+                            f"the same pytree structure; input {tree}, output {out_tree}")
+        return out_tree, out_avals
+
+    _carry_paths.append(_paths(init_val))
+    try:
+        body, bconsts, _, avals = _trace_loop_body(body_fun, in_tree, avals, [],
+                                                   "lax.while_loop body_fun", check_out, name)
+    finally:
+        _carry_paths.pop()
+    cj, cconsts, ctree = _trace(cond_fun, in_tree, avals, "lax.while_loop cond_fun")
+    pred = cj.out_avals
+    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.bool_:
+        got = ", ".join(a.str_short() for a in pred) or "nothing"
+        raise TypeError(f"lax.while_loop: cond_fun must return a boolean scalar, but got "
+                        f"output type(s) [{got}]. Reduce it with .all()/.any() or compare "
+                        "to get a bool[].")
+    leaves = _cast_carry(leaves, avals)
+    outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,
+                        cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+    return tu.tree_unflatten(tree, outs)
+
+
+# ----------------------------------------------------------------- scan
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
+    ``(final carry, stacked ys)``.  Reverse-differentiable: the forward loop saves
+    per-iteration residuals (memory linear in ``length``)."""
+    if not callable(f):
+        raise TypeError("lax.scan: f argument should be a callable.")
+    tu = _tu()
+    x_leaves, x_tree = _flatten_args(xs, "lax.scan xs")
+    if length is not None:
+        try:
+            length = operator.index(length)
+        except TypeError:
+            raise TypeError(f"lax.scan: length argument should be an int, got {length!r}") \
+                from None
+        if length < 0:
+            raise ValueError(f"lax.scan: length must be non-negative, got {length}")
+    x_avals = [core.get_aval(x) for x in x_leaves]
+    for p, a in zip(_paths(xs), x_avals):
+        if a.ndim == 0:
+            raise ValueError(f"lax.scan: scanned operand xs{p} has shape () (a scalar); every "
+                             "leaf of xs needs a leading axis to scan over")
+    sizes = sorted({a.shape[0] for a in x_avals})
+    if len(sizes) > 1:
+        detail = ", ".join(f"xs{p}: {a.shape[0]}" for p, a in zip(_paths(xs), x_avals))
+        raise ValueError(f"lax.scan: scanned operands have different leading axis sizes "
+                         f"({detail}); all leaves of xs must have the same leading size")
+    if length is None:
+        if not sizes:
+            raise ValueError("lax.scan: got no values to scan over (xs is empty or None) and "
+                             "`length` is not provided")
+        length = sizes[0]
+    elif sizes and sizes[0] != length:
+        raise ValueError(f"lax.scan: length={length} but the scanned operands xs have leading "
+                         f"axis size {sizes[0]}; they must agree")
+    if isinstance(unroll, bool):
+        unroll = max(length, 1) if unroll else 1
+    c_leaves, c_tree = _flatten_args(init, "lax.scan init")
+    c_avals = [core.get_aval(c) for c in c_leaves]
+    slice_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
+    in_tree = tu.tree_structure((init, xs))
+    name = _carry_name(f)
+    ybox = []
+
+    def check_out(out_tree, out_avals):
+        try:
+            carry_tree, y_tree = tu.treedef_children(out_tree)
+            if len(tu.treedef_children(out_tree)) != 2:
+                raise ValueError
+        except (ValueError, TypeError, IndexError):
+            raise TypeError(f"lax.scan: f must return a pair (carry, y), got {out_tree}") \
+                from None
+        if carry_tree != c_tree:
+            raise TypeError(f"lax.scan: scan body function carry input and carry output must "
+                            f"have the same pytree structure, but they differ: input {c_tree}, "
+                            f"output {carry_tree}")
+        ybox[:] = [y_tree]
+        return carry_tree, out_avals[:len(c_avals)]
+
+    _carry_paths.append(_paths(init))
+    try:
+        j, consts, out_tree, c_avals = _trace_loop_body(
+            f, in_tree, c_avals, slice_avals, "lax.scan body", check_out,
+            name)
+    finally:
+        _carry_paths.pop()
+    c_leaves = _cast_carry(c_leaves, c_avals)
+    outs = scan_p.bind(*consts, *c_leaves, *x_leaves, reverse=bool(reverse), length=length,
+                       jaxpr=j, num_consts=len(consts), num_carry=len(c_leaves),
+                       linear=(False,) * (len(consts) + len(c_leaves) + len(x_leaves)),
+                       unroll=int(unroll))
+    carry_out = tu.tree_unflatten(c_tree, outs[:len(c_leaves)])
+    return carry_out, tu.tree_unflatten(ybox[0], outs[len(c_leaves):])
+
+
+# ----------------------------------------------------------------- fori_loop
+
+
+def _static_int(x):
+    """The Python int of a concrete integer bound, or None if it is only known traced."""
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, Array):
+        return int(x._value) if x.shape == () else None
+    if isinstance(x, Tracer):
+        v = x.to_concrete_value()
+        return None if v is None or np.shape(v) != () else int(v)
+    return None
+
+
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    """``for i in range(lower, upper): val = body_fun(i, val)``.
+
+    With concrete bounds it is a ``scan`` (reverse-differentiable), otherwise a
+    ``while_loop`` (forward-differentiable only).
+    """
+    if not callable(body_fun):
+        raise TypeError("lax.fori_loop: body_fun argument should be callable.")
+    la, ua = (core.get_aval(b) if _is_arraylike(b) else None for b in (lower, upper))
+    for nm, a, b in (("lower", la, lower), ("upper", ua, upper)):
+        if a is None or a.shape != () or not dtypes.is_integer(a.dtype) or a.dtype == np.bool_:
+            got = a.str_short() if a is not None else f"{b!r} of type {type(b).__name__}"
+            raise TypeError(f"lax.fori_loop: {nm} must be an integer scalar, got {got}")
+    if not la.weak_type and not ua.weak_type and la.dtype != ua.dtype:
+        raise TypeError(f"lax.fori_loop: lower and upper arguments must have equal types, got "
+                        f"{la.str_short()} and {ua.str_short()}")
+    dt = la.dtype if not la.weak_type else (ua.dtype if not ua.weak_type else
+                                             dtypes.canonicalize_dtype(np.int64))
+    lo_s, up_s = _static_int(lower), _static_int(upper)
+    if lo_s is not None and up_s is not None:
+        n = max(up_s - lo_s, 0)
+        lower_a = Array(np.asarray(lo_s, dt), la.weak_type and ua.weak_type)
+
+        def step(carry, _):
+            i, x = carry
+            return (ew.add_p.bind(i, np.asarray(1, dt)), body_fun(i, x)), None
+        if unroll is None:
+            unroll = 1
+        (_, out), _ = scan(step, (lower_a, init_val), None, length=n, unroll=unroll)
+        return out
+    if unroll not in (None, 1, False):
+        raise ValueError("lax.fori_loop: a non-trivial unroll requires static (concrete) "
+                         "lower and upper bounds")
+    lower = ew.convert_element_type(lower, dt)
+    upper = ew.convert_element_type(upper, dt)
+
+    def cond_fun(c):
+        i, u, _ = c
+        return ew.lt_p.bind(i, u)
+
+    def body(c):
+        i, u, x = c
+        return ew.add_p.bind(i, np.asarray(1, dt)), u, body_fun(i, x)
+    return while_loop(cond_fun, body, (lower, upper, init_val))[2]
+
+
+# ----------------------------------------------------------------- map
+
+
+def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
+    """``stack([f(x) for x in xs])`` as a scan; with ``batch_size``, ``f`` is vmapped over
+    chunks of that many elements (and once over the remainder)."""
+    tu = _tu()
+    if batch_size is None:
+        return scan(lambda _, x: ((), f(x)), (), xs)[1]
+    batch_size = operator.index(batch_size)
+    if batch_size <= 0:
+        raise ValueError(f"lax.map: batch_size must be positive, got {batch_size}")
+    leaves, tree = _flatten_args(xs, "lax.map xs")
+    if not leaves:
+        raise ValueError("lax.map: xs has no arrays to map over")
+    n = core.get_aval(leaves[0]).shape[0]
+    nb, rem = divmod(n, batch_size)
+
+    def vmapped(chunk_leaves, size):
+        outs_tree = []
+
+        def g(*ls):
+            o = f(tu.tree_unflatten(tree, list(ls)))
+            ol, ot = tu.tree_flatten(o)
+            outs_tree[:] = [ot]
+            return ol
+        outs, _ = batching.batch_flat(g, batching.AxisData(size), chunk_leaves,
+                                      [0] * len(chunk_leaves), lambda k: [0] * k)
+        return outs, outs_tree[0]
+
+    main = [st.reshape(st.slice_in_dim(x, 0, nb * batch_size, axis=0),
+                       (nb, batch_size) + core.get_aval(x).shape[1:]) for x in leaves]
+    otree = []
+
+    def body(_, chunk):
+        outs, t = vmapped(list(chunk), batch_size)
+        otree[:] = [t]
+        return (), outs
+    _, ys = scan(body, (), main) if nb else ((), None)
+    pieces = []
+    if nb:
+        pieces.append([st.reshape(y, (nb * batch_size,) + core.get_aval(y).shape[2:]) for y in ys])
+    if rem:
+        tail = [st.slice_in_dim(x, nb * batch_size, n, axis=0) for x in leaves]
+        outs, t = vmapped(tail, rem)
+        otree[:] = [t]
+        pieces.append(outs)
+    if len(pieces) == 1:
+        flat = pieces[0]
+    else:
+        flat = [st.concatenate([a, b], 0) for a, b in zip(*pieces)]
+    return tu.tree_unflatten(otree[0], flat)
+
+
+# ----------------------------------------------------------------- associative_scan
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """Inclusive prefix combination of ``elems`` along ``axis`` with the associative
+    ``fn`` (Blelloch-style: O(log n) depth of ``fn`` calls on halved slices)."""
+    tu = _tu()
+    leaves, tree = _flatten_args(elems, "lax.associative_scan elems")
+    if not leaves:
+        return elems
+    avals = [core.get_aval(x) for x in leaves]
+    nd = avals[0].ndim
+    if nd == 0:
+        raise ValueError("lax.associative_scan: elems must have at least one axis")
+    ax = axis + nd if axis < 0 else axis
+    if not 0 <= ax < nd:
+        raise ValueError(f"lax.associative_scan: axis {axis} is out of bounds for arrays of "
+                         f"rank {nd}")
+    n = avals[0].shape[ax]
+    for a in avals:
+        if a.ndim <= ax or a.shape[ax] != n:
+            raise ValueError("lax.associative_scan: every leaf of elems must have the same "
+                             f"size along axis {axis}, got shapes "
+                             + ", ".join(str(b.shape) for b in avals))
+    if reverse:
+        leaves = [st.rev(x, (ax,)) for x in leaves]
+
+    def combine(a, b):
+        out = fn(tu.tree_unflatten(tree, a), tu.tree_unflatten(tree, b))
+        ol, ot = tu.tree_flatten(out)
+        if ot != tree:
+            raise TypeError(f"lax.associative_scan: fn must return the structure of elems "
+                            f"{tree}, got {ot}")
+        return ol
+
+    def sl(x, start, stop, step=1):
+        return st.slice_in_dim(x, start, stop, step, axis=ax)
+
+    def interleave(a, b):
+        """[a0, b0, a1, b1, ...] along ax; len(a) == len(b) or len(b) + 1."""
+        na, nb = core.get_aval(a).shape[ax], core.get_aval(b).shape[ax]
+        head = sl(a, 0, nb) if na != nb else a
+        shape = core.get_aval(head).shape
+        ex = lambda v: st.expand_dims(v, (ax + 1,))  # noqa: E731
+        both = st.concatenate([ex(head), ex(b)], ax + 1)
+        merged = st.reshape(both, shape[:ax] + (2 * nb,) + shape[ax + 1:])
+        return merged if na == nb else st.concatenate([merged, sl(a, nb, na)], ax)
+
+    def rec(xs):
+        k = core.get_aval(xs[0]).shape[ax]
+        if k < 2:
+            return xs
+        reduced = combine([sl(x, 0, k - 1, 2) for x in xs], [sl(x, 1, k, 2) for x in xs])
+        odd = rec(reduced)
+        if k % 2 == 0:
+            even = combine([sl(o, 0, core.get_aval(o).shape[ax] - 1) for o in odd],
+                           [sl(x, 2, k, 2) for x in xs])
+        else:
+            even = combine(odd, [sl(x, 2, k, 2) for x in xs])
+        even = [st.concatenate([sl(x, 0, 1), e], ax) for x, e in zip(xs, even)]
+        return [interleave(e, o) for e, o in zip(even, odd)]
+
+    out = rec(list(leaves))
+    if reverse:
+        out = [st.rev(x, (ax,)) for x in out]
+    return tu.tree_unflatten(tree, out)

@@ -1,0 +1,107 @@
+"""Devices and data placement (JAX's names), thin over ``lowering``'s runtime.
+
+``devices``, ``local_devices``, ``default_backend``, ``device_put``,
+``device_get``, ``block_until_ready``; installs ``Array.devices()`` and
+``Array.device``.  jaxlib loads on the first call, not on ``import xform``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from interpreters import core
+from interpreters.core import Array, Tracer
+from xform.tree_util import tree_map
+
+__all__ = ["devices", "local_devices", "default_backend", "device_put", "device_get",
+           "block_until_ready", "device_count", "local_device_count"]
+
+
+def _lowering():
+    import lowering
+    return lowering
+
+
+def devices(backend=None) -> list:
+    """All devices of ``backend`` ('cpu', 'gpu', 'tpu'; default: the default backend)."""
+    return _lowering().devices(backend)
+
+
+def local_devices(process_index=None, backend=None) -> list:
+    return _lowering().local_devices(backend)
+
+
+def device_count(backend=None) -> int:
+    return len(devices(backend))
+
+
+def local_device_count(backend=None) -> int:
+    return len(local_devices(backend=backend))
+
+
+def default_backend() -> str:
+    """The platform name ('cpu', 'gpu' or 'tpu') computations run on by default."""
+    return _lowering().default_backend()
+
+
+def _put_leaf(x, device):
+    if isinstance(x, Tracer):
+        return x           # inside a transformation placement is a no-op (as in JAX)
+    return _lowering().device_put(x, device)
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Place every leaf of the pytree ``x`` on ``device`` (default device if None)."""
+    if isinstance(device, (list, tuple)):
+        raise TypeError("device_put: pass one device (multi-device shardings are not "
+                        "supported); use device_put_replicated-style loops instead.")
+    return tree_map(lambda leaf: _put_leaf(leaf, device), x)
+
+
+def _get_leaf(x):
+    if isinstance(x, Tracer):
+        raise TypeError(f"device_get() of a traced array {x.aval.str_short()}: call it on "
+                        "concrete arrays outside transformations.")
+    if isinstance(x, Array):
+        return np.asarray(x._value)
+    return x
+
+
+def device_get(x):
+    """NumPy copies (host values) of every array leaf of ``x``; other leaves unchanged."""
+    for leaf in _leaves(x):
+        if isinstance(leaf, Array) and leaf._buf is not None and not leaf._deleted:
+            leaf._buf.copy_to_host_async() if hasattr(leaf._buf, "copy_to_host_async") else None
+    return tree_map(_get_leaf, x)
+
+
+def block_until_ready(x):
+    """Wait until every array in the pytree ``x`` is computed; returns ``x``."""
+    for leaf in _leaves(x):
+        if isinstance(leaf, Array):
+            leaf.block_until_ready()
+        elif hasattr(leaf, "block_until_ready") and not isinstance(leaf, Tracer):
+            leaf.block_until_ready()
+    return x
+
+
+def _leaves(x):
+    from xform.tree_util import tree_leaves
+    return tree_leaves(x)
+
+
+# ----------------------------------------------------------------- Array.devices() / .device
+
+
+def _array_devices(self):
+    """The set of devices holding this array."""
+    return {_lowering().get_device(self)}
+
+
+def _array_device(self):
+    return _lowering().get_device(self)
+
+
+Array.devices = _array_devices
+Array.device = property(_array_device)
+if not hasattr(core.Array, "committed"):
+    Array.committed = property(lambda self: self._committed)

@@ -1,0 +1,835 @@
+"""``jit``, ``make_jaxpr``, ``eval_shape``: staging Python functions into programs.
+
+``jit(f)(*args)`` flattens the arguments, builds a cache key from the pytree
+structure, each leaf's abstract value (shape, dtype, weak type), the static
+arguments and the x64 flag, and looks it up in a cache shared by every jit of
+the same function (held by weak reference, so it dies with the function):
+
+* hit (the hot path, kept short): call the compiled executable, unflatten;
+* miss: trace ``f`` with staging tracers into a ClosedJaxpr (its closed-over
+  constants hoisted into leading arguments), simplify it (forwarding, CSE,
+  DCE), compile it with XLA through ``lowering`` and store it;
+* under another transformation (the current trace is not the eager one), the
+  program is not run but bound as the ``jit`` primitive, whose rules
+  (primitives/jit.py) differentiate, batch and transpose it.
+
+``xform.config.update("jax_explain_cache_misses", True)`` logs why a call
+retraced (logger ``"xform"``, WARNING), like JAX.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import inspect
+import logging
+import weakref
+
+import numpy as np
+
+from interpreters import core, errors, passes
+from interpreters.config import config
+from interpreters.core import EVAL_TRACE, Array, ShapedArray, Tracer
+from interpreters.dtypes import canonicalize_dtype
+from interpreters.ir import ClosedJaxpr
+from interpreters.staging import trace_to_jaxpr
+from primitives.jit import _hoist, compile_program, jit_p
+from xform.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+__all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
+
+_log = logging.getLogger("xform")
+_state = core._state
+_CACHE_SIZE = 1024
+
+# ----------------------------------------------------------------- flags read on every call
+
+_flags = {"x64": bool(config.jax_enable_x64), "disable": bool(config.jax_disable_jit)}
+_scalar_keys: dict = {}
+
+
+def _refresh_scalar_keys(_=None):
+    _flags["x64"] = bool(config.jax_enable_x64)
+    for t in (bool, int, float, complex):
+        a = core.get_aval(t(0))
+        _scalar_keys[t] = (a.shape, a.dtype, a.weak_type)
+
+
+def _set_disable(v):
+    _flags["disable"] = bool(v)
+
+
+config.on_change("jax_enable_x64", _refresh_scalar_keys)
+config.on_change("jax_disable_jit", _set_disable)
+_refresh_scalar_keys()
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Run jitted functions eagerly (op by op) inside this context, for debugging."""
+    with config.override("jax_disable_jit", disable):
+        yield
+
+
+# ----------------------------------------------------------------- ShapeDtypeStruct
+
+
+class ShapeDtypeStruct:
+    """An abstract array (shape, dtype, weak_type): arguments to ``eval_shape``,
+    ``jit(f).lower`` and ``make_jaxpr``, and what ``eval_shape`` returns."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, *, weak_type=False, sharding=None):
+        try:
+            self.shape = tuple(int(d) for d in shape)
+        except TypeError:
+            raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of ints, got {shape!r}") \
+                from None
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified")
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def _sds(aval):
+    return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+
+# ----------------------------------------------------------------- leaves -> cache keys
+
+
+class _InvalidLeaf(Exception):
+    def __init__(self, index, value):
+        self.index, self.value = index, value
+
+
+def _leaf_key(x):
+    """(shape, dtype, weak_type) of an argument leaf; the fast cases first."""
+    t = type(x)
+    if t is Array:
+        return (x.shape, x.dtype, x.weak_type)
+    k = _scalar_keys.get(t)
+    if k is not None:
+        return k
+    if t is np.ndarray:
+        return (x.shape, canonicalize_dtype(x.dtype), False)
+    return _leaf_key_slow(x)
+
+
+def _leaf_key_slow(x):
+    if isinstance(x, (Tracer, Array)):
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return (x.shape, canonicalize_dtype(x.dtype), False)
+    if isinstance(x, ShapeDtypeStruct):
+        return (x.shape, canonicalize_dtype(x.dtype), x.weak_type)
+    for t, k in _scalar_keys.items():      # subclasses of Python scalars (IntEnum, ...)
+        if isinstance(x, t):
+            return k
+    if hasattr(x, "__jax_array__") or (hasattr(x, "shape") and hasattr(x, "dtype")
+                                       and hasattr(x, "__array__")):
+        return (tuple(x.shape), canonicalize_dtype(np.dtype(x.dtype)),
+                bool(getattr(x, "weak_type", False)))
+    raise _InvalidLeaf(None, x)
+
+
+def _leaf_keys(leaves):
+    try:
+        return tuple([_leaf_key(x) for x in leaves])
+    except _InvalidLeaf as e:
+        for i, x in enumerate(leaves):
+            if x is e.value:
+                e.index = i
+        raise
+
+
+_NOT_ARRAY = object()
+_flat_treedefs: dict = {}
+
+
+def _flat_treedef(n):
+    """The treedef of an n-tuple of leaves (what tree_flatten gives for n Arrays)."""
+    t = _flat_treedefs.get(n)
+    if t is None:
+        t = _flat_treedefs[n] = tree_flatten(tuple(range(n)))[1]
+    return t
+
+
+# ----------------------------------------------------------------- argument names
+
+
+def _signature(fun):
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+def _fun_name(fun):
+    f = fun
+    while isinstance(f, functools.partial):
+        f = f.func
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _fun_location(fun):
+    f = fun
+    while isinstance(f, functools.partial):
+        f = f.func
+    f = getattr(f, "__func__", f)
+    code = getattr(f, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
+
+
+def _leaf_names(fun, dyn_args, dyn_kwargs, dyn_argnums):
+    """A readable name per flat leaf ("x", "params['w']", "args[2]")."""
+    sig = _signature(fun)
+    names = []
+    params = list(sig.parameters.values()) if sig is not None else []
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+
+    def argname(i):
+        if i < len(positional):
+            return positional[i].name
+        if varargs is not None:
+            return f"{varargs}[{i - len(positional)}]"
+        return f"args[{i}]"
+
+    for i, a in zip(dyn_argnums, dyn_args):
+        base = argname(i)
+        for path, _ in tree_flatten_with_path(a)[0]:
+            names.append(base + keystr(path))
+    for k in sorted(dyn_kwargs):
+        for path, _ in tree_flatten_with_path(dyn_kwargs[k])[0]:
+            names.append(k + keystr(path))
+    return names
+
+
+def _invalid_arg_error(fun, dyn_args, dyn_kwargs, dyn_argnums, e: _InvalidLeaf):
+    try:
+        name = _leaf_names(fun, dyn_args, dyn_kwargs, dyn_argnums)[e.index]
+    except Exception:
+        name = f"#{e.index}"
+    return TypeError(f"Argument '{name}' of type {type(e.value)} is not a valid JAX type. "
+                     "Pass arrays, NumPy arrays or Python scalars (or pytrees of them); mark "
+                     "non-array arguments static with static_argnums/static_argnames.")
+
+
+def _resolve_argnums(fun, argnums, argnames, what):
+    """JAX's rule: static/donated argnums and argnames complete each other through the
+    signature."""
+    if argnums is None:
+        argnums = ()
+    elif isinstance(argnums, int):
+        argnums = (argnums,)
+    if argnames is None:
+        argnames = ()
+    elif isinstance(argnames, str):
+        argnames = (argnames,)
+    argnums, argnames = tuple(argnums), tuple(argnames)
+    for a in argnums:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"jit: {what}_argnums must be ints, got {a!r}")
+    sig = _signature(fun)
+    if sig is None:
+        return tuple(int(a) for a in argnums), argnames
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    n = len(positional)
+    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    nums = set()
+    for a in argnums:
+        a = int(a)
+        if a < 0:
+            a += n
+        if not has_varargs and not 0 <= a < n and n:
+            raise ValueError(f"jit: {what}_argnums={a} is out of range for a function with "
+                             f"{n} positional parameters ({', '.join(p.name for p in positional)})")
+        nums.add(a)
+    names = set(argnames)
+    for i, p in enumerate(positional):
+        if i in nums and p.kind == p.POSITIONAL_OR_KEYWORD:
+            names.add(p.name)
+        if p.name in names:
+            nums.add(i)
+    return tuple(sorted(nums)), tuple(sorted(names))
+
+
+# ----------------------------------------------------------------- the per-function cache
+
+_fun_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _shared_cache(fun, options):
+    """One LRU (plus its all-Array fast table) per (function, jit options), freed with
+    the function."""
+    try:
+        per_fun = _fun_caches.get(fun)
+        if per_fun is None:
+            per_fun = _fun_caches[fun] = {}
+    except TypeError:           # not weak-referenceable: the wrapper owns its cache
+        return _LRU(), {}
+    pair = per_fun.get(options)
+    if pair is None:
+        pair = per_fun[options] = (_LRU(), {})
+    return pair
+
+
+class _LRU(collections.OrderedDict):
+    """The tracing cache: evicting an entry also clears the fast table."""
+
+    fast = None
+
+    def trim(self, maxsize):
+        while len(self) > maxsize:
+            self.popitem(last=False)
+            if self.fast is not None:
+                self.fast.clear()
+
+
+class _Entry:
+    """One traced (and, once called eagerly, compiled) specialisation."""
+
+    __slots__ = ("closed", "const_args", "out_tree", "compiled", "dev_consts", "donated",
+                 "in_avals", "key", "names")
+
+    def __init__(self, closed, const_args, out_tree, donated, in_avals, key, names):
+        self.closed = closed
+        self.const_args = const_args
+        self.out_tree = out_tree
+        self.compiled = None
+        self.dev_consts = ()
+        self.donated = donated
+        self.in_avals = in_avals
+        self.key = key
+        self.names = names
+
+
+# ----------------------------------------------------------------- jit
+
+
+class JitWrapped:
+    """What ``jit(f)`` returns: callable, plus ``lower``, ``trace``, ``eval_shape``."""
+
+    def __init__(self, fun, *, in_shardings=None, out_shardings=None, static_argnums=(),
+                 static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused=False,
+                 device=None, backend=None, inline=False, compiler_options=None):
+        if not callable(fun):
+            raise TypeError(f"jit: expected a callable value, got {fun!r} of type "
+                            f"{type(fun).__name__}")
+        functools.update_wrapper(self, fun, updated=())
+        self._fun = fun
+        self._static_argnums, self._static_argnames = _resolve_argnums(
+            fun, static_argnums, static_argnames, "static")
+        self._donate_argnums, self._donate_argnames = _resolve_argnums(
+            fun, donate_argnums, donate_argnames, "donate")
+        both = set(self._static_argnums) & set(self._donate_argnums)
+        if both:
+            raise ValueError(f"jit: arguments {sorted(both)} are both static and donated; a "
+                             "static argument is not an array and cannot be donated.")
+        self._keep_unused = bool(keep_unused)
+        self._inline = bool(inline)
+        if device is not None and backend is not None:
+            raise ValueError("jit: pass either device or backend, not both")
+        self._device = device
+        self._backend = backend
+        self._name = _fun_name(fun)
+        self._has_static = bool(self._static_argnums or self._static_argnames)
+        options = (self._static_argnums, self._static_argnames, self._donate_argnums,
+                   self._donate_argnames, self._keep_unused, self._inline, device, backend)
+        self._cache, self._fast = _shared_cache(fun, options)
+        self._cache.fast = self._fast
+        self._trace_count = 0
+
+    # -- the hot path
+    def __call__(self, *args, **kwargs):
+        if _flags["disable"]:
+            return self._fun(*args, **kwargs)
+        if self._has_static or kwargs:
+            return self._call_general(args, kwargs)
+        # Common case: positional Array arguments only.  The fast table is keyed on
+        # the avals alone (no pytree structure to hash or compare).
+        fkey = (tuple([(x.shape, x.dtype, x.weak_type) if type(x) is Array else _NOT_ARRAY
+                       for x in args]), _flags["x64"])
+        entry = self._fast.get(fkey)
+        if entry is not None and _state.trace is EVAL_TRACE:
+            try:
+                outs = entry.compiled(*entry.dev_consts, *args)
+            except TypeError:
+                self._check_leaked(args)
+                raise
+            if core._debug_checks_on:
+                self._debug_check(entry, args, outs)
+            return entry.out_tree.unflatten(outs)
+        try:
+            leaves, treedef = tree_flatten(args)
+            key = (treedef, tuple([_leaf_key(x) for x in leaves]), (), _flags["x64"])
+        except _InvalidLeaf:
+            return self._call_general(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is not None and entry.compiled is not None and _state.trace is EVAL_TRACE:
+            self._cache.move_to_end(key)
+            if _NOT_ARRAY not in fkey[0] and treedef == _flat_treedef(len(args)):
+                self._fast[fkey] = entry
+            try:
+                outs = entry.compiled(*entry.dev_consts, *leaves)
+            except TypeError:
+                self._check_leaked(leaves)
+                raise
+            if core._debug_checks_on:
+                self._debug_check(entry, leaves, outs)
+            return entry.out_tree.unflatten(outs)
+        return self._call_general(args, kwargs)
+
+    # -- everything else
+    def _split(self, args, kwargs):
+        """(dynamic args, their positions, dynamic kwargs, static key)."""
+        statics = []
+        dyn_args, dyn_argnums = [], []
+        snums = self._static_argnums
+        for i, a in enumerate(args):
+            if i in snums:
+                statics.append((i, self._hashable(a, i)))
+            else:
+                dyn_args.append(a)
+                dyn_argnums.append(i)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_argnames:
+                statics.append((k, self._hashable(v, k)))
+            else:
+                dyn_kwargs[k] = v
+        return dyn_args, dyn_argnums, dyn_kwargs, tuple(statics)
+
+    def _hashable(self, v, where):
+        try:
+            hash(v)
+        except TypeError as e:
+            raise ValueError(
+                f"Non-hashable static arguments are not supported. An error occurred while "
+                f"trying to hash an object of type {type(v)}, {v!r}. The error was:\n"
+                f"TypeError: {e}\n(static argument {where!r} of jit({self._name}); pass a "
+                "tuple instead of a list, or make the argument dynamic.)") from None
+        return _StaticKey(v)
+
+    def _prepare(self, args, kwargs):
+        dyn_args, dyn_argnums, dyn_kwargs, statics = self._split(args, kwargs)
+        if dyn_kwargs:
+            leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
+        else:
+            leaves, treedef = tree_flatten(tuple(dyn_args))
+        try:
+            leaf_keys = _leaf_keys(leaves)
+        except _InvalidLeaf as e:
+            raise _invalid_arg_error(self._fun, dyn_args, dyn_kwargs, dyn_argnums, e) from None
+        key = (treedef, leaf_keys, statics, _flags["x64"])
+        return key, leaves, (dyn_args, dyn_argnums, dyn_kwargs, statics)
+
+    def _get_entry(self, args, kwargs):
+        key, leaves, info = self._prepare(args, kwargs)
+        try:
+            entry = self._cache.get(key)
+        except TypeError as e:    # a static argument whose __eq__/__hash__ misbehaves
+            raise ValueError(f"jit({self._name}): static arguments must be hashable and "
+                             f"comparable: {e}") from None
+        if entry is None:
+            entry = self._trace(key, args, kwargs, info)
+        return entry, leaves
+
+    def _call_general(self, args, kwargs):
+        entry, leaves = self._get_entry(args, kwargs)
+        if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
+            if entry.compiled is None:
+                self._compile(entry)
+            outs = entry.compiled(*entry.dev_consts, *leaves)
+            if core._debug_checks_on:
+                self._debug_check(entry, leaves, outs)
+        else:
+            n = len(entry.const_args)
+            outs = jit_p.bind(*entry.const_args, *leaves, jaxpr=entry.closed, name=self._name,
+                              donated_invars=(False,) * n + entry.donated, inline=self._inline,
+                              keep_unused=self._keep_unused)
+        return entry.out_tree.unflatten(outs)
+
+    def _check_leaked(self, leaves, consts=()):
+        """At the eager level a tracer argument is a leaked one: bind so the eval trace
+        raises UnexpectedTracerError naming where it was created."""
+        for x in list(consts) + list(leaves):
+            if isinstance(x, Tracer):
+                EVAL_TRACE.check_foreign_tracer(x)
+        return False
+
+    def _trace(self, key, args, kwargs, info):
+        dyn_args, dyn_argnums, dyn_kwargs, statics = info
+        if config.jax_explain_cache_misses:
+            self._explain_miss(key, dyn_args, dyn_kwargs, dyn_argnums)
+        treedef = key[0]
+        in_avals = [ShapedArray(*k) for k in key[1]]
+        store = {}
+        fun = self._fun
+        static_pos = {k: v.value for k, v in statics if isinstance(k, int)}
+        static_kw = {k: v.value for k, v in statics if isinstance(k, str)}
+        n_args = len(dyn_args) + len(static_pos)
+
+        def flat_fun(*tracers):
+            tree = treedef.unflatten(tracers)
+            dargs, dkw = (tree, {}) if not dyn_kwargs else tree
+            it = iter(dargs)
+            full = [static_pos[i] if i in static_pos else next(it) for i in range(n_args)]
+            out = fun(*full, **dkw, **static_kw)
+            out_leaves, store["tree"] = tree_flatten(out)
+            for i, o in enumerate(out_leaves):
+                if not isinstance(o, (Tracer, Array, np.ndarray, np.generic, bool, int, float,
+                                      complex)):
+                    raise TypeError(
+                        f"jit({self._name}): output leaf {i} has type {type(o)}, which is not a "
+                        "valid JAX type; a jitted function must return arrays, scalars or "
+                        "pytrees of them.")
+            return out_leaves
+
+        try:
+            jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals, name=f"jit({self._name})")
+        except errors.ConcretizationTypeError as e:
+            e.args = (f"{e.args[0]}\nThe error occurred while tracing the function "
+                      f"{self._name} at {_fun_location(self._fun)} for jit.",) + e.args[1:]
+            raise
+        self._trace_count += 1
+        closed, const_args = _hoist(jaxpr, consts)
+        donated = self._donated(dyn_args, dyn_argnums, dyn_kwargs, len(in_avals))
+        entry = _Entry(closed, const_args, store["tree"], donated, in_avals, key, None)
+        if not any(isinstance(c, Tracer) for c in const_args):
+            self._cache[key] = entry
+            self._cache.trim(_CACHE_SIZE)
+        return entry
+
+    def _donated(self, dyn_args, dyn_argnums, dyn_kwargs, n):
+        if not (self._donate_argnums or self._donate_argnames):
+            return (False,) * n
+        out = []
+        for i, a in zip(dyn_argnums, dyn_args):
+            out += [i in self._donate_argnums] * len(tree_flatten(a)[0])
+        for k in sorted(dyn_kwargs):
+            out += [k in self._donate_argnames] * len(tree_flatten(dyn_kwargs[k])[0])
+        return tuple(out)
+
+    def _target_device(self):
+        if self._device is not None:
+            return self._device
+        if self._backend is not None:
+            import lowering
+            return lowering.devices(self._backend)[0]
+        return None
+
+    def _compile(self, entry):
+        closed = passes.simplify(entry.closed)
+        donated = (False,) * len(entry.const_args) + entry.donated
+        device = self._target_device()
+        entry.compiled = compile_program(closed, donated, device, self._name)
+        entry.dev_consts = tuple(_to_device(c, getattr(entry.compiled, "device", None))
+                                 for c in entry.const_args)
+        return entry.compiled
+
+    def _debug_check(self, entry, leaves, outs):
+        from primitives.jit import check_outputs_or_rerun
+        check_outputs_or_rerun(entry.closed, list(entry.const_args) + list(leaves), outs,
+                               self._name)
+
+    # -- explaining cache misses
+    def _explain_miss(self, key, dyn_args, dyn_kwargs, dyn_argnums):
+        where = errors.user_location(3)
+        head = (f"TRACING CACHE MISS at {where} because:\n"
+                f"  for {self._name} defined at {_fun_location(self._fun)}\n")
+        if not self._cache:
+            _log.warning(head + "  never seen function (or never seen these jit options)")
+            return
+        treedef, leaf_keys, statics, x64 = key
+        best, best_score = None, None
+        for k in self._cache:
+            score = (k[0] != treedef, k[3] != x64, k[2] != statics,
+                     sum(a != b for a, b in zip(k[1], leaf_keys)) if k[0] == treedef else 0)
+            if best_score is None or score < best_score:
+                best, best_score = k, score
+        lines = ["  all previously seen cache keys differ. For the closest previous key:"]
+        if best[3] != x64:
+            lines.append(f"  * jax_enable_x64 was {best[3]} and now is {x64}")
+        if best[0] != treedef:
+            lines.append(f"  different input pytree:\n  * the arguments' structure was "
+                         f"{best[0]} and now is {treedef}")
+        elif best[2] != statics:
+            old, new = dict(best[2]), dict(statics)
+            for k in sorted(set(old) | set(new), key=str):
+                if old.get(k) != new.get(k):
+                    lines.append(f"  different static argument {k!r}: was "
+                                 f"{_static_repr(old.get(k))} and now is "
+                                 f"{_static_repr(new.get(k))}")
+        else:
+            names = _leaf_names(self._fun, dyn_args, dyn_kwargs, dyn_argnums)
+            lines.append("  different input types:")
+            for name, old, new in zip(names, best[1], leaf_keys):
+                if old != new:
+                    o, n = ShapedArray(*old), ShapedArray(*new)
+                    what = ("weak type" if core.same_type(o, n) else "shape/dtype")
+                    lines.append(f"  * for {self._name}, argument {name} had {what} "
+                                 f"{_aval_str(o)} and now {_aval_str(n)}")
+        _log.warning(head + "\n".join(lines))
+
+    # -- AOT-style API
+    def lower(self, *args, **kwargs):
+        entry, _ = self._get_entry(args, kwargs)
+        return Lowered(self, entry)
+
+    def trace(self, *args, **kwargs):
+        entry, _ = self._get_entry(args, kwargs)
+        return Traced(self, entry)
+
+    def eval_shape(self, *args, **kwargs):
+        entry, _ = self._get_entry(args, kwargs)
+        return entry.out_tree.unflatten([_sds(a) for a in entry.closed.out_avals])
+
+    def _cache_size(self):
+        return len(self._cache)
+
+    def clear_cache(self):
+        self._cache.clear()
+        self._fast.clear()
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<JitWrapped of {self._fun!r}>"
+
+
+class _StaticKey:
+    """A static argument in a cache key: compared with ``==`` like JAX, and never
+    equal to a value of another type (``1`` vs ``True`` vs ``1.0`` retrace)."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value):
+        self.value = value
+        self._hash = hash((type(value), value))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        if type(other) is not _StaticKey or type(other.value) is not type(self.value):
+            return False
+        r = self.value == other.value
+        if not isinstance(r, (bool, np.bool_)):
+            try:
+                r = bool(r)
+            except Exception:
+                return False
+        return bool(r)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def _static_repr(s):
+    return "<absent>" if s is None else repr(s)
+
+
+def _aval_str(a):
+    return a.str_short() + ("{weak_type=True}" if a.weak_type else "")
+
+
+def _to_device(c, device):
+    if device is None or isinstance(c, Tracer):
+        return c
+    try:
+        import lowering
+        return lowering.device_put(c, device)
+    except Exception:
+        return c
+
+
+class Lowered:
+    """``jit(f).lower(*args)``: the StableHLO of one specialisation."""
+
+    def __init__(self, wrapped, entry):
+        self._wrapped = wrapped
+        self._entry = entry
+
+    def as_text(self, dialect=None, debug_info=False):
+        import lowering
+        w, e = self._wrapped, self._entry
+        donated = (False,) * len(e.const_args) + e.donated
+        return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
+                                    donated_invars=donated, keep_unused=w._keep_unused)
+
+    def compile(self, compiler_options=None):
+        w, e = self._wrapped, self._entry
+        if e.compiled is None:
+            w._compile(e)
+        return CompiledCall(w, e)
+
+    @property
+    def out_info(self):
+        return self._entry.out_tree.unflatten([_sds(a) for a in self._entry.closed.out_avals])
+
+    @property
+    def in_avals(self):
+        return list(self._entry.in_avals)
+
+
+class Traced:
+    """``jit(f).trace(*args)``: the staged program (``.jaxpr``) of one specialisation."""
+
+    def __init__(self, wrapped, entry):
+        self._wrapped = wrapped
+        self._entry = entry
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return self._entry.closed
+
+    @property
+    def out_info(self):
+        return self._entry.out_tree.unflatten([_sds(a) for a in self._entry.closed.out_avals])
+
+    def lower(self):
+        return Lowered(self._wrapped, self._entry)
+
+
+class CompiledCall:
+    """``jit(f).lower(*args).compile()``: call it with the dynamic arguments only."""
+
+    def __init__(self, wrapped, entry):
+        self._wrapped = wrapped
+        self._entry = entry
+
+    def __call__(self, *args, **kwargs):
+        e = self._entry
+        leaves, treedef = tree_flatten((tuple(args), kwargs) if kwargs else tuple(args))
+        if treedef != e.key[0]:
+            raise TypeError(f"Compiled function called with an argument structure {treedef} "
+                            f"but it was compiled for {e.key[0]} (static arguments are not "
+                            "passed to a compiled function).")
+        keys = _leaf_keys(leaves)
+        for i, (k, a) in enumerate(zip(keys, e.in_avals)):
+            if ShapedArray(*k).strip_weak_type() != a.strip_weak_type():
+                raise TypeError(f"Compiled function argument {i} has type "
+                                f"{ShapedArray(*k).str_short()} but it was compiled for "
+                                f"{a.str_short()}; call jit(f) instead to retrace.")
+        outs = e.compiled(*e.dev_consts, *leaves)
+        return e.out_tree.unflatten(outs)
+
+    def as_text(self):
+        return self._entry.compiled.compiled_text()
+
+    def cost_analysis(self):
+        return self._entry.compiled.cost_analysis()
+
+    def memory_analysis(self):
+        return self._entry.compiled.memory_analysis()
+
+    @property
+    def out_info(self):
+        return self._entry.out_tree.unflatten([_sds(a) for a in self._entry.closed.out_avals])
+
+
+def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
+        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
+        device=None, backend=None, inline=False, compiler_options=None):
+    """Compile ``fun`` with XLA (JAX's ``jax.jit``): trace once per argument signature,
+    then call the cached executable.  Usable as ``@jit``, ``@jit(static_argnums=...)``
+    or with ``functools.partial(jit, ...)``.  ``in_shardings``/``out_shardings`` are
+    accepted for compatibility and ignored (single-device programs)."""
+    kw = dict(in_shardings=in_shardings, out_shardings=out_shardings,
+              static_argnums=static_argnums, static_argnames=static_argnames,
+              donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+              keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+              compiler_options=compiler_options)
+    if fun is None:
+        return lambda f: JitWrapped(f, **kw)
+    return JitWrapped(fun, **kw)
+
+
+# ----------------------------------------------------------------- make_jaxpr / eval_shape
+
+
+def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
+    """Trace ``fun`` on the avals of ``args`` (statics passed through): (ClosedJaxpr,
+    out_tree)."""
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    static_argnums = tuple(i + len(args) if i < 0 else i for i in static_argnums)
+    dyn_idx = [i for i in range(len(args)) if i not in static_argnums]
+    dyn_args = [args[i] for i in dyn_idx]
+    leaves, treedef = tree_flatten((tuple(dyn_args), kwargs))
+    try:
+        keys = _leaf_keys(leaves)
+    except _InvalidLeaf as e:
+        raise _invalid_arg_error(fun, dyn_args, kwargs, dyn_idx, e) from None
+    avals = [ShapedArray(*k) for k in keys]
+    store = {}
+
+    def flat_fun(*tracers):
+        dargs, dkw = treedef.unflatten(tracers)
+        full = list(args)
+        for i, a in zip(dyn_idx, dargs):
+            full[i] = a
+        out = fun(*full, **dkw)
+        out_leaves, store["tree"] = tree_flatten(out)
+        return out_leaves
+
+    jaxpr, consts = trace_to_jaxpr(flat_fun, avals, name=name)
+    return ClosedJaxpr(jaxpr, consts), store["tree"]
+
+
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
+               abstracted_axes=None):
+    """``make_jaxpr(f)(*args)`` -> the ClosedJaxpr ``f`` stages to (JAX's API).  Arguments
+    may be arrays, scalars, ShapeDtypeStructs or pytrees of them."""
+    if not callable(fun):
+        raise TypeError(f"make_jaxpr: expected a callable, got {fun!r}")
+    if abstracted_axes is not None:
+        raise NotImplementedError("make_jaxpr(abstracted_axes=...): dynamic shapes are not "
+                                  "supported; trace with concrete shapes.")
+    if axis_env:
+        raise NotImplementedError("make_jaxpr(axis_env=...): wrap the function in "
+                                  "xform.vmap(..., axis_name=...) instead.")
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        closed, out_tree = _abstract_trace(fun, args, kwargs, static_argnums)
+        if return_shape:
+            return closed, out_tree.unflatten([_sds(a) for a in closed.out_avals])
+        return closed
+    return make
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The output shapes/dtypes of ``fun(*args)`` as ShapeDtypeStructs, without running it."""
+    if not callable(fun):
+        raise TypeError(f"eval_shape: expected a callable, got {fun!r}")
+    closed, out_tree = _abstract_trace(fun, args, kwargs, (), name="eval_shape")
+    return out_tree.unflatten([_sds(a) for a in closed.out_avals])

@@ -1,0 +1,106 @@
+"""``xform.debug.print`` and ``xform.debug.callback``: host callbacks that survive staging.
+
+``debug_callback`` is an *effectful* primitive with no outputs: eagerly it
+calls the Python function now; staged (under ``jit``) it stays in the program
+(dead-code elimination keeps effectful equations, CSE never merges them) and
+runs when the program runs.
+
+What works where:
+
+* eager, ``grad``/``jvp``/``vjp`` (the callback sees primal values, once),
+  ``vmap`` (called once per batch element, in order, like JAX's unvectorized
+  callbacks), and inside ``jit`` at any nesting depth;
+* under ``jit`` the XLA lowering has no host-callback rule, so a program that
+  contains a callback is *interpreted equation by equation* (eagerly, NumPy
+  reference implementations) instead of compiled: results are the same, the
+  program just does not run as one XLA executable.
+"""
+from __future__ import annotations
+
+from interpreters import ad, batching, core
+from interpreters.core import Primitive
+
+__all__ = ["print", "callback", "debug_callback_p"]
+
+_print = print
+
+debug_callback_p = Primitive("debug_callback", multiple_results=True)
+debug_callback_p.effectful = True
+debug_callback_p.impl_takes_arrays = True
+
+
+class _FlatCallback:
+    """The user's callback over flat leaves (compared by identity, hashable)."""
+
+    __slots__ = ("fn", "tree", "__weakref__")
+
+    def __init__(self, fn, tree):
+        self.fn = fn
+        self.tree = tree
+
+    def __call__(self, *leaves):
+        args, kwargs = self.tree.unflatten([_concrete(x) for x in leaves])
+        self.fn(*args, **kwargs)
+
+    @property
+    def __name__(self):
+        return getattr(self.fn, "__name__", "callback")
+
+
+def _concrete(x):
+    if isinstance(x, core.Array) or not isinstance(x, core.Tracer):
+        return x
+    v = x.to_concrete_value()
+    return core.Array(v) if v is not None else x
+
+
+@debug_callback_p.def_impl
+def _callback_impl(*args, callback, ordered):
+    callback(*args)
+    return []
+
+
+debug_callback_p.def_abstract_eval(lambda *avals, callback, ordered: [])
+
+
+def _callback_jvp(primals, tangents, *, callback, ordered):
+    debug_callback_p.bind(*primals, callback=callback, ordered=ordered)
+    return [], []
+
+
+ad.jvp_rules[debug_callback_p] = _callback_jvp
+
+
+def _callback_batch(axis_data, vals, dims, *, callback, ordered):
+    from xform import lax
+    for i in range(axis_data.size):
+        row = [v if d is None else lax.index_in_dim(v, i, d, keepdims=False)
+               for v, d in zip(vals, dims)]
+        debug_callback_p.bind(*row, callback=callback, ordered=ordered)
+    return [], []
+
+
+batching.batch_rules[debug_callback_p] = _callback_batch
+
+
+def callback(callback, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
+    """Call ``callback(*args, **kwargs)`` with concrete arrays, eagerly or when the staged
+    program runs.  Returns None."""
+    from xform._ad_api import as_value
+    from xform.tree_util import tree_flatten
+    if not callable(callback):
+        raise TypeError(f"debug.callback: expected a callable, got {callback!r}")
+    leaves, tree = tree_flatten((args, kwargs))
+    leaves = [as_value(x) for x in leaves]
+    debug_callback_p.bind(*leaves, callback=_FlatCallback(callback, tree), ordered=bool(ordered))
+    return None
+
+
+def print(fmt: str, *args, ordered: bool = False, **kwargs):  # noqa: A001
+    """Print ``fmt.format(*args, **kwargs)`` with the arrays' values (works under jit)."""
+    if not isinstance(fmt, str):
+        raise TypeError(f"debug.print: the format must be a str, got {type(fmt).__name__}")
+
+    def _do(*a, **kw):
+        _print(fmt.format(*a, **kw))
+    callback(_do, *args, ordered=ordered, **kwargs)
