@@ -19,6 +19,9 @@ program, for higher-order primitives such as jit/cond/scan).
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
 from interpreters import core
@@ -116,15 +119,36 @@ class BatchTrace(core.Trace):
 # ----------------------------------------------------------------- named axes
 
 
+class _AxisEnv(threading.local):
+    def __init__(self):
+        self.extra = []
+
+
+_axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def extend_axis_env(axis_env):
+    """Treat ``[(name, size), ...]`` as bound while staging (``make_jaxpr(axis_env=...)``):
+    collectives over them are recorded instead of raising NameError."""
+    prev = _axis_env.extra
+    _axis_env.extra = list(axis_env) + prev
+    try:
+        yield
+    finally:
+        _axis_env.extra = prev
+
+
 def bound_axes(trace=None) -> list:
-    """``[(name, size), ...]`` of the named vmap axes active at ``trace`` (innermost first)."""
+    """``[(name, size), ...]`` of the named axes active at ``trace`` (innermost first):
+    the vmaps on the trace chain, then any ``extend_axis_env`` entries."""
     t = core.current_trace() if trace is None else trace
     out = []
     while t is not None:
         if isinstance(t, BatchTrace) and t.axis_data.name is not None:
             out.append((t.axis_data.name, t.axis_data.size))
         t = t.parent
-    return out
+    return out + _axis_env.extra
 
 
 def axis_size(name) -> int:

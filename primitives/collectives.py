@@ -265,7 +265,7 @@ def _all_gather_rule(axis_data, vals, dims, *, all_gather_dimension, axis_name,
                      axis_index_groups, axis_size, tiled):
     (x,), (d,) = vals, dims
     g = all_gather_dimension
-    if axis_data.name != axis_name:
+    if axis_data.name not in axis_name:
         if d is None:
             return all_gather_p.bind(x, all_gather_dimension=g, axis_name=axis_name,
                                      axis_index_groups=axis_index_groups,
@@ -312,7 +312,7 @@ def _reduce_scatter_rule(axis_data, vals, dims, *, scatter_dimension, axis_name,
     s = scatter_dimension
     params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups,
                   axis_size=axis_size, tiled=tiled)
-    if axis_data.name != axis_name:
+    if axis_data.name not in axis_name:
         if d is None:
             return reduce_scatter_p.bind(x, scatter_dimension=s, **params), None
         return reduce_scatter_p.bind(_to_front(x, d), scatter_dimension=s + 1, **params), 0
@@ -367,7 +367,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
             raise ValueError("xform.lax.all_gather(tiled=True) needs an array of rank >= 1, "
                              f"got {aval.str_short()}.")
         g = _canon_dim(axis, aval.ndim + (not tiled), "all_gather", "axis")
-        return all_gather_p.bind(v, all_gather_dimension=g, axis_name=name,
+        return all_gather_p.bind(v, all_gather_dimension=g, axis_name=(name,),
                                  axis_index_groups=None, axis_size=n, tiled=bool(tiled))
     return _tree_map(leaf, x)
 
@@ -386,7 +386,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
             raise ValueError("xform.lax.psum_scatter needs an array of rank >= 1, got "
                              f"{aval.str_short()}.")
         s = _canon_dim(scatter_dimension, aval.ndim, "psum_scatter", "scatter_dimension")
-        params = dict(scatter_dimension=s, axis_name=name, axis_index_groups=None,
+        params = dict(scatter_dimension=s, axis_name=(name,), axis_index_groups=None,
                       axis_size=n, tiled=bool(tiled))
         _reduce_scatter_abstract(aval, **params)  # shape check before any rule runs
         return reduce_scatter_p.bind(v, scatter_dimension=s, axis_name=name,

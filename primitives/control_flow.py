@@ -575,8 +575,9 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, l
     consts, carry, xs = _split(args, num_consts, num_carry)
     c_lin = [ad.is_undefined_primal(a) for a in consts]
     x_lin = [ad.is_undefined_primal(a) for a in xs]
-    if not all(ad.is_undefined_primal(a) for a in carry):
-        raise NotImplementedError("scan transpose: every carry must be linear")
+    # A known carry of a linear scan can only be a (materialised) zero tangent: treat it
+    # as linear and drop its cotangent.
+    carry_known = [not ad.is_undefined_primal(a) for a in carry]
     ck = [a for a, lin in zip(consts, c_lin) if not lin]
     xk = [a for a, lin in zip(xs, x_lin) if not lin]
     cts = [ad.instantiate(c) for c in cts]
@@ -610,6 +611,7 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, l
                       unroll=unroll)
     acc, ct_init, ct_xs = _split(outs, nlc, num_carry)
     acc_it, xs_it = iter(acc), iter(ct_xs)
+    ct_init = [None if k else c for c, k in zip(ct_init, carry_known)]
     return ([next(acc_it) if lin else None for lin in c_lin] + ct_init
             + [next(xs_it) if lin else None for lin in x_lin])
 

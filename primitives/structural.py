@@ -520,29 +520,65 @@ def _ds_transpose(ct, x, *idxs, slice_sizes):
     return [dynamic_update_slice_p.bind(zeros, ct, *idxs)] + [None] * len(idxs)
 
 
-def _batched_index_loop(axis_data, vals, dims, fn):
-    """Batched start indices: apply ``fn(*unbatched_vals)`` per batch element and stack.
+def _batched_starts(axis_data, idxs, idims, shape, sizes):
+    """Per-example start indices, each a (size,) array clamped into range like XLA."""
+    ew, n = _ew(), axis_data.size
+    out = []
+    for i, d, dim, sz in zip(idxs, idims, shape, sizes):
+        dt = core.get_aval(i).dtype
+        i = bdim_at_front(i, d, n)
+        hi = broadcast_in_dim_p.bind(np.asarray(dim - sz, dt), shape=(n,), broadcast_dimensions=())
+        lo = broadcast_in_dim_p.bind(np.zeros((), dt), shape=(n,), broadcast_dimensions=())
+        out.append(ew.max_p.bind(ew.min_p.bind(i, hi), lo))
+    return out
 
-    XLA's gather would do this in one op; this keeps the rule independent of the
-    indexing family (the unrolled program is ``size`` slices long).
-    """
+
+def _shift_by(x, start, axis, max_shift, left):
+    """Shift each example of ``x`` (batch at 0) by its own ``start[b]`` along ``axis``:
+    ``y[b, i] = x[b, i + start[b]]`` (``left``) or ``x[b, i - start[b]]``; vacated
+    positions are zeros.  One select per bit of the shift: log-depth, no loop over b."""
+    ew = _ew()
+    a = core.get_aval(x)
+    dt = core.get_aval(start).dtype
+    one, zero = np.ones((a.shape[0],), dt), np.zeros((a.shape[0],), dt)
+    bit = 0
+    while (1 << bit) <= max_shift:
+        k = 1 << bit
+        cfg = tuple(((-k, k, 0) if left else (k, -k, 0)) if j == axis else (0, 0, 0)
+                    for j in range(a.ndim))
+        moved = pad_p.bind(x, np.zeros((), a.dtype), padding_config=cfg)
+        bits = ew.and_p.bind(ew.shift_right_logical_p.bind(start, np.full_like(one, bit)), one)
+        pred = broadcast_in_dim_p.bind(ew.ne_p.bind(bits, zero), shape=a.shape,
+                                       broadcast_dimensions=(0,))
+        x = ew.select_n_p.bind(pred, x, moved)
+        bit += 1
+    return x
+
+
+def _ds_batched_indices(axis_data, vals, dims, slice_sizes):
+    x = bdim_at_front(vals[0], dims[0], axis_data.size)
+    shape = core.get_aval(x).shape[1:]
+    starts = _batched_starts(axis_data, vals[1:], dims[1:], shape, slice_sizes)
+    for k, (s, d, sz) in enumerate(zip(starts, shape, slice_sizes)):
+        x = _shift_by(x, s, k + 1, d - sz, left=True)
+    return slice_p.bind(x, start_indices=(0,) * (len(shape) + 1),
+                        limit_indices=(axis_data.size,) + tuple(slice_sizes), strides=None), 0
+
+
+def _dus_batched_indices(axis_data, vals, dims):
     n = axis_data.size
-    outs = []
-    for b in range(n):
-        vs = []
-        for v, d in zip(vals, dims):
-            if d is None:
-                vs.append(v)
-            else:
-                a = core.get_aval(v)
-                st = tuple(b if i == d else 0 for i in range(a.ndim))
-                lim = tuple(b + 1 if i == d else s for i, s in enumerate(a.shape))
-                vs.append(squeeze_p.bind(slice_p.bind(v, start_indices=st, limit_indices=lim,
-                                                      strides=None), dimensions=(d,)))
-        o = fn(*vs)
-        oa = core.get_aval(o)
-        outs.append(reshape_p.bind(o, new_sizes=(1,) + oa.shape, dimensions=None))
-    return concatenate_p.bind(*outs, dimension=0), 0
+    x = bdim_at_front(vals[0], dims[0], n)
+    u = bdim_at_front(vals[1], dims[1], n)
+    shape, ushape = core.get_aval(x).shape[1:], core.get_aval(u).shape[1:]
+    starts = _batched_starts(axis_data, vals[2:], dims[2:], shape, ushape)
+    cfg = ((0, 0, 0),) + tuple((0, d - s, 0) for d, s in zip(shape, ushape))
+    u = pad_p.bind(u, np.zeros((), core.get_aval(u).dtype), padding_config=cfg)
+    mask = broadcast_in_dim_p.bind(np.array(True), shape=(n,) + ushape, broadcast_dimensions=())
+    mask = pad_p.bind(mask, np.array(False), padding_config=cfg)
+    for k, (s, d, sz) in enumerate(zip(starts, shape, ushape)):
+        u = _shift_by(u, s, k + 1, d - sz, left=False)
+        mask = _shift_by(mask, s, k + 1, d - sz, left=False)
+    return _ew().select_n_p.bind(mask, x, u), 0
 
 
 def _ds_batch(axis_data, vals, dims, *, slice_sizes):
@@ -555,8 +591,7 @@ def _ds_batch(axis_data, vals, dims, *, slice_sizes):
         idxs.insert(d, zero)
         return dynamic_slice_p.bind(x, *idxs, slice_sizes=slice_sizes[:d] + (n,)
                                     + slice_sizes[d:]), d
-    return _batched_index_loop(axis_data, vals, dims,
-                               lambda *v: dynamic_slice_p.bind(*v, slice_sizes=slice_sizes))
+    return _ds_batched_indices(axis_data, vals, dims, slice_sizes)
 
 
 dynamic_slice_p.def_abstract_eval(_ds_abstract)
@@ -616,7 +651,7 @@ def _dus_batch(axis_data, vals, dims):
         idxs = vals[2:]
         zero = np.zeros((), core.get_aval(idxs[0]).dtype if idxs else np.int32)
         return dynamic_update_slice_p.bind(x, u, zero, *idxs), 0
-    return _batched_index_loop(axis_data, vals, dims, dynamic_update_slice_p.bind)
+    return _dus_batched_indices(axis_data, vals, dims)
 
 
 dynamic_update_slice_p.def_abstract_eval(_dus_abstract)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import xform  # noqa: F401  (registers every primitive)
-from interpreters import ad, batching, core
+from interpreters import ad, batching, core, ir, staging
 from interpreters.config import config
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -69,15 +69,28 @@ def assert_close(ours, ref, dtype=None, rtol=None, atol=None):
 
 
 def check_vs_jax(ours_fn, jax_fn, args, rtol=None, atol=None):
-    """Eager results of ours and JAX agree in shape, dtype and values."""
-    outs = ours_fn(*[core.Array(np.asarray(a)) for a in args])
-    refs = jax_fn(*args)
-    outs = outs if isinstance(outs, (list, tuple)) else [outs]
-    refs = refs if isinstance(refs, (list, tuple)) else [refs]
+    """Eager results of ours and JAX agree in shape, dtype and values; the staged
+    program (abstract eval) promises exactly the eager avals and recomputes the values."""
+    arrs = [core.Array(np.asarray(a)) for a in args]
+    outs = _listify(ours_fn)(*arrs)
+    refs = _listify(jax_fn)(*args)
     assert len(outs) == len(refs)
     for o, r in zip(outs, refs):
         assert isinstance(o, core.Array), type(o)
         assert_close(o, np.asarray(r), rtol=rtol, atol=atol)
+    check_staged(ours_fn, arrs, outs)
+
+
+def check_staged(fn, arrs, eager_outs):
+    jaxpr, consts = staging.trace_to_jaxpr(_listify(fn), [a.aval for a in arrs])
+    ir.check_jaxpr(jaxpr)
+    for v, o in zip(jaxpr.outvars, eager_outs):
+        assert v.aval.shape == o.shape and v.aval.dtype == o.dtype, (v.aval, o.aval)
+        if not isinstance(v, ir.Literal):
+            assert v.aval.weak_type == o.weak_type, (v.aval, o.aval)
+    staged = ir.eval_jaxpr(jaxpr, consts, *arrs)
+    for s, o in zip(staged, eager_outs):
+        np.testing.assert_array_equal(np.asarray(s), np.asarray(o))
 
 
 def _listify(f):

@@ -62,8 +62,8 @@ INDICES = [0, -1, (1, 2), (slice(None), 1), (slice(None, None, -1),), (Ellipsis,
            (Ellipsis,), (0, Ellipsis, None), (slice(5, 10),), (slice(-10, 1),),
            np.array([1, 0, 1]), (slice(None), np.array([2, 0])), (Ellipsis, np.array([[3, -1]])),
            (np.array([0, 1]), np.array([2, 0])), (np.array([0, 1]), slice(None), np.array([2, 0])),
-           (1, np.array([2, 0]), slice(None)), X > 0, (X[0] > 0,), (0, X[0, 0] > 0),
-           [1, 0], (np.array(1),), np.array([], dtype=np.int32)]
+           (1, np.array([2, 0]), slice(None)), X > 0, (X[:, :, 0] > 0,), (0, X[0, :, 0] > 0),
+           (np.array(1),), np.array([], dtype=np.int32)]
 
 
 @pytest.mark.parametrize("idx", INDICES, ids=range(len(INDICES)))
@@ -83,6 +83,8 @@ def test_getitem_errors():
         x[0] = 1.0
     with pytest.raises(IndexError):
         x[1.5]
+    with pytest.raises(TypeError, match="non-tuple sequence"):
+        x[[0, 1]]
 
 
 AT_CASES = [0, (1, slice(None, None, 2)), (Ellipsis, -1), (slice(None, None, -1), 1),

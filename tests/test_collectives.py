@@ -329,3 +329,18 @@ def test_bad_collective_arguments():
         xform.vmap(lambda v: lax.all_gather(v, "i", axis=3), axis_name="i")(x)
     with pytest.raises(ValueError, match="mapped output"):
         xform.vmap(lambda v: v, axis_name="i", out_axes=None)(x)
+
+
+def test_extend_axis_env_lets_staging_record_collectives():
+    """``make_jaxpr(axis_env=...)``'s hook: names bound without a vmap are staged."""
+    from interpreters import batching
+    from interpreters.core import ShapedArray
+    aval = ShapedArray((4,), np.float32)
+    with pytest.raises(NameError):
+        staging.trace_to_jaxpr(lambda a: [lax.psum(a, "i")], [aval])
+    with batching.extend_axis_env([("i", 3)]):
+        jaxpr, _ = staging.trace_to_jaxpr(
+            lambda a: [lax.psum(a, "i"), lax.all_gather(a, "i"), lax.pmean(a, "i")], [aval])
+    text = str(jaxpr)
+    assert "psum[axes=('i',)" in text and "all_gather" in text
+    assert [v.aval.shape for v in jaxpr.outvars] == [(4,), (3, 4), (4,)]

@@ -45,7 +45,7 @@ def _tol(name, dtype):
 
 @pytest.mark.parametrize("name,dtype", [(n, d) for n, ds in REDUCERS.items() for d in ds],
                          ids=str)
-@settings(max_examples=10)
+@settings(max_examples=6)
 @given(seed=seeds)
 def test_reduce_vs_jax(name, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -57,7 +57,7 @@ def test_reduce_vs_jax(name, dtype, seed):
 
 
 @pytest.mark.parametrize("name,dtype", [(n, d) for n, ds in CUMS.items() for d in ds], ids=str)
-@settings(max_examples=10)
+@settings(max_examples=5)
 @given(seed=seeds)
 def test_cumulative_vs_jax(name, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -75,7 +75,7 @@ def test_cumulative_vs_jax(name, dtype, seed):
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int32, np.bool_],
                          ids=lambda d: np.dtype(d).name)
-@settings(max_examples=10)
+@settings(max_examples=6)
 @given(seed=seeds)
 def test_argminmax_vs_jax(name, dtype, seed):
     rng = np.random.default_rng(seed)

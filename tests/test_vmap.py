@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import jax
 import xform
@@ -97,6 +97,7 @@ def test_in_axes_out_axes_match_loop_and_jax(case):
     _close(ours, loop)
 
 
+@settings(max_examples=10)
 @given(_axes_case(), st.integers(1, 3), st.data())
 def test_nested_vmap_matches_jax(case, m, data):
     args, in_axes, out_axis, n = case
@@ -153,7 +154,9 @@ def test_unbatched_outputs_broadcast_per_out_axes():
         ours = xform.vmap(f(lax), in_axes=(0, None), out_axes=oa)(x, y)
         ref = jax.vmap(f(jax.lax), in_axes=(0, None), out_axes=oa)(x, y)
         _tree_close(ours, ref)
-    # a closure constant returned unchanged is broadcast as well
+    # Python scalars and closure constants returned unchanged are broadcast as well
+    _close(xform.vmap(lambda a: 3.0)(x), jax.vmap(lambda a: 3.0)(x))
+    _close(xform.vmap(lambda a: (1, True))(x)[1], jax.vmap(lambda a: (1, True))(x)[1])
     c = _f32(2, 3)
     ours = xform.vmap(lambda a: c, out_axes=1)(x)
     _close(ours, jax.vmap(lambda a: c, out_axes=1)(x))
@@ -549,9 +552,9 @@ def record_rules(monkeypatch):
 @pytest.mark.parametrize("mode", _MODES)
 @pytest.mark.parametrize("name,fn,specs", CASES, ids=[c[0] for c in CASES])
 def test_primitive_batching_rule(name, fn, specs, mode, record_rules):
+    if mode == "mixed" and len(specs) == 1:
+        pytest.skip("same as all0 for one argument")
     axes = _mode_axes(specs, mode)
-    if all(a is None for a in axes):
-        pytest.skip("nothing mapped")
     args = _make_args(specs, axes)
     ref = jax.vmap(functools.partial(fn, jax.lax), in_axes=tuple(axes))(*args)
     ours = xform.vmap(functools.partial(fn, lax), in_axes=tuple(axes))(*args)

@@ -134,8 +134,8 @@ def gelu(x, approximate=True):
     (x,) = U.promote_dtypes_inexact(_x("gelu", x))
     if approximate:
         c = math.sqrt(2 / math.pi)
-        inner = F.multiply(_c(x, c), F.add(x, F.multiply(_c(x, 0.044715), F.multiply(x, F.multiply(x, x)))))
-        return F.multiply(F.multiply(_c(x, 0.5), x), F.add(_c(x, 1), F.tanh(inner)))
+        inner = F.multiply(_c(x, c), F.add(x, F.multiply(_c(x, 0.044715), F.power(x, 3))))
+        return F.multiply(x, F.multiply(_c(x, 0.5), F.add(_c(x, 1), F.tanh(inner))))
     return F.multiply(F.multiply(_c(x, 0.5), x),
                       F.add(_c(x, 1), lax().erf(F.multiply(x, _c(x, 1 / math.sqrt(2))))))
 

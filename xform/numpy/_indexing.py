@@ -37,16 +37,19 @@ def _as_tuple(idx):
     if isinstance(idx, tuple):
         return idx
     if isinstance(idx, list):
-        # NumPy >= 1.23 treats a list as an array index.
-        return (np.asarray(idx) if idx else np.zeros(0, np.int64),)
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                        "allowed; use `arr[array(seq)]` instead of `arr[seq]`.")
     return (idx,)
 
 
+_TRACED = object()
+
+
 def _host_index(i):
-    """Concrete NumPy value of an index entry, or None if it is traced."""
+    """Concrete NumPy value of an index entry, or _TRACED if it is traced."""
     if isinstance(i, Tracer):
         v = i.to_concrete_value()
-        return None if v is None else np.asarray(v)
+        return _TRACED if v is None else np.asarray(v)
     if isinstance(i, Array):
         return np.asarray(i._value)
     return i
@@ -152,7 +155,7 @@ def getitem(x, idx):
     for i in raw:
         _check_entry(i)
     host = [_host_index(i) for i in raw]
-    traced = [k for k, h in enumerate(host) if h is None]
+    traced = [k for k, h in enumerate(host) if h is _TRACED]
     if traced:
         return _traced_getitem(x, raw, host, traced)
     host = [np.asarray(h) if isinstance(h, (np.ndarray, np.generic, list)) or (
@@ -376,7 +379,7 @@ def _apply(x, idx, values, op):
     for i in raw:
         _check_entry(i)
     host = [_host_index(i) for i in raw]
-    if any(h is None for h in host):
+    if any(h is _TRACED for h in host):
         return _apply_traced(x, raw, host, v, op)
     host = [np.asarray(h) if isinstance(h, (np.ndarray, np.generic, list, bool, np.bool_)) else h
             for h in host]
@@ -445,9 +448,8 @@ def _layers(flat, size):
 
 def _apply_traced(x, raw, host, v, op):
     """``.at[i]`` with one traced scalar or array index on one axis: one-hot masks."""
-    traced = [k for k, h in enumerate(host) if h is None]
+    traced = [k for k, h in enumerate(host) if h is _TRACED]
     if len(traced) != 1 or any(not _is_basic(h) for j, h in enumerate(host) if j != traced[0]) \
-            or any(h is None or h is Ellipsis for j, h in enumerate(host) if j != traced[0]) \
             or any(not isinstance(h, slice) or h != slice(None)
                    for j, h in enumerate(host) if j != traced[0]):
         raise NotImplementedError("x.at[...] with a traced index supports one traced index "

@@ -336,13 +336,14 @@ def floor_divide(x1, x2, /):
 
 
 def _float_divmod(x1, x2):
+    """CPython's float_divmod: correct the truncated quotient by the remainder's sign."""
     mod = _bind("rem", x1, x2)
-    div = true_divide(subtract(x1, mod), x2)
-    ind = logical_and(not_equal(mod, _zero(mod)), not_equal(less(x2, _zero(x2)),
-                                                             less(mod, _zero(mod))))
+    corrected = where(equal(x2, _zero(x2)), x1, subtract(x1, mod))
+    div = true_divide(corrected, x2)
+    ind = logical_and(not_equal(mod, _zero(mod)), not_equal(sign(x2), sign(mod)))
     mod = where(ind, add(mod, x2), mod)
     div = where(ind, subtract(div, _const(div, 1)), div)
-    return lax().round(div, 1), mod
+    return lax().round(div, 0), mod
 
 
 def remainder(x1, x2, /):

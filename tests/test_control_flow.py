@@ -1,0 +1,522 @@
+"""Structured control flow (cond, switch, while_loop, fori_loop, scan, map,
+associative_scan) against real JAX under every transformation.
+
+Each program is written once against a (lax, numpy) pair and run with both
+xform's and JAX's, so JAX is the oracle for values and derivatives; Python
+loops and finite differences back up the batching and derivative checks.
+"""
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
+
+import xform
+import xform.numpy as xnp
+from interpreters.config import config
+from xform import lax as xl
+
+XL = (xl, xnp)
+JL = (jax.lax, jnp)
+
+
+@contextlib.contextmanager
+def x64():
+    old_x, old_j = config.jax_enable_x64, jax.config.jax_enable_x64
+    config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        config.update("jax_enable_x64", old_x)
+        jax.config.update("jax_enable_x64", old_j)
+
+
+@contextlib.contextmanager
+def precision(dtype):
+    if dtype == np.float64:
+        with x64():
+            yield
+    else:
+        yield
+
+
+def tol(dtype):
+    return 1e-9 if dtype == np.float64 else 2e-5
+
+
+def close(a, b, dtype=np.float32, scale=1.0):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape, (x.shape, y.shape)
+        np.testing.assert_allclose(x.astype(np.float64), y.astype(np.float64),
+                                   rtol=tol(dtype) * scale, atol=tol(dtype) * scale)
+
+
+def rand(shape, dtype, seed=0, lo=-1.0, hi=1.0):
+    return np.random.RandomState(seed).uniform(lo, hi, size=shape).astype(dtype)
+
+
+# ----------------------------------------------------------------- programs (lax, np) -> f
+
+
+def piecewise(L, N):
+    def f(x, y):
+        return L.cond(x > 0, lambda a, b: N.sin(a) * b + a * a, lambda a, b: a ** 3 - b, x, y)
+    return f
+
+
+def three_way(L, N):
+    def f(i, x):
+        return L.switch(i, [lambda p: p["a"] * 2.0 + N.cos(p["b"]),
+                            lambda p: N.sin(p["a"]) * p["b"],
+                            lambda p: p["a"] ** 2 - p["b"]], {"a": x, "b": x * 0.5 + 1.0})
+    return f
+
+
+def rnn(L, N):
+    def f(W, h0, xs):
+        def step(h, x):
+            h = N.tanh(W @ h + x)
+            return h, N.sum(h * h)
+        h, ys = L.scan(step, h0, xs)
+        return N.sum(h) + N.sum(ys)
+    return f
+
+
+def power_iteration(L, N, n=6):
+    def f(A, v):
+        def body(i, v):
+            w = A @ v
+            return w / N.sqrt(N.sum(w * w))
+        return L.fori_loop(0, n, body, v)
+    return f
+
+
+def newton_sqrt(L, N):
+    def f(a):
+        def cond(c):
+            x, k = c
+            return (N.abs(x * x - a) > 1e-4 * a) & (k < 50)
+
+        def body(c):
+            x, k = c
+            return 0.5 * (x + a / x), k + 1
+        return L.while_loop(cond, body, (a, 0))[0]
+    return f
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def both(make):
+    return make(*XL), make(*JL)
+
+
+def check_eager_and_ad(fx, fj, args, dtype, argnums=0, jit=True, hvp=True):
+    close(fx(*args), fj(*args), dtype)
+    gx, gj = xform.grad(fx, argnums), jax.grad(fj, argnums)
+    close(gx(*args), gj(*args), dtype, scale=10)
+    tangent = rand(np.shape(args[argnums]), dtype, seed=7)
+    jx = xform.jvp(lambda a: fx(*args[:argnums], a, *args[argnums + 1:]),
+                   (args[argnums],), (tangent,))
+    jj = jax.jvp(lambda a: fj(*args[:argnums], a, *args[argnums + 1:]),
+                 (args[argnums],), (tangent,))
+    close(jx, jj, dtype, scale=10)
+    if hvp:   # jvp(grad): Hessian-vector product
+        hx = xform.jvp(lambda a: gx(*args[:argnums], a, *args[argnums + 1:]),
+                       (args[argnums],), (tangent,))
+        hj = jax.jvp(lambda a: gj(*args[:argnums], a, *args[argnums + 1:]),
+                     (args[argnums],), (tangent,))
+        close(hx, hj, dtype, scale=100)
+    if jit:
+        close(xform.jit(fx)(*args), fj(*args), dtype)
+        close(xform.jit(gx)(*args), gj(*args), dtype, scale=10)
+
+
+# ----------------------------------------------------------------- cond / switch
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x", [0.7, -1.3])
+def test_cond_piecewise_all_modes(dtype, x):
+    with precision(dtype):
+        fx, fj = both(piecewise)
+        args = (dtype(x), dtype(0.4))
+        check_eager_and_ad(fx, fj, args, dtype)
+        check_eager_and_ad(fx, fj, args, dtype, argnums=1, hvp=False)
+
+
+def test_cond_vmap_batched_predicate_and_grad():
+    fx, fj = both(piecewise)
+    xs = np.array([0.5, -0.5, 2.0, -2.0, 0.0], np.float32)
+    ys = np.array([1.0, 2.0, -1.0, 0.3, 0.7], np.float32)
+    close(xform.vmap(fx)(xs, ys), jax.vmap(fj)(xs, ys))
+    close(xform.vmap(fx, (None, 0))(np.float32(0.5), ys), jax.vmap(fj, (None, 0))(0.5, ys))
+    close(xform.vmap(fx, (0, None))(xs, np.float32(0.3)), jax.vmap(fj, (0, None))(xs, 0.3))
+    close(xform.vmap(xform.grad(fx))(xs, ys), jax.vmap(jax.grad(fj))(xs, ys))
+    close(xform.vmap(xform.grad(fx, 1))(xs, ys), jax.vmap(jax.grad(fj, 1))(xs, ys))
+    close(xform.jit(xform.vmap(fx))(xs, ys), jax.vmap(fj)(xs, ys))
+    # Python loop oracle for the batched predicate.
+    close(xform.vmap(fx)(xs, ys), np.stack([np.asarray(fx(a, b)) for a, b in zip(xs, ys)]))
+
+
+def test_cond_only_taken_branch_runs_eagerly():
+    calls = []
+
+    def tf(x):
+        calls.append("t")
+        return x + 1
+    # Tracing runs both Python functions once; evaluation only the taken program.
+    assert float(xl.cond(True, tf, lambda x: x - 1, 1.0)) == 2.0
+    assert float(xl.cond(False, tf, lambda x: x - 1, 1.0)) == 0.0
+    assert float(xl.cond(np.int32(3), tf, lambda x: x - 1, 1.0)) == 2.0
+
+
+@pytest.mark.parametrize("i", [-3, 0, 1, 2, 7])
+def test_switch_clamps_index_and_differentiates(i):
+    fx, fj = both(three_way)
+    x = np.float32(0.8)
+    close(fx(i, x), fj(i, x))
+    close(xform.grad(fx, 1)(i, x), jax.grad(fj, 1)(i, x))
+    close(xform.jit(fx)(i, x), jax.jit(fj)(i, x))
+    close(xform.jit(xform.grad(fx, 1))(i, x), jax.grad(fj, 1)(i, x))
+    t = np.float32(0.3)
+    close(xform.jvp(lambda a: xform.grad(fx, 1)(i, a), (x,), (t,)),
+          jax.jvp(lambda a: jax.grad(fj, 1)(i, a), (x,), (t,)))
+
+
+def test_switch_batched_index_and_operands():
+    fx, fj = both(three_way)
+    idx = np.array([0, 1, 2, 5, -1], np.int32)
+    xs = rand((5,), np.float32, 3)
+    close(xform.vmap(fx)(idx, xs), jax.vmap(fj)(idx, xs))
+    close(xform.vmap(fx, (0, None))(idx, np.float32(0.2)), jax.vmap(fj, (0, None))(idx, 0.2))
+    close(xform.vmap(fx, (None, 0))(1, xs), jax.vmap(fj, (None, 0))(1, xs))
+    close(xform.vmap(xform.grad(fx, 1))(idx, xs), jax.vmap(jax.grad(fj, 1))(idx, xs))
+
+
+def test_cond_closure_over_outer_tracer_and_nested_grad():
+    def make(L, N):
+        def f(x):
+            return L.cond(x < 1.0, lambda: N.sin(x) * x, lambda: N.exp(x))
+        return f
+    fx, fj = both(make)
+    for x in (0.3, 1.7):
+        x = np.float32(x)
+        close(xform.grad(xform.grad(fx))(x), jax.grad(jax.grad(fj))(x), scale=10)
+        close(xform.grad(fx)(x), jax.grad(fj)(x))
+
+
+def test_cond_integer_and_pytree_outputs():
+    def make(L, N):
+        def f(p, x):
+            return L.cond(p, lambda x: (x * 2.0, N.int32(1)), lambda x: (N.sin(x), N.int32(-1)), x)
+        return f
+    fx, fj = both(make)
+    for p in (True, False):
+        close(fx(p, np.float32(0.5)), fj(p, np.float32(0.5)))
+        close(xform.grad(lambda x: fx(p, x)[0])(np.float32(0.5)),
+              jax.grad(lambda x: fj(p, x)[0])(np.float32(0.5)))
+
+
+def test_cond_staged_program_nests_branches():
+    jaxpr = str(xform.make_jaxpr(piecewise(*XL))(1.0, 2.0))
+    assert "cond[" in jaxpr and "branches=" in jaxpr and "sin" in jaxpr
+
+
+# ----------------------------------------------------------------- scan
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scan_rnn_all_modes(dtype):
+    with precision(dtype):
+        fx, fj = both(rnn)
+        W, h0, xs = rand((3, 3), dtype, 1), rand((3,), dtype, 2), rand((5, 3), dtype, 3)
+        for k in range(3):
+            check_eager_and_ad(fx, fj, (W, h0, xs), dtype, argnums=k, hvp=(k == 0))
+
+
+def test_scan_rnn_vmap_and_vmap_grad():
+    fx, fj = both(rnn)
+    W, h0 = rand((3, 3), np.float32, 1), rand((3,), np.float32, 2)
+    xsb = rand((4, 5, 3), np.float32, 3)
+    close(xform.vmap(fx, (None, None, 0))(W, h0, xsb), jax.vmap(fj, (None, None, 0))(W, h0, xsb))
+    # batch axis not at the front of xs (it is the scan axis's neighbour)
+    xsb1 = np.moveaxis(xsb, 0, 1)
+    close(xform.vmap(fx, (None, None, 1))(W, h0, xsb1),
+          jax.vmap(fj, (None, None, 1))(W, h0, xsb1))
+    Wb = rand((4, 3, 3), np.float32, 4)
+    close(xform.vmap(fx, (0, None, None))(Wb, h0, xsb[0]),
+          jax.vmap(fj, (0, None, None))(Wb, h0, xsb[0]))
+    close(xform.vmap(xform.grad(fx), (0, None, 0))(Wb, h0, xsb),
+          jax.vmap(jax.grad(fj), (0, None, 0))(Wb, h0, xsb), scale=10)
+    close(xform.vmap(xform.grad(fx, 1), (None, None, 0))(W, h0, xsb),
+          jax.vmap(jax.grad(fj, 1), (None, None, 0))(W, h0, xsb), scale=10)
+    # Python loop oracle
+    loop = np.stack([np.asarray(fx(W, h0, xsb[b])) for b in range(4)])
+    close(xform.vmap(fx, (None, None, 0))(W, h0, xsb), loop)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_pytree_carry_and_outputs_reverse(reverse):
+    def make(L, N):
+        def f(a, xs):
+            def step(c, x):
+                s, p = c["s"], c["p"]
+                return {"s": s + x[0] * p, "p": p * N.cos(x[1])}, (s * x[1], N.sin(p))
+            c, (y1, y2) = L.scan(step, {"s": a, "p": a * 0.5}, (xs[:, 0], xs[:, 1]),
+                                 reverse=reverse)
+            return c["s"] * c["p"] + N.sum(y1 * y2)
+        return f
+    fx, fj = both(make)
+    a, xs = np.float32(0.7), rand((6, 2), np.float32, 5)
+    check_eager_and_ad(fx, fj, (a, xs), np.float32, argnums=0)
+    close(xform.grad(fx, 1)(a, xs), jax.grad(fj, 1)(a, xs), scale=10)
+
+
+def test_scan_no_xs_length_and_ys_only():
+    c, ys = xl.scan(lambda c, _: (c * 2.0, c), 1.0, None, length=4)
+    cj, ysj = jax.lax.scan(lambda c, _: (c * 2.0, c), 1.0, None, length=4)
+    close(c, cj)
+    close(ys, ysj)
+    c, ys = xl.scan(lambda c, x: (c, None), 0.0, np.arange(3.0))
+    assert ys is None and float(c) == 0.0
+    c, ys = xl.scan(lambda c, x: (c + x, c), 0.0, np.zeros((0,), np.float32))
+    assert np.shape(ys) == (0,) and float(c) == 0.0
+
+
+def test_scan_grad_finite_differences():
+    f = rnn(*XL)
+    W, h0, xs = rand((3, 3), np.float64, 1), rand((3,), np.float64, 2), rand((4, 3), np.float64, 3)
+    with x64():
+        g = np.asarray(xform.grad(f)(W, h0, xs))
+        eps = 1e-6
+        fd = np.zeros_like(W)
+        for idx in np.ndindex(W.shape):
+            d = np.zeros_like(W)
+            d[idx] = eps
+            fd[idx] = (float(f(W + d, h0, xs)) - float(f(W - d, h0, xs))) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_scan_transpose_dot_product():
+    """<ct, L t> == <L^T ct, t> for the linear map t -> d scan(...)[t]."""
+    f = rnn(*XL)
+    W, h0, xs = rand((3, 3), np.float64, 1), rand((3,), np.float64, 2), rand((4, 3), np.float64, 3)
+    with x64():
+        def g(xs_):
+            return xl.scan(lambda h, x: (xnp.tanh(W @ h + x), h * x), h0, xs_)[1]
+        out, vjp = xform.vjp(g, xs)
+        t = rand(xs.shape, np.float64, 9)
+        ct = rand(np.shape(out), np.float64, 10)
+        _, lt = xform.jvp(g, (xs,), (t,))
+        (ltct,) = vjp(ct)
+        np.testing.assert_allclose(np.sum(ct * np.asarray(lt)), np.sum(np.asarray(ltct) * t),
+                                   rtol=1e-10)
+        del f
+
+
+@settings(max_examples=10)
+@given(hst.integers(1, 6), hst.booleans(), hst.integers(0, 1000))
+def test_scan_cumulative_matches_python_loop(n, reverse, seed):
+    xs = rand((n, 2), np.float32, seed)
+    c, ys = xl.scan(lambda c, x: (c * 0.5 + x, c * x), np.zeros(2, np.float32), xs,
+                    reverse=reverse)
+    c_ref, ys_ref = np.zeros(2, np.float32), [None] * n
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    for i in order:
+        ys_ref[i] = c_ref * xs[i]
+        c_ref = c_ref * 0.5 + xs[i]
+    close(c, c_ref)
+    close(ys, np.stack(ys_ref))
+
+
+def test_scan_jit_lowering_matches_eager():
+    f = rnn(*XL)
+    W, h0, xs = rand((3, 3), np.float32, 1), rand((3,), np.float32, 2), rand((5, 3), np.float32, 3)
+    close(xform.jit(f)(W, h0, xs), f(W, h0, xs))
+    g = lambda xs: xl.scan(lambda c, x: (c + x, c * x), np.float32(1.0), xs, reverse=True)  # noqa
+    close(xform.jit(g)(xs[:, 0]), g(xs[:, 0]))
+    close(xform.jit(xform.vmap(f, (None, None, 0)))(W, h0, rand((2, 5, 3), np.float32, 4)),
+          jax.vmap(rnn(*JL), (None, None, 0))(W, h0, rand((2, 5, 3), np.float32, 4)))
+
+
+# ----------------------------------------------------------------- fori_loop
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fori_power_iteration_all_modes(dtype):
+    with precision(dtype):
+        fx0, fj0 = both(power_iteration)
+        A = rand((3, 3), dtype, 11) + 2 * np.eye(3, dtype=dtype)
+        v = rand((3,), dtype, 12)
+
+        def fx(A, v):
+            return xnp.sum(fx0(A, v) * np.arange(1, 4))
+
+        def fj(A, v):
+            return jnp.sum(fj0(A, v) * np.arange(1, 4))
+        check_eager_and_ad(fx, fj, (A, v), dtype, argnums=0)
+        check_eager_and_ad(fx, fj, (A, v), dtype, argnums=1, hvp=False, jit=False)
+        Ab = np.stack([A, A.T, A + 1])
+        close(xform.vmap(fx, (0, None))(Ab, v), jax.vmap(fj, (0, None))(Ab, v), dtype)
+        close(xform.vmap(xform.grad(fx), (0, None))(Ab, v),
+              jax.vmap(jax.grad(fj), (0, None))(Ab, v), dtype, scale=10)
+
+
+def test_fori_loop_static_is_scan_dynamic_is_while():
+    body = lambda i, x: x + i * 2.0  # noqa: E731
+    assert "scan[" in str(xform.make_jaxpr(lambda x: xl.fori_loop(0, 4, body, x))(1.0))
+    jx = str(xform.make_jaxpr(lambda n, x: xl.fori_loop(0, n, body, x))(4, 1.0))
+    assert "while[" in jx
+    close(xl.fori_loop(2, 5, body, 1.0), jax.lax.fori_loop(2, 5, body, 1.0))
+    close(xform.jit(lambda n, x: xl.fori_loop(0, n, body, x))(5, 1.0),
+          jax.lax.fori_loop(0, 5, body, 1.0))
+    close(xl.fori_loop(5, 2, body, 1.0), 1.0)   # empty range
+    close(xform.grad(lambda x: xl.fori_loop(0, 3, lambda i, c: c * x, 1.0))(np.float32(1.5)),
+          3 * 1.5 ** 2)
+    close(xform.vmap(lambda n: xl.fori_loop(0, n, lambda i, c: c + 1.0, 0.0))(
+        np.array([1, 3, 0], np.int32)), np.array([1.0, 3.0, 0.0]))
+
+
+# ----------------------------------------------------------------- while_loop
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_while_newton_forward_modes(dtype):
+    with precision(dtype):
+        fx, fj = both(newton_sqrt)
+        a = dtype(2.5)
+        close(fx(a), fj(a), dtype)
+        close(xform.jit(fx)(a), fj(a), dtype)
+        close(xform.jvp(fx, (a,), (dtype(1.0),)), jax.jvp(fj, (a,), (dtype(1.0),)), dtype,
+              scale=50)
+        close(xform.jit(lambda a: xform.jvp(fx, (a,), (dtype(1.0),)))(a),
+              jax.jvp(fj, (a,), (dtype(1.0),)), dtype, scale=50)
+
+
+def test_while_batched_predicate_runs_each_lane_to_completion():
+    fx, fj = both(newton_sqrt)
+    a = np.array([0.5, 2.0, 100.0, 9.0], np.float32)
+    close(xform.vmap(fx)(a), jax.vmap(fj)(a))
+    close(xform.vmap(fx)(a), np.stack([np.asarray(fx(v)) for v in a]))
+    close(xform.jit(xform.vmap(fx))(a), jax.vmap(fj)(a))
+
+    def count(L, N):
+        return lambda n, x: L.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * x),
+                                         (0, N.float32(1.0)))
+    cx, cj = both(count)
+    ns, xs = np.array([0, 3, 1, 5], np.int32), np.array([2.0, 3.0, 4.0, 0.5], np.float32)
+    close(xform.vmap(cx)(ns, xs), jax.vmap(cj)(ns, xs))
+    close(xform.vmap(cx, (0, None))(ns, np.float32(2.0)), jax.vmap(cj, (0, None))(ns, 2.0))
+    close(xform.vmap(cx, (None, 0))(3, xs), jax.vmap(cj, (None, 0))(3, xs))
+    close(xform.vmap(lambda n, x: xform.jvp(lambda x: cx(n, x)[1], (x,), (1.0,)))(ns, xs),
+          jax.vmap(lambda n, x: jax.jvp(lambda x: cj(n, x)[1], (x,), (1.0,)))(ns, xs))
+
+
+def test_while_reverse_mode_raises_clear_error():
+    f = newton_sqrt(*XL)
+    with pytest.raises(ValueError, match="(?s)while_loop.*fori_loop.*scan"):
+        xform.grad(f)(np.float32(2.0))
+
+
+# ----------------------------------------------------------------- map / associative_scan
+
+
+def test_map_with_and_without_batch_size():
+    f = lambda x: (xnp.sin(x["a"]) * x["b"], x["a"].sum())  # noqa: E731
+    fj = lambda x: (jnp.sin(x["a"]) * x["b"], x["a"].sum())  # noqa: E731
+    xs = {"a": rand((7, 3), np.float32, 1), "b": rand((7, 3), np.float32, 2)}
+    ref = jax.lax.map(fj, xs)
+    close(xl.map(f, xs), ref)
+    for bs in (1, 2, 3, 7, 10):
+        close(xl.map(f, xs, batch_size=bs), ref)
+    close(xform.grad(lambda a: xl.map(lambda x: xnp.sin(x) ** 2, a).sum())(xs["a"]),
+          jax.grad(lambda a: jax.lax.map(lambda x: jnp.sin(x) ** 2, a).sum())(xs["a"]))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_prefix_sum_and_recurrence(n, reverse):
+    x = rand((n, 2), np.float32, n)
+    close(xl.associative_scan(xl.add, x, reverse=reverse),
+          jax.lax.associative_scan(jax.lax.add, x, reverse=reverse))
+    close(xl.associative_scan(xl.add, x.T, axis=1, reverse=reverse),
+          np.cumsum(x.T[:, ::-1], 1)[:, ::-1] if reverse else np.cumsum(x.T, 1))
+
+    # non-commutative: linear recurrence h = a*h + b as pairs
+    def comb(L):
+        return lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1])
+    a, b = rand((n,), np.float32, 1, 0.5, 1.0), rand((n,), np.float32, 2)
+    close(xl.associative_scan(comb(xl), (a, b), reverse=reverse),
+          jax.lax.associative_scan(comb(jax.lax), (a, b), reverse=reverse))
+    g = lambda a: xl.associative_scan(xl.mul, a).sum()  # noqa: E731
+    gj = lambda a: jax.lax.associative_scan(jax.lax.mul, a).sum()  # noqa: E731
+    close(xform.grad(g)(a), jax.grad(gj)(a))
+
+
+# ----------------------------------------------------------------- errors
+
+
+def test_python_control_flow_on_tracer_suggests_primitives():
+    with pytest.raises(xform.ConcretizationTypeError, match="lax.cond"):
+        xform.jit(lambda x: x if x > 0 else -x)(1.0)
+
+
+def test_branch_type_mismatch_shows_both():
+    with pytest.raises(TypeError, match=r"(?s)identical types.*f32\[\].*f32\[2\]"):
+        xl.cond(True, lambda x: x, lambda x: xnp.stack([x, x]), 1.0)
+    with pytest.raises(TypeError, match=r"(?s)identical types.*i32.*f32"):
+        xl.switch(0, [lambda x: xnp.int32(1), lambda x: x], 1.0)
+    with pytest.raises(TypeError, match="pytree structure"):
+        xl.cond(True, lambda x: (x, x), lambda x: x, 1.0)
+    with pytest.raises(TypeError, match="scalar"):
+        xl.cond(np.array([True, False]), lambda x: x, lambda x: x, 1.0)
+
+
+def test_loop_carry_type_errors_name_the_component():
+    with pytest.raises(TypeError, match=r"(?s)carry.*\['b'\].*f32\[\].*f32\[3\]"):
+        xl.scan(lambda c, x: ({"a": c["a"], "b": c["b"] * np.ones(3, np.float32)}, x),
+                {"a": 1.0, "b": np.float32(2.0)}, np.arange(3.0))
+    with pytest.raises(TypeError, match=r"(?s)carry.*i32\[\].*f32\[\]"):
+        xl.while_loop(lambda c: c < 3, lambda c: c * 1.5, np.int32(0))
+    with pytest.raises(TypeError, match=r"(?s)carry.*f32\[\].*i32\[\]"):
+        xl.fori_loop(0, 3, lambda i, c: i, np.float32(0.0))
+
+
+def test_weak_typed_init_is_promoted_like_jax():
+    out = xl.fori_loop(0, 3, lambda i, c: c + np.float32(1.5), 0)   # weak int -> f32 not ok
+    del out
+
+
+def test_while_cond_must_return_bool_scalar():
+    with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar.*bool\[2\]"):
+        xl.while_loop(lambda c: c < 3, lambda c: c + 1, np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar.*i32"):
+        xl.while_loop(lambda c: c, lambda c: c + 1, np.int32(0))
+
+
+def test_fori_loop_bound_errors():
+    with pytest.raises(TypeError, match="lower must be an integer"):
+        xl.fori_loop(0.0, 3, lambda i, c: c, 1.0)
+    with pytest.raises(TypeError, match="upper must be an integer"):
+        xl.fori_loop(0, np.float32(3), lambda i, c: c, 1.0)
+    with pytest.raises(TypeError, match="equal types"):
+        xl.fori_loop(np.int32(0), np.int16(3), lambda i, c: c, 1.0)
+
+
+def test_scan_xs_errors():
+    with pytest.raises(ValueError, match=r"different leading axis sizes.*3.*4"):
+        xl.scan(lambda c, x: (c, x), 0.0, (np.zeros(3), np.zeros(4)))
+    with pytest.raises(ValueError, match=r"length=5.*3"):
+        xl.scan(lambda c, x: (c, x), 0.0, np.zeros(3), length=5)
+    with pytest.raises(ValueError, match="no values to scan over"):
+        xl.scan(lambda c, x: (c, x), 0.0, None)
+    with pytest.raises(TypeError, match="pair"):
+        xl.scan(lambda c, x: c, 0.0, np.zeros(3))
