@@ -506,7 +506,9 @@ defjvp2(exp_p, lambda t, ans, x: mul_p.bind(t, ans))
 defvectorized(exp_p)
 
 exp2_p = _unary("exp2", _fc)
-_impl(exp2_p, np.exp2)
+# XLA expands exp2(x) as exp(x * log(2)) with the product rounded to x's dtype.
+_impl(exp2_p, lambda x: np.exp((x * np.asarray(math.log(2), x.dtype)).astype(x.dtype)),
+      small_floats_in_f32=False)
 defjvp2(exp2_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(ans, _full_like(x, math.log(2)))))
 defvectorized(exp2_p)
 

@@ -19,7 +19,7 @@ from interpreters.ad import Zero, instantiate, is_undefined_primal
 from interpreters.core import Primitive, ShapedArray
 from primitives._rules import moveaxis
 from primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
-                                   checked_bind, iota_p, slice_p)
+                                   checked_bind, iota_p, rev_p, slice_p)
 
 __all__ = ["sort", "sort_key_val", "top_k", "argsort"]
 
@@ -195,6 +195,7 @@ def _top_k_batch(axis_data, vals, dims, *, k, axis):
 
 top_k_p.def_abstract_eval(_top_k_abstract)
 top_k_p.def_impl(_top_k_impl)
+top_k_p.weak_rule = lambda args, params: False   # one flag for both outputs: indices win
 ad.jvp_rules[top_k_p] = _top_k_jvp
 batching.batch_rules[top_k_p] = _top_k_batch
 
@@ -231,9 +232,14 @@ def argsort(operand, dimension=-1, is_stable=True, descending=False):
     operand = as_operand(operand)
     a = core.get_aval(operand)
     dimension = canonicalize_axis(dimension, a.ndim)
-    if descending:
-        raise NotImplementedError("argsort(descending=True): use top_k or sort a negated key")
-    return sort([operand, _iota_like(a.shape, dimension)], dimension, is_stable, 1)[1]
+    iota = _iota_like(a.shape, dimension)
+    if not descending:
+        return sort([operand, iota], dimension, is_stable, 1)[1]
+    # Descending and stable: sort the reversed array ascending, read it backwards.
+    from primitives import elementwise as ew
+    perm = sort([rev_p.bind(operand, dimensions=(dimension,)), iota], dimension, is_stable, 1)[1]
+    last = np.full(a.shape, a.shape[dimension] - 1, np.int32)
+    return rev_p.bind(ew.sub_p.bind(last, perm), dimensions=(dimension,))
 
 
 def top_k(operand, k, *, axis=-1):

@@ -25,7 +25,7 @@ __all__ = [
     "concatenate", "pad", "slice", "dynamic_slice", "dynamic_update_slice", "iota",
     "broadcasted_iota", "full", "full_like", "index_in_dim", "slice_in_dim",
     "dynamic_slice_in_dim", "dynamic_update_slice_in_dim", "dynamic_index_in_dim",
-    "dynamic_update_index_in_dim", "broadcast_to_rank",
+    "dynamic_update_index_in_dim", "broadcast_to_rank", "split",
 ]
 
 # ----------------------------------------------------------------- shared helpers
@@ -39,7 +39,8 @@ def _ints(xs, name, what):
     try:
         return tuple(operator.index(x) for x in xs)
     except TypeError:
-        raise TypeError(f"{name}: {what} must be a sequence of Python integers, got {xs!r}") from None
+        raise TypeError(f"{name}: {what} must be a sequence of Python integers, "
+                        f"got {xs!r}") from None
 
 
 def _shape_str(a):
@@ -104,7 +105,8 @@ def _bid_abstract(x, *, shape, broadcast_dimensions):
     bd = broadcast_dimensions
     if len(bd) != x.ndim:
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must have length equal to "
-                        f"the operand rank {x.ndim} (operand {_shape_str(x)}, target shape {shape})")
+                        f"the operand rank {x.ndim} (operand {_shape_str(x)}, target shape "
+                        f"{shape})")
     if any(not 0 <= b < len(shape) for b in bd):
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} out of range for target "
                         f"shape {shape}")
@@ -807,7 +809,8 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
     st = None if strides is None else _ints(strides, "slice", "strides")
     if st is not None and all(s == 1 for s in st):
         st = None
-    return checked_bind(slice_p, operand, start_indices=_ints(start_indices, "slice", "start_indices"),
+    return checked_bind(slice_p, operand,
+                        start_indices=_ints(start_indices, "slice", "start_indices"),
                         limit_indices=_ints(limit_indices, "slice", "limit_indices"), strides=st)
 
 
@@ -887,7 +890,8 @@ def iota(dtype, size):
 def broadcasted_iota(dtype, shape, dimension, out_sharding=None):
     shape = _ints(shape, "broadcasted_iota", "shape")
     dimension = canonicalize_axis(dimension, len(shape), "broadcasted_iota: dimension")
-    return checked_bind(iota_p, dtype=dtypes.canonicalize_dtype(dtype), shape=shape, dimension=dimension)
+    return checked_bind(iota_p, dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
+                        dimension=dimension)
 
 
 def full(shape, fill_value, dtype=None, *, sharding=None):
@@ -989,3 +993,19 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_
         update = expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis,
                                        allow_negative_indices=allow_negative_indices)
+
+
+def split(operand, sizes, axis=0):
+    """Split ``operand`` along ``axis`` into pieces of the given ``sizes`` (must sum to it)."""
+    operand = as_operand(operand)
+    a = core.get_aval(operand)
+    axis = canonicalize_axis(axis, a.ndim)
+    sizes = _ints(sizes, "split", "sizes")
+    if any(s < 0 for s in sizes) or sum(sizes) != a.shape[axis]:
+        raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size of "
+                         f"axis {axis} of operand {a.str_short()} ({a.shape[axis]})")
+    out, start = [], 0
+    for s in sizes:
+        out.append(slice_in_dim(operand, start, start + s, 1, axis))
+        start += s
+    return out

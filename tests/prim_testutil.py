@@ -90,7 +90,10 @@ def check_staged(fn, arrs, eager_outs):
             assert v.aval.weak_type == o.weak_type, (v.aval, o.aval)
     staged = ir.eval_jaxpr(jaxpr, consts, *arrs)
     for s, o in zip(staged, eager_outs):
-        np.testing.assert_array_equal(np.asarray(s), np.asarray(o))
+        s, o = np.asarray(s), np.asarray(o)
+        if o.dtype == BF16 or o.dtype.kind == "f":
+            s, o = s.astype(np.float64), o.astype(np.float64)
+        np.testing.assert_array_equal(s, o)
 
 
 def _listify(f):

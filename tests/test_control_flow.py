@@ -115,7 +115,9 @@ def newton_sqrt(L, N):
 
 
 def both(make):
-    return make(*XL), make(*JL)
+    """(xform version, JAX oracle); the oracle is jitted so JAX compiles whole programs
+    instead of dispatching op by op (keeps the suite fast)."""
+    return make(*XL), jax.jit(make(*JL))
 
 
 def check_eager_and_ad(fx, fj, args, dtype, argnums=0, jit=True, hvp=True):
@@ -433,7 +435,7 @@ def test_map_with_and_without_batch_size():
     f = lambda x: (xnp.sin(x["a"]) * x["b"], x["a"].sum())  # noqa: E731
     fj = lambda x: (jnp.sin(x["a"]) * x["b"], x["a"].sum())  # noqa: E731
     xs = {"a": rand((7, 3), np.float32, 1), "b": rand((7, 3), np.float32, 2)}
-    ref = jax.lax.map(fj, xs)
+    ref = jax.jit(lambda xs: jax.lax.map(fj, xs))(xs)
     close(xl.map(f, xs), ref)
     for bs in (1, 2, 3, 7, 10):
         close(xl.map(f, xs, batch_size=bs), ref)
@@ -441,12 +443,14 @@ def test_map_with_and_without_batch_size():
           jax.grad(lambda a: jax.lax.map(lambda x: jnp.sin(x) ** 2, a).sum())(xs["a"]))
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("n", [1, 5, 8])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_associative_scan_prefix_sum_and_recurrence(n, reverse):
     x = rand((n, 2), np.float32, n)
+    jscan = jax.jit(jax.lax.associative_scan, static_argnums=(0,),
+                    static_argnames=("reverse", "axis"))
     close(xl.associative_scan(xl.add, x, reverse=reverse),
-          jax.lax.associative_scan(jax.lax.add, x, reverse=reverse))
+          jscan(jax.lax.add, x, reverse=reverse))
     close(xl.associative_scan(xl.add, x.T, axis=1, reverse=reverse),
           np.cumsum(x.T[:, ::-1], 1)[:, ::-1] if reverse else np.cumsum(x.T, 1))
 
@@ -455,10 +459,10 @@ def test_associative_scan_prefix_sum_and_recurrence(n, reverse):
         return lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1])
     a, b = rand((n,), np.float32, 1, 0.5, 1.0), rand((n,), np.float32, 2)
     close(xl.associative_scan(comb(xl), (a, b), reverse=reverse),
-          jax.lax.associative_scan(comb(jax.lax), (a, b), reverse=reverse))
+          jscan(comb(jax.lax), (a, b), reverse=reverse))
     g = lambda a: xl.associative_scan(xl.mul, a).sum()  # noqa: E731
     gj = lambda a: jax.lax.associative_scan(jax.lax.mul, a).sum()  # noqa: E731
-    close(xform.grad(g)(a), jax.grad(gj)(a))
+    close(xform.grad(g)(a), jax.jit(jax.grad(gj))(a))
 
 
 # ----------------------------------------------------------------- errors
@@ -470,8 +474,9 @@ def test_python_control_flow_on_tracer_suggests_primitives():
 
 
 def test_branch_type_mismatch_shows_both():
-    with pytest.raises(TypeError, match=r"(?s)identical types.*f32\[\].*f32\[2\]"):
+    with pytest.raises(TypeError, match="identical types") as e:
         xl.cond(True, lambda x: x, lambda x: xnp.stack([x, x]), 1.0)
+    assert "f32[]" in str(e.value) and "f32[2]" in str(e.value)
     with pytest.raises(TypeError, match=r"(?s)identical types.*i32.*f32"):
         xl.switch(0, [lambda x: xnp.int32(1), lambda x: x], 1.0)
     with pytest.raises(TypeError, match="pytree structure"):
@@ -491,8 +496,10 @@ def test_loop_carry_type_errors_name_the_component():
 
 
 def test_weak_typed_init_is_promoted_like_jax():
-    out = xl.fori_loop(0, 3, lambda i, c: c + np.float32(1.5), 0)   # weak int -> f32 not ok
-    del out
+    body = lambda i, c: c + np.float32(1.5)  # noqa: E731
+    out, ref = xl.fori_loop(0, 3, body, 0), jax.lax.fori_loop(0, 3, body, 0)
+    assert out.dtype == ref.dtype
+    close(out, ref)
 
 
 def test_while_cond_must_return_bool_scalar():

@@ -171,8 +171,7 @@ OPS = {
 # Relative tolerances against XLA (exact for integers/bool).  XLA's float32
 # transcendental functions are accurate to a few ulp; its special functions use
 # polynomial approximations (documented accuracy ~1e-6 relative for float32).
-# bfloat16: 2 ulp (XLA evaluates some expansions, e.g. exp2 = exp(x*ln2), partly in bf16).
-RTOL = {F64: 1e-12, F32: 2e-6, F16: 1e-3, BF16: 1.6e-2, C64: 2e-6, C128: 1e-12}
+RTOL = {F64: 1e-12, F32: 2e-6, F16: 1e-3, BF16: 8e-3, C64: 2e-6, C128: 1e-12}
 SPECIAL_F32_RTOL = {"erf": 5e-6, "erfc": 2e-5, "erf_inv": 1e-5, "lgamma": 1e-5, "digamma": 1e-5,
                     "tan": 5e-6}
 
@@ -255,24 +254,26 @@ EAGER_CASES = [(n, dt) for n, spec in OPS.items() for dt in spec[1]]
 
 
 @pytest.mark.parametrize("name,dt", EAGER_CASES, ids=[f"{n}-{d.name}" for n, d in EAGER_CASES])
-@settings(max_examples=3)
-@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**31 - 1))
-def test_eager_vs_jax(name, dt, shape, seed):
+@settings(max_examples=2)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_eager_vs_jax(name, dt, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # our impls must not warn (XLA is silent)
-        _check_eager(name, dt, shape, seed)
+        for shape in SHAPES:
+            _check_eager(name, dt, shape, seed)
 
 
 EAGER64_CASES = [(n, dt) for n, spec in OPS.items() for dt in spec[2]]
 
 
 @pytest.mark.parametrize("name,dt", EAGER64_CASES, ids=[f"{n}-{d.name}" for n, d in EAGER64_CASES])
-@settings(max_examples=2)
-@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**31 - 1))
-def test_eager_vs_jax_x64(name, dt, shape, seed):
+@settings(max_examples=1)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_eager_vs_jax_x64(name, dt, seed):
     with x64_mode(), warnings.catch_warnings():
         warnings.simplefilter("error")
-        _check_eager(name, dt, shape, seed)
+        for shape in SHAPES:
+            _check_eager(name, dt, shape, seed)
 
 
 # ----------------------------------------------------------------- parametrised ops
@@ -318,7 +319,7 @@ def test_pow_vs_jax(xdt, ydt, seed, shape):
     compare(lax.pow(Array(x), Array(y)), ref, "pow", xdt if xdt != C64 else C64)
 
 
-CONVERT_DTS = [F32, F16, BF16, I32, I8, U8, U32, I16, BOOL, C64]
+CONVERT_DTS = [F32, F16, BF16, I32, U8, BOOL, C64]
 
 
 @pytest.mark.parametrize("src", CONVERT_DTS)

@@ -42,7 +42,7 @@ def _both(name, *args, **kw):
 
 @pytest.mark.parametrize("name", UNARY_FLOAT + UNARY_ANY)
 @given(data=st.data())
-@settings(max_examples=5)
+@settings(max_examples=3)
 def test_unary(name, data):
     dt = data.draw(st.sampled_from(DTYPES))
     shape = data.draw(shapes)
@@ -61,7 +61,7 @@ def test_unary(name, data):
 
 @pytest.mark.parametrize("name", BINARY)
 @given(data=st.data())
-@settings(max_examples=6)
+@settings(max_examples=4)
 def test_binary_broadcast(name, data):
     s1, s2 = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
                                                          max_side=3)).input_shapes
@@ -80,8 +80,8 @@ def test_binary_broadcast(name, data):
         check(ours, theirs, tol=5e-2 if name in ("power",) else None)
 
 
-@pytest.mark.parametrize("name", ["add", "multiply", "subtract", "true_divide", "maximum",
-                                  "power", "less", "floor_divide", "remainder"])
+@pytest.mark.parametrize("name", ["add", "subtract", "true_divide", "power", "less",
+                                  "floor_divide"])
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("scalar", [2, 2.5, True])
 def test_weak_scalar_promotion(name, dt, scalar):
@@ -125,7 +125,7 @@ REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "any", "all", "
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 @given(data=st.data())
-@settings(max_examples=6)
+@settings(max_examples=4)
 def test_reductions(name, data):
     dt = data.draw(st.sampled_from(DTYPES))
     shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4))

@@ -55,6 +55,8 @@ def test_sort_key_val_and_argsort_vs_jax(seed):
     x, v = spiky(rng, shape, np.float32), rand(rng, shape, np.int32)
     check_vs_jax(lax.sort_key_val, jax.lax.sort_key_val, [x, v])
     check_vs_jax(lambda a: lax.argsort(a, 0), lambda a: jnp.argsort(a, axis=0, stable=True), [x])
+    check_vs_jax(lambda a: lax.argsort(a, -1, descending=True),
+                 lambda a: jnp.argsort(a, axis=-1, stable=True, descending=True), [x])
 
 
 def test_sort_complex_vs_jax():

@@ -251,6 +251,8 @@ def test_helpers_vs_jax():
         (lambda l: l.dynamic_update_index_in_dim(x, u[:, 0], 1, axis=1)),
         (lambda l: l.broadcast(x, (2,))),
         (lambda l: l.broadcast_to_rank(x[0], 4)),
+        (lambda l: l.split(x, (1, 0, 4), axis=1)[2]),
+        (lambda l: l.split(x, (3, 1), axis=0)[0]),
     ]
     for p in pairs:
         assert_close(p(lax), np.asarray(p(jax.lax)))

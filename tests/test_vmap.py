@@ -614,3 +614,82 @@ def test_sweep_coverage_report():
     unreached = sorted(f"{n} ({m})" for n, (p, m) in _catalogue().items()
                        if p in batching.batch_rules and n not in names)
     print("batching rules not exercised by the sweep:", unreached)
+
+
+# ----------------------------------------------------------------- other transformations
+
+
+def _mk_custom_jvp(X, L):
+    @X.custom_jvp
+    def f(v):
+        return L.sin(v)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return L.sin(primals[0]), L.mul(L.mul(L.cos(primals[0]), tangents[0]), np.float32(2))
+    return f
+
+
+def _mk_custom_vjp(X, L):
+    @X.custom_vjp
+    def f(v):
+        return L.sin(v)
+
+    f.defvjp(lambda v: (L.sin(v), L.cos(v)),
+             lambda res, g: (L.mul(L.mul(res, g), np.float32(3)),))
+    return f
+
+
+def _mk_remat(X, L):
+    return X.checkpoint(lambda v: L.sin(L.mul(L.sin(v), v)))
+
+
+@pytest.mark.parametrize("mk", [_mk_custom_jvp, _mk_custom_vjp, _mk_remat],
+                         ids=["custom_jvp", "custom_vjp", "checkpoint"])
+def test_higher_order_primitives_under_vmap(mk):
+    x = _f32(3, 4)
+
+    def total(X, L, f):
+        return lambda v: L.reduce_sum(f(v), tuple(range(np.ndim(v))))
+
+    for build in [
+        lambda X, L, V: V(mk(X, L))(x),
+        lambda X, L, V: V(X.grad(total(X, L, mk(X, L))))(x),
+        lambda X, L, V: X.grad(lambda v: total(X, L, V(mk(X, L)))(v))(x),
+        lambda X, L, V: V(V(mk(X, L)), in_axes=1, out_axes=1)(x[None]),
+    ]:
+        _close(build(xform, lax, xform.vmap), build(jax, jax.lax, jax.vmap))
+
+
+@pytest.mark.xfail(strict=True, reason="custom_lin (primitives/custom.py) has no batching "
+                   "rule: vmap(jvp(custom_vjp_fn)) gives NotImplementedError, JAX a TypeError")
+def test_vmap_of_jvp_of_custom_vjp_is_a_type_error_like_jax():
+    f = _mk_custom_vjp(xform, lax)
+    with pytest.raises(TypeError, match="custom_vjp"):
+        xform.vmap(lambda p: xform.jvp(f, (p,), (p,))[1])(_f32(3, 4))
+
+
+def test_vmap_and_jit_compose():
+    x = _f32(3, 4)
+    f = lambda L: (lambda v: L.mul(L.sin(v), v))
+    g = lambda L: (lambda v: L.reduce_sum(f(L)(v), (0,)))
+    for build in [
+        lambda X, L: X.vmap(X.jit(f(L)))(x),
+        lambda X, L: X.jit(X.vmap(f(L), in_axes=1, out_axes=1))(x),
+        lambda X, L: X.jit(X.vmap(X.grad(g(L))))(x),
+        lambda X, L: X.vmap(X.jit(X.grad(g(L))))(x),
+        lambda X, L: X.vmap(X.jit(lambda v: L.psum(v, "i")), axis_name="i")(x),
+        lambda X, L: X.jit(X.vmap(lambda v: L.pmean(v, "i"), axis_name="i"))(x),
+    ]:
+        _close(build(xform, lax), build(jax, jax.lax))
+
+
+def test_make_jaxpr_inside_vmap_records_collectives():
+    x = _f32(3, 4)
+    out = []
+    xform.vmap(lambda v: (out.append(str(xform.make_jaxpr(lambda a: lax.psum(a, "i"))(v))), v)[1],
+               axis_name="i")(x)
+    assert "psum[axes=('i',) axis_index_groups=None]" in out[0], out[0]
+    # and a vmap staged by make_jaxpr reduces with reduce_sum (no psum left)
+    text = str(xform.make_jaxpr(xform.vmap(lambda v: lax.psum(v, "i"), axis_name="i"))(x))
+    assert "reduce_sum" in text and "psum" not in text, text

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from interpreters import dtypes
+from interpreters import core, dtypes
 from interpreters.core import Array, ArrayOps
 from xform.numpy import _util as U
 from xform.numpy._util import lax, prim
@@ -26,6 +26,7 @@ _U = frozenset([dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64])
 _B = frozenset([dtypes.bool_])
 _NUM = _F | _C | _I | _U
 _ALL = _NUM | _B
+_F_FAST = _F  # dtypes for which "Array op Python scalar" keeps the Array's dtype
 
 
 def _try_prim(name):
@@ -47,13 +48,30 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
 
     def fn(x1, x2, /):
         nonlocal p
-        if type(x1) is Array and type(x2) is Array:
-            v1, v2 = x1._npy, x2._npy
-            if v1 is not None and v2 is not None and v1.dtype is v2.dtype \
-                    and v1.shape == v2.shape and v1.dtype in fast:
+        t1, t2 = type(x1), type(x2)
+        if t1 is Array:
+            v1 = x1._npy
+            if t2 is Array:
+                v2 = x2._npy
+                if v1 is not None and v2 is not None and v1.dtype is v2.dtype \
+                        and v1.shape == v2.shape and v1.dtype in fast:
+                    if p is None:
+                        p = prim(pname)
+                    return p.bind(x1, x2)
+            elif (t2 is float or t2 is int) and v1 is not None and v1.dtype in _F_FAST \
+                    and v1.dtype in fast and core.current_trace() is core.EVAL_TRACE:
+                # float Array op weak Python scalar: the scalar takes the Array's dtype.
                 if p is None:
                     p = prim(pname)
-                return p.bind(x1, x2)
+                return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
+        elif t1 is float or t1 is int:
+            if t2 is Array:
+                v2 = x2._npy
+                if v2 is not None and v2.dtype in _F_FAST and v2.dtype in fast \
+                        and core.current_trace() is core.EVAL_TRACE:
+                    if p is None:
+                        p = prim(pname)
+                    return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
         U.check_arraylike(name, x1, x2)
         a, b = U.promote_shapes(name, *promote(x1, x2))
         if bool_pname is not None and a.dtype == dtypes.bool_:
@@ -666,5 +684,5 @@ def isrealobj(x):
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
-    "annotations", "math", "np", "dtypes", "Array", "ArrayOps", "U", "lax", "prim",
+    "annotations", "math", "np", "core", "dtypes", "Array", "ArrayOps", "U", "lax", "prim",
     "convert_bool")]

@@ -222,7 +222,12 @@ def broadcast_to_shape(x, shape):
         return x
     if not xs and isinstance(x, Array) and core.current_trace() is core.EVAL_TRACE \
             and x._npy is not None:
-        return Array(np.broadcast_to(x._npy, shape), x.weak_type)
+        v = x._npy
+        n = 1
+        for d in shape:
+            n *= d
+        return Array(np.full(shape, v, v.dtype) if n <= 4096 else np.broadcast_to(v, shape),
+                     x.weak_type)
     nd = len(shape)
     lead = nd - len(xs)
     keep = [i for i, d in enumerate(xs) if d == shape[lead + i]]

@@ -1,0 +1,164 @@
+"""The benchmark suite: ``python -m xform.bench --quick`` completes and its JSON has
+every case and metric, each library carrying either a number or a skip reason.
+No timing thresholds: only structure, consistency (ratios = quotients of the
+reported values) and the harness's rules (warm-up outside the timed region,
+rotation of the libraries, failures become reasons)."""
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from xform import bench
+from xform.bench import cases as C
+from xform.bench import timing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _strict(s):
+    raise ValueError(f"non-standard JSON constant {s}")
+
+
+@pytest.fixture(scope="module")
+def quick_results(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "out.json"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "xform.bench", "--quick", "--json", str(path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = path.read_text()
+    return json.loads(text, parse_constant=_strict), proc.stdout
+
+
+def test_quick_suite_has_every_case_and_metric(quick_results):
+    res, stdout = quick_results
+    assert res["meta"]["mode"] == "quick"
+    assert set(res["cases"]) == set(C.EXPECTED_METRICS)
+    for name, metrics in C.EXPECTED_METRICS.items():
+        rec = res["cases"][name]
+        assert rec["libs"] == list(C.CASE_LIBS[name])
+        assert set(metrics) <= set(rec["metrics"]), name
+        for m in metrics:
+            for lib in rec["libs"]:
+                has_value = rec["metrics"][m].get(lib) is not None
+                reason = rec["skipped"].get(lib)
+                assert has_value or (isinstance(reason, str) and reason.strip()), \
+                    f"{name}/{m}/{lib}: neither a value nor a skip reason"
+        assert name in stdout
+
+
+def test_quick_suite_values_and_ratios_consistent(quick_results):
+    res, _ = quick_results
+    for name, rec in res["cases"].items():
+        for m, vals in rec["metrics"].items():
+            if m == "dispatch_report":
+                continue
+            for lib, v in vals.items():
+                assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (name, m, lib)
+        for m, rs in rec["ratios"].items():
+            x = rec["metrics"][m]["xform"]
+            for key, r in rs.items():
+                other = key.split("/")[1]
+                assert r == pytest.approx(x / rec["metrics"][m][other]), (name, m, key)
+
+
+def test_quick_suite_core_features_measured(quick_results):
+    """Features that exist today must be measured, not skipped (a regression guard:
+    a case that silently breaks would otherwise turn into a skip)."""
+    res, _ = quick_results
+    for name in ("eager/add_f32[8]", "jit/one_arg", "compile/chain_30_ops",
+                 "steady/mlp_train_step", "memory/deep_mlp_residuals"):
+        rec = res["cases"][name]
+        assert "xform" not in rec["skipped"], (name, rec["skipped"].get("xform"))
+    comp = res["cases"]["compile/chain_30_ops"]
+    for phase in ("trace", "lower", "compile", "first_call", "steady"):
+        assert comp["metrics"][phase]["xform"] > 0
+    assert comp["params"]["staged_equations"]["xform"] == 30
+
+
+def test_memory_case_checkpoint_saves(quick_results):
+    rec = quick_results[0]["cases"]["memory/deep_mlp_residuals"]
+    for lib in ("xform", "jax"):
+        if lib in rec["metrics"]["residual_bytes"]:
+            # Arguments are always saved; checkpointing can only drop activations.
+            base = rec["metrics"]["residual_bytes"][lib]
+            ck = rec["metrics"]["residual_bytes_checkpoint"][lib]
+            assert rec["params"]["argument_bytes"] <= ck < base
+
+
+def test_dispatch_reports_in_output(quick_results):
+    res, stdout = quick_results
+    for name in ("report/small_mlp_6op", "report/mlp_train_step"):
+        rep = res["cases"][name]["metrics"]["dispatch_report"]["xform"]
+        assert rep["n_ops"] >= 6
+        assert rep["overhead_ratio"] == pytest.approx(
+            rep["n_ops"] * rep["t_dispatch"] / (rep["t_compute"] + rep["t_memory"]))
+    assert stdout.count("dispatch report:") == 2
+    assert "break-even N" in stdout
+
+
+# ----------------------------------------------------------------- harness, in process
+
+
+def test_steady_warms_up_outside_the_timed_region_and_records_failures():
+    calls = {"n": 0}
+
+    def slow_first():
+        calls["n"] += 1
+        time.sleep(0.05 if calls["n"] == 1 else 0.001)
+
+    def broken():
+        raise ValueError("no such feature")
+    times, first, skipped = timing.steady({"a": slow_first, "b": broken, "c": "absent lib"},
+                                          rounds=3, target_s=0.003)
+    assert first["a"] >= 0.05
+    assert 0.001 <= times["a"] < 0.05          # the 50 ms warm-up is not in the median
+    assert skipped["b"].startswith("ValueError: no such feature")
+    assert skipped["c"] == "absent lib"
+
+
+def test_rounds_rotate_library_order():
+    seen = []
+    timing.phases({k: (lambda r, k=k: seen.append((r, k)) or {"t": 1.0}) for k in "abc"}, 3)
+    firsts = [k for r, k in seen if (r, k) == next(x for x in seen if x[0] == r)]
+    assert firsts == ["a", "b", "c"]
+
+
+def test_broken_case_is_reported_and_suite_completes(monkeypatch, tmp_path):
+    def boom(ctx):
+        raise RuntimeError("kaput")
+    monkeypatch.setattr(C, "CASES", [("fake/boom", "fake", "always fails", ("steady",),
+                                      ("xform", "jax"), boom)]
+                        + [c for c in C.CASES if c[0] == "eager/add_f32[8]"])
+    out = tmp_path / "r.json"
+    with open(os.devnull, "w") as sink:
+        res = bench.run(quick=True, json_path=str(out), out=sink)
+    assert set(res["cases"]) == {"fake/boom", "eager/add_f32[8]"}
+    rec = json.loads(out.read_text())["cases"]["fake/boom"]
+    assert rec["skipped"]["xform"].startswith("RuntimeError: kaput")
+    assert rec["metrics"] == {"steady": {}}
+
+
+def test_missing_feature_is_a_skip_with_reason():
+    libs = {"xform": C.Ctx({}, quick=True).libs.get("xform") or "xform not loaded"}
+    ctx = C.Ctx(libs, quick=True)
+    with pytest.raises(timing.Skip, match="xform not loaded"):
+        ctx.lib("xform", "jit")
+
+    class NoScan:
+        scan = None
+        jit = object()
+    ctx.libs["xform"] = NoScan()
+    with pytest.raises(timing.Skip, match="has no scan"):
+        ctx.lib("xform", "jit", "scan")
+
+
+def test_cli_list_and_bad_args():
+    from xform.bench.__main__ import main
+    assert main(["--list"]) == 0
+    with pytest.raises(SystemExit):
+        main(["--rounds", "0"])

@@ -1,0 +1,636 @@
+"""The benchmark cases: each is written once against the JAX API (``L.np``,
+``L.jit``, ``L.grad``...) and run on xform and JAX; NumPy runs the same
+computation eagerly, with hand-written gradients where one is needed.
+
+Every case returns a record::
+
+    {"group", "description", "params",
+     "metrics": {metric: {lib: value}},      # seconds -> reported in us/ms, or bytes
+     "skipped": {lib: reason}}               # a lib with no value says why
+
+``CASES`` lists the cases in run order; ``EXPECTED_METRICS`` names the metric
+keys each case always reports (the test checks the JSON against it).
+"""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+
+from xform.bench import timing
+from xform.bench.timing import Skip
+
+F32 = np.float32
+STEADY = ("steady", "first_call")                 # metrics of a steady-state case
+PHASES = ("trace", "lower", "compile", "first_call", "steady")
+
+
+class Ctx:
+    """Run settings: quick or full sizes, rounds, target seconds per timing round."""
+
+    def __init__(self, libs, quick=False, rounds=None, seed=0, profile=None):
+        from xform import profile as _profile
+        self.libs, self.quick = libs, quick
+        self.profile = profile or _profile.CPU
+        self.rounds = rounds or (3 if quick else 7)
+        self.target_s = 0.01 if quick else 0.05
+        self.rng = np.random.default_rng(seed)
+
+    def size(self, full, quick):
+        return quick if self.quick else full
+
+    def randn(self, *shape, scale=1.0):
+        """Fresh standard-normal f32 data (never zeros), the same for every library."""
+        return (self.rng.standard_normal(shape) * scale).astype(F32)
+
+    def one_hot(self, n, k):
+        return np.eye(k, dtype=F32)[self.rng.integers(0, k, n)]
+
+    def lib(self, name, *needs):
+        """The Lib, or raise Skip naming what it lacks."""
+        L = self.libs.get(name)
+        if L is None or isinstance(L, str):
+            raise Skip(L or f"{name} not loaded")
+        missing = [n for n in needs if getattr(L, n) is None]
+        if missing:
+            raise Skip(f"{name} has no {', '.join(missing)} yet")
+        return L
+
+
+CASES = []
+
+
+def case(name, group, description, metrics=STEADY, libs=("xform", "jax", "numpy")):
+    def deco(fn):
+        CASES.append((name, group, description, tuple(metrics), tuple(libs), fn))
+        return fn
+    return deco
+
+
+def _thunks(ctx, libs, make):
+    """{lib: thunk or skip reason}: ``make(L)`` builds the blocked zero-arg callable."""
+    out = {}
+    for name in libs:
+        try:
+            out[name] = make(name)
+        except Exception as e:  # noqa: BLE001
+            out[name] = timing.reason_of(e)
+    return out
+
+
+def steady_record(ctx, libs, make, params=None):
+    thunks = _thunks(ctx, libs, make)
+    times, first, skipped = timing.steady(thunks, ctx.rounds, ctx.target_s)
+    return {"params": params or {}, "skipped": skipped,
+            "metrics": {"steady": times, "first_call": first}}
+
+
+# ----------------------------------------------------------------- shared programs
+
+
+def mlp_params(ctx, sizes, scale=None):
+    return [(ctx.randn(a, b, scale=scale or 1 / math.sqrt(a)), ctx.randn(b, scale=0.1))
+            for a, b in zip(sizes[:-1], sizes[1:])]
+
+
+def mlp_loss(L, params, x, y):
+    """Softmax cross-entropy of a ReLU MLP, mean over the batch."""
+    h = x
+    for W, b in params[:-1]:
+        h = L.relu(h @ W + b)
+    W, b = params[-1]
+    return -L.np.mean(L.np.sum(L.log_softmax(h @ W + b) * y, axis=-1))
+
+
+def np_mlp_grads(params, x, y):
+    """Hand-written backward pass of ``mlp_loss`` (NumPy has no autodiff)."""
+    hs, zs, h = [x], [], x
+    for W, b in params[:-1]:
+        z = h @ W + b
+        h = np.maximum(z, 0)
+        zs.append(z)
+        hs.append(h)
+    W, b = params[-1]
+    logits = h @ W + b
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    g = (p - y) / x.shape[0]
+    grads = []
+    for i in reversed(range(len(params))):
+        grads.append((hs[i].T @ g, g.sum(0)))
+        if i:
+            g = (g @ params[i][0].T) * (zs[i - 1] > 0)
+    return grads[::-1]
+
+
+def sgd(params, grads, lr=0.01):
+    return [(W - lr * gW, b - lr * gb) for (W, b), (gW, gb) in zip(params, grads)]
+
+
+def as_lib(L, tree, put=False):
+    conv = L.put if put else L.asarray
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(as_lib(L, t, put) for t in tree)
+    return conv(tree)
+
+
+# ----------------------------------------------------------------- eager dispatch
+
+EAGER_LIBS = ("xform", "xform_dev", "jax", "numpy")
+
+
+def eager_case(name, description):
+    return case(name, "eager", description, libs=EAGER_LIBS)
+
+
+def _chain6(L, x):
+    y = L.np.sin(x)
+    y = y * x
+    y = L.np.cos(y)
+    y = y + x
+    y = L.np.tanh(y)
+    return y * x
+
+
+@eager_case("eager/add_f32[8]", "x + y on f32[8], op by op (the per-op dispatch tax)")
+def eager_add(ctx):
+    a, b = ctx.randn(8), ctx.randn(8)
+
+    def make(name):
+        L = ctx.lib(name)
+        x, y = L.asarray(a), L.asarray(b)
+        return lambda: L.block(x + y)
+    return steady_record(ctx, EAGER_LIBS, make, {"shape": [8], "dtype": "float32"})
+
+
+@eager_case("eager/sin_f32[8]", "sin(x) on f32[8], op by op")
+def eager_sin(ctx):
+    a = ctx.randn(8)
+
+    def make(name):
+        L = ctx.lib(name)
+        x = L.asarray(a)
+        return lambda: L.block(L.np.sin(x))
+    return steady_record(ctx, EAGER_LIBS, make, {"shape": [8], "dtype": "float32"})
+
+
+@eager_case("eager/chain6_f32[8]", "6-op elementwise chain (sin, mul, cos, add, tanh, mul) "
+      "on f32[8], op by op")
+def eager_chain(ctx):
+    a = ctx.randn(8)
+
+    def make(name):
+        L = ctx.lib(name)
+        x = L.asarray(a)
+        return lambda: L.block(_chain6(L, x))
+    return steady_record(ctx, EAGER_LIBS, make, {"shape": [8], "ops": 6})
+
+
+def _small_mlp_data(ctx):
+    return mlp_params(ctx, [16, 32, 4]), ctx.randn(8, 16), ctx.one_hot(8, 4)
+
+
+@eager_case("eager/grad_small_mlp", "grad of a 16-32-4 MLP loss (batch 8) without jit; "
+      "NumPy: hand-written backward")
+def eager_grad(ctx):
+    params, x, y = _small_mlp_data(ctx)
+
+    def make(name):
+        if name == "numpy":
+            return lambda: np_mlp_grads(params, x, y)
+        L = ctx.lib(name, "grad", "relu", "log_softmax")
+        p, xx, yy = as_lib(L, params), L.asarray(x), L.asarray(y)
+        g = L.grad(lambda p_: mlp_loss(L, p_, xx, yy))
+        return lambda: L.block(g(p))
+    return steady_record(ctx, EAGER_LIBS, make, {"sizes": [16, 32, 4], "batch": 8})
+
+
+# ----------------------------------------------------------------- jit dispatch
+
+JIT_LIBS = ("xform", "jax", "numpy")
+
+
+def _jit_case(ctx, fn, arrays, np_args=False, needs=("jit",), np_fn=None):
+    def make(name):
+        if name == "numpy":
+            args = list(arrays)
+            f = np_fn or (lambda *a: fn(ctx.libs["numpy"], *a))
+            return lambda: f(*args)
+        L = ctx.lib(name, *needs)
+        args = list(arrays) if np_args else [as_lib(L, a, put=True) for a in arrays]
+        jf = L.jit(lambda *a: fn(L, *a))
+        return lambda: L.block(jf(*args))
+    return make
+
+
+@case("jit/one_arg", "jit", "jit(sin)(x), f32[8]: the cost of one compiled call; "
+      "NumPy: np.sin eagerly")
+def jit_one(ctx):
+    make = _jit_case(ctx, lambda L, x: L.np.sin(x), [ctx.randn(8)])
+    return steady_record(ctx, JIT_LIBS, make, {"shape": [8]})
+
+
+@case("jit/four_args_two_outputs", "jit", "jit(f)(a, b, c, d) -> (a*b + c, c - d), f32[8]")
+def jit_four(ctx):
+    make = _jit_case(ctx, lambda L, a, b, c, d: (a * b + c, c - d),
+                     [ctx.randn(8) for _ in range(4)])
+    return steady_record(ctx, JIT_LIBS, make, {"shape": [8]})
+
+
+@case("jit/numpy_args", "jit", "jit(f)(x, y) called with NumPy arrays (host -> device "
+      "transfer on every call), f32[8]")
+def jit_np(ctx):
+    make = _jit_case(ctx, lambda L, x, y: L.np.sin(x) * y, [ctx.randn(8), ctx.randn(8)],
+                     np_args=True)
+    return steady_record(ctx, JIT_LIBS, make, {"shape": [8]})
+
+
+@case("jit/grad_small_mlp", "jit", "jit(grad(loss)) of the 16-32-4 MLP (batch 8); NumPy: "
+      "hand-written backward")
+def jit_grad(ctx):
+    params, x, y = _small_mlp_data(ctx)
+    make = _jit_case(ctx, lambda L, p, xx, yy: L.grad(lambda q: mlp_loss(L, q, xx, yy))(p),
+                     [params, x, y], needs=("jit", "grad", "relu", "log_softmax"),
+                     np_fn=lambda p, xx, yy: np_mlp_grads(p, xx, yy))
+    return steady_record(ctx, JIT_LIBS, make, {"sizes": [16, 32, 4], "batch": 8})
+
+
+# ----------------------------------------------------------------- first call / compile
+
+_CHAIN_OPS = (lambda L, h, x: L.np.sin(h), lambda L, h, x: h * x, lambda L, h, x: L.np.cos(h),
+              lambda L, h, x: h + x, lambda L, h, x: L.np.tanh(h))
+
+
+def chain_program(n_ops, variant):
+    """An n-op elementwise program on (x,); ``variant`` picks a distinct op sequence
+    (same for every library), so no compilation cache can serve a later round."""
+    rnd = random.Random(variant)
+    ops = [rnd.choice(_CHAIN_OPS) for _ in range(n_ops)]
+
+    def make(L):
+        def program(x):
+            h = x
+            for op in ops:
+                h = op(L, h, x)
+            return h
+        program.__name__ = f"chain{n_ops}_v{variant}"
+        return program
+    return make
+
+
+def _compile_factory(ctx, name, n_ops, x_np, keep):
+    """factory(round) -> {phase: seconds} for one library.  ``keep[name]`` receives the
+    last first-called jitted program, reused (warm) for the steady-state timing."""
+    clock = timing.clock
+    L = ctx.lib(name, "jit")
+    x = L.put(x_np)
+
+    def xform_phases(r):
+        import lowering
+        prog = chain_program(n_ops, 2 * r)(L)
+        t0 = clock()
+        traced = L.jit(prog).trace(x)
+        t1 = clock()
+        text = traced.lower().as_text()
+        t2 = clock()
+        lowering.compile_text(text)
+        t3 = clock()
+        first = L.jit(chain_program(n_ops, 2 * r + 1)(L))
+        t4 = clock()
+        L.block(first(x))
+        t5 = clock()
+        keep[name] = first
+        return {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "first_call": t5 - t4}
+
+    def jax_phases(r):
+        prog = chain_program(n_ops, 2 * r)(L)
+        t0 = clock()
+        traced = L.jit(prog).trace(x)
+        t1 = clock()
+        lowered = traced.lower()
+        t2 = clock()
+        lowered.compile()
+        t3 = clock()
+        first = L.jit(chain_program(n_ops, 2 * r + 1)(L))
+        t4 = clock()
+        L.block(first(x))
+        t5 = clock()
+        keep[name] = first
+        return {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "first_call": t5 - t4}
+    return xform_phases if name == "xform" else jax_phases
+
+
+def _count_eqns(name, L, n_ops, x_np):
+    """Equations in the staged program (recursive), per library."""
+    from xform.profile import count_ops
+    if name == "xform":
+        import xform
+        return count_ops(xform.make_jaxpr(chain_program(n_ops, 0)(L))(L.put(x_np)))
+    import jax
+    return count_ops(jax.make_jaxpr(chain_program(n_ops, 0)(L))(x_np))
+
+
+def _compile_case(n_ops):
+    @case(f"compile/chain_{n_ops}_ops", "compile",
+          f"first call of a {n_ops}-op elementwise program on f32[8]: trace / lower / XLA "
+          "compile separately, then a fresh first call end to end; steady = the compiled "
+          "call (NumPy: the program run eagerly)", metrics=PHASES)
+    def run(ctx):
+        x_np = ctx.randn(8)
+        if ctx.quick and n_ops >= 3000:
+            why = ("skipped in --quick mode: XLA takes ~20 s per library to compile a "
+                   "3000-op transcendental chain on CPU; run the full suite")
+            return {"params": {"n_ops": n_ops}, "metrics": {},
+                    "skipped": {lib: why for lib in ("xform", "jax", "numpy")}}
+        # XLA compile time grows faster than linearly: large programs get one round.
+        rounds = 1 if n_ops >= 3000 or (ctx.quick and n_ops >= 300) else ctx.rounds
+        factories, keep = {}, {}
+        for name in ("xform", "jax"):
+            try:
+                factories[name] = _compile_factory(ctx, name, n_ops, x_np, keep)
+            except Exception as e:  # noqa: BLE001
+                factories[name] = timing.reason_of(e)
+        got, skipped = timing.phases(factories, rounds)
+        metrics = {p: {lib: v[p] for lib, v in got.items()} for p in PHASES[:4]}
+        skipped["numpy"] = "NumPy does not trace or compile (steady = eager run)"
+        eqns = {}
+        for name in ("xform", "jax"):
+            if name in got:
+                try:
+                    eqns[name] = _count_eqns(name, ctx.libs[name], n_ops, x_np)
+                except Exception as e:  # noqa: BLE001
+                    eqns[name] = timing.reason_of(e)
+
+        def make(name):
+            L = ctx.lib(name)
+            prog = chain_program(n_ops, 10_000)(L)
+            if name == "numpy":
+                return lambda: prog(x_np)
+            xx = L.put(x_np)
+            jf = keep.get(name) or L.jit(prog)
+            return lambda: L.block(jf(xx))
+        steady = steady_record(ctx, ("xform", "jax", "numpy"), make)
+        metrics["steady"] = steady["metrics"]["steady"]
+        for lib, why in steady["skipped"].items():
+            skipped.setdefault(lib, why)
+        return {"params": {"n_ops": n_ops, "staged_equations": eqns, "rounds": rounds},
+                "metrics": metrics, "skipped": skipped}
+    return run
+
+
+for _n in (30, 300, 3000):
+    _compile_case(_n)
+
+
+# ----------------------------------------------------------------- steady state
+
+STEADY_LIBS = ("xform", "jax", "numpy")
+
+
+@case("steady/mlp_train_step", "steady", "jit(SGD step) of a 784-512-512-10 ReLU MLP, "
+      "softmax cross-entropy, batch 128 (quick: 784-128-128-10, batch 32)")
+def mlp_step(ctx):
+    width, batch = ctx.size(512, 128), ctx.size(128, 32)
+    sizes = [784, width, width, 10]
+    params, x, y = mlp_params(ctx, sizes), ctx.randn(batch, 784), ctx.one_hot(batch, 10)
+
+    def make(name):
+        if name == "numpy":
+            return lambda: sgd(params, np_mlp_grads(params, x, y))
+        L = ctx.lib(name, "jit", "grad", "relu", "log_softmax")
+        step = L.jit(lambda p, xx, yy: sgd(p, L.grad(lambda q: mlp_loss(L, q, xx, yy))(p)))
+        args = [as_lib(L, a, put=True) for a in (params, x, y)]
+        return lambda: L.block(step(*args))
+    return steady_record(ctx, STEADY_LIBS, make, {"sizes": sizes, "batch": batch})
+
+
+def _pe_loss(L, p, x, y):
+    (W1, b1), (W2, b2) = p
+    return -L.np.sum(L.log_softmax(L.np.tanh(x @ W1 + b1) @ W2 + b2) * y)
+
+
+def _np_per_example(p, x, y):
+    (W1, b1), (W2, b2) = p
+    h = np.tanh(x @ W1 + b1)
+    logits = h @ W2 + b2
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    d = e / e.sum(-1, keepdims=True) - y
+    dz = (d @ W2.T) * (1 - h * h)
+    return [(np.einsum("bi,bh->bih", x, dz), dz), (np.einsum("bh,bo->bho", h, d), d)]
+
+
+@case("steady/per_example_grads", "steady", "jit(vmap(grad(loss), in_axes=(None, 0, 0))) "
+      "of a 64-128-10 tanh MLP over batch 128 (quick: 32); NumPy: hand-vectorised einsum")
+def per_example(ctx):
+    batch = ctx.size(128, 32)
+    params, x, y = mlp_params(ctx, [64, 128, 10]), ctx.randn(batch, 64), ctx.one_hot(batch, 10)
+
+    def make(name):
+        if name == "numpy":
+            return lambda: _np_per_example(params, x, y)
+        L = ctx.lib(name, "jit", "grad", "vmap", "log_softmax")
+        f = L.jit(L.vmap(L.grad(lambda p, xi, yi: _pe_loss(L, p, xi, yi)), in_axes=(None, 0, 0)))
+        args = [as_lib(L, a, put=True) for a in (params, x, y)]
+        return lambda: L.block(f(*args))
+    return steady_record(ctx, STEADY_LIBS, make, {"sizes": [64, 128, 10], "batch": batch})
+
+
+def _rnn_loss(L, p, h0, xs):
+    W, U, b = p
+
+    def cell(h, x):
+        h = L.np.tanh(h @ W + x @ U + b)
+        return h, h
+    _, hs = L.scan(cell, h0, xs)
+    return L.np.sum(hs * hs) / (hs.shape[0] * hs.shape[1])
+
+
+def _np_rnn(p, h0, xs):
+    W, U, b = p
+    hs = [h0]
+    for x in xs:
+        hs.append(np.tanh(hs[-1] @ W + x @ U + b))
+    T, B = xs.shape[0], xs.shape[1]
+    loss = sum(float(np.sum(h * h)) for h in hs[1:]) / (T * B)
+    gW, gU, gb = np.zeros_like(W), np.zeros_like(U), np.zeros_like(b)
+    carry = np.zeros_like(h0)
+    for t in reversed(range(T)):
+        h = hs[t + 1]
+        dz = (2 * h / (T * B) + carry) * (1 - h * h)
+        gW += hs[t].T @ dz
+        gU += xs[t].T @ dz
+        gb += dz.sum(0)
+        carry = dz @ W.T
+    return loss, (gW, gU, gb)
+
+
+@case("steady/scan_rnn_fwd_bwd", "steady", "jit(value_and_grad) of a tanh RNN run by "
+      "lax.scan for 200 steps (quick: 50), batch 16, input 32, hidden 128; NumPy: "
+      "hand-written backprop through time")
+def scan_rnn(ctx):
+    T, B, I, H = ctx.size(200, 50), 16, 32, 128
+    p = (ctx.randn(H, H, scale=1 / math.sqrt(H)), ctx.randn(I, H, scale=1 / math.sqrt(I)),
+         ctx.randn(H, scale=0.1))
+    h0, xs = ctx.randn(B, H, scale=0.1), ctx.randn(T, B, I)
+
+    def make(name):
+        if name == "numpy":
+            return lambda: _np_rnn(p, h0, xs)
+        L = ctx.lib(name, "jit", "value_and_grad", "scan")
+        f = L.jit(L.value_and_grad(lambda q, a, b: _rnn_loss(L, q, a, b)))
+        args = [as_lib(L, a, put=True) for a in (p, h0, xs)]
+        return lambda: L.block(f(*args))
+    return steady_record(ctx, STEADY_LIBS, make, {"steps": T, "batch": B, "input": I,
+                                                  "hidden": H})
+
+
+def _layer_norm(L, x, g, b):
+    m = L.np.mean(x, axis=-1, keepdims=True)
+    v = L.np.mean((x - m) * (x - m), axis=-1, keepdims=True)
+    return (x - m) / L.np.sqrt(v + 1e-5) * g + b
+
+
+def transformer_block(L, p, x, heads):
+    g1, b1, wqkv, wo, g2, b2, w1, w2 = p
+    S, D = x.shape
+    dh = D // heads
+    qkv = _layer_norm(L, x, g1, b1) @ wqkv
+
+    def split(t):
+        return L.np.transpose(L.np.reshape(t, (S, heads, dh)), (1, 0, 2))
+    q, k, v = split(qkv[:, :D]), split(qkv[:, D:2 * D]), split(qkv[:, 2 * D:])
+    s = q @ L.np.transpose(k, (0, 2, 1)) / math.sqrt(dh)
+    e = L.np.exp(s - L.np.max(s, axis=-1, keepdims=True))
+    a = (e / L.np.sum(e, axis=-1, keepdims=True)) @ v
+    x = x + L.np.reshape(L.np.transpose(a, (1, 0, 2)), (S, D)) @ wo
+    h = _layer_norm(L, x, g2, b2) @ w1
+    h = 0.5 * h * (1 + L.np.tanh(0.7978845608 * (h + 0.044715 * h * h * h)))   # gelu (tanh)
+    return x + h @ w2
+
+
+@case("steady/transformer_block", "steady", "jit of a pre-LN transformer block forward "
+      "(4-head attention + layer norm + GELU MLP x4), seq 128, width 256 (quick: 32, 64)")
+def transformer(ctx):
+    S, D, heads = ctx.size(128, 32), ctx.size(256, 64), 4
+    sc = 1 / math.sqrt(D)
+    p = (1 + ctx.randn(D, scale=0.1), ctx.randn(D, scale=0.1), ctx.randn(D, 3 * D, scale=sc),
+         ctx.randn(D, D, scale=sc), 1 + ctx.randn(D, scale=0.1), ctx.randn(D, scale=0.1),
+         ctx.randn(D, 4 * D, scale=sc), ctx.randn(4 * D, D, scale=1 / math.sqrt(4 * D)))
+    x = ctx.randn(S, D)
+
+    def make(name):
+        if name == "numpy":
+            return lambda: transformer_block(ctx.libs["numpy"], p, x, heads)
+        L = ctx.lib(name, "jit")
+        f = L.jit(lambda q, xx: transformer_block(L, q, xx, heads))
+        args = [as_lib(L, a, put=True) for a in (p, x)]
+        return lambda: L.block(f(*args))
+    return steady_record(ctx, STEADY_LIBS, make, {"seq": S, "width": D, "heads": heads,
+                                                  "mlp": 4 * D})
+
+
+# ----------------------------------------------------------------- memory
+
+MEMORY_METHOD = ("sum of shape x itemsize over saved_residuals(f, params, x): xform "
+                 "xform.ad_checkpoint.saved_residuals, JAX jax._src.ad_checkpoint."
+                 "saved_residuals (the function behind jax.ad_checkpoint.print_saved_residuals)"
+                 "; both count what vjp keeps for the backward pass, arguments included")
+
+
+def _deep_loss(L, params, x, remat, segment=4):
+    """tanh MLP; with ``remat`` every ``segment`` consecutive layers form one
+    ``checkpoint``-ed block, so only block inputs are saved for the backward pass."""
+    def block(Ws, h):
+        for W in Ws:
+            h = L.np.tanh(h @ W)
+        return h
+    if remat:
+        block = L.checkpoint(block)
+    h = x
+    for i in range(0, len(params), segment):
+        h = block(list(params[i:i + segment]), h)
+    return L.np.sum(h * h)
+
+
+@case("memory/deep_mlp_residuals", "memory", "residual bytes saved for the backward pass of "
+      "a 16-layer tanh MLP, width 128, batch 512 (quick: 8 layers, batch 128), without and "
+      "with checkpoint on every 4-layer block",
+      metrics=("residual_bytes", "residual_bytes_checkpoint"))
+def memory(ctx):
+    depth, width, batch = ctx.size(16, 8), 128, ctx.size(512, 128)
+    params = [ctx.randn(width, width, scale=1 / math.sqrt(width)) for _ in range(depth)]
+    x = ctx.randn(batch, width)
+    metrics = {"residual_bytes": {}, "residual_bytes_checkpoint": {}}
+    skipped = {"numpy": "NumPy has no autodiff (nothing saved)"}
+    for name in ("xform", "jax"):
+        try:
+            L = ctx.lib(name, "checkpoint", "saved_residuals")
+            p, xx = as_lib(L, params), L.asarray(x)
+            for key, remat in (("residual_bytes", False), ("residual_bytes_checkpoint", True)):
+                res = L.saved_residuals(lambda q, a: _deep_loss(L, q, a, remat), p, xx)
+                metrics[key][name] = int(sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
+                                             for a, _ in res))
+        except Exception as e:  # noqa: BLE001
+            skipped[name] = timing.reason_of(e)
+            for m in metrics.values():
+                m.pop(name, None)
+    arg_bytes = (depth * width * width + batch * width) * 4
+    return {"params": {"depth": depth, "width": width, "batch": batch, "segment": 4,
+                       "argument_bytes": arg_bytes, "method": MEMORY_METHOD},
+            "metrics": metrics, "skipped": skipped}
+
+
+# ----------------------------------------------------------------- dispatch-tax reports
+
+
+def _report(ctx, fn_of_L, arrays, name):
+    from xform import profile
+    L = ctx.lib("xform", "jit")
+    args = [as_lib(L, a) for a in arrays]
+    rep = profile.dispatch_report(fn_of_L(L), *args, n_iter=ctx.size(20, 3), name=name,
+                                  profile=ctx.profile)
+    return rep
+
+
+@case("report/small_mlp_6op", "report", "dispatch report (xform.profile) of a 6-source-op "
+      "MLP: sum(relu(x@W1+b1)@W2+b2), 16-32-4, batch 8", metrics=("dispatch_report",),
+      libs=("xform",))
+def report_small(ctx):
+    (W1, b1), (W2, b2) = mlp_params(ctx, [16, 32, 4])
+    x = ctx.randn(8, 16)
+
+    def f(L):
+        def small_mlp(W1, b1, W2, b2, x):
+            return L.np.sum(L.relu(x @ W1 + b1) @ W2 + b2)
+        return small_mlp
+    return _report_record(ctx, f, [W1, b1, W2, b2, x], "small MLP (6 source ops)")
+
+
+@case("report/mlp_train_step", "report", "dispatch report (xform.profile) of the "
+      "steady/mlp_train_step SGD step", metrics=("dispatch_report",), libs=("xform",))
+def report_mlp(ctx):
+    width, batch = ctx.size(512, 128), ctx.size(128, 32)
+    params, x, y = (mlp_params(ctx, [784, width, width, 10]), ctx.randn(batch, 784),
+                    ctx.one_hot(batch, 10))
+
+    def f(L):
+        def mlp_step(p, xx, yy):
+            return sgd(p, L.grad(lambda q: mlp_loss(L, q, xx, yy))(p))
+        return mlp_step
+    return _report_record(ctx, f, [params, x, y], f"MLP SGD step 784-{width}-{width}-10, "
+                          f"batch {batch}")
+
+
+def _report_record(ctx, f, arrays, name):
+    try:
+        rep = _report(ctx, f, arrays, name)
+        return {"params": {}, "metrics": {"dispatch_report": {"xform": rep.as_dict()}},
+                "skipped": {}, "text": str(rep)}
+    except Exception as e:  # noqa: BLE001
+        return {"params": {}, "metrics": {"dispatch_report": {}},
+                "skipped": {"xform": timing.reason_of(e)}}
+
+
+EXPECTED_METRICS = {name: metrics for name, _, _, metrics, _, _ in CASES}
+CASE_LIBS = {name: libs for name, _, _, _, libs, _ in CASES}
