@@ -362,6 +362,7 @@ def test_fori_power_iteration_all_modes(dtype):
         def fx(A, v):
             return xnp.sum(fx0(A, v) * np.arange(1, 4))
 
+        @jax.jit
         def fj(A, v):
             return jnp.sum(fj0(A, v) * np.arange(1, 4))
         check_eager_and_ad(fx, fj, (A, v), dtype, argnums=0)

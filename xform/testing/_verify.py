@@ -200,8 +200,7 @@ def _compile_and_run(closed, args):
 
 
 def _np_arg(x, aval):
-    return np.ascontiguousarray(np.asarray(x._value if isinstance(x, core.Array) else x,
-                                           aval.dtype))
+    return np.array(x._value if isinstance(x, core.Array) else x, aval.dtype, order="C")
 
 
 def _compare_value(actual, desired, dtype, atol, rtol):
