@@ -98,7 +98,7 @@ class Comparison:
         if self.reason:
             return self.reason
         where = ""
-        if self.index is not None:
+        if self.index is not None and self.max_abs > 0:
             where = (f" (worst at index {self.index}: actual {self.actual!r}, "
                      f"desired {self.desired!r})")
         return (f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}{where}; "
@@ -255,7 +255,7 @@ def _check_leaves(where, what, actual, desired, atol, rtol, table):
 
 
 def _check_scalar(where, what, got, want, scale, atol, rtol):
-    """|got - want| <= atol * max(1, scale)^0 + rtol * max(|want|, scale)."""
+    """|got - want| <= atol + rtol * max(|want|, scale); scale = sum of |terms| (cancellation-safe)."""
     err = abs(complex(got) - complex(want))
     bound = atol + rtol * max(abs(complex(want)), scale)
     if not err <= bound:
