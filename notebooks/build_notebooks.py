@@ -1,8 +1,8 @@
-"""Build (and execute) the research notebooks from the cell lists in ``_cells.py``.
+"""Build (and execute) the research notebooks from the cell lists below.
 
 Why a generator: notebooks are JSON, hard to review and to edit by hand.  The
-source of truth is plain Python (``notebooks/_cells.py``: one function per
-notebook returning its markdown and code cells); this script turns it into
+source of truth is plain Python (one function per notebook at the end of this
+file, returning its markdown and code cells); this script turns it into
 ``.ipynb`` files with nbformat, runs them top to bottom with nbclient and saves
 them *with* their outputs, so a code host renders results and plots.
 
@@ -21,6 +21,7 @@ import importlib.util
 import os
 import pathlib
 import sys
+import textwrap
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -59,7 +60,6 @@ def _kernel_env():
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in
                                              env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env.setdefault("MPLBACKEND", "Agg")
-    env.pop("JAX_PLATFORMS", None) if env.get("JAX_PLATFORMS") == "" else None
     return env
 
 
@@ -73,18 +73,6 @@ def execute_notebook(nb, cwd=HERE, timeout=120):
                             resources={"metadata": {"path": str(cwd)}})
     client.execute(env=_kernel_env(), cwd=str(cwd))
     return nb
-
-
-def _load_cells():
-    spec = importlib.util.spec_from_file_location("_xform_nb_cells", HERE / "_cells.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _notebooks():
-    mod = _load_cells()
-    return dict(mod.NOTEBOOKS)
 
 
 NOTEBOOKS = ("01_quickstart", "02_dispatch_tax", "03_property_testing",
@@ -106,7 +94,7 @@ def make_notebook(cells):
 
 def build(names=(), execute=True, timeout=120):
     import nbformat
-    table = _notebooks()
+    table = _CELLS
     chosen = [n for n in NOTEBOOKS if not names or any(s in n for s in names)]
     for name in chosen:
         nb = make_notebook(table[name]())
@@ -129,6 +117,25 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=120, help="per-cell timeout (s)")
     a = ap.parse_args(argv)
     build(a.names, execute=not a.no_execute, timeout=a.timeout)
+
+
+# ===================================================================== the notebooks
+# Each function returns [("md" | "code", source), ...].  Keep every notebook well
+# under a minute on 2 CPU cores: tests/test_notebooks.py runs them all.
+
+
+def md(s):
+    return ("md", textwrap.dedent(s).strip("\n"))
+
+
+def code(s):
+    return ("code", textwrap.dedent(s).strip("\n"))
+
+#@@CELLS@@
+
+_CELLS = {"01_quickstart": quickstart, "02_dispatch_tax": dispatch_tax,
+          "03_property_testing": property_testing, "04_rematerialization": rematerialization,
+          "05_the_ir": the_ir}
 
 
 if __name__ == "__main__":
