@@ -112,7 +112,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "weak_rule",
-                 "impl_takes_arrays", "effectful", "__weakref__")
+                 "impl_takes_arrays", "effectful", "_eager_fast", "__weakref__")
 
     def __init__(self, name: str, multiple_results: bool = False):
         self.name = name
@@ -123,11 +123,38 @@ class Primitive:
         self.impl_takes_arrays = False
         self.effectful = False
 
+    def __setattr__(self, name, value):
+        # Any change of a rule invalidates the cached eager fast path (see ``eager_fast``).
+        object.__setattr__(self, name, value)
+        if name != "_eager_fast":
+            object.__setattr__(self, "_eager_fast", None)
+
     def __repr__(self):
         return self.name
 
     def bind(self, *args, **params):
         return _state.trace.process_primitive(self, args, params)
+
+    def eager_fast(self):
+        """``f(weak, *numpy values) -> Array``: ``EvalTrace.process_primitive``'s common
+        case for a param-less call on host values, minus the generic argument loop.
+
+        ``weak`` is the standard rule's answer (every operand weak), which the caller
+        knows from its operands without building a tuple.  Exists only for primitives
+        that use the standard eager path (a NumPy impl, one result, the standard weak
+        rule); ``None`` otherwise.  Eager fast paths (the ``xform.numpy`` ufuncs and
+        the Python operators, on host Arrays under the eval trace) call this instead
+        of ``bind`` so the semantics stay here, next to the eval trace.
+        """
+        f = self._eager_fast
+        if f is None:
+            if (self.impl is None or self.impl_takes_arrays or self.multiple_results
+                    or self.weak_rule is not None):
+                f = False
+            else:
+                f = _make_eager_fast(self)
+            object.__setattr__(self, "_eager_fast", f)
+        return f or None
 
     def def_impl(self, fn):
         self.impl = fn
@@ -557,6 +584,18 @@ class EvalTrace(Trace):
             f"It was created by a {t.name or type(t).__name__} transformation started at "
             f"{t.origin}, which has already finished: a traced value escaped (stored in a global, "
             "a closure or an object). Return values from the transformed function instead.")
+
+
+def _make_eager_fast(prim):
+    impl = prim.impl
+
+    def eager_fast(weak, *vals):
+        out = Array(impl(*vals), weak)
+        if _debug_checks_on:
+            _check_nans(prim, out)
+        return out
+    eager_fast.__name__ = f"{prim.name}_eager_fast"
+    return eager_fast
 
 
 def _all_weak(args):

@@ -344,10 +344,11 @@ def _one_name(axis_name, api):
     return names[0]
 
 
-def _canon_dim(dim, ndim, api, what):
+def _canon_dim(dim, ndim, api, what, aval):
+    """``dim`` in ``[-ndim, ndim)`` made non-negative (ndim counts a new axis if any)."""
     if not -ndim <= dim < ndim:
-        raise ValueError(f"xform.lax.{api}: {what}={dim} is out of bounds for an array of "
-                         f"rank {ndim - (api == 'all_gather')}.")
+        raise ValueError(f"xform.lax.{api}: {what}={dim} is out of bounds for an input "
+                         f"{aval.str_short()} (valid: {-ndim} .. {ndim - 1}).")
     return dim % ndim
 
 
@@ -366,7 +367,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
         if tiled and aval.ndim == 0:
             raise ValueError("xform.lax.all_gather(tiled=True) needs an array of rank >= 1, "
                              f"got {aval.str_short()}.")
-        g = _canon_dim(axis, aval.ndim + (not tiled), "all_gather", "axis")
+        g = _canon_dim(axis, aval.ndim + (not tiled), "all_gather", "axis", aval)
         return all_gather_p.bind(v, all_gather_dimension=g, axis_name=(name,),
                                  axis_index_groups=None, axis_size=n, tiled=bool(tiled))
     return _tree_map(leaf, x)
@@ -385,7 +386,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         if aval.ndim == 0:
             raise ValueError("xform.lax.psum_scatter needs an array of rank >= 1, got "
                              f"{aval.str_short()}.")
-        s = _canon_dim(scatter_dimension, aval.ndim, "psum_scatter", "scatter_dimension")
+        s = _canon_dim(scatter_dimension, aval.ndim, "psum_scatter", "scatter_dimension",
+                       aval)
         params = dict(scatter_dimension=s, axis_name=(name,), axis_index_groups=None,
                       axis_size=n, tiled=bool(tiled))
         _reduce_scatter_abstract(aval, **params)  # shape check before any rule runs

@@ -24,7 +24,8 @@ _ARRAYLIKE = (ArrayOps, np.ndarray, np.generic, int, float, complex, bool)
 def _binop(fn, reflected=False):
     if reflected:
         def op(self, other):
-            if not isinstance(other, _ARRAYLIKE):
+            t = type(other)
+            if t is not float and t is not int and not isinstance(other, _ARRAYLIKE):
                 return NotImplemented
             return fn(other, self)
     else:
@@ -37,9 +38,11 @@ def _binop(fn, reflected=False):
 
 
 def _fast_binop(fn):
-    """Forward operator whose common case (Array op Array) goes straight to the ufunc."""
+    """Forward operator whose common cases (Array op Array, Array op Python float/int)
+    go straight to the ufunc, which has its own fast path for them."""
     def op(self, other):
-        if type(other) is Array or isinstance(other, _ARRAYLIKE):
+        t = type(other)
+        if t is Array or t is float or t is int or isinstance(other, _ARRAYLIKE):
             return fn(self, other)
         return NotImplemented
     op.__name__ = fn.__name__

@@ -27,6 +27,7 @@ _B = frozenset([dtypes.bool_])
 _NUM = _F | _C | _I | _U
 _ALL = _NUM | _B
 _F_FAST = _F  # dtypes for which "Array op Python scalar" keeps the Array's dtype
+_state, _EVAL = core._state, core.EVAL_TRACE
 
 
 def _try_prim(name):
@@ -43,8 +44,16 @@ def _bind(pname, *args, **params):
 # ----------------------------------------------------------------- factories
 
 def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, doc=None):
-    """A broadcasting binary ufunc that binds ``pname`` (``bool_pname`` for bool inputs)."""
+    """A broadcasting binary ufunc that binds ``pname`` (``bool_pname`` for bool inputs).
+
+    Fast cases, tested before any promotion: two Arrays of one dtype and shape
+    (and a dtype the primitive accepts), and a float Array with a Python
+    scalar (the weak scalar takes the Array's dtype).  Under the eval trace
+    with host values they run the primitive's ``eager_fast`` (the eval trace's
+    own common case, without ``bind``'s generic loop).
+    """
     p = _try_prim(pname)
+    fast_scalar = _F_FAST & fast
 
     def fn(x1, x2, /):
         nonlocal p
@@ -57,20 +66,29 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         and v1.shape == v2.shape and v1.dtype in fast:
                     if p is None:
                         p = prim(pname)
+                    if _state.trace is _EVAL:
+                        f = p._eager_fast or p.eager_fast()
+                        if f is not None:
+                            return f(x1.weak_type and x2.weak_type, v1, v2)
                     return p.bind(x1, x2)
-            elif (t2 is float or t2 is int) and v1 is not None and v1.dtype in _F_FAST \
-                    and v1.dtype in fast and core.current_trace() is core.EVAL_TRACE:
+            elif (t2 is float or t2 is int) and v1 is not None and v1.dtype in fast_scalar \
+                    and _state.trace is _EVAL:
                 # float Array op weak Python scalar: the scalar takes the Array's dtype.
                 if p is None:
                     p = prim(pname)
+                f = p._eager_fast or p.eager_fast()
+                if f is not None:
+                    return f(x1.weak_type, v1, v1.dtype.type(x2))
                 return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
         elif t1 is float or t1 is int:
             if t2 is Array:
                 v2 = x2._npy
-                if v2 is not None and v2.dtype in _F_FAST and v2.dtype in fast \
-                        and core.current_trace() is core.EVAL_TRACE:
+                if v2 is not None and v2.dtype in fast_scalar and _state.trace is _EVAL:
                     if p is None:
                         p = prim(pname)
+                    f = p._eager_fast or p.eager_fast()
+                    if f is not None:
+                        return f(x2.weak_type, v2.dtype.type(x1), v2)
                     return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
         U.check_arraylike(name, x1, x2)
         a, b = U.promote_shapes(name, *promote(x1, x2))
@@ -106,6 +124,10 @@ def _unary(name, pname, inexact=True, fast=_F, accept=None, doc=None):
             if v is not None and v.dtype in fast:
                 if p is None:
                     p = prim(pname)
+                if _state.trace is _EVAL:
+                    f = p._eager_fast or p.eager_fast()
+                    if f is not None:
+                        return f(x.weak_type, v)
                 return p.bind(x)
         U.check_arraylike(name, x)
         (a,) = U.promote_dtypes_inexact(x) if inexact else U.promote_dtypes(x)
@@ -174,6 +196,10 @@ def _neg_like(name, pname):
         if type(x) is Array and x._npy is not None and x._npy.dtype in _NUM:
             if p is None:
                 p = prim(pname)
+            if _state.trace is _EVAL:
+                f = p._eager_fast or p.eager_fast()
+                if f is not None:
+                    return f(x.weak_type, x._npy)
             return p.bind(x)
         U.check_arraylike(name, x)
         (a,) = U.promote_dtypes(x)
