@@ -340,6 +340,18 @@ class Array(ArrayOps):
         self._committed = committed
         self._deleted = False
 
+    @classmethod
+    def _from_buf(cls, buf, weak_type=False, committed=False):
+        """An Array over a device buffer (jit outputs): the constructor's fields set
+        directly, without argument defaults (the jit dispatch path makes one per output)."""
+        a = _new_array(cls)
+        a._npy = None
+        a._buf = buf
+        a.weak_type = weak_type
+        a._committed = committed
+        a._deleted = False
+        return a
+
     # -- storage
     @property
     def _value(self):
@@ -500,6 +512,9 @@ class Array(ArrayOps):
         return f"<pre>{html.escape(repr(self))}</pre>"
 
 
+_new_array = object.__new__
+
+
 def _rebuild_array(value, weak_type):
     return Array(value, weak_type)
 
@@ -586,14 +601,59 @@ class EvalTrace(Trace):
             "a closure or an object). Return values from the transformed function instead.")
 
 
+# NumPy warns on overflow/invalid/divide where XLA is silent, so reference impls run
+# with NumPy's error state set to "ignore".  np.errstate costs ~2us; setting NumPy's
+# error-state context variable directly costs ~0.2us.
+try:
+    from numpy._core._multiarray_umath import _make_extobj as _mk_extobj
+    from numpy._core._ufunc_config import _extobj_contextvar as _np_errvar
+    _NP_IGNORE = _mk_extobj(all="ignore")
+    _errset, _errreset = _np_errvar.set, _np_errvar.reset
+except ImportError:  # pragma: no cover  (other NumPy layouts)
+    _errset = None
+
+
+def quiet(fn):
+    """``fn`` run with NumPy floating-point warnings off (an impl wrapper).
+
+    The unwrapped function stays reachable as ``quiet_fn`` so the eager fast
+    path (``Primitive.eager_fast``) can set the error state itself, one call
+    frame shorter.
+    """
+    if _errset is None:  # pragma: no cover
+        impl = np.errstate(all="ignore")(fn)
+    else:
+        def impl(*args, **params):
+            tok = _errset(_NP_IGNORE)
+            try:
+                return fn(*args, **params)
+            finally:
+                _errreset(tok)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    impl.quiet_fn = fn
+    return impl
+
+
 def _make_eager_fast(prim):
     impl = prim.impl
-
-    def eager_fast(weak, *vals):
-        out = Array(impl(*vals), weak)
-        if _debug_checks_on:
-            _check_nans(prim, out)
-        return out
+    inner = getattr(impl, "quiet_fn", None) if _errset is not None else None
+    if inner is None:
+        def eager_fast(weak, *vals):
+            out = Array(impl(*vals), weak)
+            if _debug_checks_on:
+                _check_nans(prim, out)
+            return out
+    else:
+        def eager_fast(weak, *vals):
+            tok = _errset(_NP_IGNORE)
+            try:
+                out = inner(*vals)
+            finally:
+                _errreset(tok)
+            out = Array(out, weak)
+            if _debug_checks_on:
+                _check_nans(prim, out)
+            return out
     eager_fast.__name__ = f"{prim.name}_eager_fast"
     return eager_fast
 

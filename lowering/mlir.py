@@ -127,6 +127,7 @@ def _load_rule_modules():
     from lowering import (rules_control, rules_elementwise, rules_linalg,  # noqa: F401
                           rules_reductions, rules_sorting, rules_structural)
     from lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
+    from lowering import rules_indexing  # noqa: F401  (gather, scatter)
 
 
 def sync_rules() -> dict:

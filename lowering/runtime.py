@@ -282,7 +282,72 @@ class Compiled:
         if self._donated_idx:
             self._mark_donated(args)
         c = self._committed
-        return [Array(None, w, o, c) for o, w in zip(outs, self._out_weak)]
+        new = Array._from_buf
+        return [new(o, w, c) for o, w in zip(outs, self._out_weak)]
+
+    def fast_caller(self, consts, weak_types, unflatten=None):
+        """A call path for one exact signature: ``f(args) -> outputs or None``.
+
+        ``consts`` are device-resident leading arguments (a jit's hoisted
+        constants); ``args`` must then match ``in_avals`` after them exactly --
+        Arrays whose buffer carries this layer's aval object for the parameter
+        (one identity test checks shape and dtype) or host Arrays / NumPy arrays
+        of exactly the parameter's shape and dtype, with the given weak types.
+        Anything else returns ``None`` (the caller takes its general path, which
+        validates, converts and reports errors).  ``unflatten(outs)`` builds the
+        result (``None``: the list of output Arrays).  Programs with donated
+        inputs have no fast caller (returns ``None``).
+        """
+        if self._donated_idx or len(consts) + len(weak_types) != self._n:
+            return None
+        consts = list(consts)
+        k = len(consts)
+        specs = tuple((shape, dtype, javal, bool(w)) for (shape, dtype, javal), w
+                      in zip(self._specs[k:], weak_types))
+        n_args = len(specs)
+        sh, devlist, execute, handlers = self._sh, self._devlist, self._execute, self._handlers
+        committed = self._committed
+        out_weak = tuple(self._out_weak)
+        single = len(out_weak) == 1
+        w0 = out_weak[0] if single else None
+        new = Array._from_buf
+
+        def call(args):
+            if len(args) != n_args:
+                return None
+            bufs = consts[:]
+            append = bufs.append
+            for x, (shape, dtype, javal, weak) in zip(args, specs):
+                tx = type(x)
+                if tx is Array:
+                    if x.weak_type != weak or x._deleted:
+                        return None
+                    b = x._buf
+                    if b is not None:
+                        if b.aval is not javal:
+                            return None
+                        append(b)
+                        continue
+                    v = x._npy
+                elif tx is np.ndarray:
+                    if weak:
+                        return None
+                    v = x
+                else:
+                    return None
+                if v.dtype != dtype or v.shape != shape:
+                    return None
+                append(_put(javal, sh, [v], devlist, True, False, _HBS, True))  # enable_x64
+            try:
+                outs = execute(bufs).consume_with_handlers(handlers)
+            except Exception:       # let the general path validate and report
+                return None
+            if single:
+                out = new(outs[0], w0, committed)
+                return out if unflatten is None else unflatten([out])
+            outs = [new(o, w, committed) for o, w in zip(outs, out_weak)]
+            return outs if unflatten is None else unflatten(outs)
+        return call
 
     def _mark_donated(self, args):
         for i in self._donated_idx:

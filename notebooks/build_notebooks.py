@@ -21,6 +21,7 @@ import importlib.util
 import os
 import pathlib
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -65,6 +66,8 @@ def _kernel_env():
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in
                                              env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env.setdefault("MPLBACKEND", "Agg")
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                   os.path.join(tempfile.gettempdir(), "xform-notebooks-hypothesis"))
     return env
 
 
@@ -454,7 +457,7 @@ def dispatch_tax():
                   f" {r['jit']*1e6:>7.1f}us {r['compile']*1e3:>7.1f}ms {r['break_even']:>13,.0f}"
                   f" {r['bytes']:>10,.0f} {r['overhead_ratio']:>10,.0f}")
         j1 = xform.jit(chain(1))
-        print(f"\njit, 1 op: device argument {per_call(lambda: j1(x_dev), 100) * 1e6:.1f} us, "
+        print(f"\\njit, 1 op: device argument {per_call(lambda: j1(x_dev), 100) * 1e6:.1f} us, "
               f"host argument {per_call(lambda: j1(x_host), 100) * 1e6:.1f} us")
         '''),
         code('''
@@ -743,7 +746,8 @@ def property_testing():
         `xst.transforms()` draws a stack such as `jit∘vmap∘grad`; `stack(f)`
         applies it and `stack.reference(f)` applies the same stack without `jit`,
         so the property is "staging and compiling never changes the answer, under
-        any composition".  We record which stacks were tried.
+        any composition".  We record which stacks were tried.  (`derandomize=True`
+        keeps the notebook's output reproducible; in a test suite leave it off.)
         '''),
         code('''
         seen = collections.Counter()
@@ -799,7 +803,391 @@ def property_testing():
         '''),
     ]
 
-#@@CELLS@@
+def rematerialization():
+    return [
+        md('''
+        # Rematerialization: memory saved vs compute added
+
+        Reverse mode keeps every intermediate the backward pass needs alive from
+        the forward pass until it is consumed, so activation memory grows with
+        depth.  `xform.checkpoint` (a.k.a. `remat`) marks a function whose
+        intermediates are *recomputed* in the backward pass instead of saved; a
+        *policy* decides which intermediates may still be saved.  The chapter's
+        rule of thumb: ~33 % more compute for O(√L) instead of O(L) activation
+        memory.
+
+        Everything here is measured on a deep MLP: what `vjp` saves (count and
+        bytes, from `saved_residuals` / the linearized program), how many
+        equations the backward program gains, and how long a compiled gradient
+        step takes.
+        '''),
+        code('''
+        %matplotlib inline
+        import time
+        import numpy as np
+        import matplotlib.pyplot as plt
+
+        import xform
+        import xform.numpy as xnp
+        from xform.ad_checkpoint import checkpoint_name, print_saved_residuals, saved_residuals
+        from xform.profile import count_ops
+        from interpreters import ad
+
+        cp = xform.checkpoint_policies
+        L, D, H, B = 8, 128, 256, 256             # 8 residual blocks 128 -> 256 -> 128, batch 256
+        rng = np.random.default_rng(0)
+        init = lambda m, n: xnp.asarray(rng.normal(0, 1 / np.sqrt(m), (m, n)).astype(np.float32))
+        Ws = [(init(D, H), init(H, D)) for _ in range(L)]
+        x = xnp.asarray(rng.standard_normal((B, D), dtype=np.float32))
+
+        def layer(W, h):
+            W1, W2 = W
+            z = h @ W1                               # f32[B,H]  a dot
+            a = checkpoint_name(xnp.tanh(z), "act")  # f32[B,H]  named for policies
+            return h + a @ W2                        # f32[B,D]  residual block
+
+        def make_loss(policy=None, remat=True):
+            f = xform.checkpoint(layer, policy=policy) if remat else layer
+            def loss(Ws, x):
+                h = x
+                for W in Ws:
+                    h = f(W, h)
+                return xnp.mean(h ** 2)
+            return loss
+        print(f"per block: h f32[{B},{D}] = {B * D * 4 / 1024:.0f} KiB, z and tanh(z) "
+              f"f32[{B},{H}] = {B * H * 4 / 1024:.0f} KiB each; "
+              f"weights {L} x 2 x {D * H * 4 / 1024:.0f} KiB")
+        '''),
+        md('''
+        ## What does each policy save?
+        `print_saved_residuals` lists every residual with its type and origin.
+        Without remat, each block saves its input `h` (for `dW1`), `tanh(z)` (for
+        `dW2`) and the `tanh` derivative; the weights are saved too but cost
+        nothing extra (they are arguments, alive anyway).  One block, three
+        policies:
+        '''),
+        code('''
+        for title, loss in [("no checkpoint", make_loss(remat=False)),
+                            ("checkpoint(policy=dots_saveable)", make_loss(cp.dots_saveable)),
+                            ("checkpoint(policy=nothing_saveable)", make_loss(cp.nothing_saveable))]:
+            print(f"-- {title}")
+            print_saved_residuals(loss, Ws[:1], x)
+        '''),
+        code('''
+        policies = {
+            "no remat": make_loss(remat=False),
+            "everything_saveable": make_loss(cp.everything_saveable),
+            "dots_saveable": make_loss(cp.dots_saveable),
+            "save_only_these_names('act')": make_loss(cp.save_only_these_names("act")),
+            "nothing_saveable": make_loss(cp.nothing_saveable),
+        }
+
+        def grad_times(losses, n=4, rounds=6):
+            """Best time per compiled grad call for each loss, measured round-robin
+            (interleaved) so that machine load drifts hit every variant alike."""
+            gs = {k: xform.jit(xform.grad(f)) for k, f in losses.items()}
+            block = lambda out: xform.tree_util.tree_map(lambda a: a.block_until_ready(), out)
+            for g in gs.values():
+                block(g(Ws, x))                    # compile outside the timing
+            best = dict.fromkeys(gs, np.inf)
+            for _ in range(rounds):
+                for k, g in gs.items():
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        block(g(Ws, x))
+                    best[k] = min(best[k], (time.perf_counter() - t0) / n)
+            return best
+
+        def residual_bytes(loss):
+            """Bytes held by the linearized program's residuals (weights included)."""
+            leaves, tree = xform.tree_util.tree_flatten((Ws, x))
+            flat = lambda *a: [loss(*xform.tree_util.tree_unflatten(tree, a))]
+            return ad.linearize_flat(flat, leaves)[1].residual_bytes
+
+        stats = {}
+        times = grad_times(policies)
+        for name, loss in policies.items():
+            res = saved_residuals(loss, Ws, x)
+            act = [a for a, src in res if "from the argument" not in src]
+            stats[name] = dict(
+                n_res=len(res), n_act=len(act),
+                act_bytes=sum(a.size * a.dtype.itemsize for a in act),
+                all_bytes=residual_bytes(loss),
+                eqns=count_ops(xform.make_jaxpr(xform.grad(loss))(Ws, x)),
+                t=times[name])
+        base = stats["no remat"]
+        print(f"{'policy':30} {'residuals':>9} {'activ.':>6} {'activ. KiB':>10} {'all KiB':>8}"
+              f" {'grad eqns':>9} {'grad time':>10}")
+        for name, s in stats.items():
+            print(f"{name:30} {s['n_res']:>9} {s['n_act']:>6} {s['act_bytes'] / 1024:>10,.0f}"
+                  f" {s['all_bytes'] / 1024:>8,.0f} {s['eqns']:>9} {s['t'] * 1e3:>8.2f}ms")
+        '''),
+        md('''
+        "grad eqns" counts the equations of the whole gradient program
+        (`make_jaxpr(grad(loss))`, recursively into checkpoint bodies), so the
+        growth over "no remat" is the recomputation staged into the backward
+        pass.  Time is one compiled `jit(grad(loss))` call (best of 6 interleaved
+        rounds; still noisy on a shared machine).  Note the
+        asymmetry: XLA is free to re-fuse or CSE across the recomputation, so
+        fewer saved bytes need not mean proportionally more time.
+        '''),
+        code('''
+        names = list(stats)
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+        vals = [[stats[n]["act_bytes"] / 1024 for n in names],
+                [100 * (stats[n]["eqns"] / base["eqns"] - 1) for n in names],
+                [100 * (stats[n]["t"] / base["t"] - 1) for n in names]]
+        titles = ["saved activations (KiB)", "extra equations in grad program (%)",
+                  "extra time per compiled grad step (%)"]
+        for ax, v, t in zip(axes, vals, titles):
+            ax.barh(range(len(names)), v, color="tab:blue")
+            ax.set_yticks(range(len(names)), names if ax is axes[0] else [""] * len(names))
+            ax.set_title(t, fontsize=10); ax.axvline(0, color="k", lw=0.5)
+            ax.invert_yaxis()
+        fig.tight_layout()
+        '''),
+        md('''
+        ## Segments: the √L trade-off
+        Checkpointing every block saves only block inputs (O(L) tensors).
+        Classic rematerialization checkpoints *segments* of k layers: only segment
+        boundaries are saved (L/k tensors), and the backward pass recomputes one
+        segment at a time, holding k layers' intermediates at once; the peak is
+        minimised near k ≈ √L.  Below: residuals saved at the boundaries for
+        segment sizes k = 1..L (the transient of the recomputed segment is
+        modelled as what "no remat" saves per block, times k).
+        '''),
+        code('''
+        def segmented_loss(k):
+            def segment(Ws_seg, h):
+                for W in Ws_seg:
+                    h = layer(W, h)
+                return h
+            seg = xform.checkpoint(segment, policy=cp.nothing_saveable)
+            def loss(Ws, x):
+                h = x
+                for i in range(0, L, k):
+                    h = seg(Ws[i:i + k], h)
+                return xnp.mean(h ** 2)
+            return loss
+
+        per_block = base["act_bytes"] / L         # bytes saved per block without remat
+        seg_rows = []
+        seg_losses = {k: segmented_loss(k) for k in [1, 2, 4, 8]}
+        seg_t = grad_times({**seg_losses, "no remat": policies["no remat"]})
+        for k, loss in seg_losses.items():
+            res = [a for a, s in saved_residuals(loss, Ws, x) if "from the argument" not in s]
+            saved = sum(a.size * a.dtype.itemsize for a in res)
+            peak = saved + per_block * k                  # + one segment recomputed
+            eqns = count_ops(xform.make_jaxpr(xform.grad(loss))(Ws, x))
+            seg_rows.append((k, len(res), saved, peak, eqns, seg_t[k] / seg_t["no remat"] - 1))
+            print(f"k={k:>2}: {len(res):>2} boundary residuals, {saved / 1024:6.0f} KiB saved, "
+                  f"modelled peak {peak / 1024:6.0f} KiB, grad eqns {eqns}, "
+                  f"time {seg_t[k] * 1e3:.2f} ms")
+        print(f"no remat: {base['act_bytes'] / 1024:.0f} KiB saved, grad eqns {base['eqns']}, "
+              f"time {seg_t['no remat'] * 1e3:.2f} ms;  sqrt(L) = {np.sqrt(L):.1f}")
+        '''),
+        code('''
+        ks = [r[0] for r in seg_rows]
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+        a1.plot(ks, [r[2] / 1024 for r in seg_rows], "o-", label="saved at boundaries")
+        a1.plot(ks, [r[3] / 1024 for r in seg_rows], "s--", label="+ one recomputed segment (model)")
+        a1.axhline(base["act_bytes"] / 1024, color="gray", ls=":", label="no remat")
+        a1.axvline(np.sqrt(L), color="k", lw=0.5)
+        a1.set_xscale("log", base=2); a1.set_xlabel("segment size k (layers)")
+        a1.set_ylabel("activation memory (KiB)"); a1.legend(fontsize=8)
+        a2.plot(ks, [100 * r[5] for r in seg_rows], "o-", label="time")
+        a2.plot(ks, [100 * (r[4] / base["eqns"] - 1) for r in seg_rows], "s-", label="equations")
+        a2.axhline(33, color="gray", ls=":", label="chapter: ~33 %")
+        a2.set_xscale("log", base=2); a2.set_xlabel("segment size k (layers)")
+        a2.set_ylabel("extra over no remat (%)"); a2.legend(fontsize=8)
+        fig.tight_layout()
+        '''),
+        md('''
+        ## Correctness is not negotiable
+        Every policy computes the same gradient; only where the values come from
+        changes.  (Checked against the un-checkpointed gradient.)
+        '''),
+        code('''
+        g_ref = xform.jit(xform.grad(policies["no remat"]))(Ws, x)
+        for name, loss in list(policies.items())[1:] + [("segments k=4", segmented_loss(4))]:
+            xform.testing.assert_allclose(xform.jit(xform.grad(loss))(Ws, x), g_ref,
+                                          atol=1e-5, rtol=1e-4)
+        print("all policies: same gradient")
+        '''),
+    ]
+
+def the_ir():
+    return [
+        md('''
+        # The IR: every transformation is a program you can print
+
+        xform stages functions into a small typed IR (a *jaxpr*: SSA variables with
+        shapes and dtypes, one primitive per equation, explicit literals).  The
+        founding essay insists that the backward program be explicit, printable IR,
+        not a hidden tape.  This notebook follows one function through every stage:
+        the program, its JVP, its linearization, the transpose of that (reverse
+        mode), `grad`, `vmap`, control flow, the IR passes, and finally the
+        StableHLO handed to XLA and the optimised HLO XLA gives back.
+        '''),
+        code('''
+        import re
+        import numpy as np
+        import xform
+        import xform.numpy as xnp
+        from xform import lax
+        from interpreters import passes
+
+        def f(x):
+            return xnp.sum(xnp.sin(x) * x ** 2)
+
+        x = xnp.asarray([0.5, 1.0, 2.0])
+        f_jaxpr = xform.make_jaxpr(f)(x)
+        f_jaxpr          # the last expression of a cell renders through _repr_html_
+        '''),
+        md('''
+        A `ClosedJaxpr` is data: equations with a primitive, inputs, outputs and
+        params.  It is also callable (the evaluator binds each primitive, so
+        evaluating it under a transformation transforms it).
+        '''),
+        code('''
+        for eqn in f_jaxpr.eqns:
+            print(f"{eqn.primitive.name:12} params={dict(eqn.params)}  "
+                  f"in={[v.aval.str_short() for v in eqn.invars]} -> out={[v.aval.str_short() for v in eqn.outvars]}")
+        print("evaluated:", f_jaxpr(x), "  direct:", f(x))
+        '''),
+        md('''
+        ## Forward mode: the JVP program
+        `jvp` pushes a tangent along with the primal; staged, it is one program
+        computing both outputs.
+        '''),
+        code('''
+        xform.make_jaxpr(lambda x, t: xform.jvp(f, (x,), (t,)))(x, xnp.ones(3))
+        '''),
+        md('''
+        ## Linearize: partial evaluation splits the JVP
+        `linearize` runs the JVP with the primal values known and the tangents
+        unknown: everything that depends only on `x` is computed now, and what is
+        left is a *linear* program in the tangent.  Its constants (`a b c d` in
+        the binder before `;`) are the **residuals**, the values reverse mode
+        must keep alive.
+        '''),
+        code('''
+        y, f_lin = xform.linearize(f, x)
+        print("f(x) =", y)
+        print(f_lin)
+        print("f_lin(ones) =", f_lin(xnp.ones(3)), " (the directional derivative)")
+        '''),
+        md('''
+        ## Transpose: reverse mode from the linear program
+        Transposing the linear program (each linear primitive has a transpose rule;
+        the equations run backwards) gives the vector-Jacobian product.
+        `linear_transpose` does it to any linear function; `vjp` is exactly
+        linearize + transpose, and its `transpose_jaxpr()` shows the backward
+        program.
+        '''),
+        code('''
+        f_T = xform.linear_transpose(f_lin, x)
+        print("transpose of f_lin:")
+        print(f_T)
+        _, f_vjp = xform.vjp(f, x)
+        print("\\nvjp's backward program:")
+        print(f_vjp.transpose_jaxpr())
+        print("\\nf_T(1.0) =", f_T(xnp.asarray(1.0))[0], "   vjp(1.0) =", f_vjp(xnp.asarray(1.0))[0])
+        '''),
+        md('''
+        A transpose is only right if $\\langle T(c), t \\rangle = \\langle c, L(t) \\rangle$
+        for all $c, t$ (the dot-product test):
+        '''),
+        code('''
+        rng = np.random.default_rng(0)
+        t = xnp.asarray(rng.standard_normal(3, dtype=np.float32))
+        c = xnp.asarray(np.float32(rng.standard_normal()))
+        lhs = float(xnp.vdot(f_T(c)[0], t))
+        rhs = float(c * f_lin(t))
+        print(f"<T(c), t> = {lhs:.6f}   <c, L(t)> = {rhs:.6f}")
+        '''),
+        md('''
+        ## `grad` is staged like everything else
+        Forward pass, residuals, backward pass: one program, the backward half
+        made of ordinary equations.
+        '''),
+        code('''
+        xform.make_jaxpr(xform.grad(f))(x)
+        '''),
+        md('''
+        ## `vmap`, nested `jit` and control flow
+        `vmap` rewrites each equation with its batching rule.  A `jit` inside a
+        staged function is a higher-order equation holding its own program; so are
+        `cond` and loops, which keep *both* branches / the loop body in the IR.
+        '''),
+        code('''
+        print(xform.make_jaxpr(xform.vmap(lambda v: v @ v))(xnp.ones((4, 3))))
+
+        def g(x):
+            y = xform.jit(lambda v: xnp.tanh(v) * 2.0)(x)
+            y = lax.fori_loop(0, 3, lambda i, c: c * 0.5 + 1.0, y)
+            return lax.cond(y.sum() > 0, lambda v: v, lambda v: -v, y)
+
+        xform.make_jaxpr(g)(x)
+        '''),
+        md('''
+        Python control flow on a *traced* value cannot be staged (the tracer has no
+        value yet).  It raises a concretization error that names the user's line
+        and what to use instead, instead of silently baking in one branch:
+        '''),
+        code('''
+        def bad(x):
+            if x.sum() > 0:
+                return x
+            return -x
+
+        try:
+            xform.jit(bad)(x)
+        except TypeError as e:
+            print(type(e).__name__ + ":", e)
+        '''),
+        md('''
+        ## Passes: forwarding, CSE, DCE
+        `interpreters.passes.simplify` runs program-to-program passes (each
+        returns a new program with the same interface); `jit` runs them before
+        lowering.  Here a program with a duplicated `sin`, a dead `cos` and a no-op
+        cast:
+        '''),
+        code('''
+        def wasteful(x):
+            a = xnp.sin(x)
+            b = xnp.sin(x)                      # common subexpression
+            _ = xnp.cos(x) * 3.0                 # dead code
+            c = a.astype(xnp.float32)            # a cast to the same dtype: identity
+            return c + b
+
+        before = xform.make_jaxpr(wasteful)(x)
+        after = passes.simplify(before)
+        print(f"before: {len(before.eqns)} equations\\n{before}\\n")
+        print(f"after:  {len(after.eqns)} equations\\n{after}")
+        print("\\nsame result:", np.allclose(before(x)[0], after(x)[0]))
+        '''),
+        md('''
+        ## Lowering: StableHLO, then what XLA makes of it
+        `jit(f).lower(x).as_text()` is the StableHLO module xform emits (one op
+        per equation; `loc(...)` source annotations are stripped here for
+        reading).  `.compile()` hands it to XLA; the compiled module's text shows
+        XLA's optimised HLO: here, everything fused into one loop.
+        '''),
+        code('''
+        lowered = xform.jit(f).lower(x)
+        print(re.sub(r"\\s*loc\\(.*\\)", "", lowered.as_text()))
+        '''),
+        code('''
+        compiled = lowered.compile()
+        hlo = compiled.as_text()
+        start = hlo.index("%fused_computation") if "%fused_computation" in hlo else 0
+        excerpt = re.sub(r", metadata=\\{[^}]*\\}", "", hlo[start:])
+        print(excerpt[:2000])
+        print({k: v for k, v in compiled.cost_analysis().items() if "{" not in k})
+        '''),
+    ]
+
 
 _CELLS = {name: globals()[name[3:]] for name in NOTEBOOKS if name[3:] in globals()}
 

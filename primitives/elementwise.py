@@ -92,23 +92,7 @@ def _complex_dtype(dt):
 
 # ================================================================ impl helpers
 
-try:  # np.errstate costs ~2us; set NumPy's error-state context variable directly.
-    from numpy._core._multiarray_umath import _make_extobj
-    from numpy._core._ufunc_config import _extobj_contextvar
-    _IGNORE = _make_extobj(all="ignore")
-
-    def _quiet(fn):
-        def impl(*args, **params):
-            tok = _extobj_contextvar.set(_IGNORE)
-            try:
-                return fn(*args, **params)
-            finally:
-                _extobj_contextvar.reset(tok)
-        impl.__name__ = getattr(fn, "__name__", "impl")
-        return impl
-except ImportError:  # pragma: no cover  (other NumPy layouts)
-    def _quiet(fn):
-        return np.errstate(all="ignore")(fn)
+_quiet = core.quiet   # NumPy's error state "ignore" around an impl (XLA never warns)
 
 
 def _f32(fn):

@@ -116,7 +116,7 @@ def _dot_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type)
     out = ([ls[i] for i in lb] + [ls[i] for i in _free(lhs.ndim, lc, lb)]
            + [rs[i] for i in _free(rhs.ndim, rc, rb)])
     spec = f"{''.join(ls)},{''.join(rs)}->{''.join(out)}"
-    res = np.einsum(spec, lhs.astype(acc), rhs.astype(acc))
+    res = np.einsum(spec, lhs.astype(acc, copy=False), rhs.astype(acc, copy=False))
     return np.asarray(res != 0 if out_dt == np.bool_ else res).astype(out_dt)
 
 
@@ -245,7 +245,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
     return checked_bind(dot_general_p, lhs, rhs, dimension_numbers=dn,
-                              precision=_canon_precision(precision), preferred_element_type=pet)
+                        precision=_canon_precision(precision), preferred_element_type=pet)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,

@@ -387,14 +387,14 @@ def argmax(operand, axis, index_dtype):
     operand = as_operand(operand)
     axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
     return checked_bind(argmax_p, operand, axes=(axis,),
-                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+                        index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
     operand = as_operand(operand)
     axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
     return checked_bind(argmin_p, operand, axes=(axis,),
-                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+                        index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def _cumulative(prim):
@@ -405,7 +405,7 @@ def _cumulative(prim):
             raise ValueError(f"{prim.name}: operand must have at least one dimension, got "
                              f"{a.str_short()}")
         return checked_bind(prim, operand, axis=canonicalize_axis(axis, a.ndim),
-                         reverse=bool(operator.index(reverse)))
+                            reverse=bool(operator.index(reverse)))
     fn.__name__ = prim.name
     fn.__doc__ = f"``lax.{prim.name}(operand, axis=0, reverse=False)``."
     return fn

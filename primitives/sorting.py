@@ -216,8 +216,9 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     if not 1 <= num_keys <= len(ops):
         raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
                          f"operands ({len(ops)})")
-    outs = checked_bind(sort_p, *ops, dimension=canonicalize_axis(dimension, nd, "sort: dimension"),
-                       is_stable=bool(is_stable), num_keys=num_keys)
+    dimension = canonicalize_axis(dimension, nd, "sort: dimension")
+    outs = checked_bind(sort_p, *ops, dimension=dimension, is_stable=bool(is_stable),
+                        num_keys=num_keys)
     return outs[0] if single else tuple(outs)
 
 
@@ -253,5 +254,6 @@ def top_k(operand, k, *, axis=-1):
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"top_k: k must be a Python integer, got {k!r}") from None
-    v, i = checked_bind(top_k_p, operand, k=k, axis=canonicalize_axis(axis, a.ndim, "top_k: axis"))
+    axis = canonicalize_axis(axis, a.ndim, "top_k: axis")
+    v, i = checked_bind(top_k_p, operand, k=k, axis=axis)
     return v, i

@@ -700,7 +700,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
     shape = _ints(shape, "broadcast_in_dim", "shape")
     bd = _ints(broadcast_dimensions, "broadcast_in_dim", "broadcast_dimensions")
     a = core.get_aval(operand)
-    if a.shape == shape and bd == tuple(range(a.ndim)) and not isinstance(operand, core.Tracer):
+    if a.shape == shape and bd == tuple(range(a.ndim)):
         return operand
     return checked_bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
 
@@ -726,13 +726,14 @@ def broadcast_to_rank(x, rank):
 def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
     """Reshape (after transposing by ``dimensions`` if given), as ``lax.reshape``."""
     operand = as_operand(operand)
-    new_sizes = _ints(np.atleast_1d(new_sizes) if np.ndim(new_sizes) == 0 else new_sizes,
-                      "reshape", "new_sizes")
+    if not isinstance(new_sizes, (tuple, list)) and np.ndim(new_sizes) == 0:
+        new_sizes = (new_sizes,)
+    new_sizes = _ints(new_sizes, "reshape", "new_sizes")
     a = core.get_aval(operand)
     dims = None if dimensions is None else _ints(dimensions, "reshape", "dimensions")
     if dims is not None and dims == tuple(range(a.ndim)):
         dims = None
-    if dims is None and new_sizes == a.shape and not isinstance(operand, core.Tracer):
+    if dims is None and new_sizes == a.shape:
         return operand
     return checked_bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
 
@@ -740,7 +741,7 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
 def transpose(operand, permutation):
     operand = as_operand(operand)
     perm = _ints(permutation, "transpose", "permutation")
-    if perm == tuple(range(core.get_aval(operand).ndim)) and not isinstance(operand, core.Tracer):
+    if perm == tuple(range(core.get_aval(operand).ndim)):
         return operand
     return checked_bind(transpose_p, operand, permutation=perm)
 
@@ -818,10 +819,17 @@ def _index_operands(name, operand, start_indices, allow_negative_indices=True):
     """Scalar integer index operands (negative static indices wrapped, as JAX)."""
     a = core.get_aval(operand)
     if isinstance(start_indices, (core.Array, core.Tracer, np.ndarray)):
-        if core.get_aval(start_indices).ndim != 1:
-            raise ValueError(f"{name}: start_indices must be a 1-D sequence, got shape "
-                             f"{core.get_aval(start_indices).shape}")
-        start_indices = [start_indices[i] for i in range(core.get_aval(start_indices).shape[0])]
+        sa = core.get_aval(start_indices)
+        if sa.ndim != 1:
+            raise ValueError(f"{name}: start_indices must be a 1-D sequence, got "
+                             f"{sa.str_short()}")
+        if isinstance(start_indices, core.Tracer):
+            start_indices = [squeeze_p.bind(slice_p.bind(start_indices, start_indices=(k,),
+                                                         limit_indices=(k + 1,), strides=None),
+                                            dimensions=(0,)) for k in range(sa.shape[0])]
+        else:
+            v = np.asarray(start_indices)
+            start_indices = [core.Array(v[k]) for k in range(sa.shape[0])]
     start_indices = list(start_indices)
     if len(start_indices) != a.ndim:
         raise ValueError(f"{name}: length of start_indices ({len(start_indices)}) must match "
@@ -840,11 +848,10 @@ def _index_operands(name, operand, start_indices, allow_negative_indices=True):
                 if conc is not None and not isinstance(i, core.Tracer):
                     if int(conc) < 0:
                         i = core.Array(np.asarray(int(conc) + d, ia.dtype))
-                else:
+                else:   # traced: i < 0 ? i + d : i
                     ew = _ew()
-                    if hasattr(ew, "select_n_p") and hasattr(ew, "lt_p"):
-                        zero, dd = np.zeros((), ia.dtype), np.asarray(d, ia.dtype)
-                        i = ew.select_n_p.bind(ew.lt_p.bind(i, zero), i, ew.add_p.bind(i, dd))
+                    zero, dd = np.zeros((), ia.dtype), np.asarray(d, ia.dtype)
+                    i = ew.select_n_p.bind(ew.lt_p.bind(i, zero), i, ew.add_p.bind(i, dd))
             out.append(i)
         else:
             try:
@@ -860,7 +867,7 @@ def _index_operands(name, operand, start_indices, allow_negative_indices=True):
     # All indices share one dtype (XLA requires it).
     dts = {core.get_aval(i).dtype for i in out}
     if len(dts) > 1:
-        dt = dtypes.result_type(*dts) if len(dts) else np.int32
+        dt = dtypes.result_type(*dts)
         out = [_to_dtype(i, dt) if not isinstance(i, core.Array)
                else core.Array(np.asarray(i._value, dt)) for i in out]
     return out
@@ -871,7 +878,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
     operand = as_operand(operand)
     idxs = _index_operands("dynamic_slice", operand, start_indices, allow_negative_indices)
     return checked_bind(dynamic_slice_p, operand, *idxs,
-                                slice_sizes=_ints(slice_sizes, "dynamic_slice", "slice_sizes"))
+                        slice_sizes=_ints(slice_sizes, "dynamic_slice", "slice_sizes"))
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):

@@ -1,6 +1,8 @@
 """dot_general on random dimension numbers: vs jax.lax, bilinear JVP vs finite
 differences, the dot-product test for both transpose rules, and batching (both
 operands batched -> dot batch dim; one batched -> free dim) vs a Python loop."""
+import contextlib
+
 import jax
 import numpy as np
 import pytest
@@ -42,7 +44,7 @@ def random_dnums(rng):
     return tuple(lshape), tuple(rshape), ((lc, rc), (lb, rb))
 
 
-DTYPES = [np.float32, np.float16, BF16, np.int32, np.bool_]
+DTYPES = [np.float32, np.float16, BF16, np.int32, np.bool_, np.float64, np.int64]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -55,8 +57,9 @@ def test_vs_jax(dtype, seed):
     tol = {}
     if np.dtype(dtype) in (np.dtype(np.float16), BF16):
         tol = dict(rtol=3e-2, atol=1e-1)
-    check_vs_jax(lambda a, b: lax.dot_general(a, b, dn), lambda a, b: jax.lax.dot_general(a, b, dn),
-                 [x, y], **tol)
+    with x64_enabled() if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext():
+        check_vs_jax(lambda a, b: lax.dot_general(a, b, dn),
+                     lambda a, b: jax.lax.dot_general(a, b, dn), [x, y], **tol)
 
 
 @pytest.mark.parametrize("pet", [np.float32, np.int32])

@@ -1,6 +1,8 @@
 """sort / sort_key_val / top_k / argsort vs jax.lax (NaNs last, -0.0 == 0.0, ties
 stable), JVPs vs finite differences, the dot-product test of their
 linearizations, and Python-loop batching."""
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +14,7 @@ from prim_testutil import (BF16, batch_args, check_batch, check_jvp, check_trans
 from xform import lax
 
 seeds = st.integers(0, 2**32 - 1)
-DTYPES = [np.float32, np.float16, BF16, np.int32, np.bool_]
+DTYPES = [np.float32, np.float16, BF16, np.int32, np.bool_, np.float64]
 
 
 def rshape(rng, lo=0):
@@ -37,14 +39,17 @@ def test_sort_vs_jax(dtype, seed):
     shape = rshape(rng)
     dim = int(rng.integers(-len(shape), len(shape)))
     x = spiky(rng, shape, dtype)
-    check_vs_jax(lambda a: lax.sort(a, dim), lambda a: jax.lax.sort(a, dim), [x])
+    ctx = lambda: x64_enabled() if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext()
+    with ctx():
+        check_vs_jax(lambda a: lax.sort(a, dim), lambda a: jax.lax.sort(a, dim), [x])
     # multi-operand: keys of this dtype, a second key and a payload; stable ties
     y = rand(rng, shape, np.int32, 0, 2)
     z = rand(rng, shape, np.float32)
     nk = int(rng.integers(1, 3))
-    check_vs_jax(lambda *a: lax.sort(a, dim, True, nk),
-                 lambda *a: jax.lax.sort(a, dimension=dim, is_stable=True, num_keys=nk),
-                 [x, y, z])
+    with ctx():
+        check_vs_jax(lambda *a: lax.sort(a, dim, True, nk),
+                     lambda *a: jax.lax.sort(a, dimension=dim, is_stable=True, num_keys=nk),
+                     [x, y, z])
 
 
 @settings(max_examples=15)
@@ -77,8 +82,9 @@ def test_top_k_vs_jax(dtype, seed):
     axis = int(rng.integers(-len(shape), len(shape)))
     k = int(rng.integers(0, shape[axis] + 1))
     x = spiky(rng, shape, dtype) if dtype != np.uint8 else rand(rng, shape, dtype, 0, 4)
-    check_vs_jax(lambda a: lax.top_k(a, k, axis=axis), lambda a: jax.lax.top_k(a, k, axis=axis),
-                 [x])
+    with x64_enabled() if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext():
+        check_vs_jax(lambda a: lax.top_k(a, k, axis=axis),
+                     lambda a: jax.lax.top_k(a, k, axis=axis), [x])
 
 
 @settings(max_examples=20)

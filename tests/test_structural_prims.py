@@ -1,5 +1,7 @@
 """Structural primitives vs jax.lax, finite differences, dot-product tests and
 Python-loop batching, over random shapes (incl. 0-d and size-0) and dtypes."""
+import contextlib
+
 import jax
 import numpy as np
 import pytest
@@ -7,10 +9,11 @@ from hypothesis import given, settings, strategies as st
 
 from interpreters import core
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
-                           check_transpose, check_vs_jax, rand, x64, x64_enabled)  # noqa: F401
+                           check_transpose, check_vs_jax, rand, vmap_local,
+                           x64_enabled)
 from xform import lax
 
-DTYPES = [np.float32, np.float16, BF16, np.int32, np.bool_]
+DTYPES = [np.float32, np.float16, BF16, np.int32, np.bool_, np.float64, np.int64]
 seeds = st.integers(0, 2**32 - 1)
 
 
@@ -142,8 +145,9 @@ CASES = [case_broadcast_in_dim, case_reshape, case_transpose, case_squeeze, case
 def test_vs_jax(case, dtype, seed):
     rng = np.random.default_rng(seed)
     ours, theirs, shapes = case(rng)
-    args = [rand(rng, s, dtype) for s in shapes]
-    check_vs_jax(ours, theirs, args)
+    with x64_enabled() if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext():
+        args = [rand(rng, s, dtype) for s in shapes]
+        check_vs_jax(ours, theirs, args)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
@@ -174,13 +178,14 @@ def test_batching(case, seed):
 
 # --- dynamic indices that are themselves traced / batched ------------------------------
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_], ids=lambda d: d.__name__)
 @given(seed=seeds)
-def test_dynamic_slice_batched_indices(seed):
+def test_dynamic_slice_batched_indices(dtype, seed):
     rng = np.random.default_rng(seed)
     shape = rshape(rng, int(rng.integers(1, 4)), lo=1)
     sizes = tuple(int(rng.integers(0, d + 1)) for d in shape)
     size = int(rng.integers(1, 4))
-    x = rand(rng, (size,) + shape, np.float32)
+    x = rand(rng, (size,) + shape, dtype)
     idx = [rng.integers(-d - 1, d + 2, size=size).astype(np.int32) for d in shape]
     bidx = [i if rng.random() < 0.6 else i[0] for i in idx]
     dims = [0] + [0 if np.ndim(i) else None for i in bidx]
@@ -206,6 +211,29 @@ def test_dynamic_update_slice_batched_indices(seed):
                 [0, None] + [0] * len(idx), size)
 
 
+@settings(max_examples=10)
+@given(seed=seeds)
+def test_jvp_and_transpose_under_batched_indices(seed):
+    """vmap of (JVP, VJP) of dynamic_slice with per-example indices: the transposed
+    program binds dynamic_update_slice with batched indices."""
+    from interpreters import ad
+    rng = np.random.default_rng(seed)
+    shape = rshape(rng, int(rng.integers(1, 3)), lo=1)
+    sizes = tuple(int(rng.integers(0, d + 1)) for d in shape)
+    size = int(rng.integers(1, 4))
+    idx = [rng.integers(-d - 1, d + 2, size=size).astype(np.int32) for d in shape]
+    x, t = rand(rng, (size,) + shape, np.float32), rand(rng, (size,) + shape, np.float32)
+    c = rand(rng, (size,) + sizes, np.float32)
+
+    def f(x, t, c, *i):
+        g = lambda a: [lax.dynamic_slice(a, i, sizes)]
+        _, (tout,) = ad.jvp_flat(g, [x], [t])
+        _, lf = ad.linearize_flat(g, [x])
+        (ct,) = lf.transpose([c])
+        return [tout, ct]
+    check_batch(f, [x, t, c] + idx, [0, 0, 0] + [0] * len(idx), size)
+
+
 def test_traced_negative_index_wraps():
     x = np.arange(10, dtype=np.float32)
     f = lambda i: lax.dynamic_slice(x, [i], (3,))
@@ -215,6 +243,16 @@ def test_traced_negative_index_wraps():
     ref = [np.asarray(jax.lax.dynamic_slice(x, [np.int32(i)], (3,))) for i in (-3, -1, 0, 20)]
     for g, r in zip(got, ref):
         np.testing.assert_array_equal(g, r)
+
+
+def test_array_of_start_indices():
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    idx = np.array([[1, -2], [3, 4], [-9, 0]], np.int32)
+    ref = [np.asarray(jax.lax.dynamic_slice(x, i, (2, 2))) for i in idx]
+    for i, r in zip(idx, ref):
+        np.testing.assert_array_equal(lax.dynamic_slice(x, core.Array(i), (2, 2)), r)
+    (got,) = vmap_local(lambda i: lax.dynamic_slice(x, i, (2, 2)), [idx], [0], 3)
+    np.testing.assert_array_equal(got, np.stack(ref))
 
 
 # --- constructors -----------------------------------------------------------------------

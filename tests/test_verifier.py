@@ -21,6 +21,7 @@ import lowering
 from interpreters import core, staging
 from interpreters.core import Array, ShapedArray
 from interpreters.ir import ClosedJaxpr
+from test_indexing_prims import gather_out_shape, random_gather_config, random_indices
 
 # Primitives that legitimately have no lowering rule (yet):
 NO_LOWERING_ALLOWED = {
@@ -459,6 +460,46 @@ def _top_k(data, name):
     x = (_rng(data).permutation(size) - size // 2).reshape(shape).astype(dt)
     axis = data.draw(st.integers(0, len(shape) - 1))
     return {"k": data.draw(st.integers(0, shape[axis])), "axis": axis}, [x]
+
+
+# gather / scatter: random dimension numbers (incl. batching axes), out-of-bounds indices,
+# every mode; small integer values so accumulation order cannot change float sums
+def _gather_scatter_config(data):
+    rng = _rng(data)
+    shape, dn, sizes, ishape = random_gather_config(rng)
+    idt = data.draw(st.sampled_from([np.int32, np.int64, np.uint32, np.int8]), label="idx")
+    idx = random_indices(rng, ishape, shape, dn[2], idt)
+    return rng, shape, dn, sizes, idx, gather_out_shape(dn, sizes, ishape)
+
+
+@spec("gather", exact=True)
+def _gather(data, name):
+    from primitives.indexing import GatherDimensionNumbers, GatherScatterMode
+    rng, shape, dn, sizes, idx, _ = _gather_scatter_config(data)
+    dt = data.draw(st.sampled_from(F + I + B), label="dtype")
+    mode = data.draw(st.sampled_from(list(GatherScatterMode)), label="mode")
+    fill = data.draw(st.sampled_from([None, 1]), label="fill") \
+        if mode == GatherScatterMode.FILL_OR_DROP else None
+    return {"dimension_numbers": GatherDimensionNumbers(*dn), "slice_sizes": sizes,
+            "indices_are_sorted": False, "unique_indices": False, "mode": mode,
+            "fill_value": fill}, [values(rng, shape, dt, "small"), idx]
+
+
+@spec("scatter scatter-add scatter-mul scatter-min scatter-max", exact=True)
+def _scatter(data, name):
+    from primitives.indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_add
+    rng, shape, dn, sizes, idx, ushape = _gather_scatter_config(data)
+    dt = data.draw(st.sampled_from(F + SI + ([] if name in ("scatter-add", "scatter-mul")
+                                             else B)), label="dtype")
+    mode = data.draw(st.sampled_from(list(GatherScatterMode)), label="mode")
+    x, u = values(rng, shape, dt, "small"), values(rng, ushape, dt, "small")
+    if name == "scatter":    # which duplicate wins is unspecified: equal values where they repeat
+        cnt = scatter_add(np.zeros(shape, np.int32), idx, np.ones(ushape, np.int32),
+                          ScatterDimensionNumbers(*dn), mode=mode)
+        if np.asarray(cnt).max(initial=0) > 1:
+            u = np.full_like(u, u.flat[0] if u.size else 0)
+    return {"dimension_numbers": ScatterDimensionNumbers(*dn), "indices_are_sorted": False,
+            "unique_indices": False, "mode": mode}, [x, idx, u]
 
 
 # ----------------------------------------------------------------- the checks

@@ -59,8 +59,18 @@ def _set_disable(v):
     _flags["disable"] = bool(v)
 
 
+# Flags that invalidate every wrapper's monomorphic cache (see JitWrapped.__call__).
+_epoch = [0]
+
+
+def _bump_epoch(_=None):
+    _epoch[0] += 1
+
+
 config.on_change("jax_enable_x64", _refresh_scalar_keys)
 config.on_change("jax_disable_jit", _set_disable)
+for _flag in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
+    config.on_change(_flag, _bump_epoch)
 _refresh_scalar_keys()
 
 
@@ -291,11 +301,26 @@ def _shared_cache(fun, options):
         if per_fun is None:
             per_fun = _fun_caches[fun] = {}
     except TypeError:           # not weak-referenceable: the wrapper owns its cache
-        return _LRU(), {}
+        return _LRU(), _FastTable()
     pair = per_fun.get(options)
     if pair is None:
-        pair = per_fun[options] = (_LRU(), {})
+        pair = per_fun[options] = (_LRU(), _FastTable())
     return pair
+
+
+class _FastTable(dict):
+    """The all-Array fast table ({avals key: entry}) plus the monomorphic cache
+    ``mono`` = (epoch, fast caller, entry); clearing the table drops both."""
+
+    __slots__ = ("mono",)
+
+    def __init__(self):
+        super().__init__()
+        self.mono = None
+
+    def clear(self):
+        super().clear()
+        self.mono = None
 
 
 class _LRU(collections.OrderedDict):
@@ -314,7 +339,7 @@ class _Entry:
     """One traced (and, once called eagerly, compiled) specialisation."""
 
     __slots__ = ("closed", "const_args", "out_tree", "compiled", "dev_consts", "donated",
-                 "in_avals", "key", "names")
+                 "in_avals", "key", "names", "fast")
 
     def __init__(self, closed, const_args, out_tree, donated, in_avals, key, names):
         self.closed = closed
@@ -326,6 +351,7 @@ class _Entry:
         self.in_avals = in_avals
         self.key = key
         self.names = names
+        self.fast = None      # (runtime fast caller or False), built on first use
 
 
 # ----------------------------------------------------------------- jit
@@ -366,6 +392,16 @@ class JitWrapped:
 
     # -- the hot path
     def __call__(self, *args, **kwargs):
+        # Monomorphic inline cache: the executable last called with flat positional
+        # array arguments checks the new arguments against its exact signature as it
+        # places them (no key to build or hash).  It lives on the fast table, so
+        # whatever clears that (eviction, clear_cache) drops it too.
+        mono = self._fast.mono
+        if mono is not None and not kwargs and mono[0] == _epoch[0] \
+                and _state.trace is EVAL_TRACE:
+            out = mono[1](args)
+            if out is not None:
+                return out
         if _flags["disable"]:
             return self._fun(*args, **kwargs)
         if self._has_static or kwargs:
@@ -376,6 +412,7 @@ class JitWrapped:
                        for x in args]), _flags["x64"])
         entry = self._fast.get(fkey)
         if entry is not None and _state.trace is EVAL_TRACE:
+            self._set_mono(entry, args)
             try:
                 outs = entry.compiled(*entry.dev_consts, *args)
             except TypeError:
@@ -392,8 +429,10 @@ class JitWrapped:
         entry = self._cache.get(key)
         if entry is not None and entry.compiled is not None and _state.trace is EVAL_TRACE:
             self._cache.move_to_end(key)
-            if _NOT_ARRAY not in fkey[0] and treedef == _flat_treedef(len(args)):
-                self._fast[fkey] = entry
+            if treedef == _flat_treedef(len(args)):
+                if _NOT_ARRAY not in fkey[0]:
+                    self._fast[fkey] = entry
+                self._set_mono(entry, args)
             try:
                 outs = entry.compiled(*entry.dev_consts, *leaves)
             except TypeError:
@@ -403,6 +442,25 @@ class JitWrapped:
                 self._debug_check(entry, leaves, outs)
             return entry.out_tree.unflatten(outs)
         return self._call_general(args, kwargs)
+
+    def _set_mono(self, entry, args):
+        """Make ``entry`` this wrapper's monomorphic cache if ``args`` (a cache hit with
+        positional arguments only, each a leaf) are all Arrays / NumPy arrays."""
+        if core._debug_checks_on:
+            return
+        for x in args:
+            if type(x) is not Array and type(x) is not np.ndarray:
+                return
+        fast = entry.fast
+        if fast is None:
+            maker = getattr(entry.compiled, "fast_caller", None)
+            tree = entry.out_tree
+            unflatten = None if tree.num_nodes == 1 and tree.num_leaves == 1 else tree.unflatten
+            fast = maker(entry.dev_consts, [a.weak_type for a in entry.in_avals], unflatten) \
+                if maker is not None else None
+            entry.fast = fast = fast or False
+        if fast:
+            self._fast.mono = (_epoch[0], fast, entry)
 
     # -- everything else
     def _split(self, args, kwargs):

@@ -68,7 +68,9 @@ def _divmod(a, b):
 def _install_operators(cls):
     for name, fn in _BINARY.items():
         fn = fn or _matmul
-        setattr(cls, f"__{name}__", _fast_binop(fn))
+        # ufuncs from the elementwise factory carry an operator variant with the fast
+        # path inlined (one call frame less); the others get the generic wrapper.
+        setattr(cls, f"__{name}__", getattr(fn, "operator", None) or _fast_binop(fn))
         setattr(cls, f"__r{name}__", _binop(fn, reflected=True))
     cls.__divmod__ = _binop(_divmod)
     cls.__rdivmod__ = _binop(_divmod, reflected=True)

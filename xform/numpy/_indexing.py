@@ -1,21 +1,24 @@
-"""``x[idx]`` and ``x.at[idx].set/add/...`` without scatter/gather primitives.
+"""``x[idx]`` and ``x.at[idx].set/add/...``: static slices, one gather, one scatter.
 
-* Basic indexing (ints, slices of any step, None, Ellipsis) is static slices,
-  ``rev`` for negative steps and a reshape.  A traced scalar integer uses
-  ``dynamic_slice`` (negative values wrap, out-of-range values clamp, as JAX).
-* Advanced indexing with host (concrete) integer arrays or boolean masks asks
-  NumPy for the answer's layout: ``np.arange(x.size).reshape(x.shape)[idx]``
-  is the flat position of every selected element, so every NumPy rule
-  (broadcast index arrays, where the advanced axes land, negative indices,
-  out-of-bounds errors) holds by construction; the values are then picked by
-  ``take_static`` (strided slices + concatenate).
-* One traced integer-array index uses a one-hot select-and-sum over the
-  indexed axis (exact for every value, including inf/nan elsewhere;
-  out-of-range indices give 0).
-* ``.at[idx].op(v)``: the update is placed into a full-size array (by
-  ``pad`` for basic indices, by ``take_static`` from a host "source map" for
-  advanced ones) and combined with ``select(mask, op(x, placed), x)``;
-  duplicate advanced indices are applied layer by layer so ``add`` accumulates.
+* Basic indexing (ints, slices of any step, None, Ellipsis) with host values is
+  static slices, ``rev`` for negative steps and a reshape.
+* Any integer-array index (host or traced; host boolean masks become their
+  ``nonzero`` index arrays; an int next to an array is a 0-d array, as in
+  NumPy) is one ``gather``: the slice entries are applied first as static
+  slices (so the gather's windows are whole axes), the index arrays are
+  broadcast and stacked into index vectors, and NumPy's layout rule (the
+  advanced axes replace a contiguous block of them, else go first) chooses the
+  gather's ``offset_dims``; ``None`` axes are a final reshape.  Host indices
+  are bounds-checked (IndexError, NumPy-style) and normalised on the host;
+  traced ones wrap negatives and clamp out-of-range values (JAX's
+  ``promise_in_bounds``).
+* ``.at[idx].op(v)`` with an index array is the mirror ``scatter`` /
+  ``scatter_add`` / ``scatter_mul`` / ``scatter_min`` / ``scatter_max`` on the
+  same plan (duplicates accumulate; for ``set`` host duplicates are resolved on
+  the host, the last write winning as in NumPy; traced out-of-range indices are
+  dropped, as in JAX).  Slices around the arrays are handled by scattering into
+  the sliced view and writing that back.  Purely basic static ``.at`` updates
+  place the values with ``pad`` and ``select``.
 Everything is built from differentiable, batchable primitives.
 """
 from __future__ import annotations
@@ -149,22 +152,43 @@ def _basic_getitem(x, idx):
 # ----------------------------------------------------------------- getitem
 
 
+def _entries(raw):
+    """Index entries: host values as NumPy arrays / Python ints, traced ones as they are."""
+    out = []
+    for i in raw:
+        h = _host_index(i)
+        if h is _TRACED:
+            out.append(i)
+            continue
+        if isinstance(h, (np.ndarray, np.generic, list, bool, np.bool_)):
+            h = np.asarray(h)
+            if h.ndim == 0 and h.dtype.kind in "iu":
+                h = int(h)
+        out.append(h)
+    return out
+
+
 def getitem(x, idx):
     x = U.to_array(x)
     raw = _as_tuple(idx)
     for i in raw:
         _check_entry(i)
-    host = [_host_index(i) for i in raw]
-    traced = [k for k, h in enumerate(host) if h is _TRACED]
-    if traced:
-        return _traced_getitem(x, raw, host, traced)
-    host = [np.asarray(h) if isinstance(h, (np.ndarray, np.generic, list)) or (
-        isinstance(h, (bool, np.bool_))) else h for h in host]
-    host = [int(h) if isinstance(h, np.ndarray) and h.ndim == 0 and h.dtype.kind in "iu" else h
-            for h in host]
-    if all(_is_basic(h) for h in host):
-        return _basic_getitem(x, _expand(host, x.ndim))
-    return _advanced_getitem(x, tuple(host))
+    entries = _entries(raw)
+    if all(_is_basic(e) for e in entries):
+        return _basic_getitem(x, _expand(entries, x.ndim))
+    if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
+        if any(isinstance(e, Tracer) for e in entries):
+            raise IndexError("a scalar boolean index cannot be combined with a traced index")
+        m = _flat_map(x.shape, tuple(entries))
+        return lax().reshape(gather_axis(S.ravel(x), m.reshape(-1), 0), m.shape)
+    plan = _Plan(x, entries)
+    if plan.size == 0:
+        from xform.numpy._creation import zeros
+        return U.to_array(zeros(plan.final_shape, x.dtype), x.dtype, x.weak_type)
+    out = lax().gather(plan.view(x), plan.indices, plan.gather_dn(), plan.slice_sizes,
+                       indices_are_sorted=plan.sorted, unique_indices=plan.unique,
+                       mode="promise_in_bounds")
+    return lax().reshape(out, plan.final_shape) if out.shape != plan.final_shape else out
 
 
 def _flat_map(shape, idx):
@@ -175,94 +199,146 @@ def _flat_map(shape, idx):
         raise IndexError(str(e)) from None
 
 
-def _advanced_getitem(x, idx):
-    # Fast and compact case: exactly one 1-D integer array, the rest basic.
-    adv = [k for k, i in enumerate(idx) if not _is_basic(i)]
-    if len(adv) == 1 and isinstance(idx[adv[0]], np.ndarray) and idx[adv[0]].dtype.kind in "iu":
-        k = adv[0]
-        rest = list(idx)
-        rest[k] = slice(None)
-        full = _expand(rest, x.ndim)
-        p = _index_pos(tuple(rest), k, x.ndim)
-        axis_in_x = sum(1 for e in full[:p] if e is not None)
-        pos = sum(1 for e in full[:p] if e is None or isinstance(e, slice))
-        arr = idx[k]
-        n = x.shape[axis_in_x]
-        if arr.size and ((arr < -n) | (arr >= n)).any():
-            bad = arr[(arr < -n) | (arr >= n)].flat[0]
-            raise IndexError(f"index {int(bad)} is out of bounds for axis {axis_in_x} with size "
-                             f"{n}")
-        y = _basic_getitem(x, full)
-        return S.take_static(y, np.where(arr < 0, arr + n, arr), pos)
-    m = _flat_map(x.shape, idx)
-    return lax().reshape(S.take_static(S.ravel(x), m.reshape(-1), 0), m.shape) if m.ndim \
-        else S.take_static(S.ravel(x), m, 0)
+def _index_dtype(n):
+    return np.dtype(np.int32) if n < 2**31 else np.dtype(np.int64)
 
 
-def _index_pos(idx, k, ndim):
-    """Entry position of idx[k] in the Ellipsis-expanded index."""
-    pos = 0
-    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
-    for j in range(k):
-        pos += (ndim - n_real) if idx[j] is Ellipsis else 1
-    return pos
+def _is_array(e):
+    return isinstance(e, (np.ndarray, ArrayOps))
 
 
-def _traced_getitem(x, raw, host, traced):
-    if len(raw) - sum(1 for i in raw if i is Ellipsis) > x.ndim:
-        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional")
-    if len(traced) != 1:
-        raise NotImplementedError("xform indexing supports at most one traced index array per "
-                                  "indexing operation; index in several steps instead")
-    k = traced[0]
-    t = raw[k]
-    if t.dtype == dtypes.bool_:
-        raise IndexError("boolean mask indices must be concrete: a traced mask has a "
-                         "data-dependent result shape. Use xform.numpy.where(mask, x, 0) "
-                         "instead.")
-    rest = [slice(None) if j == k else h for j, h in enumerate(host)]
-    if any(not _is_basic(h) for h in rest):
-        raise NotImplementedError("mixing a traced index with host index arrays is not "
-                                  "supported; index in two steps")
-    exp = _expand(rest, x.ndim)
-    # axis of x and position in the basic result that the traced entry indexes
-    pos_in_exp = _index_pos(tuple(rest), k, x.ndim)
-    axis_in_x = sum(1 for e in exp[:pos_in_exp] if e is not None)
-    pos_out = sum(1 for e in exp[:pos_in_exp] if e is None or isinstance(e, slice))
-    y = _basic_getitem(x, exp)
-    n = x.shape[axis_in_x]
-    if t.ndim == 0:
-        ii = F.where(F.less(t, U.to_array(0, t.dtype)), F.add(t, U.to_array(n, t.dtype)), t)
-        ii = U.to_array(ii, dtypes.default_int_dtype() if t.dtype.itemsize <= 4 else t.dtype)
-        starts = [U.to_array(0, ii.dtype, False)] * y.ndim
-        starts[pos_out] = ii
-        sizes = list(y.shape)
-        sizes[pos_out] = 1
-        out = lax().dynamic_slice(y, starts, sizes)
-        return lax().reshape(out, y.shape[:pos_out] + y.shape[pos_out + 1:])
-    return take_traced(y, t, pos_out)
+class _Plan:
+    """How an index with integer arrays becomes one gather / scatter.
+
+    ``view(x)``: ``x`` after the slice entries (same rank); ``indices``: the
+    stacked index vectors ``(*broadcast_shape, K)``; the advanced axes are
+    collapsed, every other axis is a whole-axis window placed by NumPy's rule;
+    ``gather_shape`` is the gather's result, ``final_shape`` adds the ``None`` axes.
+    """
+
+    def __init__(self, x, entries):
+        ents = []
+        for e in entries:      # host boolean masks -> their nonzero index arrays
+            if isinstance(e, np.ndarray) and e.dtype == np.bool_:
+                ents.extend(np.nonzero(e))
+            elif isinstance(e, ArrayOps) and e.dtype == dtypes.bool_:
+                raise IndexError("boolean mask indices must be concrete: a traced mask has a "
+                                 "data-dependent result shape. Use xform.numpy.where(mask, x, "
+                                 "0) instead.")
+            else:
+                ents.append(e)
+        exp = _expand(ents, x.ndim)
+        adv, axis_of, slices, ax = [], {}, [], 0
+        for k, e in enumerate(exp):
+            if e is None:
+                continue
+            axis_of[k] = ax
+            if _is_array(e) or not isinstance(e, slice):
+                adv.append(k)
+                slices.append(slice(None))
+            else:
+                slices.append(e)
+            ax += 1
+        self.slices = slices
+        self.trivial = all(s == slice(None) for s in slices)
+        box = _basic_plan(x.shape, slices)[4] if not self.trivial else x.shape
+        self.view_shape = box
+        contiguous = adv == list(range(adv[0], adv[-1] + 1))
+        self.adv_axes = tuple(axis_of[k] for k in adv)
+        arrays = [self._index_array(exp[k], box[axis_of[k]], axis_of[k]) for k in adv]
+        bshape = U.broadcast_shapes(*(a.shape for a in arrays))
+        host = all(isinstance(a, np.ndarray) for a in arrays)
+        if host:
+            dt = _index_dtype(max(box))
+            self.indices = U.to_array(np.stack([np.broadcast_to(a, bshape) for a in arrays],
+                                               axis=-1).astype(dt))
+            flat = np.asarray(self.indices._value).reshape(-1, len(arrays))
+            self.sorted = bool(flat.shape[0] < 2 or len(arrays) == 1 and
+                               np.all(np.diff(flat[:, 0]) >= 0))
+            self.unique = bool(np.unique(flat, axis=0).shape[0] == flat.shape[0])
+        else:
+            kinds = {a.dtype for a in arrays if isinstance(a, ArrayOps)}
+            wide = any(a.dtype.itemsize == 8 for a in arrays if isinstance(a, ArrayOps))
+            dt = kinds.pop() if len(kinds) == 1 else np.dtype(np.int64 if wide else np.int32)
+            cols = [lax().reshape(U.broadcast_to_shape(U.to_array(a, dt), bshape), bshape + (1,))
+                    for a in arrays]
+            self.indices = cols[0] if len(cols) == 1 else lax().concatenate(cols, len(bshape))
+            self.sorted = self.unique = False
+        self.host = host
+        nb = len(bshape)
+        rest = [a for a in range(x.ndim) if a not in self.adv_axes]
+        p = sum(1 for e in exp[:adv[0]] if isinstance(e, slice)) if contiguous else 0
+        self.offset_dims = tuple(range(p)) + tuple(range(p + nb, nb + len(rest)))
+        self.batch_pos = p
+        self.slice_sizes = tuple(1 if a in self.adv_axes else box[a] for a in range(x.ndim))
+        rest_sizes = [box[a] for a in rest]
+        self.gather_shape = tuple(rest_sizes[:p]) + bshape + tuple(rest_sizes[p:])
+        final, done, ax = [], False, 0
+        if not contiguous:
+            final.extend(bshape)
+            done = True
+        for k, e in enumerate(exp):
+            if e is None:
+                final.append(1)
+            elif k in axis_of and k not in adv:
+                final.append(box[axis_of[k]])
+            elif not done:
+                final.extend(bshape)
+                done = True
+        self.final_shape = tuple(final)
+        self.size = int(np.prod(self.final_shape, dtype=np.int64))
+
+    @staticmethod
+    def _index_array(e, n, axis):
+        if isinstance(e, ArrayOps):        # traced: wrap negatives; the gather clamps
+            if e.dtype.kind == "i":
+                e = F.where(F.less(e, U.to_array(0, e.dtype)), F.add(e, U.to_array(n, e.dtype)), e)
+            return e
+        a = np.asarray(e)
+        if a.dtype.kind not in "iu":
+            raise IndexError(f"indices must be integers or booleans, got {a.dtype}")
+        bad = (a < -n) | (a >= n)
+        if bad.any():
+            raise IndexError(f"index {int(a[bad].flat[0])} is out of bounds for axis {axis} "
+                             f"with size {n}")
+        return np.where(a < 0, a + n, a).astype(np.int64)
+
+    def view(self, x):
+        return x if self.trivial else _basic_getitem(x, self.slices)
+
+    def gather_dn(self):
+        return lax().GatherDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
+                                            self.adv_axes)
+
+    def scatter_dn(self):
+        return lax().ScatterDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
+                                             self.adv_axes)
+
+
+def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
+                indices_are_sorted=False, unique_indices=False):
+    """``take(x, idx, axis)`` as one gather (``idx``: host or traced integers, no wrapping)."""
+    if not isinstance(idx, ArrayOps):
+        idx = np.asarray(idx)
+        idx = U.to_array(idx.astype(_index_dtype(max(x.shape[axis], 1))))
+    out_shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    if int(np.prod(out_shape, dtype=np.int64)) == 0 or x.shape[axis] == 0:
+        if x.shape[axis] == 0 and idx.size:
+            raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+        from xform.numpy._creation import zeros
+        return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
+    ii = lax().reshape(idx, idx.shape + (1,))
+    offset = tuple(range(axis)) + tuple(range(axis + idx.ndim, x.ndim - 1 + idx.ndim))
+    sizes = x.shape[:axis] + (1,) + x.shape[axis + 1:]
+    return lax().gather(x, ii, lax().GatherDimensionNumbers(offset, (axis,), (axis,)), sizes,
+                        mode=mode, fill_value=fill_value, indices_are_sorted=indices_are_sorted,
+                        unique_indices=unique_indices)
 
 
 def take_traced(x, idx, axis):
-    """``take(x, idx, axis)`` for a traced integer array: one-hot select and sum."""
-    n = x.shape[axis]
-    idx = U.to_array(idx)
-    idx = F.where(F.less(idx, U.to_array(0, idx.dtype)), F.add(idx, U.to_array(n, idx.dtype)), idx)
-    xm = S.moveaxis(x, axis, 0)                                  # (n, *rest)
-    rest = xm.shape[1:]
-    oh = F.equal(lax().reshape(idx, idx.shape + (1,)),
-                 lax().broadcasted_iota(idx.dtype, (1,) * idx.ndim + (n,), idx.ndim))
-    full = idx.shape + (n,) + rest
-    oh = U.broadcast_to_shape(lax().reshape(oh, idx.shape + (n,) + (1,) * len(rest)), full)
-    xb = U.broadcast_to_shape(lax().reshape(xm, (1,) * idx.ndim + xm.shape), full)
-    zero = U.broadcast_to_shape(U.to_array(0, x.dtype, False), full)
-    picked = lax().select_n(oh, zero, xb)
-    out = lax().reduce_sum(picked, (idx.ndim,)) if x.dtype != dtypes.bool_ else \
-        lax().reduce_or(picked, (idx.ndim,))
-    # out: idx.shape + rest -> move the idx dims to `axis`
-    nd_i = idx.ndim
-    perm = list(range(nd_i, nd_i + axis)) + list(range(nd_i)) + list(range(nd_i + axis, out.ndim))
-    return S.transpose(out, perm) if perm != list(range(out.ndim)) else out
+    """``x[..., idx, ...]`` for a traced integer array on ``axis`` (negatives wrap, clamps)."""
+    idx = _Plan._index_array(U.to_array(idx), x.shape[axis], axis)
+    return gather_axis(x, idx, axis)
 
 
 def nonzero(a, *, size=None, fill_value=None):
@@ -368,9 +444,13 @@ class _Update:
         return _apply(x, self.index, func(getitem(x, self.index)), "set")
 
 
+_SCATTER = {"set": "scatter", "add": "scatter_add", "multiply": "scatter_mul",
+            "min": "scatter_min", "max": "scatter_max"}
+
+
 def _apply(x, idx, values, op):
     x = U.to_array(x)
-    if op in ("divide", "power") and x.dtype.kind in "iub" and op == "divide":
+    if op == "divide" and x.dtype.kind in "iub":
         raise TypeError("x.at[...].divide() on an integer array: use floor division or cast "
                         "to float first")
     v = U.to_array(values)
@@ -378,98 +458,71 @@ def _apply(x, idx, values, op):
     raw = _as_tuple(idx)
     for i in raw:
         _check_entry(i)
-    host = [_host_index(i) for i in raw]
-    if any(h is _TRACED for h in host):
-        return _apply_traced(x, raw, host, v, op)
-    host = [np.asarray(h) if isinstance(h, (np.ndarray, np.generic, list, bool, np.bool_)) else h
-            for h in host]
-    host = [int(h) if isinstance(h, np.ndarray) and h.ndim == 0 and h.dtype.kind in "iu" else h
-            for h in host]
-    combine = _COMBINE[op]
-    if all(_is_basic(h) for h in host):
-        exp = _expand(host, x.ndim)
-        starts, limits, strides, rev, out_shape, box = _basic_plan(x.shape, exp)
-        try:
-            vb = S.broadcast_to(v, out_shape)
-        except ValueError:
-            raise ValueError(f"x.at[...].{op}: shape mismatch: value array of shape {v.shape} "
-                             f"could not be broadcast to indexing result of shape {out_shape}") \
-                from None
-        vb = lax().reshape(vb, box)
-        if rev:
-            vb = lax().rev(vb, tuple(rev))
-        cfg = tuple((s, n - (s + (m - 1) * st + 1), st - 1) if m else (0, n, 0)
-                    for s, st, n, m in zip(starts, strides, x.shape, box))
-        ident = U.to_array(_IDENTITY.get(op, 0), x.dtype, False)
-        placed = lax().pad(vb, ident, cfg)
-        mask = np.zeros(x.shape, bool)
-        mask[tuple(slice(s, l, st) for s, l, st in zip(starts, limits, strides))] = True
-        return F.where(mask, combine(x, placed), x)
-    m = _flat_map(x.shape, tuple(host))
+    entries = _entries(raw)
+    if all(_is_basic(e) for e in entries):
+        return _apply_basic(x, entries, v, op)
+    if op in ("divide", "power"):   # x / prod(v) and x ** prod(v): duplicates compose
+        ones = U.broadcast_to_shape(U.to_array(1, x.dtype, False), x.shape)
+        combine = F.true_divide if op == "divide" else F.power
+        return combine(x, _apply(ones, idx, v, "multiply"))
+    if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
+        raise IndexError("x.at[...] with a scalar boolean index is not supported; use "
+                         "xform.numpy.where")
+    plan = _Plan(x, entries)
     try:
-        vb = S.ravel(S.broadcast_to(v, m.shape))
+        vb = S.broadcast_to(v, plan.final_shape)
     except ValueError:
         raise ValueError(f"x.at[...].{op}: shape mismatch: value array of shape {v.shape} could "
-                         f"not be broadcast to indexing result of shape {m.shape}") from None
-    flat = m.reshape(-1)
-    xf = S.ravel(x)
-    if op == "set":
-        layers = [_last_writer(flat, x.size)]
-    else:
-        layers = _layers(flat, x.size)
-    for src in layers:
-        mask = src >= 0
-        placed = S.take_static(vb, np.where(mask, src, 0), 0) if vb.shape[0] else \
-            U.broadcast_to_shape(U.to_array(0, x.dtype, False), xf.shape)
-        xf = F.where(mask, combine(xf, placed), xf)
-    return lax().reshape(xf, x.shape)
+                         f"not be broadcast to indexing result of shape {plan.final_shape}") \
+            from None
+    if plan.size == 0:
+        return x
+    if vb.shape != plan.gather_shape:
+        vb = lax().reshape(vb, plan.gather_shape)
+    indices, unique = plan.indices, plan.unique
+    if op == "set" and plan.host and not unique:
+        indices, vb = _last_writes(plan, vb)
+        unique = True
+    y = plan.view(x)
+    out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(),
+                                       indices_are_sorted=plan.sorted, unique_indices=unique,
+                                       mode="promise_in_bounds" if plan.host else "drop")
+    return out if plan.trivial else _apply_basic(x, plan.slices, out, "set")
 
 
-def _last_writer(flat, size):
-    src = np.full(size, -1, np.int64)
-    src[flat] = np.arange(flat.size)     # NumPy assignment: the last write wins
-    return src
+def _last_writes(plan, vb):
+    """Host index vectors without repeats, each keeping its last update (NumPy's rule)."""
+    flat = np.asarray(plan.indices._value)
+    k, p = flat.shape[-1], plan.batch_pos
+    flat = flat.reshape(-1, k)
+    n = flat.shape[0]
+    _, first_of_reversed = np.unique(flat[::-1], axis=0, return_index=True)
+    keep = np.sort(n - 1 - first_of_reversed)
+    nb = len(plan.gather_shape) - len(plan.offset_dims)
+    vs = vb.shape
+    vb = lax().reshape(vb, vs[:p] + (n,) + vs[p + nb:])
+    vb = gather_axis(vb, keep, p, indices_are_sorted=True, unique_indices=True)
+    return U.to_array(flat[keep]), vb
 
 
-def _layers(flat, size):
-    """Split update positions into layers with unique targets (duplicates accumulate)."""
-    layers = []
-    remaining = np.arange(flat.size)
-    while remaining.size:
-        src = np.full(size, -1, np.int64)
-        tgt = flat[remaining]
-        _, first = np.unique(tgt, return_index=True)
-        take = remaining[first]
-        src[flat[take]] = take
-        layers.append(src)
-        remaining = np.setdiff1d(remaining, take, assume_unique=True)
-    return layers
-
-
-def _apply_traced(x, raw, host, v, op):
-    """``.at[i]`` with one traced scalar or array index on one axis: one-hot masks."""
-    traced = [k for k, h in enumerate(host) if h is _TRACED]
-    if len(traced) != 1 or any(not _is_basic(h) for j, h in enumerate(host) if j != traced[0]) \
-            or any(not isinstance(h, slice) or h != slice(None)
-                   for j, h in enumerate(host) if j != traced[0]):
-        raise NotImplementedError("x.at[...] with a traced index supports one traced index "
-                                  "on one axis, the other entries being ':'")
-    axis = traced[0]
-    t = U.to_array(raw[axis])
-    n = x.shape[axis]
-    t = F.where(F.less(t, U.to_array(0, t.dtype)), F.add(t, U.to_array(n, t.dtype)), t)
+def _apply_basic(x, entries, v, op):
+    """Static ints/slices/None: place the values with ``pad``, combine under a ``select``."""
     combine = _COMBINE[op]
-    xm = S.moveaxis(x, axis, 0)
-    rest = xm.shape[1:]
-    tf = S.ravel(t)
-    vb = S.broadcast_to(v, t.shape + rest)
-    vb = lax().reshape(vb, (tf.shape[0],) + rest)
-    for k in range(tf.shape[0]):        # one masked update per index (static count)
-        ik = lax().reshape(lax().slice(tf, (k,), (k + 1,)), ())
-        hit = F.equal(lax().broadcasted_iota(t.dtype, (n,), 0), ik)
-        hitb = lax().broadcast_in_dim(hit, xm.shape, (0,))
-        vk = lax().broadcast_in_dim(lax().reshape(lax().slice(vb, (k,) + (0,) * len(rest),
-                                                              (k + 1,) + rest), rest),
-                                    xm.shape, tuple(range(1, xm.ndim)))
-        xm = F.where(hitb, combine(xm, vk), xm)
-    return S.moveaxis(xm, 0, axis)
+    exp = _expand(entries, x.ndim)
+    starts, limits, strides, rev, out_shape, box = _basic_plan(x.shape, exp)
+    try:
+        vb = S.broadcast_to(v, out_shape)
+    except ValueError:
+        raise ValueError(f"x.at[...].{op}: shape mismatch: value array of shape {v.shape} "
+                         f"could not be broadcast to indexing result of shape {out_shape}") \
+            from None
+    vb = lax().reshape(vb, box)
+    if rev:
+        vb = lax().rev(vb, tuple(rev))
+    cfg = tuple((s, n - (s + (m - 1) * st + 1), st - 1) if m else (0, n, 0)
+                for s, st, n, m in zip(starts, strides, x.shape, box))
+    ident = U.to_array(_IDENTITY.get(op, 0), x.dtype, False)
+    placed = lax().pad(vb, ident, cfg)
+    mask = np.zeros(x.shape, bool)
+    mask[tuple(slice(s, l, st) for s, l, st in zip(starts, limits, strides))] = True
+    return F.where(mask, combine(x, placed), x)

@@ -4,11 +4,13 @@ Everything lowers to the structural primitives (reshape, transpose,
 broadcast_in_dim, slice, rev, concatenate, pad), so every function is
 differentiable and batchable without rules of its own.
 
-Static gathers (``take`` with host indices, ``pad`` modes, ``roll``) share one
-helper, ``take_static``: the index list is cut into runs of constant stride
-and each run is a strided ``slice`` (reversed for negative strides, broadcast
-for repeats); the pieces are concatenated.  Index maps come from NumPy itself
-(e.g. ``np.pad(np.arange(n), w, mode)``), so the semantics are NumPy's.
+Static gathers (``pad`` modes, ``roll``, ``repeat``) share one helper,
+``take_static``: the index list is cut into runs of constant stride and each
+run is a strided ``slice`` (reversed for negative strides, broadcast for
+repeats); the pieces are concatenated.  An irregular list (more than a few
+runs, e.g. a permutation) is one ``gather`` instead.  Index maps come from
+NumPy itself (e.g. ``np.pad(np.arange(n), w, mode)``), so the semantics are
+NumPy's.  ``take`` / ``take_along_axis`` are gathers with JAX's modes.
 """
 from __future__ import annotations
 
@@ -376,6 +378,25 @@ def dsplit(ary, s):
 # ----------------------------------------------------------------- static gather
 
 
+_MAX_SLICE_RUNS = 4   # more constant-stride runs than this: a gather beats slices + concat
+
+
+def _runs(flat):
+    """Cut ``flat`` into maximal runs of constant stride: [(start, stride, count)]."""
+    runs, i, m = [], 0, flat.size
+    while i < m:
+        j = i + 1
+        d = 1
+        if j < m:
+            d = int(flat[j] - flat[i])
+            while j + 1 < m and flat[j + 1] - flat[j] == d:
+                j += 1
+            j += 1
+        runs.append((int(flat[i]), d, j - i))
+        i = j
+    return runs
+
+
 def take_static(x, idx, axis):
     """``np.take(x, idx, axis)`` for a host integer array ``idx`` (in range, non-negative).
 
@@ -392,23 +413,15 @@ def take_static(x, idx, axis):
             raise IndexError(f"index {int(flat[0])} is out of bounds for axis {axis} with size 0")
         from xform.numpy._creation import zeros
         return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
+    runs = _runs(flat)
+    if len(runs) > _MAX_SLICE_RUNS:       # an irregular index list: one gather
+        from xform.numpy._indexing import gather_axis
+        return gather_axis(x, idx, axis, indices_are_sorted=bool(np.all(np.diff(flat) >= 0)))
     if flat.size == n and np.array_equal(flat, np.arange(n)):
         piece = x
     else:
         pieces = []
-        i = 0
-        m = flat.size
-        while i < m:
-            j = i + 1
-            if j < m:
-                d = int(flat[j] - flat[i])
-                while j + 1 < m and flat[j + 1] - flat[j] == d:
-                    j += 1
-                j += 1
-            else:
-                d = 1
-            a = int(flat[i])
-            cnt = j - i
+        for a, d, cnt in runs:
             if cnt == 1:
                 pieces.append(_slice_axis(x, a, a + 1, axis))
             elif d > 0:
@@ -421,7 +434,6 @@ def take_static(x, idx, axis):
                 s = list(one.shape)
                 s[axis] = cnt
                 pieces.append(U.broadcast_to_shape(one, tuple(s)))
-            i = j
         piece = pieces[0] if len(pieces) == 1 else lax().concatenate(pieces, axis)
     if piece.shape != out_shape:
         piece = lax().reshape(piece, out_shape)
@@ -430,58 +442,88 @@ def take_static(x, idx, axis):
 
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
-    """``np.take``; host indices use static slices, traced indices a one-hot select."""
+    """``jnp.take``: one gather.  Modes as JAX: ``fill`` (default; negative indices wrap,
+    out-of-range ones give ``fill_value``, NaN for floats), ``clip``, ``wrap``,
+    ``promise_in_bounds``; ``raise`` checks host indices."""
+    from xform.numpy._indexing import gather_axis
+    if out is not None:
+        raise NotImplementedError("take: the 'out' argument is not supported (arrays are "
+                                  "immutable); use the return value")
     x = _arr(a, "take")
     if axis is None:
         x = ravel(x)
         axis = 0
     ax = U.canonicalize_axis(axis, x.ndim)
-    if isinstance(indices, ArrayOps) and not U.is_concrete(indices):
-        from xform.numpy._indexing import take_traced
-        return take_traced(x, indices, ax)
-    idx = np.asarray(core.concrete_or_error(indices) if isinstance(indices, ArrayOps)
-                     else indices)
+    idx = indices if isinstance(indices, ArrayOps) else np.asarray(indices)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"take indices must be integers, got dtype {idx.dtype}")
     n = x.shape[ax]
-    if mode in (None, "fill", "raise", "promise_in_bounds"):
-        bad = (idx < -n) | (idx >= n)
+    if mode == "raise":
+        v = np.asarray(core.concrete_or_error(idx, "take(mode='raise') indices"))
+        bad = (v < -n) | (v >= n)
         if bad.any():
-            if mode == "raise" or mode is None:
-                raise IndexError(f"index {int(idx[bad].flat[0])} is out of bounds for axis {ax} "
-                                 f"with size {n}")
-        idx = np.where(idx < 0, idx + n, idx)
-    elif mode == "clip":
-        idx = np.clip(idx, 0, max(n - 1, 0))
-    elif mode == "wrap":
-        idx = np.mod(idx, n)
-    else:
-        raise ValueError(f"take: invalid mode {mode!r}")
-    return take_static(x, idx, ax)
+            raise IndexError(f"index {int(v[bad].flat[0])} is out of bounds for axis {ax} "
+                             f"with size {n}")
+        mode = "promise_in_bounds"
+    if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds"):
+        raise ValueError(f"take: invalid mode {mode!r}; use 'fill', 'clip', 'wrap', "
+                         "'promise_in_bounds' or 'raise'")
+    idx = _wrap_indices(idx, n, mode)
+    return gather_axis(x, idx, ax, mode="clip" if mode == "wrap" else (mode or "fill"),
+                       fill_value=fill_value, indices_are_sorted=indices_are_sorted,
+                       unique_indices=unique_indices)
+
+
+def _wrap_indices(idx, n, mode):
+    """Negative indices count from the end (except ``clip``); ``wrap`` reduces modulo n."""
+    host = not isinstance(idx, ArrayOps)
+    if mode == "clip" or idx.dtype.kind == "u" and mode != "wrap":
+        return idx
+    if host:
+        return np.mod(idx, max(n, 1)) if mode == "wrap" else np.where(idx < 0, idx + n, idx)
+    from xform.numpy import _ufuncs as F
+    nn = U.to_array(max(n, 1), idx.dtype)
+    if mode == "wrap":
+        return F.remainder(idx, nn)
+    return F.where(F.less(idx, U.to_array(0, idx.dtype)), F.add(idx, U.to_array(n, idx.dtype)),
+                   idx)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """``jnp.take_along_axis``: one gather whose other axes are batching axes."""
     x = _arr(arr, "take_along_axis")
+    idx = indices if isinstance(indices, ArrayOps) else np.asarray(indices)
     if axis is None:
         x, axis = ravel(x), 0
+        idx = ravel(U.to_array(idx)) if isinstance(idx, ArrayOps) else idx.reshape(-1)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take_along_axis indices must be integers, got dtype {idx.dtype}")
     ax = U.canonicalize_axis(axis, x.ndim)
-    idx = np.asarray(core.concrete_or_error(indices, "take_along_axis indices")
-                     if isinstance(indices, ArrayOps) else indices)
     if idx.ndim != x.ndim:
         raise ValueError(f"indices and arr must have the same number of dimensions; "
                          f"{idx.ndim} vs. {x.ndim}")
     n = x.shape[ax]
-    idx = np.where(idx < 0, idx + n, idx)
-    bshape = tuple(d if i == ax else builtins.max(d, e)
-                   for i, (d, e) in enumerate(zip(idx.shape, x.shape)))
-    grids = list(np.indices(tuple(bshape[i] if i != ax else idx.shape[ax]
-                                  for i in range(x.ndim)), sparse=True))
-    grids = [np.broadcast_to(g, tuple(bshape[i] if i != ax else idx.shape[ax]
-                                      for i in range(x.ndim))) for g in grids]
-    grids[ax] = np.broadcast_to(idx, grids[0].shape)
-    other = [np.minimum(g, x.shape[i] - 1) if i != ax else g for i, g in enumerate(grids)]
-    flat = np.ravel_multi_index(tuple(other), x.shape)
-    return take_static(ravel(x), flat, 0)
+    idx = _wrap_indices(idx, n, mode)
+    try:
+        bshape = tuple(idx.shape[i] if i == ax else U.broadcast_shapes((d,), (e,))[0]
+                       for i, (d, e) in enumerate(zip(idx.shape, x.shape)))
+    except ValueError:
+        raise ValueError(f"take_along_axis: indices {idx.shape} and arr {x.shape} do not "
+                         f"broadcast outside axis {ax}") from None
+    xs = tuple(n if i == ax else d for i, d in enumerate(bshape))
+    if builtins.min(bshape, default=1) == 0 or (n == 0 and idx.size):
+        if n == 0 and idx.size:
+            raise IndexError(f"index is out of bounds for axis {ax} with size 0")
+        from xform.numpy._creation import zeros
+        return U.to_array(zeros(bshape, x.dtype), x.dtype, x.weak_type)
+    x = U.broadcast_to_shape(x, xs)
+    if not isinstance(idx, ArrayOps):
+        idx = U.to_array(idx.astype(np.int32 if n < 2**31 else np.int64))
+    ii = lax().reshape(U.broadcast_to_shape(idx, bshape), bshape + (1,))
+    others = tuple(i for i in range(x.ndim) if i != ax)
+    dn = lax().GatherDimensionNumbers((), (ax,), (ax,), others, others)
+    gmode = "clip" if mode == "wrap" else (mode or "fill")
+    return lax().gather(x, ii, dn, (1,) * x.ndim, mode=gmode, fill_value=fill_value)
 
 
 # ----------------------------------------------------------------- flips, rolls, tiles

@@ -28,6 +28,7 @@ _NUM = _F | _C | _I | _U
 _ALL = _NUM | _B
 _F_FAST = _F  # dtypes for which "Array op Python scalar" keeps the Array's dtype
 _state, _EVAL = core._state, core.EVAL_TRACE
+_ARRAYLIKE = (ArrayOps, np.ndarray, np.generic, int, float, complex, bool)
 
 
 def _try_prim(name):
@@ -55,53 +56,63 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
     p = _try_prim(pname)
     fast_scalar = _F_FAST & fast
 
-    def fn(x1, x2, /):
-        nonlocal p
-        t1, t2 = type(x1), type(x2)
-        if t1 is Array:
-            v1 = x1._npy
-            if t2 is Array:
-                v2 = x2._npy
-                if v1 is not None and v2 is not None and v1.dtype is v2.dtype \
-                        and v1.shape == v2.shape and v1.dtype in fast:
-                    if p is None:
-                        p = prim(pname)
-                    if _state.trace is _EVAL:
-                        f = p._eager_fast or p.eager_fast()
-                        if f is not None:
-                            return f(x1.weak_type and x2.weak_type, v1, v2)
-                    return p.bind(x1, x2)
-            elif (t2 is float or t2 is int) and v1 is not None and v1.dtype in fast_scalar \
-                    and _state.trace is _EVAL:
-                # float Array op weak Python scalar: the scalar takes the Array's dtype.
-                if p is None:
-                    p = prim(pname)
-                f = p._eager_fast or p.eager_fast()
-                if f is not None:
-                    return f(x1.weak_type, v1, v1.dtype.type(x2))
-                return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
-        elif t1 is float or t1 is int:
-            if t2 is Array:
-                v2 = x2._npy
-                if v2 is not None and v2.dtype in fast_scalar and _state.trace is _EVAL:
+    def make(operator):
+        # One body, generated twice: the ufunc, and (operator=True) the forward Python
+        # operator, which answers NotImplemented for an operand that is not array-like
+        # so Python tries the other operand's reflected method.
+        def fn(x1, x2, /):
+            nonlocal p
+            t1, t2 = type(x1), type(x2)
+            if t1 is Array:
+                v1 = x1._npy
+                if t2 is Array:
+                    v2 = x2._npy
+                    if v1 is not None and v2 is not None and v1.dtype is v2.dtype \
+                            and v1.shape == v2.shape and v1.dtype in fast:
+                        if p is None:
+                            p = prim(pname)
+                        if _state.trace is _EVAL:
+                            f = p._eager_fast or p.eager_fast()
+                            if f is not None:
+                                return f(x1.weak_type and x2.weak_type, v1, v2)
+                        return p.bind(x1, x2)
+                elif (t2 is float or t2 is int) and v1 is not None and v1.dtype in fast_scalar \
+                        and _state.trace is _EVAL:
+                    # float Array op weak Python scalar: the scalar takes the Array's dtype.
                     if p is None:
                         p = prim(pname)
                     f = p._eager_fast or p.eager_fast()
                     if f is not None:
-                        return f(x2.weak_type, v2.dtype.type(x1), v2)
-                    return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
-        U.check_arraylike(name, x1, x2)
-        a, b = U.promote_shapes(name, *promote(x1, x2))
-        if bool_pname is not None and a.dtype == dtypes.bool_:
-            return _bind(bool_pname, a, b)
-        if a.dtype not in fast:
-            _reject(name, a.dtype, fast)
-        if p is None:
-            p = prim(pname)
-        return p.bind(a, b)
+                        return f(x1.weak_type, v1, np.asarray(x2, v1.dtype))
+                    return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
+            elif t1 is float or t1 is int:
+                if t2 is Array:
+                    v2 = x2._npy
+                    if v2 is not None and v2.dtype in fast_scalar and _state.trace is _EVAL:
+                        if p is None:
+                            p = prim(pname)
+                        f = p._eager_fast or p.eager_fast()
+                        if f is not None:
+                            return f(x2.weak_type, np.asarray(x1, v2.dtype), v2)
+                        return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
+            if operator and not isinstance(x2, _ARRAYLIKE):
+                return NotImplemented
+            U.check_arraylike(name, x1, x2)
+            a, b = U.promote_shapes(name, *promote(x1, x2))
+            if bool_pname is not None and a.dtype == dtypes.bool_:
+                return _bind(bool_pname, a, b)
+            if a.dtype not in fast:
+                _reject(name, a.dtype, fast)
+            if p is None:
+                p = prim(pname)
+            return p.bind(a, b)
+        return fn
 
+    fn = make(False)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` with NumPy broadcasting and JAX promotion."
+    op = fn.operator = make(True)      # installed as __add__ etc. by xform._operators
+    op.__name__ = op.__qualname__ = name
     return fn
 
 
