@@ -325,6 +325,12 @@ cummin_p = _cum_prim("cummin", np.minimum)
 
 
 def _cumchooser_jvp(t, ans, x, *, axis, reverse):
+    """Forward-fill the tangent of each element that attains the running extreme.
+
+    With ties the latest attaining element wins; JAX's rule (the JVP of its
+    associative scan) averages some ties by scan-tree position instead.  They agree
+    whenever the running extreme is attained once.
+    """
     ew = _ew()
     dt = core.get_aval(t).dtype
     hit = ew.eq_p.bind(x, ans)      # x[i] is (one of) the running extreme(s)

@@ -11,6 +11,7 @@ import contextlib
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import settings
 
 import xform  # noqa: F401  (registers every primitive)
 from interpreters import ad, batching, core, ir, staging
@@ -20,6 +21,11 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 TOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3,
        BF16: 1.6e-2}
+
+
+def examples(n):
+    """``n`` examples under the default profile (25), scaled with the active profile."""
+    return settings(max_examples=max(1, n * settings.default.max_examples // 25))
 
 
 def tol_of(dt):

@@ -6,12 +6,12 @@ import contextlib
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from interpreters import batching, core
 from primitives import linalg
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
-                           check_transpose, check_vs_jax, rand, x64_enabled)
+                           check_transpose, check_vs_jax, examples, rand, x64_enabled)
 from xform import lax
 
 seeds = st.integers(0, 2**32 - 1)
@@ -48,7 +48,7 @@ DTYPES = [np.float32, np.float16, BF16, np.int32, np.bool_, np.float64, np.int64
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@settings(max_examples=15)
+@examples(15)
 @given(seed=seeds)
 def test_vs_jax(dtype, seed):
     rng = np.random.default_rng(seed)
@@ -78,7 +78,7 @@ def test_preferred_element_type_and_mixed(pet):
                  [x.astype(np.float16), z], rtol=1e-3, atol=1e-3)
 
 
-@settings(max_examples=40)
+@examples(40)
 @given(seed=seeds)
 def test_jvp_and_transposes(seed):
     rng = np.random.default_rng(seed)
@@ -92,7 +92,7 @@ def test_jvp_and_transposes(seed):
         check_transpose(f, [x, y], rng)            # bilinear linearization
 
 
-@settings(max_examples=40)
+@examples(40)
 @given(seed=seeds)
 def test_batching(seed):
     rng = np.random.default_rng(seed)

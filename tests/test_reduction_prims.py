@@ -6,11 +6,11 @@ import contextlib
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from interpreters import ad, core
 from prim_testutil import (BF16, batch_args, check_batch, check_jvp, check_transpose,
-                           check_vs_jax, rand, x64_enabled)
+                           check_vs_jax, examples, rand, x64_enabled)
 from xform import lax
 
 seeds = st.integers(0, 2**32 - 1)
@@ -51,7 +51,7 @@ def _tol(name, dtype):
 
 @pytest.mark.parametrize("name,dtype", [(n, d) for n, ds in REDUCERS.items() for d in ds],
                          ids=str)
-@settings(max_examples=6)
+@examples(6)
 @given(seed=seeds)
 def test_reduce_vs_jax(name, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -64,7 +64,7 @@ def test_reduce_vs_jax(name, dtype, seed):
 
 
 @pytest.mark.parametrize("name,dtype", [(n, d) for n, ds in CUMS.items() for d in ds], ids=str)
-@settings(max_examples=5)
+@examples(5)
 @given(seed=seeds)
 def test_cumulative_vs_jax(name, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -83,7 +83,7 @@ def test_cumulative_vs_jax(name, dtype, seed):
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int32, np.bool_],
                          ids=lambda d: np.dtype(d).name)
-@settings(max_examples=6)
+@examples(6)
 @given(seed=seeds)
 def test_argminmax_vs_jax(name, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -119,7 +119,7 @@ CDIFF = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"]
 
 
 @pytest.mark.parametrize("name", DIFF + CDIFF)
-@settings(max_examples=15)
+@examples(15)
 @given(seed=seeds)
 def test_jvp_and_linearization_transpose(name, seed):
     rng = np.random.default_rng(seed)
@@ -176,7 +176,7 @@ def test_cumulative_chooser_jvp_no_ties(name):
 
 
 @pytest.mark.parametrize("name", list(REDUCERS) + list(CUMS) + ["argmax", "argmin"])
-@settings(max_examples=10)
+@examples(10)
 @given(seed=seeds)
 def test_batching(name, seed):
     rng = np.random.default_rng(seed)

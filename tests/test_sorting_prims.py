@@ -7,10 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from prim_testutil import (BF16, batch_args, check_batch, check_jvp, check_transpose,
-                           check_vs_jax, rand, x64_enabled)
+                           check_vs_jax, examples, rand, x64_enabled)
 from xform import lax
 
 seeds = st.integers(0, 2**32 - 1)
@@ -32,7 +32,7 @@ def spiky(rng, shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@settings(max_examples=15)
+@examples(15)
 @given(seed=seeds)
 def test_sort_vs_jax(dtype, seed):
     rng = np.random.default_rng(seed)
@@ -52,7 +52,7 @@ def test_sort_vs_jax(dtype, seed):
                      [x, y, z])
 
 
-@settings(max_examples=15)
+@examples(15)
 @given(seed=seeds)
 def test_sort_key_val_and_argsort_vs_jax(seed):
     rng = np.random.default_rng(seed)
@@ -74,7 +74,7 @@ def test_sort_complex_vs_jax():
 
 
 @pytest.mark.parametrize("dtype", DTYPES[:-1] + [np.uint8], ids=lambda d: np.dtype(d).name)
-@settings(max_examples=15)
+@examples(15)
 @given(seed=seeds)
 def test_top_k_vs_jax(dtype, seed):
     rng = np.random.default_rng(seed)
@@ -87,7 +87,7 @@ def test_top_k_vs_jax(dtype, seed):
                      lambda a: jax.lax.top_k(a, k, axis=axis), [x])
 
 
-@settings(max_examples=20)
+@examples(20)
 @given(seed=seeds)
 def test_sort_jvp_and_transpose(seed):
     rng = np.random.default_rng(seed)
@@ -102,7 +102,7 @@ def test_sort_jvp_and_transpose(seed):
         check_transpose(lambda a: lax.sort(a, dim), [x], rng)
 
 
-@settings(max_examples=20)
+@examples(20)
 @given(seed=seeds)
 def test_top_k_jvp_and_transpose(seed):
     rng = np.random.default_rng(seed)
@@ -125,7 +125,7 @@ def test_sort_jvp_with_ties_matches_jax():
     np.testing.assert_array_equal(np.asarray(to), np.asarray(ref))
 
 
-@settings(max_examples=20)
+@examples(20)
 @given(seed=seeds)
 def test_sort_batching(seed):
     rng = np.random.default_rng(seed)
@@ -137,7 +137,7 @@ def test_sort_batching(seed):
     check_batch(lambda a, b: lax.sort((a, b), dim, True, nk), args, dims, size)
 
 
-@settings(max_examples=20)
+@examples(20)
 @given(seed=seeds)
 def test_top_k_batching(seed):
     rng = np.random.default_rng(seed)

@@ -5,11 +5,11 @@ import contextlib
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from interpreters import core
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
-                           check_transpose, check_vs_jax, rand, vmap_local,
+                           check_transpose, check_vs_jax, examples, rand, vmap_local,
                            x64_enabled)
 from xform import lax
 
@@ -140,7 +140,7 @@ CASES = [case_broadcast_in_dim, case_reshape, case_transpose, case_squeeze, case
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@settings(max_examples=8)
+@examples(8)
 @given(seed=seeds)
 def test_vs_jax(case, dtype, seed):
     rng = np.random.default_rng(seed)
@@ -151,7 +151,7 @@ def test_vs_jax(case, dtype, seed):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
-@settings(max_examples=15)
+@examples(15)
 @given(seed=seeds)
 def test_jvp_and_transpose(case, seed):
     rng = np.random.default_rng(seed)
@@ -166,7 +166,7 @@ def test_jvp_and_transpose(case, seed):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
-@settings(max_examples=15)
+@examples(15)
 @given(seed=seeds)
 def test_batching(case, seed):
     rng = np.random.default_rng(seed)
@@ -211,7 +211,7 @@ def test_dynamic_update_slice_batched_indices(seed):
                 [0, None] + [0] * len(idx), size)
 
 
-@settings(max_examples=10)
+@examples(10)
 @given(seed=seeds)
 def test_jvp_and_transpose_under_batched_indices(seed):
     """vmap of (JVP, VJP) of dynamic_slice with per-example indices: the transposed
