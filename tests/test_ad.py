@@ -347,8 +347,6 @@ def test_linear_transpose():
 
 
 def test_vmap_of_grad_matches_loop():
-    if not hasattr(xform, "vmap"):
-        pytest.skip("vmap not available")
     f = lambda x: XOps.sum(xl.sin(xl.mul(x, x)))
     xs = arrays((4, 3), np.float32, 9)
     out = xform.vmap(xform.grad(f))(xs)

@@ -218,8 +218,6 @@ def test_symbolic_zeros():
 
 
 def test_vmap_of_custom_rules_matches_loop():
-    if not hasattr(xform, "vmap"):
-        pytest.skip("vmap not available")
     fj, fv = _pair("x"), make_custom_vjp_xyz()
     xs = np.linspace(-1, 1, 4).astype(f32)
     close(xform.vmap(fj)(xs), np.sin(xs))
