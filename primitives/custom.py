@@ -229,6 +229,8 @@ def _custom_lin_forward(*args, **params):
 custom_lin_p.def_impl(_custom_lin_forward)
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 ad.jvp_rules[custom_lin_p] = _custom_lin_forward
+# Evaluating custom_lin forward (under vmap too) only happens for jvp of a custom_vjp function.
+batching.batch_rules[custom_lin_p] = lambda axis_data, vals, dims, **params: _custom_lin_forward()
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, nz, symbolic_zeros):

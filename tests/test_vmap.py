@@ -668,8 +668,6 @@ def test_higher_order_primitives_under_vmap(mk):
         _close(build(xform, lax, xform.vmap), build(jax, jax.lax, jax.vmap))
 
 
-@pytest.mark.xfail(strict=True, reason="custom_lin (primitives/custom.py) has no batching "
-                   "rule: vmap(jvp(custom_vjp_fn)) gives NotImplementedError, JAX a TypeError")
 def test_vmap_of_jvp_of_custom_vjp_is_a_type_error_like_jax():
     f = _mk_custom_vjp(xform, lax)
     with pytest.raises(TypeError, match="custom_vjp"):
