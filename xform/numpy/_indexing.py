@@ -469,14 +469,14 @@ def _apply(x, idx, values, op):
         raise IndexError("x.at[...] with a scalar boolean index is not supported; use "
                          "xform.numpy.where")
     plan = _Plan(x, entries)
+    if plan.size == 0:        # nothing is written (JAX does not check the values' shape)
+        return x
     try:
         vb = S.broadcast_to(v, plan.final_shape)
     except ValueError:
         raise ValueError(f"x.at[...].{op}: shape mismatch: value array of shape {v.shape} could "
                          f"not be broadcast to indexing result of shape {plan.final_shape}") \
             from None
-    if plan.size == 0:
-        return x
     if vb.shape != plan.gather_shape:
         vb = lax().reshape(vb, plan.gather_shape)
     indices, unique = plan.indices, plan.unique

@@ -474,10 +474,11 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
                        unique_indices=unique_indices)
 
 
-def _wrap_indices(idx, n, mode):
-    """Negative indices count from the end (except ``clip``); ``wrap`` reduces modulo n."""
+def _wrap_indices(idx, n, mode, keep_negative=("clip",)):
+    """Negative indices count from the end (except in ``keep_negative`` modes, as JAX);
+    ``wrap`` reduces modulo n."""
     host = not isinstance(idx, ArrayOps)
-    if mode == "clip" or idx.dtype.kind == "u" and mode != "wrap":
+    if mode in keep_negative or idx.dtype.kind == "u" and mode != "wrap":
         return idx
     if host:
         return np.mod(idx, max(n, 1)) if mode == "wrap" else np.where(idx < 0, idx + n, idx)
@@ -502,8 +503,11 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     if idx.ndim != x.ndim:
         raise ValueError(f"indices and arr must have the same number of dimensions; "
                          f"{idx.ndim} vs. {x.ndim}")
+    if mode not in (None, "fill", "clip", "promise_in_bounds"):
+        raise ValueError(f"take_along_axis: invalid mode {mode!r}; use 'fill', 'clip' or "
+                         "'promise_in_bounds'")
     n = x.shape[ax]
-    idx = _wrap_indices(idx, n, mode)
+    idx = _wrap_indices(idx, n, mode, keep_negative=("promise_in_bounds",))
     try:
         bshape = tuple(idx.shape[i] if i == ax else U.broadcast_shapes((d,), (e,))[0]
                        for i, (d, e) in enumerate(zip(idx.shape, x.shape)))
@@ -522,8 +526,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     ii = lax().reshape(U.broadcast_to_shape(idx, bshape), bshape + (1,))
     others = tuple(i for i in range(x.ndim) if i != ax)
     dn = lax().GatherDimensionNumbers((), (ax,), (ax,), others, others)
-    gmode = "clip" if mode == "wrap" else (mode or "fill")
-    return lax().gather(x, ii, dn, (1,) * x.ndim, mode=gmode, fill_value=fill_value)
+    return lax().gather(x, ii, dn, (1,) * x.ndim, mode=mode or "fill", fill_value=fill_value)
 
 
 # ----------------------------------------------------------------- flips, rolls, tiles
