@@ -520,12 +520,19 @@ defvectorized(tanh_p)
 
 
 def _logistic_impl(x):
-    one = np.ones((), x.dtype)
-    return (one / (one + np.exp(-x))).astype(x.dtype)
+    dt = x.dtype
+    if dt.itemsize == 2:
+        # XLA expands logistic to 1 / (1 + exp(-x)) and rounds f16/bf16 after each op.
+        f = np.float32
+        e = np.exp(-np.asarray(x, f)).astype(dt)
+        d = (f(1) + e.astype(f)).astype(dt)
+        return (f(1) / d.astype(f)).astype(dt)
+    one = np.ones((), dt)
+    return (one / (one + np.exp(-x))).astype(dt)
 
 
 logistic_p = _unary("logistic", _fc)
-_impl(logistic_p, _logistic_impl)
+_impl(logistic_p, _logistic_impl, small_floats_in_f32=False)
 defjvp2(logistic_p, lambda t, ans, x: mul_p.bind(
     t, mul_p.bind(ans, sub_p.bind(_full_like(x, 1), ans))))
 defvectorized(logistic_p)
