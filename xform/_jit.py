@@ -22,6 +22,7 @@ import collections
 import contextlib
 import functools
 import inspect
+import itertools
 import logging
 import weakref
 
@@ -59,18 +60,8 @@ def _set_disable(v):
     _flags["disable"] = bool(v)
 
 
-# Flags that invalidate every wrapper's monomorphic cache (see JitWrapped.__call__).
-_epoch = [0]
-
-
-def _bump_epoch(_=None):
-    _epoch[0] += 1
-
-
 config.on_change("jax_enable_x64", _refresh_scalar_keys)
 config.on_change("jax_disable_jit", _set_disable)
-for _flag in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
-    config.on_change(_flag, _bump_epoch)
 _refresh_scalar_keys()
 
 
@@ -310,17 +301,33 @@ def _shared_cache(fun, options):
 
 class _FastTable(dict):
     """The all-Array fast table ({avals key: entry}) plus the monomorphic cache
-    ``mono`` = (epoch, fast caller, entry); clearing the table drops both."""
+    ``mono`` (a runtime fast caller, see ``JitWrapped.__call__``); clearing the
+    table drops both.  Flags that change what a call means (x64, disable_jit,
+    debug_nans/infs) drop every table's ``mono``."""
 
-    __slots__ = ("mono",)
+    __slots__ = ("mono", "__weakref__")
 
     def __init__(self):
         super().__init__()
         self.mono = None
+        _fast_tables[next(_table_ids)] = self
 
     def clear(self):
         super().clear()
         self.mono = None
+
+
+_fast_tables: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+_table_ids = itertools.count()
+
+
+def _drop_monos(_=None):
+    for t in list(_fast_tables.values()):
+        t.mono = None
+
+
+for _flag in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
+    config.on_change(_flag, _drop_monos)
 
 
 class _LRU(collections.OrderedDict):
@@ -397,9 +404,8 @@ class JitWrapped:
         # places them (no key to build or hash).  It lives on the fast table, so
         # whatever clears that (eviction, clear_cache) drops it too.
         mono = self._fast.mono
-        if mono is not None and not kwargs and mono[0] == _epoch[0] \
-                and _state.trace is EVAL_TRACE:
-            out = mono[1](args)
+        if mono is not None and not kwargs and _state.trace is EVAL_TRACE:
+            out = mono(args)
             if out is not None:
                 return out
         if _flags["disable"]:
@@ -460,7 +466,7 @@ class JitWrapped:
                 if maker is not None else None
             entry.fast = fast = fast or False
         if fast:
-            self._fast.mono = (_epoch[0], fast, entry)
+            self._fast.mono = fast
 
     # -- everything else
     def _split(self, args, kwargs):

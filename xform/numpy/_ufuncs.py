@@ -55,6 +55,18 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
     """
     p = _try_prim(pname)
     fast_scalar = _F_FAST & fast
+    # The last Python scalar converted, by identity: in a loop ``x * 2.0`` the constant
+    # is one object, so its 0-d array (read-only, never handed out) is made once.
+    last = [(None, None, None)]
+
+    def scalar(x, dt):
+        c = last[0]
+        if c[0] is x and c[1] is dt:
+            return c[2]
+        z = np.asarray(x, dt)
+        z.flags.writeable = False
+        last[0] = (x, dt, z)
+        return z
 
     def make(operator):
         # One body, generated twice: the ufunc, and (operator=True) the forward Python
@@ -83,7 +95,7 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         p = prim(pname)
                     f = p._eager_fast or p.eager_fast()
                     if f is not None:
-                        return f(x1.weak_type, v1, np.asarray(x2, v1.dtype))
+                        return f(x1.weak_type, v1, scalar(x2, v1.dtype))
                     return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
             elif t1 is float or t1 is int:
                 if t2 is Array:
@@ -93,7 +105,7 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                             p = prim(pname)
                         f = p._eager_fast or p.eager_fast()
                         if f is not None:
-                            return f(x2.weak_type, np.asarray(x1, v2.dtype), v2)
+                            return f(x2.weak_type, scalar(x1, v2.dtype), v2)
                         return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
             if operator and not isinstance(x2, _ARRAYLIKE):
                 return NotImplemented

@@ -1,0 +1,200 @@
+"""The dispatch fast paths (eager operators/ufuncs on host Arrays, jit's monomorphic
+cache) give exactly what the general paths give -- checked against real JAX, and
+against the same call forced through the general path (bind / a fresh trace)."""
+import ml_dtypes
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import xform
+import xform.numpy as xnp
+from interpreters import core
+from primitives.elementwise import add_p, mul_p, sin_p
+
+FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32]
+
+
+def same(x, j, rtol=0.0):
+    """Same dtype, weak type and values as JAX's result."""
+    assert np.dtype(x.dtype) == np.dtype(j.dtype), (x.dtype, j.dtype)
+    assert bool(x.weak_type) == bool(j.weak_type), (x.weak_type, j.weak_type)
+    a = np.asarray(x).astype(np.float64)
+    b = np.asarray(j).astype(np.float64)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=0)
+
+
+OPS = {
+    "x + y": lambda m, x, y: x + y,
+    "x - y": lambda m, x, y: x - y,
+    "x * y": lambda m, x, y: x * y,
+    "x / y": lambda m, x, y: x / y,
+    "sin(x)": lambda m, x, y: m.sin(x),
+    "-x": lambda m, x, y: -x,
+    "x * 2.0": lambda m, x, y: x * 2.0,
+    "3 * x": lambda m, x, y: 3 * x,
+    "1.5 - x": lambda m, x, y: 1.5 - x,
+    "maximum(x, -0.0)": lambda m, x, y: m.maximum(x, -0.0),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", list(OPS))
+@given(st.lists(st.floats(-100, 100, width=16), min_size=0, max_size=6),
+       st.booleans())
+def test_eager_fast_paths_match_jax(op, dt, xs, weak):
+    x_np = np.asarray(xs, np.float32).astype(dt)
+    y_np = (x_np.astype(np.float32) * 0.5 + 1.25).astype(dt)
+    if weak:   # 0-d weakly typed operands (Python scalars promoted)
+        x, y = xnp.asarray(1.5), xnp.asarray(2.25)
+        xj, yj = jnp.asarray(1.5), jnp.asarray(2.25)
+    else:
+        x, y = xnp.asarray(x_np), xnp.asarray(y_np)
+        xj, yj = jnp.asarray(x_np), jnp.asarray(y_np)
+    tol = 0 if op != "sin(x)" else 2e-3 if np.dtype(dt).itemsize == 2 else 1e-6
+    same(OPS[op](xnp, x, y), OPS[op](jnp, xj, yj), rtol=tol)
+
+
+def test_eager_fast_path_equals_bind():
+    x = xnp.asarray(np.linspace(-2, 2, 7, dtype=np.float32))
+    y = xnp.asarray(np.linspace(1, 3, 7, dtype=np.float32))
+    for fast, prim, args in ((lambda: x + y, add_p, (x, y)), (lambda: x * y, mul_p, (x, y)),
+                             (lambda: xnp.sin(x), sin_p, (x,))):
+        a, b = fast(), prim.bind(*args)
+        assert type(a) is core.Array and a.dtype == b.dtype and a.weak_type == b.weak_type
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_eager_fast_path_is_silent_and_honours_debug_nans():
+    big = xnp.asarray(np.full(3, 3e38, np.float32))
+    with np.errstate(all="raise"):               # XLA semantics: never warns or raises
+        assert np.isinf(np.asarray(big * 10.0)).all()
+        assert np.isinf(np.asarray(big + big)).all()
+    xform.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="sub"):
+            (big * 10.0) - (big * 10.0)
+    finally:
+        xform.config.update("jax_debug_nans", False)
+
+
+def test_eager_fast_rebuilt_when_a_rule_changes():
+    from interpreters.core import Primitive
+    p = Primitive("probe_double")
+    p.def_impl(lambda x: x * 2)
+    f = p.eager_fast()
+    assert np.asarray(f(False, np.ones(2))).tolist() == [2.0, 2.0]
+    p.def_impl(lambda x: x * 3)
+    assert np.asarray(p.eager_fast()(False, np.ones(2))).tolist() == [3.0, 3.0]
+    p.weak_rule = lambda args, params: False    # non-standard weak rule: no fast path
+    assert p.eager_fast() is None
+
+
+def test_operators_still_defer_to_other_operands():
+    x = xnp.asarray(np.ones(3, np.float32))
+
+    class Other:
+        def __radd__(self, other):
+            return "radd"
+
+        def __rmul__(self, other):
+            return "rmul"
+
+    assert x + Other() == "radd" and x * Other() == "rmul"
+    with pytest.raises(TypeError):
+        x + [1, 2, 3] + "s"
+
+
+# ----------------------------------------------------------------- jit monomorphic cache
+
+
+def _pair():
+    def f(m):
+        return lambda a, b: m.sin(a + b) * 2.0
+    return xform.jit(f(xnp)), jax.jit(f(jnp))
+
+
+def test_jit_fast_path_device_and_numpy_args_match_jax():
+    jx, jj = _pair()
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    y = np.linspace(0, 2, 8, dtype=np.float32)
+    xd, yd = xform.device_put(x), xform.device_put(y)
+    for _ in range(3):
+        same(jx(xd, yd), jj(x, y), rtol=1e-6)
+        same(jx(x, y), jj(x, y), rtol=1e-6)
+        same(jx(xnp.asarray(x), yd), jj(x, y), rtol=1e-6)
+    out = jx(xd, yd)
+    same(jx(out, out), jj(np.asarray(out), np.asarray(out)), rtol=1e-6)   # jit output chained
+    assert jx._cache_size() == 1
+
+
+def test_jit_fast_path_rejects_other_signatures():
+    jx, jj = _pair()
+    x32 = np.ones(4, np.float32)
+    for _ in range(3):
+        jx(x32, x32)
+    # weak-typed, other dtype, other shape, Python scalar, x64 flag: each its own trace
+    w = xnp.asarray(1.0)
+    same(jx(w, w), jj(jnp.asarray(1.0), jnp.asarray(1.0)), rtol=1e-6)
+    same(jx(np.ones(4, np.int32), np.ones(4, np.int32)),
+         jj(np.ones(4, np.int32), np.ones(4, np.int32)), rtol=1e-6)
+    same(jx(np.ones(5, np.float32), x32[:1]), jj(np.ones(5, np.float32), x32[:1]), rtol=1e-6)
+    same(jx(x32, 2.0), jj(x32, 2.0), rtol=1e-6)
+    for _ in range(2):
+        same(jx(x32, x32), jj(x32, x32), rtol=1e-6)
+    with pytest.raises(TypeError):
+        jx(x32, "not an array")
+    n = jx._cache_size()
+    x64 = np.ones(4, np.float64)
+    xform.config.update("jax_enable_x64", True)
+    try:
+        assert jx(x64, x64).dtype == np.float64
+        assert jx._cache_size() == n + 1
+    finally:
+        xform.config.update("jax_enable_x64", False)
+    assert jx(x64, x64).dtype == np.float32
+
+
+def test_jit_fast_path_respects_disable_jit_and_deletion():
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return a + 1.0
+    jf = xform.jit(f)
+    x = xform.device_put(np.zeros(3, np.float32))
+    for _ in range(3):
+        jf(x)
+    n = len(calls)
+    with xform.disable_jit():
+        jf(x)
+    assert len(calls) == n + 1            # ran eagerly, not through the cached program
+    x.delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        jf(x)
+
+
+def test_jit_fast_path_debug_nans():
+    jf = xform.jit(lambda a: xnp.log(a))
+    x = xform.device_put(np.full(2, -1.0, np.float32))
+    for _ in range(3):
+        assert np.isnan(np.asarray(jf(x))).all()
+    xform.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError):
+            jf(x)
+    finally:
+        xform.config.update("jax_debug_nans", False)
+
+
+def test_jit_fast_path_with_constants_and_pytree_outputs():
+    c = np.arange(4, dtype=np.float32)
+    jx = xform.jit(lambda a: {"s": a * xnp.asarray(c), "t": (a + 1.0,)})
+    jj = jax.jit(lambda a: {"s": a * jnp.asarray(c), "t": (a + 1.0,)})
+    x = xform.device_put(np.ones(4, np.float32))
+    for _ in range(3):
+        ox, oj = jx(x), jj(np.ones(4, np.float32))
+        same(ox["s"], oj["s"])
+        same(ox["t"][0], oj["t"][0])
