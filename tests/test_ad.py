@@ -86,16 +86,7 @@ def arrays(shape, dtype, seed):
     return rng.uniform(-1.5, 1.5, size=shape).astype(dtype)
 
 
-@contextlib.contextmanager
-def x64():
-    old_x, old_j = config.jax_enable_x64, jax.config.jax_enable_x64
-    config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        config.update("jax_enable_x64", old_x)
-        jax.config.update("jax_enable_x64", old_j)
+from prim_testutil import x64_enabled as x64  # noqa: E402
 
 
 @pytest.fixture

@@ -25,16 +25,7 @@ def _arr(shape, dtype=np.float32):
     return RNG.integers(-5, 6, shape).astype(dtype)
 
 
-def _close(ours, ref, rtol=1e-5, atol=1e-6):
-    if isinstance(ref, jax.Array) and isinstance(ours, xform.Array):
-        assert ours.weak_type == ref.weak_type, ("weak_type", ours.weak_type, ref.weak_type)
-    ours, ref = np.asarray(ours), np.asarray(ref)
-    assert ours.shape == ref.shape, (ours.shape, ref.shape)
-    assert ours.dtype == ref.dtype, (ours.dtype, ref.dtype)
-    if ours.dtype.kind in "biu":
-        np.testing.assert_array_equal(ours, ref)
-    else:
-        np.testing.assert_allclose(ours, ref, rtol=rtol, atol=atol)
+from test_vmap import _close  # noqa: E402  (weak type, shape, dtype, values vs JAX)
 
 
 def _both(fn_of_lax, *args, in_axes=0, out_axes=0, axis_name="i"):

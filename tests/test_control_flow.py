@@ -23,16 +23,7 @@ XL = (xl, xnp)
 JL = (jax.lax, jnp)
 
 
-@contextlib.contextmanager
-def x64():
-    old_x, old_j = config.jax_enable_x64, jax.config.jax_enable_x64
-    config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        config.update("jax_enable_x64", old_x)
-        jax.config.update("jax_enable_x64", old_j)
+from prim_testutil import x64_enabled as x64  # noqa: E402
 
 
 @contextlib.contextmanager
