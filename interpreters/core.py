@@ -215,6 +215,16 @@ class ArrayOps:
     __slots__ = ()
     __array_priority__ = 100
 
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
 
 class Tracer(ArrayOps):
     """A value inside a transformation.  Subclasses provide ``aval``."""
@@ -298,16 +308,6 @@ class Tracer(ArrayOps):
     def __hash__(self):
         raise TypeError(f"unhashable type: traced array {self.aval.str_short()}. Traced arrays "
                         "cannot be dictionary keys, set members or static arguments.")
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object (a 0-d array)")
-        return self.shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
 
     def __setitem__(self, idx, value):
         raise TypeError(
@@ -442,16 +442,6 @@ class Array(ArrayOps):
 
     def tolist(self):
         return np.asarray(self._value).tolist()
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object (a 0-d array)")
-        return self.shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'. Arrays are mutable-looking values; use a "
