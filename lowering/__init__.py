@@ -12,7 +12,7 @@ submodule that defines a name:
 """
 import importlib as _importlib
 
-_MLIR_NAMES = frozenset({"lower_jaxpr", "lower_subjaxpr", "call_subjaxpr", "lowering_rules",
+_MLIR_NAMES = frozenset({"lower_jaxpr", "lower_module", "LoweredModule", "lower_subjaxpr", "call_subjaxpr", "lowering_rules",
                          "rules_by_name", "register", "sync_rules", "lookup_rule",
                          "LoweringContext", "ModuleContext", "tensor_type", "element_type",
                          "dense_literal", "location"})

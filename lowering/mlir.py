@@ -158,11 +158,19 @@ def lookup_rule(prim):
 class ModuleContext:
     """State shared by all functions of one module: private functions emitted so far."""
 
-    def __init__(self):
+    def __init__(self, platform: str = "cpu", debug_info: bool = True):
         self.functions: list[str] = []        # text of private functions
         self.func_names: dict = {}            # (id(jaxpr), ...) -> symbol
         self._keepalive: list = []            # jaxprs whose ids are keys above
         self.symbols: set = set()
+        self.platform = platform
+        self.debug_info = debug_info
+        self.host_callbacks: list = []        # Python callables the program calls, by index
+
+    def add_host_callback(self, fn) -> int:
+        """Register ``fn`` (numpy arrays in, tuple of numpy arrays out); its index."""
+        self.host_callbacks.append(fn)
+        return len(self.host_callbacks) - 1
 
     def fresh_symbol(self, base: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in (base or "fn"))
@@ -313,7 +321,7 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
         ctx.in_avals = [a.aval for a in eqn.invars]
         ctx.out_avals = [v.aval for v in eqn.outvars]
         saved_loc = ctx.loc
-        ctx.loc = location(eqn.primitive.name, eqn.source_info)
+        ctx.loc = location(eqn.primitive.name, eqn.source_info) if ctx.module.debug_info else ""
         try:
             outs = rule(ctx, eqn, *ins)
         except (TypeError, ValueError, NotImplementedError):
@@ -395,8 +403,26 @@ def call_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names, name="fn") 
     return ctx.op("func.call", list(operand_names), out_types, f"callee = @{sym}")
 
 
+class LoweredModule:
+    """MLIR text plus the host callbacks its custom calls refer to (by index)."""
+
+    __slots__ = ("text", "host_callbacks")
+
+    def __init__(self, text, host_callbacks):
+        self.text = text
+        self.host_callbacks = tuple(host_callbacks)
+
+
 def lower_jaxpr(closed_jaxpr, *, name: str = "main", donated_invars=None,
-                keep_unused: bool = True) -> str:
+                keep_unused: bool = True, debug_info: bool = True, platform: str = "cpu") -> str:
+    """MLIR text of ``closed_jaxpr`` (see ``lower_module``)."""
+    return lower_module(closed_jaxpr, name=name, donated_invars=donated_invars,
+                        keep_unused=keep_unused, debug_info=debug_info, platform=platform).text
+
+
+def lower_module(closed_jaxpr, *, name: str = "main", donated_invars=None,
+                 keep_unused: bool = True, debug_info: bool = True,
+                 platform: str = "cpu") -> LoweredModule:
     """MLIR text of a module whose public ``@main`` computes ``closed_jaxpr``.
 
     ``donated_invars[i]``: input i may be reused for an output of the same
@@ -426,9 +452,10 @@ def lower_jaxpr(closed_jaxpr, *, name: str = "main", donated_invars=None,
             else:
                 claimed.add(k)
                 arg_attrs[i] = f"tf.aliasing_output = {k} : i32"
-    module = ModuleContext()
+    module = ModuleContext(platform, debug_info)
     main = _function_text(module, "main", closed_jaxpr, "public", arg_attrs)
     mod_name = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "main"))
     body = "\n".join([main] + module.functions)
-    return (f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "
+    text = (f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "
             f"mhlo.num_replicas = 1 : i32}} {{\n{body}\n}}\n")
+    return LoweredModule(text, module.host_callbacks)

@@ -20,3 +20,29 @@ def _call(ctx, eqn, *args):
     if p.get("inline", False):
         return lower_subjaxpr(ctx, closed, list(args))
     return call_subjaxpr(ctx, closed, list(args), name=p.get("name") or eqn.primitive.name)
+
+
+# ----------------------------------------------------------------- host callbacks
+
+
+@register("debug_callback")
+def _debug_callback(ctx, eqn, *operands):
+    """``xform.debug.callback`` inside a compiled program: an XLA custom call back into
+    Python (jaxlib's FFI python-callback target), side-effecting so XLA keeps it.
+
+    The callable is handed to the PJRT compile call with the module (by index).
+    """
+    import numpy as np
+    from interpreters import core
+    callback = eqn.params["callback"]
+
+    def host_fn(*arrays):
+        callback(*[core.Array(np.array(a)) for a in arrays])
+        return ()
+
+    index = ctx.module.add_host_callback(host_fn)
+    device = "gpu" if ctx.module.platform in ("cuda", "rocm", "gpu") else "cpu"
+    ctx.op("stablehlo.custom_call", list(operands), [],
+           f'call_target_name = "xla_ffi_python_{device}_callback", api_version = 4 : i32, '
+           f"has_side_effect = true, backend_config = {{index = {index} : ui64}}")
+    return []

@@ -29,7 +29,7 @@ from interpreters import core, staging
 from interpreters.config import config
 from interpreters.core import Array, ShapedArray, Tracer
 from interpreters.ir import ClosedJaxpr, Jaxpr
-from lowering.mlir import lower_jaxpr
+from lowering.mlir import lower_jaxpr, lower_module  # noqa: F401  (lower_jaxpr re-exported)
 
 _HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 _put = xc.batched_device_put
@@ -182,10 +182,48 @@ _cache_lock = threading.Lock()
 _cache_stats = {"hits": 0, "misses": 0}
 
 
-def compile_text(text: str, device=None, donated=()):
-    """A loaded executable for MLIR ``text`` on ``device`` (LRU-cached on the text)."""
+def _ir():
+    from jaxlib.mlir import ir
+    return ir
+
+
+_MLIR_CONTEXT = None
+
+
+def _mlir_context():
+    """An MLIR context with StableHLO/CHLO and the upstream dialects registered.
+
+    Only needed to parse modules that carry host callbacks (see ``compile_text``).
+    The registry module was renamed across jaxlib versions (LOWERING.md §1b).
+    """
+    global _MLIR_CONTEXT
+    if _MLIR_CONTEXT is None:
+        ir = _ir()
+        from jaxlib.mlir.dialects import chlo, stablehlo
+        try:
+            from jaxlib.mlir._mlir_libs import _jax_mlir_ext as upstream
+        except ImportError:  # jaxlib <= 0.6
+            from jaxlib.mlir._mlir_libs import register_jax_dialects as upstream
+        ctx = ir.Context()
+        registry = ir.DialectRegistry()
+        upstream.register_dialects(registry)
+        ctx.append_dialect_registry(registry)
+        ctx.load_all_available_dialects()
+        stablehlo.register_dialect(ctx)
+        chlo.register_dialect(ctx)
+        _MLIR_CONTEXT = ctx
+    return _MLIR_CONTEXT
+
+
+def compile_text(text: str, device=None, donated=(), host_callbacks=()):
+    """A loaded executable for MLIR ``text`` on ``device`` (LRU-cached on the text).
+
+    ``host_callbacks``: the Python callables the text's python-callback custom calls
+    refer to by index (part of the cache key: equal text, different callbacks).
+    """
     device = device if device is not None else _default_device()
-    key = (text, device, tuple(donated))
+    host_callbacks = tuple(host_callbacks)
+    key = (text, device, tuple(donated), host_callbacks)
     with _cache_lock:
         exe = _exe_cache.get(key)
         if exe is not None:
@@ -197,7 +235,15 @@ def compile_text(text: str, device=None, donated=()):
     try:
         opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
         opts.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
-        exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
+        if host_callbacks:
+            # The host-callback overload only takes a parsed module, not text.
+            ctx = _mlir_context()
+            with ctx:
+                module = _ir().Module.parse(text)
+                exe = client.compile_and_load(module, xc.DeviceList((device,)), opts,
+                                              host_callbacks=list(host_callbacks))
+        else:
+            exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
     except Exception as e:
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
@@ -221,6 +267,21 @@ def clear_caches():
     _eager_cache.clear()
 
 
+def _blocking_execute(exe):
+    """``execute_sharded`` that returns only once the program has run.
+
+    Used for programs with host callbacks, so their effects (``debug.print``)
+    happen before the call returns, in program order with the caller's output.
+    """
+    run = exe.execute_sharded
+
+    def execute(bufs):
+        results = run(bufs, with_tokens=True)
+        results.consume_token().block_until_ready()
+        return results
+    return execute
+
+
 class Compiled:
     """A compiled program: call it with Arrays, NumPy arrays or Python scalars.
 
@@ -235,7 +296,8 @@ class Compiled:
                  "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
                  "_sh", "_devlist", "_execute", "__weakref__")
 
-    def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed):
+    def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed,
+                 synchronous=False):
         self._exe = exe
         self._text = text
         self.in_avals = list(in_avals)
@@ -247,7 +309,7 @@ class Compiled:
         self._specs = [(a.shape, a.dtype, _jax_aval(a.shape, a.dtype)) for a in self.in_avals]
         sh = self._sh = _sharding(device)
         self._devlist = [device]
-        self._execute = exe.execute_sharded
+        self._execute = _blocking_execute(exe) if synchronous else exe.execute_sharded
         self._handlers = [xc.array_result_handler(_jax_aval(a.shape, a.dtype), sh, True,
                                                   _skip_checks=True) for a in self.out_avals]
         self._out_weak = [a.weak_type for a in self.out_avals]
@@ -480,11 +542,15 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
     jaxpr = closed_jaxpr.jaxpr
     donated = tuple(bool(d) for d in donated_invars) if donated_invars is not None \
         else (False,) * len(jaxpr.invars)
-    text = lower_jaxpr(closed_jaxpr, name=name, donated_invars=donated if any(donated) else None)
     committed = device is not None
     device = device if device is not None else _default_device()
-    exe = compile_text(text, device, donated)
-    return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed)
+    lowered = lower_module(closed_jaxpr, name=name,
+                           donated_invars=donated if any(donated) else None,
+                           platform=device.platform)
+    text = lowered.text
+    exe = compile_text(text, device, donated, lowered.host_callbacks)
+    return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed,
+                    synchronous=bool(lowered.host_callbacks))
 
 
 # ----------------------------------------------------------------- eager on accelerators

@@ -1050,7 +1050,9 @@ def _convert_impl(x, *, new_dtype, weak_type):
         info = np.iinfo(new_dtype)
         lo, hi = float(info.min), float(info.max)
         t = np.trunc(np.where(np.isnan(f), 0.0, f))
-        out = np.clip(t, lo, hi if hi < 2.0 ** 63 else 0.0).astype(new_dtype)
+        # float(max) of a 64-bit type rounds up past the type's range: clip just below it
+        # (values at or above it saturate in the ``where`` below).
+        out = np.clip(t, lo, hi if hi < 2.0 ** 53 else np.nextafter(hi, 0.0)).astype(new_dtype)
         return np.where(t >= hi, info.max, np.where(t <= lo, info.min, out)).astype(new_dtype)
     if x.dtype in _SMALL_FLOATS and new_dtype in _INTS:
         x = x.astype(np.float32)

@@ -421,6 +421,31 @@ def test_debug_callback_survives_dce():
     assert seen == [7.0]
 
 
+def test_debug_callback_is_compiled_not_interpreted():
+    """Under jit the callback is an XLA custom call: the program is one executable."""
+    seen = []
+
+    def g(x):
+        xform.debug.callback(lambda v: seen.append(np.asarray(v).tolist()), L.mul(x, 2.0))
+        return L.sin(x)
+    f = xform.jit(g)
+    x = np.array([0.5, 1.5], np.float32)
+    hlo = f.lower(x).compile().as_text()
+    assert "custom-call" in hlo and "python" in hlo
+    np.testing.assert_allclose(np.asarray(f(x)), np.sin(x), rtol=1e-6)
+    assert seen == [[1.0, 3.0]]
+    xform.jit(xform.vmap(g))(np.stack([x, x + 1]))
+    assert seen[1:] == [[1.0, 3.0], [3.0, 5.0]]
+    xform.jit(xform.grad(lambda v: L.reduce_sum(g(v), (0,))))(x)
+    assert seen[-1] == [1.0, 3.0]
+
+
+def test_lowered_text_debug_info_switch():
+    low = xform.jit(lambda v: L.add(v, 1.0)).lower(np.ones(3, np.float32))
+    assert "loc(" not in low.as_text()
+    assert "loc(" in low.as_text(debug_info=True)
+
+
 # ----------------------------------------------------------------- devices
 
 

@@ -747,7 +747,8 @@ class Lowered:
         w, e = self._wrapped, self._entry
         donated = (False,) * len(e.const_args) + e.donated
         return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
-                                    donated_invars=donated, keep_unused=w._keep_unused)
+                                    donated_invars=donated, keep_unused=w._keep_unused,
+                                    debug_info=debug_info)
 
     def compile(self, compiler_options=None):
         w, e = self._wrapped, self._entry

@@ -10,10 +10,10 @@ What works where:
 * eager, ``grad``/``jvp``/``vjp`` (the callback sees primal values, once),
   ``vmap`` (called once per batch element, in order, like JAX's unvectorized
   callbacks), and inside ``jit`` at any nesting depth;
-* under ``jit`` the XLA lowering has no host-callback rule, so a program that
-  contains a callback is *interpreted equation by equation* (eagerly, NumPy
-  reference implementations) instead of compiled: results are the same, the
-  program just does not run as one XLA executable.
+* under ``jit`` the callback is an XLA custom call back into Python (jaxlib's
+  FFI python-callback target, ``lowering/rules_control.py``): the program stays
+  one compiled executable and the callback runs when it executes.  Like JAX's
+  unordered callbacks, XLA may reorder independent callbacks.
 """
 from __future__ import annotations
 
