@@ -198,3 +198,33 @@ def test_jit_fast_path_with_constants_and_pytree_outputs():
         ox, oj = jx(x), jj(np.ones(4, np.float32))
         same(ox["s"], oj["s"])
         same(ox["t"][0], oj["t"][0])
+
+
+def test_jit_pytree_argument_fast_path_matches_jax_and_falls_back():
+    """``step(params, batch)``: repeated calls take the pytree inline cache; a changed
+    structure, dtype or a deleted leaf leaves it for the general path (and its errors)."""
+    def step(p, x):
+        return {"y": x @ p["w"] + p["b"], "n": (p["w"] ** 2).sum()}
+
+    rng = np.random.default_rng(0)
+    p = {"w": rng.normal(size=(3, 2)).astype(np.float32), "b": np.ones(2, np.float32)}
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    fx, fj = xform.jit(step), jax.jit(step)
+    px = xform.device_put(p)
+    want = fj(p, x)
+    for _ in range(3):
+        got = fx(px, xform.device_put(x))
+        for k in ("y", "n"):
+            np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-6)
+    assert fx._fast.tree_mono is not None
+    # another structure (extra key) retraces and stays correct
+    p2 = dict(p, unused=np.zeros(1, np.float32))
+    np.testing.assert_allclose(np.asarray(fx(p2, x)["y"]), np.asarray(fj(p2, x)["y"]), rtol=1e-6)
+    # another dtype in a leaf: not the cached signature
+    x16 = x.astype(np.float16)
+    assert fx(px, x16)["y"].dtype == fj(p, x16)["y"].dtype
+    # a deleted leaf reaches the general path's clear error
+    dead = xform.device_put(p)
+    dead["w"].delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        fx(dead, x)

@@ -305,16 +305,18 @@ class _FastTable(dict):
     table drops both.  Flags that change what a call means (x64, disable_jit,
     debug_nans/infs) drop every table's ``mono``."""
 
-    __slots__ = ("mono", "__weakref__")
+    __slots__ = ("mono", "tree_mono", "__weakref__")
 
     def __init__(self):
         super().__init__()
         self.mono = None
+        self.tree_mono = None     # (treedef, fast caller over the flat leaves)
         _fast_tables[next(_table_ids)] = self
 
     def clear(self):
         super().clear()
         self.mono = None
+        self.tree_mono = None
 
 
 _fast_tables: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
@@ -324,6 +326,7 @@ _table_ids = itertools.count()
 def _drop_monos(_=None):
     for t in list(_fast_tables.values()):
         t.mono = None
+        t.tree_mono = None
 
 
 for _flag in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
@@ -412,6 +415,15 @@ class JitWrapped:
             return self._fun(*args, **kwargs)
         if self._has_static or kwargs:
             return self._call_general(args, kwargs)
+        # Pytree arguments (``step(params, batch)``): the same inline cache, keyed on
+        # the tree structure, checks the flat leaves against its signature.
+        tree_mono = self._fast.tree_mono
+        if tree_mono is not None and _state.trace is EVAL_TRACE:
+            leaves, treedef = tree_flatten(args)
+            if treedef == tree_mono[0]:
+                out = tree_mono[1](leaves)
+                if out is not None:
+                    return out
         # Common case: positional Array arguments only.  The fast table is keyed on
         # the avals alone (no pytree structure to hash or compare).
         fkey = (tuple([(x.shape, x.dtype, x.weak_type) if type(x) is Array else _NOT_ARRAY
@@ -439,6 +451,8 @@ class JitWrapped:
                 if _NOT_ARRAY not in fkey[0]:
                     self._fast[fkey] = entry
                 self._set_mono(entry, args)
+            else:
+                self._set_tree_mono(entry, treedef, leaves)
             try:
                 outs = entry.compiled(*entry.dev_consts, *leaves)
             except TypeError:
@@ -449,14 +463,18 @@ class JitWrapped:
             return entry.out_tree.unflatten(outs)
         return self._call_general(args, kwargs)
 
-    def _set_mono(self, entry, args):
-        """Make ``entry`` this wrapper's monomorphic cache if ``args`` (a cache hit with
-        positional arguments only, each a leaf) are all Arrays / NumPy arrays."""
+    def _set_tree_mono(self, entry, treedef, leaves):
+        """Like ``_set_mono`` for pytree arguments: remember (structure, fast caller)."""
         if core._debug_checks_on:
             return
-        for x in args:
+        for x in leaves:
             if type(x) is not Array and type(x) is not np.ndarray:
                 return
+        fast = self._fast_caller(entry)
+        if fast:
+            self._fast.tree_mono = (treedef, fast)
+
+    def _fast_caller(self, entry):
         fast = entry.fast
         if fast is None:
             maker = getattr(entry.compiled, "fast_caller", None)
@@ -465,6 +483,17 @@ class JitWrapped:
             fast = maker(entry.dev_consts, [a.weak_type for a in entry.in_avals], unflatten) \
                 if maker is not None else None
             entry.fast = fast = fast or False
+        return fast
+
+    def _set_mono(self, entry, args):
+        """Make ``entry`` this wrapper's monomorphic cache if ``args`` (a cache hit with
+        positional arguments only, each a leaf) are all Arrays / NumPy arrays."""
+        if core._debug_checks_on:
+            return
+        for x in args:
+            if type(x) is not Array and type(x) is not np.ndarray:
+                return
+        fast = self._fast_caller(entry)
         if fast:
             self._fast.mono = fast
 
