@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import operator
 
+import functools
+
 import numpy as np
 
 from interpreters import ad, batching, core, dtypes
@@ -32,6 +34,7 @@ def _free(ndim, contract, batch):
     return tuple(i for i in range(ndim) if i not in contract and i not in batch)
 
 
+@functools.lru_cache(maxsize=None)
 def _prop(dt):
     """Ranking of dtypes by precision (XLA's HigherPrecisionType)."""
     dt = np.dtype(dt)
@@ -108,6 +111,11 @@ def _dot_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type)
         acc = np.dtype(np.complex128)
     else:
         acc = np.dtype(np.float64) if out_dt.itemsize >= 8 else np.dtype(np.float32)
+    if not lb and out_dt == acc and out_dt.kind in "fc":
+        # No batch dimensions: BLAS through tensordot (free lhs dims, then free rhs dims --
+        # XLA's output layout), accumulating in the operand type like XLA.
+        return np.asarray(np.tensordot(lhs.astype(acc, copy=False), rhs.astype(acc, copy=False),
+                                       axes=(lc, rc)))
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     ls = [next(letters) for _ in range(lhs.ndim)]
     rs = [next(letters) for _ in range(rhs.ndim)]
