@@ -375,7 +375,7 @@ def backward_pass_partial(jaxpr, consts, args, cts_out):
             lin_eqns.append(eqn)
             linear.update(v for v in eqn.outvars)
         else:
-            invals = [a.val if type(a) is Literal else primal_env[a] for a in eqn.invars]
+            invals = [a.value if type(a) is Literal else primal_env[a] for a in eqn.invars]
             outs = eqn.primitive.bind(*invals, **eqn.params)
             if not eqn.primitive.multiple_results:
                 outs = [outs]
@@ -407,7 +407,7 @@ def backward_pass_partial(jaxpr, consts, args, cts_out):
         if all(type(c) is Zero for c in cts):
             continue
         eargs = [UndefinedPrimal(a.aval) if (type(a) is not Literal and a in linear)
-                 else (a.val if type(a) is Literal else primal_env[a]) for a in eqn.invars]
+                 else (a.value if type(a) is Literal else primal_env[a]) for a in eqn.invars]
         rule = transpose_rules.get(eqn.primitive)
         if rule is None:
             raise NotImplementedError(

@@ -50,6 +50,14 @@ class Literal:
     def __repr__(self):
         return f"Literal({self.val!r})"
 
+    @property
+    def value(self):
+        """The literal as an argument to ``bind``: an Array when weakly typed, so
+        evaluating a program keeps JAX's weak types (``c * 2.0`` stays weak)."""
+        if self.aval.weak_type:
+            return core.Array(np.asarray(self.val), True)
+        return self.val
+
     def pretty(self):
         v = np.asarray(self.val)
         if v.dtype == np.bool_:
@@ -191,7 +199,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         env[v] = x
 
     def read(a):
-        return a.val if type(a) is Literal else env[a]
+        return a.value if type(a) is Literal else env[a]
 
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]

@@ -172,7 +172,7 @@ def check_outputs_or_rerun(closed, args, outs, name):
     if not any(_bad(o._value if isinstance(o, core.Array) else o) for o in outs):
         return
     env = {}
-    read = lambda a: a.val if type(a) is Literal else env[a]   # noqa: E731
+    read = lambda a: a.value if type(a) is Literal else env[a]   # noqa: E731
     jaxpr = closed.jaxpr
     env.update(zip(jaxpr.constvars, closed.consts))
     env.update(zip(jaxpr.invars, args))

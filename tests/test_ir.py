@@ -120,3 +120,19 @@ def test_staging_hoists_constants_and_inlines_scalars():
     ir.check_jaxpr(jaxpr)
     out = ir.eval_jaxpr(jaxpr, consts, core.Array(np.ones(3, np.float32)))[0]
     np.testing.assert_allclose(np.asarray(out), np.arange(3) + 1.0)
+
+
+def test_evaluating_a_program_keeps_weak_literals_weak():
+    """``c * 2.0`` with a weak ``c`` is weak in JAX; re-evaluating the staged program (as
+    every program-to-program rule does) must not turn the literal 2.0 strong."""
+    import jax
+    from xform import lax
+    weak = core.Array(np.float32(1.0), weak_type=True)
+    jaxpr, consts = staging.trace_to_jaxpr(lambda c: [mul_p.bind(c, 2.0)],
+                                           [ShapedArray((), np.float32, True)])
+    assert jaxpr.eqns[0].invars[1].aval.weak_type
+    out = ir.eval_jaxpr(jaxpr, consts, weak)[0]
+    assert out.weak_type
+    ours = lax.scan(lambda c, _: (c * 2, c), 1.0, None, length=4)
+    theirs = jax.lax.scan(lambda c, _: (c * 2, c), 1.0, None, length=4)
+    assert [o.weak_type for o in ours] == [t.weak_type for t in theirs]

@@ -169,7 +169,7 @@ def _reference_eval(jaxpr, consts, args, record=None):
     env = {}
 
     def read(a):
-        return a.val if type(a) is Literal else env[a]
+        return a.value if type(a) is Literal else env[a]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v] = _host(x)
