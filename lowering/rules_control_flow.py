@@ -5,7 +5,8 @@
 * ``while`` -> ``stablehlo.while`` over the carry; constants are captured.
 * ``scan``  -> ``stablehlo.while`` over ``(i, carry, ys buffers)``: each iteration
   reads ``xs[i]`` with ``dynamic_slice``, runs the body inline and writes ``ys[i]``
-  with ``dynamic_update_slice`` (``i`` counts down for ``reverse``).
+  with ``dynamic_update_slice`` (``i`` counts down for ``reverse``); ``unroll``
+  copies the body per trip.
 """
 from __future__ import annotations
 
@@ -38,24 +39,20 @@ def _while(ctx, eqn, *args):
 
 @register("scan")
 def _scan(ctx, eqn, *args):
+    """``unroll=u`` runs ``u`` body copies per loop trip; the ``length % u`` leftover
+    iterations follow the loop as straight-line code (``unroll=True``: no loop)."""
     p = eqn.params
     length, reverse = int(p["length"]), bool(p["reverse"])
+    unroll = p.get("unroll", 1)
+    u = length if unroll is True else max(1, min(int(unroll or 1), max(length, 1)))
     nc, nca = p["num_consts"], p["num_carry"]
     jaxpr = p["jaxpr"]
     consts, carry, xs = list(args[:nc]), list(args[nc:nc + nca]), list(args[nc + nca:])
     y_avals = ctx.out_avals[nca:]
     x_avals = ctx.in_avals[nc + nca:]
-    ys0 = [ctx.full_like(0, a) for a in y_avals]
-    i0 = ctx.constant(np.int32(0))
-    state = [i0] + carry + ys0
-    types = [ctx.types[s] for s in state]
 
-    def cond_body(c, i, *rest):
-        n = c.constant(np.int32(length))
-        return [c.compare(i, n, "LT", np.int32)]
-
-    def loop_body(c, i, *rest):
-        cs, ys = list(rest[:nca]), list(rest[nca:])
+    def step(c, i, cs, ys):
+        """One iteration at counter ``i`` (an i32 SSA name): (i + 1, carry, ys buffers)."""
         pos = i
         if reverse:
             pos = c.op1("stablehlo.subtract", [c.constant(np.int32(length - 1)), i], _I32)
@@ -66,7 +63,7 @@ def _scan(ctx, eqn, *args):
                        tensor_type((1,) + a.shape[1:], a.dtype),
                        f"slice_sizes = {i64_array((1,) + a.shape[1:])}")
             x_slices.append(c.op1("stablehlo.reshape", [sl], tensor_type(a.shape[1:], a.dtype)))
-        outs = lower_subjaxpr(c, jaxpr, consts + cs + x_slices)
+        outs = lower_subjaxpr(c, jaxpr, consts + list(cs) + x_slices)
         new_c, new_y = outs[:nca], outs[nca:]
         new_ys = []
         for buf, y, a in zip(ys, new_y, y_avals):
@@ -74,9 +71,31 @@ def _scan(ctx, eqn, *args):
             new_ys.append(c.op1("stablehlo.dynamic_update_slice",
                                 [buf, upd, pos] + [zero] * (a.ndim - 1), aval_type(a)))
         one = c.constant(np.int32(1))
-        return [c.op1("stablehlo.add", [i, one], _I32)] + new_c + new_ys
+        return c.op1("stablehlo.add", [i, one], _I32), new_c, new_ys
 
-    cond_r = ctx.region(types, cond_body)
-    body_r = ctx.region(types, loop_body)
-    outs = ctx.op("stablehlo.while", state, types, "", [cond_r, body_r])
-    return outs[1:]
+    i = ctx.constant(np.int32(0))
+    cs, ys = carry, [ctx.full_like(0, a) for a in y_avals]
+    trips = length // u
+    if trips > (1 if u > 1 else 0):
+        state = [i] + cs + ys
+        types = [ctx.types[x] for x in state]
+        stop = trips * u
+
+        def cond_body(c, i, *rest):
+            return [c.compare(i, c.constant(np.int32(stop)), "LT", np.int32)]
+
+        def loop_body(c, i, *rest):
+            cs, ys = list(rest[:nca]), list(rest[nca:])
+            for _ in range(u):
+                i, cs, ys = step(c, i, cs, ys)
+            return [i] + cs + ys
+
+        outs = ctx.op("stablehlo.while", state, types, "",
+                      [ctx.region(types, cond_body), ctx.region(types, loop_body)])
+        i, cs, ys = outs[0], outs[1:1 + nca], outs[1 + nca:]
+        remaining = length - stop
+    else:
+        remaining = length
+    for _ in range(remaining):
+        i, cs, ys = step(ctx, i, cs, ys)
+    return list(cs) + list(ys)

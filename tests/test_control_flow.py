@@ -519,3 +519,25 @@ def test_scan_xs_errors():
         xl.scan(lambda c, x: (c, x), 0.0, None)
     with pytest.raises(TypeError, match="pair"):
         xl.scan(lambda c, x: c, 0.0, np.zeros(3))
+
+
+@pytest.mark.parametrize("unroll", [1, 3, 10, True, 20])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_unroll_under_jit_matches_jax_and_copies_the_body(unroll, reverse):
+    xs = np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32)
+
+    def make(L):
+        return lambda c, xs: L.scan(lambda c, x: (c * 0.9 + x, c.sum() + x[0]), c, xs,
+                                    unroll=unroll, reverse=reverse)
+    c0 = np.ones(3, np.float32)
+    ours = xform.jit(make(xl))(c0, xs)
+    theirs = jax.jit(make(jax.lax))(c0, xs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    text = xform.jit(make(xl)).lower(c0, xs).as_text()
+    # (while loops, body copies): unroll=3 -> 3 trips of 3 copies + 1 leftover copy;
+    # a single trip (unroll >= length) is straight-line code with no loop at all.
+    loops, bodies = {"1": (1, 1), "3": (1, 4), "10": (0, 10), "True": (0, 10),
+                     "20": (0, 10)}[repr(unroll)]   # (True == 1 as a dict key)
+    assert text.count('"stablehlo.while"') == loops
+    assert text.count('"stablehlo.dynamic_slice"') == bodies
