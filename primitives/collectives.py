@@ -70,7 +70,7 @@ def _unbound_impl(api):
 
 
 def _tree_map(f, tree):
-    from xform import tree_util  # a leaf module of plain Python (no engine imports)
+    from interpreters import tree_util
     return tree_util.tree_map(f, tree)
 
 

@@ -49,7 +49,7 @@ __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associat
 
 
 def _tu():
-    from xform import tree_util
+    from interpreters import tree_util
     return tree_util
 
 

@@ -1412,7 +1412,7 @@ def stop_gradient(x):
         leaf = _as_operand(leaf, "stop_gradient")
         return stop_gradient_p.bind(leaf) if leaf.dtype in _FLOATS | _COMPLEX else leaf
     try:
-        from xform.tree_util import tree_map
+        from interpreters.tree_util import tree_map
     except ImportError:  # pragma: no cover
         return stop(x)
     return tree_map(stop, x)

@@ -111,12 +111,18 @@ class EagerProgram:
         return None
 
 
+# The XLA compiler: ``compiler(closed, donated_invars=, device=, name=)``.  Compiling
+# is the lowering layer's job, which sits above this one, so ``xform`` installs it
+# (``xform/_jit.py``); without it programs are interpreted.
+compiler = None
+
+
 def compile_program(closed, donated_invars=None, device=None, name="main"):
-    """``lowering.compile_jaxpr`` with the eager fallback for unlowerable programs."""
-    import lowering
+    """The installed compiler, with the eager fallback for unlowerable programs."""
+    if compiler is None:
+        return EagerProgram(closed, "no XLA compiler installed (import xform)")
     try:
-        return lowering.compile_jaxpr(closed, donated_invars=donated_invars, device=device,
-                                      name=name)
+        return compiler(closed, donated_invars=donated_invars, device=device, name=name)
     except NotImplementedError as e:
         msg = str(e)
         if msg not in _no_lowering_warned:

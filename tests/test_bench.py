@@ -1,4 +1,4 @@
-"""The benchmark suite: ``python -m xform.bench --quick`` completes and its JSON has
+"""The benchmark suite: ``python -m benchmarks --quick`` completes and its JSON has
 every case and metric, each library carrying either a number or a skip reason.
 No timing thresholds: only structure, consistency (ratios = quotients of the
 reported values) and the harness's rules (warm-up outside the timed region,
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from xform import bench
-from xform.bench import cases as C
-from xform.bench import timing
+import benchmarks as bench
+from benchmarks import cases as C
+from benchmarks import timing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +27,7 @@ def _strict(s):
 def quick_results(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "out.json"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "xform.bench", "--quick", "--json", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--json", str(path)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = path.read_text()
@@ -157,7 +157,7 @@ def test_missing_feature_is_a_skip_with_reason():
 
 
 def test_cli_list_and_bad_args():
-    from xform.bench.__main__ import main
+    from benchmarks.__main__ import main
     assert main(["--list"]) == 0
     with pytest.raises(SystemExit):
         main(["--rounds", "0"])

@@ -148,7 +148,7 @@ def _check_tangent(p, t):
     expected = ad.tangent_aval(core.get_aval(p)).dtype
     if td != expected:
         raise TypeError(
-            "primal and tangent arguments to jax.jvp do not match (they must have equal "
+            "primal and tangent arguments to xform.jvp do not match (they must have equal "
             "types); dtypes must be equal, or in case of int/bool primal dtype the tangent "
             f"dtype must be float0. Got primal dtype {pd.name} and so expected tangent "
             f"dtype {expected.name}, but got tangent dtype {td.name} instead.")
@@ -162,12 +162,12 @@ def jvp(fun, primals, tangents, has_aux=False):
     """Forward mode: ``(fun(*primals), d fun(primals)[tangents])``."""
     _check_callable(fun, "jvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; "
+        raise TypeError("primal and tangent arguments to xform.jvp must be tuples or lists; "
                         f"found {type(primals).__name__} and {type(tangents).__name__}.")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+        raise TypeError("primal and tangent arguments to xform.jvp must have the same tree "
                         f"structure; primals have tree structure {p_tree} whereas tangents "
                         f"have tree structure {t_tree}.")
     p_leaves = [_as_value_in(p, "jvp primal") for p in p_leaves]

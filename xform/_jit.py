@@ -34,6 +34,7 @@ from interpreters.core import EVAL_TRACE, Array, ShapedArray, Tracer
 from interpreters.dtypes import canonicalize_dtype
 from interpreters.ir import ClosedJaxpr
 from interpreters.staging import trace_to_jaxpr
+import primitives.jit as _jit_prim
 from primitives.jit import _hoist, compile_program, jit_p
 from xform.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -853,7 +854,7 @@ class CompiledCall:
 def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
         static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
         device=None, backend=None, inline=False, compiler_options=None):
-    """Compile ``fun`` with XLA (JAX's ``jax.jit``): trace once per argument signature,
+    """Compile ``fun`` with XLA (the same API and semantics as JAX's jit): trace once per argument signature,
     then call the cached executable.  Usable as ``@jit``, ``@jit(static_argnums=...)``
     or with ``functools.partial(jit, ...)``.  ``in_shardings``/``out_shardings`` are
     accepted for compatibility and ignored (single-device programs)."""
@@ -927,3 +928,11 @@ def eval_shape(fun, *args, **kwargs):
         raise TypeError(f"eval_shape: expected a callable, got {fun!r}")
     closed, out_tree = _abstract_trace(fun, args, kwargs, (), name="eval_shape")
     return out_tree.unflatten([_sds(a) for a in closed.out_avals])
+
+
+def _compile_with_xla(closed, **kwargs):
+    import lowering   # lazily: importing xform must not import jax/jaxlib
+    return lowering.compile_jaxpr(closed, **kwargs)
+
+
+_jit_prim.compiler = _compile_with_xla

@@ -1,4 +1,4 @@
-"""``xform.numpy``: JAX's ``jax.numpy`` API on xform's primitives.
+"""``xform.numpy``: the NumPy API of JAX (same names and semantics) on xform's primitives.
 
 Implicit NumPy broadcasting and JAX type promotion (Python scalars are weak,
 x64 off canonicalises to 32 bits).  The implementation is split by theme:

@@ -18,8 +18,8 @@ import random
 
 import numpy as np
 
-from xform.bench import timing
-from xform.bench.timing import Skip
+from benchmarks import timing
+from benchmarks.timing import Skip
 
 F32 = np.float32
 STEADY = ("steady", "first_call")                 # metrics of a steady-state case

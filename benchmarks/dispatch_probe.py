@@ -1,6 +1,6 @@
 """Dispatch-tax probe: per-call host overhead of xform against JAX, in one process.
 
-``python -m xform.bench.dispatch_probe [--rounds N] [--round-ms MS]``
+``python -m benchmarks.dispatch_probe [--rounds N] [--round-ms MS]``
 
 Two hot paths users pay on every step, on tiny inputs (f32[8]) where the
 work itself is negligible, so the time measured is the dispatch tax:

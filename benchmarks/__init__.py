@@ -1,8 +1,8 @@
-"""``python -m xform.bench``: xform side by side with JAX and NumPy, in one run.
+"""``python -m benchmarks``: xform side by side with JAX and NumPy, in one run.
 
-    python -m xform.bench                 # full suite (a few minutes on 2 cores)
-    python -m xform.bench --quick         # smaller sizes, fewer rounds (< 1 minute)
-    python -m xform.bench --json out.json --only steady/ --profile a100
+    python -m benchmarks                 # full suite (a few minutes on 2 cores)
+    python -m benchmarks --quick         # smaller sizes, fewer rounds (< 1 minute)
+    python -m benchmarks --json out.json --only steady/ --profile a100
 
 What it measures (cases.py): eager dispatch per op, jit dispatch, first call
 split into trace / lower / compile for 30-, 300- and 3000-op programs,
@@ -90,9 +90,9 @@ def run(quick: bool = False, json_path: str | None = "bench_results.json", only=
         rounds: int | None = None, profile=None, out=sys.stdout) -> dict:
     """Run the suite, print tables and reports to ``out``, write JSON to ``json_path``
     (``None``: don't), return the results dict.  ``only``: substrings of case names."""
-    from xform.bench import cases as C
-    from xform.bench.libs import load_libs
-    from xform.bench.timing import reason_of
+    from benchmarks import cases as C
+    from benchmarks.libs import load_libs
+    from benchmarks.timing import reason_of
     ctx = C.Ctx(load_libs(), quick=quick, rounds=rounds, profile=profile)
     t_start = time.perf_counter()
     results = {"meta": _meta(ctx, quick), "cases": {}}

@@ -1,11 +1,11 @@
-"""``python -m xform.bench [--quick] [--json PATH] [--only NAME ...] [--rounds N]
-[--profile cpu|a100|h100|calibrated]``: see ``xform.bench``."""
+"""``python -m benchmarks [--quick] [--json PATH] [--only NAME ...] [--rounds N]
+[--profile cpu|a100|h100|calibrated]``: see ``benchmarks``."""
 import argparse
 import sys
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m xform.bench",
+    ap = argparse.ArgumentParser(prog="python -m benchmarks",
                                  description="xform vs JAX vs NumPy benchmarks and the "
                                              "dispatch-tax report")
     ap.add_argument("--quick", action="store_true",
@@ -22,8 +22,8 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     a = ap.parse_args(argv)
     from xform import profile
-    from xform.bench import run
-    from xform.bench.cases import CASES
+    from benchmarks import run
+    from benchmarks.cases import CASES
     if a.list:
         for name, _, desc, *_ in CASES:
             print(f"{name:<32} {desc}")
