@@ -684,11 +684,6 @@ EVAL_TRACE = EvalTrace()
 _state = _State()
 
 
-def new_trace_scope(trace_cls, *args, **kwargs):
-    """Create a child of the current trace (helper for transformations)."""
-    return trace_cls(_state.trace, *args, **kwargs)
-
-
 @contextlib.contextmanager
 def running(trace: Trace):
     """Make ``trace`` current while the user's function runs; invalidate it after."""

@@ -212,12 +212,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     return [read(a) for a in jaxpr.outvars]
 
 
-def jaxpr_as_fun(closed: ClosedJaxpr):
-    def fun(*args):
-        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    return fun
-
-
 # ----------------------------------------------------------------- type checking
 
 
@@ -351,13 +345,9 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 # ----------------------------------------------------------------- construction helpers
 
 
-def new_jaxpr_like_fun(fun, in_avals):
-    """Build a Jaxpr by running ``fun`` on fresh input variables (via the staging trace)."""
-    from interpreters.staging import trace_to_jaxpr
-    return trace_to_jaxpr(fun, in_avals)
-
-
-def count_eqns(jaxpr: Jaxpr, recursive: bool = True) -> int:
+def count_eqns(jaxpr, recursive: bool = True) -> int:
+    """Equations of a (Closed)Jaxpr, with those of its sub-programs when ``recursive``."""
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
     n = len(jaxpr.eqns)
     if recursive:
         for eqn in jaxpr.eqns:

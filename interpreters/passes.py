@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
+from interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var, count_eqns  # noqa: F401
 
 # prim -> f(eqn, used_outputs) -> (new eqn or None, used_inputs)
 call_dce_rules: dict = {}
@@ -257,15 +257,6 @@ def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 
 
 # ----------------------------------------------------------------- all together
-
-
-def count_eqns(jaxpr) -> int:
-    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
-    n = len(jaxpr.eqns)
-    for e in jaxpr.eqns:
-        for j in _subjaxprs(e.params):
-            n += count_eqns(j)
-    return n
 
 
 def simplify_jaxpr(jaxpr: Jaxpr, max_rounds: int = 3) -> Jaxpr:
