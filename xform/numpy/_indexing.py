@@ -367,6 +367,7 @@ class _Plan:
         rest = [a for a in range(x.ndim) if a not in self.adv_axes]
         p = sum(1 for e in exp[:adv[0]] if isinstance(e, slice)) if contiguous else 0
         self.offset_dims = tuple(range(p)) + tuple(range(p + nb, nb + len(rest)))
+        self.n_rest = len(rest)
         self.batch_pos = p
         self.slice_sizes = tuple(1 if a in self.adv_axes else box[a] for a in range(x.ndim))
         rest_sizes = [box[a] for a in rest]
@@ -402,7 +403,7 @@ class _Plan:
         a = np.where(a < 0, a + n, a)
         if clamp and n:
             a = np.clip(a, 0, n - 1)
-        return a
+        return np.asarray(a)
 
     def view(self, x):
         return x if self.trivial else _basic_getitem(x, self.slices)
@@ -411,9 +412,12 @@ class _Plan:
         return lax().GatherDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
                                             self.adv_axes)
 
-    def scatter_dn(self):
-        return lax().ScatterDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
-                                             self.adv_axes)
+    def scatter_dn(self, flat_batch=False):
+        """``flat_batch``: the updates' batch axes are collapsed into one (``_last_writes``)."""
+        p = self.batch_pos
+        dims = (tuple(range(p)) + tuple(range(p + 1, 1 + self.n_rest)) if flat_batch
+                else self.offset_dims)
+        return lax().ScatterDimensionNumbers(dims, tuple(sorted(self.adv_axes)), self.adv_axes)
 
 
 def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
@@ -610,16 +614,16 @@ def _apply(x, idx, values, op, mode=None):
             from None
     if vb.shape != plan.gather_shape:
         vb = lax().reshape(vb, plan.gather_shape)
-    indices, unique = plan.indices, plan.unique
+    indices, unique, flat = plan.indices, plan.unique, False
     if op == "set" and plan.host and not unique:
         indices, vb = _last_writes(plan, vb)
-        unique = True
+        unique = flat = True
     if plan.host:
         smode = M.PROMISE_IN_BOUNDS if plan.in_bounds else M.FILL_OR_DROP
     else:
         smode = M.FILL_OR_DROP if m is None else m
     y = plan.view(x)
-    out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(),
+    out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(flat),
                                        indices_are_sorted=plan.sorted, unique_indices=unique,
                                        mode=smode)
     return out if plan.trivial else _apply_basic(x, plan.slices, out, "set")
