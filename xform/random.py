@@ -553,3 +553,555 @@ def normal(key, shape=(), dtype=None):
         raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, "
                          f"got {dtype}")
     return _normal_j(words, _canon_shape(shape), dtype)
+
+
+# ----------------------------------------------------------------- integers
+
+
+def _convert_and_clip_integer(val, dtype):
+    jnp = _jnp()
+    lo = max(D.iinfo(dtype).min, D.iinfo(val.dtype).min)
+    hi = min(D.iinfo(dtype).max, D.iinfo(val.dtype).max)
+    return jnp.clip(val, np.array(lo, val.dtype), np.array(hi, val.dtype)).astype(dtype)
+
+
+@_rjit(3, 4)
+def _randint_j(k, minval, maxval, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
+    minval = jnp.asarray(minval)
+    maxval = jnp.asarray(maxval)
+    if not D.issubdtype(minval.dtype, np.integer):
+        minval = minval.astype(int)
+    if not D.issubdtype(maxval.dtype, np.integer):
+        maxval = maxval.astype(int)
+    maxval_out_of_range = lax.gt(maxval, _convert_and_clip_integer(
+        jnp.array(D.iinfo(dtype).max, dtype), maxval.dtype))
+    minval = lax.broadcast_to_rank(_convert_and_clip_integer(minval, dtype), len(shape))
+    maxval = lax.broadcast_to_rank(_convert_and_clip_integer(maxval, dtype), len(shape))
+    nbits = D.iinfo(dtype).bits
+    ks = _split_raw(k, (2,))
+    higher, lower = _bits_raw(ks[0], nbits, shape), _bits_raw(ks[1], nbits, shape)
+    udt = _UINT[nbits]
+    span = lax.convert_element_type(maxval - minval, udt)
+    span = lax.select(maxval <= minval, lax.full_like(span, 1), span)
+    span = lax.select(maxval_out_of_range & (maxval > minval),
+                      lax.add(span, np.array(1, udt)), span)
+    mult = lax.rem(np.array(2 ** (nbits // 2), udt), span)
+    mult = lax.rem(lax.mul(mult, mult), span)
+    off = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
+    off = lax.rem(off, span)
+    return lax.add(minval, lax.convert_element_type(off, dtype))
+
+
+def randint(key, shape, minval, maxval, dtype=int):
+    """Uniform integers in ``[minval, maxval)``."""
+    jnp = _jnp()
+    words, _ = _key_words("randint", key)
+    dtype = _canon_dtype(dtype, int)
+    shape = _canon_shape(shape)
+    if not D.issubdtype(dtype, np.integer):
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+    for nm, v in (("minval", minval), ("maxval", maxval)):
+        vd = np.dtype(getattr(v, "dtype", None) or np.asarray(v).dtype)
+        if not (D.issubdtype(vd, np.integer) or D.issubdtype(vd, np.floating)
+                or vd == np.bool_):
+            raise TypeError(f"randint: {nm} must be an integer or float array, got dtype {vd}")
+    info = D.iinfo(dtype)
+    samp = dtype
+    if info.bits < 32:
+        samp = np.dtype(np.int32)
+        minval = jnp.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
+        maxval = jnp.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
+    return _randint_j(words, minval, maxval, shape, samp).astype(dtype)
+
+
+# ----------------------------------------------------------------- permutations, choice
+
+
+def _shuffle_raw(k, x, axis):
+    lax = _lax()
+    uint32max = np.iinfo(np.uint32).max
+    num_rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(uint32max)))
+    for _ in range(num_rounds):
+        ks = _split_raw(k, (2,))
+        k, sub = ks[0], ks[1]
+        sort_keys = _bits_raw(sub, 32, x.shape)
+        _, x = lax.sort_key_val(sort_keys, x, axis)
+    return x
+
+
+@_rjit(2)
+def _shuffle_j(k, x, axis):
+    return _shuffle_raw(k, x, axis)
+
+
+@_rjit(2)
+def _permutation_j(k, x, axis):
+    jnp = _jnp()
+    ind = _shuffle_raw(k, jnp.arange(x.shape[axis]), 0)
+    return jnp.take(x, ind, axis, unique_indices=True)
+
+
+def _canon_axis(axis, ndim, name):
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of ``range(x)`` (int) or of ``x`` along ``axis``."""
+    jnp = _jnp()
+    words, _ = _key_words("permutation", key)
+    if isinstance(x, (list, tuple)):
+        x = jnp.asarray(x)
+    axis = _canon_axis(axis, np.ndim(x) or 1, "permutation")
+    if not np.ndim(x):
+        if not D.issubdtype(D.dtype_of(x), np.integer):
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        r = int(core.concrete_or_error(x, "argument x of xform.random.permutation()"))
+        return _shuffle_j(words, jnp.arange(r), axis)
+    x = jnp.asarray(x)
+    if independent or x.ndim == 1:
+        return _shuffle_j(words, x, axis)
+    return _permutation_j(words, x, axis)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+    """Random samples from ``a`` (an int n means ``arange(n)``)."""
+    jnp, lax = _jnp(), _lax()
+    words, typed = _key_words("choice", key)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of xform.random.choice must be a sequence, got {shape}")
+    arr = jnp.asarray(a)
+    if arr.ndim == 0:
+        n_inputs = int(core.concrete_or_error(a, "The error occurred in xform.random.choice()"))
+    else:
+        axis = _canon_axis(axis, arr.ndim, "choice")
+        n_inputs = arr.shape[axis]
+    shape = tuple(shape)
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population (size "
+                         f"{n_inputs}) when 'replace=False'")
+    key = _rewrap(typed, words)
+    if p is None:
+        if replace:
+            ind = randint(key, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+        else:
+            slices = (slice(None),) * axis + (slice(n_draws),)
+            result = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)[slices]
+    else:
+        p_arr = jnp.asarray(p)
+        if not D.issubdtype(p_arr.dtype, np.inexact):
+            p_arr = p_arr.astype(D.to_inexact_dtype(p_arr.dtype))
+        if p_arr.shape != (n_inputs,):
+            raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
+                             f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
+        if replace:
+            p_cuml = jnp.cumsum(p_arr)
+            r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
+            ind = jnp.sum(p_cuml < r[..., None], axis=-1).astype(int)   # searchsorted(left)
+        else:
+            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            ind = lax.top_k(g, k=n_draws)[1].astype(int)
+        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+    return result.reshape(shape if arr.ndim == 0 else
+                          arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
+
+
+# ----------------------------------------------------------------- continuous samplers
+
+
+@_rjit(3, 4)
+def _truncated_normal_j(k, lower, upper, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(np.shape(lower), np.shape(upper)))
+    else:
+        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    sqrt2 = np.array(np.sqrt(2), dtype)
+    lower = lax.convert_element_type(lower, dtype)
+    upper = lax.convert_element_type(upper, dtype)
+    a = lax.erf(lower / sqrt2)
+    b = lax.erf(upper / sqrt2)
+    u = _uniform_raw(k, shape, dtype, a, b)
+    out = sqrt2 * lax.erf_inv(u)
+    return jnp.clip(out, lax.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype)),
+                    lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype)))
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+    words, _ = _key_words("truncated_normal", key)
+    if shape is not None:
+        shape = _canon_shape(shape)
+    dtype = _float_dtype("truncated_normal", dtype, "a float")
+    return _truncated_normal_j(words, lower, upper, shape, dtype)
+
+
+@_rjit(2, 3)
+def _bernoulli_j(k, p, shape, mode):
+    lax = _lax()
+    if shape is None:
+        shape = np.shape(p)
+    else:
+        _check_shape("bernoulli", shape, np.shape(p))
+    dtype = p.dtype
+    if mode == "high":
+        u = _uniform_raw(k, (2, *shape), dtype, 0.0, 1.0)
+        u1, u2 = u[0], u[1]
+        u2 = u2 * np.array(2 ** (-D.finfo(dtype).nmant), dtype)
+        return u2 < p - u1
+    return _uniform_raw(k, tuple(shape), dtype, 0.0, 1.0) < p
+
+
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+    lax = _lax()
+    if shape is not None:
+        shape = _canon_shape(shape)
+    if mode not in ("high", "low"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    words, _ = _key_words("bernoulli", key)
+    dtype = D.dtype_of(p)
+    if not D.issubdtype(dtype, np.floating):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+    p = lax.convert_element_type(p, dtype)
+    return _bernoulli_j(words, p, shape, mode)
+
+
+def _simple_sampler(name, body, float_only=True):
+    @_rjit(1, 2)
+    def impl(k, shape, dtype):
+        return body(k, shape, dtype)
+    impl.__name__ = f"_{name}_j"
+
+    def sampler(key, shape=(), dtype=None):
+        words, _ = _key_words(name, key)
+        dtype = _float_dtype(name, dtype)
+        return impl(words, _canon_shape(shape), dtype)
+    sampler.__name__ = sampler.__qualname__ = name
+    sampler.__doc__ = f"Samples of the standard {name} distribution (as ``jax.random.{name}``)."
+    return sampler
+
+
+def _exponential_raw(k, shape, dtype):
+    lax = _lax()
+    u = _uniform_raw(k, shape, dtype, 0.0, 1.0)
+    return lax.neg(lax.log1p(lax.neg(u)))
+
+
+def _cauchy_raw(k, shape, dtype):
+    lax = _lax()
+    u = _uniform_raw(k, shape, dtype, D.finfo(dtype).eps, 1.0)
+    return lax.tan(lax.mul(np.array(np.pi, dtype), lax.sub(u, np.array(0.5, dtype))))
+
+
+def _laplace_raw(k, shape, dtype):
+    lax = _lax()
+    u = _uniform_raw(k, shape, dtype, -1.0 + D.finfo(dtype).epsneg, 1.0)
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def _logistic_raw(k, shape, dtype):
+    lax = _lax()
+    x = _uniform_raw(k, shape, dtype, D.finfo(dtype).tiny, 1.0)
+    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+
+
+exponential = _simple_sampler("exponential", _exponential_raw)
+cauchy = _simple_sampler("cauchy", _cauchy_raw)
+laplace = _simple_sampler("laplace", _laplace_raw)
+logistic = _simple_sampler("logistic", _logistic_raw)
+
+
+def _gumbel_raw(k, shape, dtype, mode):
+    jnp = _jnp()
+    info = D.finfo(dtype)
+    if mode in ("high", "highest"):
+        u = _uniform_raw(k, (2,) + tuple(shape), dtype, 0.0, 1.0)
+        high, low = u[0], u[1]
+        x = jnp.where(high >= 0.5, high,
+                      high + np.array(2 ** (-info.nmant), dtype) * low + np.array(info.tiny, dtype))
+        return -jnp.log(-jnp.log1p(-x))
+    return -jnp.log(-jnp.log(_uniform_raw(k, shape, dtype, info.tiny, 1.0)))
+
+
+@_rjit(1, 2, 3)
+def _gumbel_j(k, shape, dtype, mode):
+    return _gumbel_raw(k, shape, dtype, mode)
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+    words, _ = _key_words("gumbel", key)
+    dtype = _float_dtype("gumbel", dtype)
+    shape = _canon_shape(shape)
+    if mode is None:
+        mode = "low"
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    if mode == "highest" and dtype == np.float32:
+        raise NotImplementedError("gumbel(mode='highest') for float32 needs lax.clz, which "
+                                  "xform does not provide yet; use mode='high'")
+    return _gumbel_j(words, shape, dtype, mode)
+
+
+@_rjit(2, 3, 4, 5)
+def _categorical_j(k, logits, shape, batch_shape, axis, replace):
+    jnp, lax = _jnp(), _lax()
+    shape_prefix = shape[:len(shape) - len(batch_shape)]
+    nd = logits.ndim
+    if replace:
+        if axis >= 0:
+            axis -= nd
+        logits_shape = list(shape[len(shape) - len(batch_shape):])
+        logits_shape.insert(axis % nd, logits.shape[axis])
+        g = _gumbel_raw(k, (*shape_prefix, *logits_shape), logits.dtype, "low")
+        return jnp.argmax(g + lax.expand_dims(logits, tuple(range(len(shape_prefix)))),
+                          axis=axis)
+    logits = logits + _gumbel_raw(k, logits.shape, logits.dtype, "low")
+    kk = math.prod(shape_prefix)
+    if kk > logits.shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({kk}) cannot exceed number "
+                         f"of categories ({logits.shape[axis]}).")
+    _, indices = lax.top_k(jnp.moveaxis(logits, axis, -1), kk)
+    dims = (indices.ndim - 1, *range(indices.ndim - 1))
+    return lax.reshape(indices, shape, dims)
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+    jnp = _jnp()
+    words, _ = _key_words("categorical", key)
+    logits = jnp.asarray(logits)
+    axis = operator.index(axis)
+    if not -logits.ndim <= axis < logits.ndim:
+        raise ValueError(f"categorical: axis {axis} is out of bounds for logits of shape "
+                         f"{logits.shape}")
+    batch_shape = tuple(np.delete(logits.shape, axis))
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("categorical", shape, batch_shape)
+    if mode not in (None, "low"):
+        raise NotImplementedError("categorical(mode='high') is not implemented in xform")
+    return _categorical_j(words, logits, shape, batch_shape, axis, bool(replace))
+
+
+# ----------------------------------------------------------------- gamma family
+
+
+def _gamma_one(k, alpha, log_space):
+    lax = _lax()
+    dtype = alpha.dtype
+    c_ = lambda v: np.array(v, dtype)   # noqa: E731
+    zero, one, two, minus_one = c_(0), c_(1), c_(2), c_(-1)
+    one_over_two, one_over_three, squeeze = c_(0.5), c_(1.0 / 3.0), c_(0.0331)
+    boost_mask = lax.ge(alpha, one)
+    alpha_orig = alpha
+    alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
+    d = lax.sub(alpha, one_over_three)
+    c = lax.div(one_over_three, lax.sqrt(d))
+
+    def cond_fn(kXVU):
+        _, X, V, U = kXVU
+        return lax.bitwise_and(
+            lax.ge(U, lax.sub(one, lax.mul(squeeze, lax.mul(X, X)))),
+            lax.ge(lax.log(U), lax.add(lax.mul(X, one_over_two),
+                                       lax.mul(d, lax.add(lax.sub(one, V), lax.log(V))))))
+
+    def body_fn(kXVU):
+        def next_kxv(kxv):
+            kk = kxv[0]
+            ks = _split_raw(kk, (2,))
+            kk, sub = ks[0], ks[1]
+            x = _normal_raw(sub, (), dtype)
+            v = lax.add(one, lax.mul(x, c))
+            return kk, x, v
+        kk = kXVU[0]
+        ks = _split_raw(kk, (3,))
+        kk, x_key, U_key = ks[0], ks[1], ks[2]
+        _, x, v = lax.while_loop(lambda kxv: lax.le(kxv[2], zero), next_kxv,
+                                 (x_key, zero, minus_one))
+        X = lax.mul(x, x)
+        V = lax.mul(lax.mul(v, v), v)
+        U = _uniform_raw(U_key, (), dtype, 0.0, 1.0)
+        return kk, X, V, U
+
+    ks = _split_raw(k, (2,))
+    k, sub = ks[0], ks[1]
+    _, _, V, _ = lax.while_loop(cond_fn, body_fn, (k, zero, one, two))
+    if log_space:
+        log_samples = lax.neg(_exponential_raw(sub, (), dtype))
+        log_boost = lax.select(boost_mask | (log_samples == 0), zero,
+                               lax.mul(log_samples, lax.div(one, alpha_orig)))
+        return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
+    samples = one - _uniform_raw(sub, (), dtype, 0.0, 1.0)
+    boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
+    return lax.mul(lax.mul(d, V), boost)
+
+
+def _gamma_impl(k, a, log_space):
+    """Samples for every element of ``a``: one subkey per element, as JAX's
+    ``random_gamma`` (vmapped rejection sampler of Marsaglia and Tsang)."""
+    jnp, lax = _jnp(), _lax()
+    shape = a.shape
+    n = math.prod(shape)
+    keys = lax.reshape(_split_raw(k, (n,)), (n, 2))
+    alphas = lax.reshape(a, (n,))
+    samples = _x().vmap(lambda kk, al: _gamma_one(kk, al, log_space))(keys, alphas)
+    return jnp.reshape(samples, shape)
+
+
+@_rjit(2, 3, 4)
+def _gamma_j(k, a, shape, dtype, log_space):
+    lax, jnp = _lax(), _jnp()
+    if shape is None:
+        shape = np.shape(a)
+    else:
+        _check_shape("gamma", shape, np.shape(a))
+    a = lax.convert_element_type(a, dtype)
+    if np.shape(a) != tuple(shape):
+        a = jnp.broadcast_to(a, shape)
+    return _gamma_sample(k, a, log_space)
+
+
+def _gamma_sample(k, a, log_space):
+    return _gamma_vjp_wrapped(log_space)(k, a)
+
+
+_gamma_wrapped_cache: dict = {}
+
+
+def _gamma_vjp_wrapped(log_space):
+    """``(key words, a) -> samples`` with JAX's implicit-reparameterization derivative
+    w.r.t. ``a`` (``random_gamma_grad``) as a custom JVP."""
+    fn = _gamma_wrapped_cache.get(log_space)
+    if fn is not None:
+        return fn
+    x = _x()
+
+    @x.custom_jvp
+    def g(k, a):
+        return _gamma_impl(k, a, log_space)
+
+    @g.defjvp
+    def g_jvp(primals, tangents):
+        k, a = primals
+        _, ta = tangents
+        ans = g(k, a)
+        return ans, ta * _gamma_grad(ans, a, log_space)
+
+    _gamma_wrapped_cache[log_space] = g
+    return g
+
+
+def _gamma_grad(sample, a, log_space):
+    lax = _lax()
+    if log_space:
+        s = lax.exp(sample)
+        s = lax.select(s == 0, lax.full_like(s, D.finfo(s.dtype).tiny), s)
+        return random_gamma_grad(a, s) / s
+    return random_gamma_grad(a, sample)
+
+
+def random_gamma_grad(a, x):
+    """d x / d a of a Gamma(a, 1) sample ``x`` at fixed CDF value (implicit
+    reparameterization): ``-(d/da P(a, x)) / p(x; a)``, with the regularized lower
+    incomplete gamma P differentiated in ``a`` through its power series
+    ``P = x^a e^-x sum_n x^n / Gamma(a+n+1)`` (large x: its complement's continued
+    fraction is avoided by central differences of the series in float64-free form)."""
+    lax, jnp = _lax(), _jnp()
+    dtype = x.dtype
+    a = jnp.asarray(a, dtype)
+    # log-space series terms t_n = (a+n) log x ... : S(a) = sum_n exp(n log x - lgamma(a+n+1))
+    # dP/da = P * (log x) - x^a e^-x sum_n exp(n log x - lgamma(a+n+1)) digamma(a+n+1)
+    N = 200
+    n = jnp.arange(N, dtype=dtype)
+    shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(x))
+    a_ = jnp.broadcast_to(a, shape)[..., None]
+    x_ = jnp.broadcast_to(x, shape)[..., None]
+    logx = jnp.log(x_)
+    lt = n * logx - lax.lgamma(a_ + n + 1)
+    m = jnp.max(lt, axis=-1, keepdims=True)
+    w = jnp.exp(lt - m)
+    S = jnp.sum(w, axis=-1)
+    Sd = jnp.sum(w * lax.digamma(a_ + n + 1), axis=-1)
+    logx0 = logx[..., 0]
+    a0 = a_[..., 0]
+    x0 = x_[..., 0]
+    # P = exp(a log x - x + m) S ; dP/da = exp(a log x - x + m) (S log x - Sd)
+    # pdf = exp((a-1) log x - x - lgamma(a))
+    # dx/da = -dP/da / pdf = -x * exp(m + lgamma(a)) (S log x - Sd)
+    return -x0 * jnp.exp(m[..., 0] + lax.lgamma(a0)) * (S * logx0 - Sd)
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) samples; differentiable in ``a`` (implicit reparameterization)."""
+    words, _ = _key_words("gamma", key)
+    dtype = _float_dtype("gamma", dtype)
+    if shape is not None:
+        shape = _canon_shape(shape)
+    return _gamma_j(words, a, shape, dtype, False)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """log of Gamma(a, 1) samples, accurate for small ``a``."""
+    words, _ = _key_words("loggamma", key)
+    dtype = _float_dtype("gamma", dtype)
+    if shape is not None:
+        shape = _canon_shape(shape)
+    return _gamma_j(words, a, shape, dtype, True)
+
+
+@_rjit(3, 4)
+def _beta_j(k, a, b, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    a = lax.convert_element_type(a, dtype)
+    b = lax.convert_element_type(b, dtype)
+    ks = _split_raw(k, (2,))
+    a = jnp.broadcast_to(a, shape)
+    b = jnp.broadcast_to(b, shape)
+    lga = _gamma_j.__wrapped__(ks[0], a, shape, dtype, True)
+    lgb = _gamma_j.__wrapped__(ks[1], b, shape, dtype, True)
+    log_max = lax.max(lga, lgb)
+    ga = jnp.exp(lga - log_max)
+    gb = jnp.exp(lgb - log_max)
+    return ga / (ga + gb)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    words, _ = _key_words("beta", key)
+    dtype = _float_dtype("beta", dtype)
+    _safe_cast_check("beta", dtype, a, b)
+    shape = _check_broadcast_shapes("beta", shape, a, b)
+    return _beta_j(words, a, b, shape, dtype)
+
+
+@_rjit(2, 3)
+def _dirichlet_j(k, alpha, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    alpha = lax.convert_element_type(alpha, dtype)
+    lg = _gamma_j.__wrapped__(k, alpha, tuple(shape) + np.shape(alpha)[-1:], dtype, True)
+    # softmax along the last axis, as jax.nn.softmax
+    m = jnp.max(lg, axis=-1, keepdims=True)
+    unnorm = jnp.exp(lg - lax.stop_gradient(m))
+    return unnorm / jnp.sum(unnorm, axis=-1, keepdims=True)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    words, _ = _key_words("dirichlet", key)
+    dtype = _float_dtype("dirichlet", dtype)
+    if not np.ndim(alpha) >= 1:
+        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {np.ndim(alpha)}")
+    if shape is None:
+        shape = np.shape(alpha)[:-1]
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("dirichlet", shape, np.shape(alpha)[:-1])
+    return _dirichlet_j(words, alpha, tuple(shape), dtype)
