@@ -1105,3 +1105,598 @@ def dirichlet(key, alpha, shape=None, dtype=None):
         shape = _canon_shape(shape)
         _check_shape("dirichlet", shape, np.shape(alpha)[:-1])
     return _dirichlet_j(words, alpha, tuple(shape), dtype)
+
+
+# ----------------------------------------------------------------- derived samplers
+
+
+@_rjit(2, 3)
+def _pareto_j(k, b, shape, dtype):
+    lax = _lax()
+    b = lax.convert_element_type(b, dtype)
+    e = _exponential_raw(k, shape, dtype)
+    return lax.exp(e / b)
+
+
+def pareto(key, b, shape=None, dtype=None):
+    words, _ = _key_words("pareto", key)
+    dtype = _float_dtype("pareto", dtype)
+    shape = _check_broadcast_shapes("pareto", shape, b)
+    _safe_cast_check("pareto", dtype, b)
+    return _pareto_j(words, b, shape, dtype)
+
+
+@_rjit(2, 3)
+def _t_j(k, df, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    df = lax.convert_element_type(df, dtype)
+    ks = _split_raw(k, (2,))
+    n = _normal_raw(ks[0], shape, dtype)
+    half_df = lax.div(df, np.array(2, dtype))
+    g = _gamma_j.__wrapped__(ks[1], half_df, shape, dtype, False)
+    return n * jnp.sqrt(half_df / g)
+
+
+def t(key, df, shape=None, dtype=None):
+    words, _ = _key_words("t", key)
+    dtype = _float_dtype("t", dtype)
+    shape = _check_broadcast_shapes("t", shape, df)
+    _safe_cast_check("t", dtype, df)
+    return _t_j(words, df, shape, dtype)
+
+
+def _chisquare_raw(k, df, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    df = lax.convert_element_type(df, dtype)
+    two = np.array(2, dtype)
+    half_df = lax.div(df, two)
+    log_g = _gamma_j.__wrapped__(k, half_df, shape, dtype, True)
+    return lax.mul(jnp.exp(log_g), two)
+
+
+@_rjit(2, 3)
+def _chisquare_j(k, df, shape, dtype):
+    return _chisquare_raw(k, df, shape, dtype)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    words, _ = _key_words("chisquare", key)
+    dtype = _float_dtype("chisquare", dtype)
+    shape = _check_broadcast_shapes("chisquare", shape, df)
+    _safe_cast_check("chisquare", dtype, df)
+    return _chisquare_j(words, df, shape, dtype)
+
+
+@_rjit(3, 4)
+def _f_j(k, dfnum, dfden, shape, dtype):
+    lax = _lax()
+    dfden = lax.convert_element_type(dfden, dtype)
+    dfnum = lax.convert_element_type(dfnum, dtype)
+    ks = _split_raw(k, (2,))
+    chi2_dfn = _chisquare_raw(ks[1], dfnum, shape, dtype)
+    chi2_dfd = _chisquare_raw(ks[0], dfden, shape, dtype)
+    return lax.div(lax.div(chi2_dfn, dfnum), lax.div(chi2_dfd, dfden))
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+    words, _ = _key_words("f", key)
+    dtype = _float_dtype("f", dtype)
+    shape = _check_broadcast_shapes("f", shape, dfnum, dfden)
+    _safe_cast_check("f", dtype, dfnum, dfden)
+    return _f_j(words, dfnum, dfden, shape, dtype)
+
+
+def _rademacher_raw(k, shape, dtype):
+    b = (_uniform_raw(k, shape, D.default_float_dtype(), 0.0, 1.0)
+         < np.array(0.5, D.default_float_dtype())).astype(dtype)
+    return (2 * b - 1).astype(dtype)
+
+
+@_rjit(1, 2)
+def _rademacher_j(k, shape, dtype):
+    return _rademacher_raw(k, shape, dtype)
+
+
+def rademacher(key, shape=(), dtype=int):
+    """Random signs: -1 or +1 with equal probability."""
+    words, _ = _key_words("rademacher", key)
+    dtype = _canon_dtype(dtype, int)
+    return _rademacher_j(words, _canon_shape(shape), dtype)
+
+
+def _maxwell_raw(k, shape, dtype):
+    jnp = _jnp()
+    x = _normal_raw(k, tuple(shape) + (3,), dtype)
+    return jnp.sqrt(jnp.sum(x * x, axis=-1))   # jnp.linalg.norm's formula
+
+
+maxwell = _simple_sampler("maxwell", _maxwell_raw)
+
+
+@_rjit(3, 4)
+def _double_sided_maxwell_j(k, loc, scale, shape, dtype):
+    params_shapes = tuple(np.broadcast_shapes(np.shape(loc), np.shape(scale)))
+    if not shape:
+        shape = params_shapes
+    shape = tuple(shape) + params_shapes
+    ks = _split_raw(k, (2,))
+    m = _maxwell_raw(ks[0], shape, dtype)
+    s = _rademacher_raw(ks[1], shape, dtype)
+    return s * m * scale + loc
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    words, _ = _key_words("double_sided_maxwell", key)
+    dtype = _float_dtype("double_sided_maxwell", dtype)
+    return _double_sided_maxwell_j(words, loc, scale, _canon_shape(shape), dtype)
+
+
+@_rjit(3, 4)
+def _weibull_min_j(k, scale, concentration, shape, dtype):
+    jnp = _jnp()
+    u = _uniform_raw(k, shape, dtype, 0, 1)
+    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    words, _ = _key_words("weibull_min", key)
+    dtype = _float_dtype("weibull_min", dtype)
+    return _weibull_min_j(words, scale, concentration, _canon_shape(shape), dtype)
+
+
+@_rjit(2, 3)
+def _rayleigh_j(k, scale, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    u = _uniform_raw(k, shape, dtype, 0.0, 1.0)
+    scale = jnp.broadcast_to(jnp.asarray(scale).astype(dtype), shape)
+    return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.array(-2, dtype))))
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    words, _ = _key_words("rayleigh", key)
+    dtype = _float_dtype("rayleigh", dtype)
+    shape = _check_broadcast_shapes("rayleigh", shape, scale)
+    _safe_cast_check("rayleigh", dtype, scale)
+    return _rayleigh_j(words, scale, shape, dtype)
+
+
+@_rjit(2, 3)
+def _wald_j(k, mean, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    ks = _split_raw(k, (2,))
+    mean = jnp.broadcast_to(jnp.asarray(mean).astype(dtype), shape)
+    v = _normal_raw(ks[0], shape, dtype)
+    z = _uniform_raw(ks[1], shape, dtype, 0.0, 1.0)
+    y = lax.integer_pow(v, 2)
+    y_sq = lax.integer_pow(y, 2)
+    mean_sq = lax.integer_pow(mean, 2)
+    sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
+    x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+    return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def wald(key, mean, shape=None, dtype=None):
+    words, _ = _key_words("wald", key)
+    dtype = _float_dtype("wald", dtype)
+    shape = _check_broadcast_shapes("wald", shape, mean)
+    _safe_cast_check("wald", dtype, mean)
+    return _wald_j(words, mean, shape, dtype)
+
+
+@_rjit(2, 3)
+def _geometric_j(k, p, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    p = jnp.asarray(p)
+    if not D.issubdtype(p.dtype, np.inexact):
+        p = p.astype(D.to_inexact_dtype(p.dtype))
+    u = _uniform_raw(k, shape, p.dtype, 0.0, 1.0)
+    u = jnp.where(u == 0, 1, u)
+    log_u = lax.log(u)
+    l1p = jnp.broadcast_to(lax.log1p(-p), shape)
+    g = lax.floor(lax.div(log_u, l1p)) + 1
+    return g.astype(dtype)
+
+
+def geometric(key, p, shape=None, dtype=None):
+    words, _ = _key_words("geometric", key)
+    dtype = _canon_dtype(dtype, int)
+    if not D.issubdtype(dtype, np.integer):
+        raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dtype}")
+    shape = _check_broadcast_shapes("geometric", shape, p)
+    return _geometric_j(words, p, shape, dtype)
+
+
+@_rjit(4, 5)
+def _triangular_j(k, left, mode, right, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    left = jnp.broadcast_to(lax.convert_element_type(left, dtype), shape)
+    right = jnp.broadcast_to(lax.convert_element_type(right, dtype), shape)
+    mode = jnp.broadcast_to(lax.convert_element_type(mode, dtype), shape)
+    fc = (mode - left) / (right - left)
+    u = _uniform_raw(k, shape, dtype, 0.0, 1.0)
+    out1 = left + lax.sqrt(u * (right - left) * (mode - left))
+    out2 = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
+    return lax.select(u < fc, out1, out2)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    words, _ = _key_words("triangular", key)
+    dtype = _float_dtype("triangular", dtype)
+    shape = _check_broadcast_shapes("triangular", shape, left, mode, right)
+    _safe_cast_check("triangular", dtype, left, mode, right)
+    return _triangular_j(words, left, mode, right, shape, dtype)
+
+
+@_rjit(2, 3)
+def _lognormal_j(k, sigma, shape, dtype):
+    lax = _lax()
+    sigma = lax.convert_element_type(sigma, dtype)
+    return lax.exp(_normal_raw(k, shape, dtype) * sigma)
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+    words, _ = _key_words("lognormal", key)
+    dtype = _canon_dtype(dtype, float)
+    if not D.issubdtype(dtype, np.inexact):
+        raise ValueError(f"dtype argument to `lognormal` must be a float or complex dtype, "
+                         f"got {dtype}")
+    shape = _check_broadcast_shapes("lognormal", shape, sigma)
+    _safe_cast_check("lognormal", dtype, sigma)
+    return _lognormal_j(words, sigma, shape, dtype)
+
+
+def _generalized_normal_raw(k, p, shape, dtype):
+    ks = _split_raw(k, (2,))
+    g = _gamma_j.__wrapped__(ks[0], 1 / p, shape, dtype, False)
+    r = _rademacher_raw(ks[1], shape, dtype)
+    return r * g ** (1 / p)
+
+
+@_rjit(2, 3)
+def _generalized_normal_j(k, p, shape, dtype):
+    return _generalized_normal_raw(k, p, shape, dtype)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    shape = _canon_shape(shape)
+    words, _ = _key_words("generalized_normal", key)
+    dtype = _canon_dtype(dtype, float)
+    return _generalized_normal_j(words, p, shape, dtype)
+
+
+@_rjit(2, 3, 4)
+def _ball_j(k, p, d, shape, dtype):
+    jnp = _jnp()
+    ks = _split_raw(k, (2,))
+    g = _generalized_normal_raw(ks[0], p, (*shape, d), dtype)
+    e = _exponential_raw(ks[1], shape, dtype)
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Uniform samples from the unit ``p``-norm ball in ``d`` dimensions."""
+    shape = _canon_shape(shape)
+    words, _ = _key_words("ball", key)
+    dtype = _canon_dtype(dtype, float)
+    d = operator.index(d)
+    return _ball_j(words, p, d, shape, dtype)
+
+
+# ----------------------------------------------------------------- discrete: poisson & co
+
+
+@_rjit(2, 3, 4)
+def _poisson_knuth(k, lam, shape, dtype, max_iters):
+    lax, jnp = _lax(), _jnp()
+
+    def body_fn(carry):
+        i, kk, rng, log_prod = carry
+        ks = _split_raw(rng, (2,))
+        rng, sub = ks[0], ks[1]
+        kk = lax.select(log_prod > -lam, kk + 1, kk)
+        u = _uniform_raw(sub, shape, np.dtype(np.float32), 0.0, 1.0)
+        return i + 1, kk, rng, log_prod + jnp.log(u)
+
+    def cond_fn(carry):
+        i, log_prod = carry[0], carry[3]
+        return (log_prod > -lam).any() & (i < max_iters)
+    k_init = lax.full_like(lam, 0, dtype, shape)
+    log_rate_init = lax.full_like(lam, 0, np.float32, shape)
+    kk = lax.while_loop(cond_fn, body_fn, (0, k_init, k, log_rate_init))[1]
+    return (kk - 1).astype(dtype)
+
+
+@_rjit(2, 3, 4)
+def _poisson_rejection(k, lam, shape, dtype, max_iters):
+    lax = _lax()
+    log_lam = lax.log(lam)
+    b = 0.931 + 2.53 * lax.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+
+    def body_fn(carry):
+        i, k_out, accepted, key = carry
+        ks = _split_raw(key, (3,))
+        key, s0, s1 = ks[0], ks[1], ks[2]
+        u = _uniform_raw(s0, shape, lam.dtype, 0.0, 1.0) - 0.5
+        v = _uniform_raw(s1, shape, lam.dtype, 0.0, 1.0)
+        u_shifted = 0.5 - abs(u)
+        kk = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        tt = -lam + kk * log_lam - lax.lgamma(kk + 1)
+        accept1 = (u_shifted >= 0.07) & (v <= v_r)
+        reject = (kk < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+        accept2 = s <= tt
+        accept = accept1 | (~reject & accept2)
+        k_out = lax.select(accept, kk, k_out)
+        accepted = accepted | accept
+        return i + 1, k_out, accepted, key
+
+    def cond_fn(carry):
+        i, k_out, accepted, key = carry
+        return (~accepted).any() & (i < max_iters)
+    k_init = lax.full_like(lam, -1, lam.dtype, shape)
+    accepted = lax.full_like(lam, False, np.dtype(bool), shape)
+    kk = lax.while_loop(cond_fn, body_fn, (0, k_init, accepted, k))[1]
+    return kk.astype(dtype)
+
+
+@_rjit(2, 3)
+def _poisson_j(k, lam, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    use_knuth = (lam != lam) | (lam < 10)
+    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
+    lam_rej = lax.select(use_knuth, lax.full_like(lam, 100000.0), lam)
+    max_iters = dtype.type(D.iinfo(dtype).max)
+    result = lax.select(use_knuth,
+                        _poisson_knuth.__wrapped__(k, lam_knuth, shape, dtype, max_iters),
+                        _poisson_rejection.__wrapped__(k, lam_rej, shape, dtype, max_iters))
+    return lax.select(lam == 0, jnp.zeros_like(result), result)
+
+
+def poisson(key, lam, shape=None, dtype=None):
+    lax, jnp = _lax(), _jnp()
+    words, _ = _key_words("poisson", key)
+    dtype = _canon_dtype(dtype, int)
+    shape = _canon_shape(shape) if shape is not None else np.shape(lam)
+    lam = jnp.broadcast_to(lam, shape)
+    lam = lax.convert_element_type(lam, np.float32)
+    return _poisson_j(words, lam, tuple(shape), dtype)
+
+
+_STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                           0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                           0.0118967099458917, 0.010411265261972, 0.00925546218271273,
+                           0.00833056343336287])
+
+
+def _stirling_approx_tail(k):
+    lax, jnp = _lax(), _jnp()
+    vals = jnp.array(_STIRLING_TAIL, dtype=k.dtype)
+    use_tail = k <= 9
+    k = lax.clamp(np.array(0.0, k.dtype), k, np.array(9.0, k.dtype))
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    k = jnp.floor(k)
+    return lax.select(use_tail, vals[jnp.asarray(k, dtype="int32")], approx)
+
+
+def _binomial_inversion(k, count, prob, shape, dtype, max_iters):
+    lax, jnp = _lax(), _jnp()
+    log1minusprob = jnp.log1p(-prob)
+
+    def body_fn(carry):
+        i, num_geom, geom_sum, key = carry
+        ks = _split_raw(key, (2,))
+        sub, key = ks[0], ks[1]
+        num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+        u = _uniform_raw(sub, shape, prob.dtype, 0.0, 1.0)
+        geom = jnp.ceil(jnp.log(u) / log1minusprob)
+        return i + 1, num_geom_out, geom_sum + geom, key
+
+    def cond_fn(carry):
+        i, geom_sum = carry[0], carry[2]
+        return (geom_sum <= count).any() & (i < max_iters)
+    init = (0, lax.full_like(prob, 0, prob.dtype, shape), lax.full_like(prob, 0, prob.dtype, shape),
+            k)
+    kk = lax.while_loop(cond_fn, body_fn, init)[1]
+    return (kk - 1).astype(dtype)
+
+
+def _btrs(k, count, prob, shape, dtype, max_iters):
+    lax, jnp = _lax(), _jnp()
+    stddev = jnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = jnp.floor((count + 1) * prob)
+
+    def body_fn(carry):
+        i, k_out, accepted, key = carry
+        ks = _split_raw(key, (3,))
+        key, s0, s1 = ks[0], ks[1], ks[2]
+        u = _uniform_raw(s0, shape, prob.dtype, 0.0, 1.0)
+        v = _uniform_raw(s1, shape, prob.dtype, 0.0, 1.0)
+        u = u - 0.5
+        us = 0.5 - jnp.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        kk = jnp.floor((2 * a / us + b) * u + c)
+        reject = (kk < 0) | (kk > count)
+        v = jnp.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * jnp.log((count - m + 1) / (count - kk + 1))
+              + (kk + 0.5) * jnp.log(r * (count - kk + 1) / (kk + 1))
+              + _stirling_approx_tail(m) + _stirling_approx_tail(count - m)
+              - _stirling_approx_tail(kk) - _stirling_approx_tail(count - kk))
+        accept2 = v <= ub
+        accept = accept1 | (~reject & accept2)
+        k_out = lax.select(accept, kk, k_out)
+        return i + 1, k_out, accepted | accept, key
+
+    def cond_fn(carry):
+        i, accepted = carry[0], carry[2]
+        return (~accepted).any() & (i < max_iters)
+    init = (0, lax.full_like(prob, -1, prob.dtype, shape), jnp.full(shape, False, bool), k)
+    return lax.while_loop(cond_fn, body_fn, init)[1].astype(dtype)
+
+
+@_rjit(3, 4)
+def _binomial_j(k, count, prob, shape, dtype):
+    lax, jnp = _lax(), _jnp()
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(np.shape(count), np.shape(prob)))
+    else:
+        _check_shape("binomial", shape, np.shape(count), np.shape(prob))
+    prob = jnp.asarray(prob)
+    if not D.issubdtype(prob.dtype, np.inexact):
+        prob = prob.astype(D.to_inexact_dtype(prob.dtype))
+    count = lax.convert_element_type(count, prob.dtype)
+    count = jnp.broadcast_to(count, shape)
+    prob = jnp.broadcast_to(prob, shape)
+    p_lt_half = prob < 0.5
+    q = lax.select(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = (count != count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_is_nan = q != q
+    q_l_0 = q < 0.0
+    q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = jnp.floor(count)
+    count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+    count_btrs = lax.select(use_inversion, lax.full_like(count, 10000.0), count)
+    q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+    max_iters = dtype.type(D.finfo(dtype).max)
+    samples = lax.select(use_inversion,
+                         _binomial_inversion(k, count_inv, q, shape, dtype, max_iters),
+                         _btrs(k, count_btrs, q_btrs, shape, dtype, max_iters))
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
+    samples = lax.select(count_inf & ~invalid, jnp.full_like(samples, np.inf, dtype), samples)
+    return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
+                      count.astype(dtype) - samples)
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    words, _ = _key_words("binomial", key)
+    dtype = _float_dtype("binomial", dtype)
+    if shape is not None:
+        shape = _canon_shape(shape)
+    return _binomial_j(words, n, p, shape, dtype)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Counts of ``n`` draws over the categories of ``p`` (last axis)."""
+    lax, jnp = _lax(), _jnp()
+    words, typed = _key_words("multinomial", key)
+    n = jnp.asarray(n)
+    p = jnp.asarray(p)
+    dt = D.result_type(n, p)
+    if not D.issubdtype(dt, np.inexact):
+        dt = D.to_inexact_dtype(dt)
+    n, p = n.astype(dt), p.astype(dt)
+    if shape is None:
+        shape = p.shape
+    shape = tuple(shape)
+    n = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.broadcast_to(p, shape)
+    out_dtype = _float_dtype("multinomial", dtype)
+
+    def body(remainder, ratio_key):
+        ratio, kk = ratio_key
+        count = binomial(kk, remainder, jnp.clip(ratio, 0, 1), dtype=remainder.dtype)
+        return remainder - count, count
+    p = jnp.moveaxis(p, -1, 0)
+    remaining = jnp.flip(jnp.cumsum(jnp.flip(p, 0), 0), 0)
+    ratios = p / jnp.where(remaining == 0, 1, remaining)
+    keys = _rewrap(typed, _split_j(words, (ratios.shape[0],)))
+    _, counts = lax.scan(body, n, (ratios, keys), unroll=unroll)
+    return jnp.moveaxis(counts, 0, -1).astype(out_dtype)
+
+
+# ----------------------------------------------------------------- linear-algebra samplers
+
+
+def _linalg(name):
+    jnp = _jnp()
+    fn = getattr(jnp.linalg, name, None)
+    if fn is None:
+        raise NotImplementedError(f"xform.numpy.linalg.{name} is not available yet, so this "
+                                  "sampler cannot run")
+    return fn
+
+
+@_rjit(3, 4, 5)
+def _multivariate_normal_j(k, mean, cov, shape, dtype, method):
+    jnp = _jnp()
+    if not np.ndim(mean) >= 1:
+        raise ValueError("multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
+                         f"{np.ndim(mean)}")
+    if not np.ndim(cov) >= 2:
+        raise ValueError("multivariate_normal requires cov.ndim >= 2, got cov.ndim == "
+                         f"{np.ndim(cov)}")
+    n = mean.shape[-1]
+    if np.shape(cov)[-2:] != (n, n):
+        raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, but "
+                         f"got cov.shape == {np.shape(cov)}.")
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
+    else:
+        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+    if method == "svd":
+        u, s, _ = _linalg("svd")(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = _linalg("eigh")(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = _linalg("cholesky")(cov)
+    z = _normal_raw(k, tuple(shape) + mean.shape[-1:], dtype)
+    return mean + jnp.einsum("...ij,...j->...i", factor, z)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    jnp = _jnp()
+    words, _ = _key_words("multivariate_normal", key)
+    mean, cov = jnp.asarray(mean), jnp.asarray(cov)
+    dt = D.result_type(mean, cov)
+    if not D.issubdtype(dt, np.inexact):
+        dt = D.to_inexact_dtype(dt)
+    mean, cov = mean.astype(dt), cov.astype(dt)
+    if method not in {"svd", "eigh", "cholesky"}:
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    dtype = mean.dtype if dtype is None else _canon_dtype(dtype, float)
+    if not D.issubdtype(dtype, np.floating):
+        raise ValueError(f"dtype argument to `multivariate_normal` must be a float dtype, "
+                         f"got {dtype}")
+    if shape is not None:
+        shape = _canon_shape(shape)
+    return _multivariate_normal_j(words, mean, cov, shape, dtype, method)
+
+
+@_rjit(1, 2, 3, 4)
+def _orthogonal_j(k, n, m, shape, dtype):
+    jnp = _jnp()
+    z = _normal_raw(k, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = _linalg("qr")(z)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """Uniformly (Haar) distributed orthogonal matrices of shape ``(*shape, n, m)``."""
+    shape = _canon_shape(shape)
+    words, _ = _key_words("orthogonal", key)
+    dtype = _canon_dtype(dtype, float)
+    n = operator.index(core.concrete_or_error(n, "The error occurred in xform.random.orthogonal()"))
+    m = n if m is None else operator.index(
+        core.concrete_or_error(m, "The error occurred in xform.random.orthogonal()"))
+    return _orthogonal_j(words, n, m, shape, dtype)
+
+
+PRNGKeyArray = core.Array   # key arrays are Arrays of dtype key<fry>
+KeyArray = core.Array
