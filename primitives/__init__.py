@@ -13,3 +13,4 @@ for _fam in _FAMILIES:
         if _e.name != f"primitives.{_fam}":
             raise
 del _fam, _importlib
+from primitives import special  # noqa: E402,F401  (special functions: igamma, zeta, ...)
