@@ -290,9 +290,10 @@ def _seed_array(ctor, seed):
     if isinstance(seed, int):
         # As JAX: Python ints go through int64 first (so hashes work without x64),
         # then to the canonical integer type (which wraps them to 32 bits without x64).
-        if not -2 ** 63 <= seed < 2 ** 64:
-            raise OverflowError(f"Python int {seed} too large to convert to int64")
-        s = np.array(seed if seed < 2 ** 63 else seed - 2 ** 64, np.int64)
+        if not -2 ** 63 <= seed < 2 ** 63:
+            raise OverflowError(f"Python int {seed} too large to convert to int64 (a seed "
+                                "must fit in int64)")
+        s = np.array(seed, np.int64)
         if not config.read("jax_enable_x64"):
             s = s.astype(np.int32)
         return jnp.asarray(s)
