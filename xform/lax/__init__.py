@@ -14,3 +14,4 @@ for _fam in _FAMILIES:
     for _name in getattr(_mod, "__all__", ()):
         globals()[_name] = getattr(_mod, _name)
 del _fam, _importlib
+from xform.lax import linalg  # noqa: E402,F401  (h-linalg13: xform.lax.linalg)
