@@ -502,6 +502,10 @@ def _scatter(data, name):
             "unique_indices": False, "mode": mode}, [x, idx, u]
 
 
+# convolution / windowed reductions / FFT: specs in their own module (h-conv12)
+from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
+SPECS.update(_CONV_FFT_SPECS)
+
 # ----------------------------------------------------------------- the checks
 
 

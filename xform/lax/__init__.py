@@ -2,7 +2,8 @@
 import importlib as _importlib
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc")
+             "collectives", "control_flow", "misc",
+             "convolution", "windowed", "fft")
 
 for _fam in _FAMILIES:
     try:
