@@ -89,3 +89,129 @@ def _conv_gen(data, name):
 
 
 SPECS["conv_general_dilated"] = (_conv_gen, False, 64)
+
+
+# ----------------------------------------------------------------- windowed reductions
+
+
+def random_window(rng, nd=None, negative_pads=False, dilations=True, shape=None):
+    """(operand shape, window params) with a non-empty output."""
+    for _ in range(200):
+        n = nd or int(rng.integers(1, 4))
+        shp = shape or tuple(int(rng.integers(1, 6)) for _ in range(n))
+        n = len(shp)
+        lo = -1 if negative_pads else 0
+        p = dict(window_dimensions=tuple(int(rng.integers(1, 4)) for _ in range(n)),
+                 window_strides=tuple(int(rng.integers(1, 3)) for _ in range(n)),
+                 padding=tuple((int(rng.integers(lo, 3)), int(rng.integers(lo, 3)))
+                               for _ in range(n)),
+                 base_dilation=tuple(int(rng.integers(1, 3)) if dilations else 1
+                                     for _ in range(n)),
+                 window_dilation=tuple(int(rng.integers(1, 3)) if dilations else 1
+                                       for _ in range(n)))
+        from primitives.windowed import reduce_window_shape_tuple
+        try:
+            out = reduce_window_shape_tuple(shp, **p)
+        except ValueError:
+            continue
+        if 0 not in out:
+            return shp, p
+    raise AssertionError("no window drawn")
+
+
+def _distinct(rng, shape, dt):
+    """Values without ties (so max/min choices are unambiguous)."""
+    n = int(np.prod(shape))
+    v = rng.permutation(n).astype(np.float64) - n / 2
+    if np.dtype(dt).kind == "f":
+        v = v / max(n, 1) * 4
+    return v.reshape(shape).astype(dt)
+
+
+def _rw_gen(data, name):
+    rng = _rng(data)
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float16", "int32"]), label="dtype"))
+    shp, p = random_window(rng, negative_pads=True)
+    return p, [_distinct(rng, shp, dt)]
+
+
+def _sga_gen(data, name):
+    rng = _rng(data)
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float64"]), label="dtype"))
+    shp, p = random_window(rng, negative_pads=True)
+    p["select_prim"] = data.draw(st.sampled_from(["ge", "le"]), label="select")
+    return p, [rng.standard_normal(shp).astype(dt), _distinct(rng, shp, dt)]
+
+
+def _ssa_gen(data, name):
+    from primitives.windowed import reduce_window_shape_tuple
+    rng = _rng(data)
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float64"]), label="dtype"))
+    shp, p = random_window(rng, negative_pads=True, dilations=False)
+    del p["base_dilation"], p["window_dilation"]
+    p["select_prim"] = data.draw(st.sampled_from(["ge", "le"]), label="select")
+    out = reduce_window_shape_tuple(shp, p["window_dimensions"], p["window_strides"],
+                                    p["padding"])
+    return p, [rng.standard_normal(out).astype(dt), _distinct(rng, shp, dt)]
+
+
+def _mul_computation(dt):
+    from interpreters import staging
+    from interpreters.core import ShapedArray
+    from primitives.elementwise import mul_p
+    return staging.trace_to_closed_jaxpr(lambda a, b: [mul_p.bind(a, b)],
+                                         [ShapedArray((), dt)] * 2)
+
+
+def _argmax_computation(dt):
+    """Variadic (value, index) -> first maximum, as jnp.argmax is often written."""
+    from interpreters import staging
+    from interpreters.core import ShapedArray
+    from primitives.elementwise import gt_p, eq_p, lt_p, and_p, or_p, select_n_p
+
+    def f(av, ai, bv, bi):
+        pick_a = or_p.bind(gt_p.bind(av, bv), and_p.bind(eq_p.bind(av, bv), lt_p.bind(ai, bi)))
+        return [select_n_p.bind(pick_a, bv, av), select_n_p.bind(pick_a, bi, ai)]
+    s = [ShapedArray((), dt), ShapedArray((), np.dtype(np.int32))]
+    return staging.trace_to_closed_jaxpr(f, s + s)
+
+
+def _generic_rw_gen(data, name):
+    rng = _rng(data)
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "int32"]), label="dtype"))
+    shp, p = random_window(rng, negative_pads=True)
+    if data.draw(st.booleans(), label="variadic"):
+        x = _distinct(rng, shp, dt)
+        idx = np.arange(x.size, dtype=np.int32).reshape(shp)
+        p["jaxpr"] = _argmax_computation(dt)
+        lowest = np.array(-np.inf if dt.kind == "f" else np.iinfo(dt).min, dt)
+        return p, [x, idx, lowest, np.array(-1, np.int32)]
+    p["jaxpr"] = _mul_computation(dt)
+    x = (rng.uniform(0.5, 1.5, shp) if dt.kind == "f" else rng.integers(-2, 3, shp)).astype(dt)
+    return p, [x, np.array(1, dt)]
+
+
+def _generic_reduce_gen(data, name):
+    rng = _rng(data)
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "int32"]), label="dtype"))
+    nd = int(rng.integers(1, 4))
+    shp = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+    k = int(rng.integers(1, nd + 1))
+    dims = tuple(sorted(int(d) for d in rng.permutation(nd)[:k]))
+    if data.draw(st.booleans(), label="variadic"):
+        x = _distinct(rng, shp, dt)
+        idx = np.arange(x.size, dtype=np.int32).reshape(shp)
+        lowest = np.array(-np.inf if dt.kind == "f" else np.iinfo(dt).min, dt)
+        return {"jaxpr": _argmax_computation(dt), "dimensions": dims}, [
+            x, idx, lowest, np.array(-1, np.int32)]
+    x = (rng.uniform(0.5, 1.5, shp) if dt.kind == "f" else rng.integers(-2, 3, shp)).astype(dt)
+    return {"jaxpr": _mul_computation(dt), "dimensions": dims}, [x, np.array(1, dt)]
+
+
+SPECS["reduce_window_sum"] = (_rw_gen, False, 8)
+SPECS["reduce_window_max"] = (_rw_gen, True, 1)
+SPECS["reduce_window_min"] = (_rw_gen, True, 1)
+SPECS["select_and_gather_add"] = (_sga_gen, True, 1)
+SPECS["select_and_scatter_add"] = (_ssa_gen, False, 8)
+SPECS["reduce_window"] = (_generic_rw_gen, False, 16)
+SPECS["reduce"] = (_generic_reduce_gen, False, 16)
