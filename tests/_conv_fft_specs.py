@@ -215,3 +215,29 @@ SPECS["select_and_gather_add"] = (_sga_gen, True, 1)
 SPECS["select_and_scatter_add"] = (_ssa_gen, False, 8)
 SPECS["reduce_window"] = (_generic_rw_gen, False, 16)
 SPECS["reduce"] = (_generic_reduce_gen, False, 16)
+
+
+# ----------------------------------------------------------------- fft
+
+
+def _fft_gen(data, name):
+    from primitives.fft import FftType
+    rng = _rng(data)
+    typ = data.draw(st.sampled_from(list(FftType)), label="fft_type")
+    k = data.draw(st.integers(1, 3), label="rank")
+    lead = tuple(int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 2))))
+    lengths = tuple(int(rng.integers(1, 9)) for _ in range(k))
+    real = np.dtype(data.draw(st.sampled_from(["float32", "float64"]), label="dtype"))
+    cplx = np.complex64 if real == np.float32 else np.complex128
+    if typ == FftType.RFFT:
+        x = rng.standard_normal(lead + lengths).astype(real)
+    elif typ == FftType.IRFFT:
+        shp = lead + lengths[:-1] + (lengths[-1] // 2 + 1,)
+        x = (rng.standard_normal(shp) + 1j * rng.standard_normal(shp)).astype(cplx)
+    else:
+        x = (rng.standard_normal(lead + lengths)
+             + 1j * rng.standard_normal(lead + lengths)).astype(cplx)
+    return {"fft_type": typ, "fft_lengths": lengths}, [x]
+
+
+SPECS["fft"] = (_fft_gen, False, 64)

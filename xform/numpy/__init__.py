@@ -35,6 +35,7 @@ from xform.numpy._ufuncs import __all__ as _u_all
 from xform.numpy import _linalg, _ufuncs as _F, _reductions as _R
 
 from xform.numpy._signal import convolve, correlate  # noqa: F401,E402
+from xform.numpy import fft  # noqa: F401,E402
 ndarray = Array
 
 # constants
@@ -170,4 +171,4 @@ __all__ = sorted(set(_c_all + _l_all + _r_all + _s_all + _u_all + [
     "flatnonzero", "generic", "number", "inexact", "floating", "complexfloating", "integer",
     "signedinteger", "unsignedinteger"]))
 del _n
-__all__ = sorted(set(__all__) | {"convolve", "correlate"})
+__all__ = sorted(set(__all__) | {"convolve", "correlate", "fft"})
