@@ -505,6 +505,9 @@ from _linalg_specs import register_linalg_specs  # noqa: E402  (h-linalg13: deco
 
 register_linalg_specs(spec)
 
+# convolution / windowed reductions / FFT: specs in their own module (h-conv12)
+from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
+SPECS.update(_CONV_FFT_SPECS)
 
 # ----------------------------------------------------------------- the checks
 
