@@ -34,7 +34,7 @@ from xform.numpy._ufuncs import *  # noqa: F401,F403
 from xform.numpy._ufuncs import __all__ as _u_all
 from xform.numpy import _linalg, _ufuncs as _F, _reductions as _R
 
-ndarray = Array
+from xform._array_type import Array as ndarray  # noqa: E402  (isinstance: concrete or traced)
 
 # constants
 pi = _np.pi
