@@ -460,7 +460,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         avg = R.mean(x, axis=1)
         fact = U.to_array(n - ddof, x.dtype, False)
         xc = F.subtract(x, S.expand_dims(avg, 1))
-        c = dot(xc, F.conj(S.transpose(xc)))
+        c = dot(xc, _conj(S.transpose(xc)))
     else:
         avg, w_sum = R.average(x, axis=1, weights=w, returned=True)
         w_sum = lax().index_in_dim(w_sum, 0, 0, False)
@@ -472,7 +472,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             fact = F.subtract(w_sum, F.true_divide(
                 F.multiply(U.to_array(ddof, x.dtype, False), R.sum(F.multiply(w, aw))), w_sum))
         xc = F.subtract(x, S.expand_dims(avg, 1))
-        c = dot(F.multiply(xc, w), F.conj(S.transpose(xc)))
+        c = dot(F.multiply(xc, w), _conj(S.transpose(xc)))
     return S.squeeze(F.true_divide(c, fact))
 
 
@@ -720,3 +720,7 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
 __all__ = ["quantile", "nanquantile", "percentile", "nanpercentile", "nanmedian", "bincount",
            "histogram", "histogram_bin_edges", "histogram2d", "histogramdd", "cov", "corrcoef",
            "diff", "ediff1d", "gradient", "interp", "trapezoid", "unwrap"]
+
+
+def _conj(x):
+    return lax().conj(x) if x.dtype.kind == "c" else x
