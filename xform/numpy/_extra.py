@@ -1,7 +1,7 @@
 """Collects the public names of the modules added for the rest of ``jax.numpy``."""
 import importlib as _importlib
 
-_MODULES = ("_mathfuncs", "_index_tricks", "_sorting_extra", "_setops", "_statistics", "_misc")
+_MODULES = ("_mathfuncs", "_index_tricks", "_sorting_extra", "_setops", "_statistics", "_misc", "_polynomial")
 
 __all__ = []
 for _m in _MODULES:

@@ -828,13 +828,14 @@ class ufunc:
                                  "'initial'.")
             w = U.broadcast_to_shape(U.to_array(where), x.shape)
             x = F.where(w, x, U.to_array(ident, x.dtype, False))
-        if initial is None and self.identity is not None and \
-                any(x.shape[i] == 0 for i in axes):
+        if initial is None:
             initial = self.identity
         shape0 = x.shape
-        for ax in sorted(axes, reverse=True):
-            x = self._reduce_axis(x, ax, initial)
-            initial = None if len(axes) > 1 else initial
+        keep = [i for i in range(x.ndim) if i not in axes]
+        x = S.transpose(x, tuple(axes) + tuple(keep))
+        x = lax().reshape(x, (int(np.prod([shape0[i] for i in axes], dtype=np.int64)),) +
+                          tuple(shape0[i] for i in keep))
+        x = self._reduce_axis(x, 0, initial)
         if keepdims:
             x = lax().reshape(x, tuple(1 if i in axes else d for i, d in enumerate(shape0)))
         return x
