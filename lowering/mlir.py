@@ -128,6 +128,7 @@ def _load_rule_modules():
                           rules_reductions, rules_sorting, rules_structural)
     from lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
     from lowering import rules_indexing  # noqa: F401  (gather, scatter)
+    from lowering import rules_callbacks  # noqa: F401  (pure_callback, io_callback)
 
 
 def sync_rules() -> dict:
