@@ -1,4 +1,6 @@
 """``xform.scipy``: the parts of ``jax.scipy`` xform provides (``special``)."""
 from xform.scipy import special  # noqa: F401
+from xform.scipy import optimize  # noqa: F401
 
 __all__ = ["special"]
+__all__ += ["optimize"]
