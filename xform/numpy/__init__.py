@@ -169,3 +169,9 @@ __all__ = sorted(set(_c_all + _l_all + _r_all + _s_all + _u_all + [
     "flatnonzero", "generic", "number", "inexact", "floating", "complexfloating", "integer",
     "signedinteger", "unsignedinteger"]))
 del _n
+
+# ---- the rest of jax.numpy (issue 12, h-numpy12): new modules, listed in _EXTRA_MODULES
+from xform.numpy import _extra as _extra  # noqa: E402
+for _n in _extra.__all__:
+    globals()[_n] = getattr(_extra, _n)
+__all__ = sorted(set(__all__) | set(_extra.__all__))
