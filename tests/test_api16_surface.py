@@ -41,6 +41,7 @@ DOCUMENTED_EXCEPTIONS = {
     # JAX-internal modules (tracing internals, jaxlib, the C++ FFI)
     "ad": "internals", "api_util": "internals", "core": "internals",
     "interpreters": "internals", "lib": "internals", "ffi": "C++ FFI",
+    "extend": "internals", "tools": "internals",   # listed once something imports them
     # image resizing and memory spaces: no issue asks for them
     "image": "jax.image", "memory": "memory spaces",
     # configuration flags for features xform does not have
