@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 
 import numpy as np
 
@@ -243,7 +244,7 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
                 exe = client.compile_and_load(module, xc.DeviceList((device,)), opts,
                                               host_callbacks=list(host_callbacks))
         else:
-            exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
+            exe = _compile_persistent(client, text, device, donated, opts)
     except Exception as e:
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
@@ -256,9 +257,35 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
     return exe
 
 
+def _compile_persistent(client, text, device, donated, opts):
+    """``compile_and_load``, going through the on-disk cache (compilation_cache.py)."""
+    from lowering import compilation_cache as pcache
+    devices = xc.DeviceList((device,))
+    if pcache.cache_dir() is None:
+        return client.compile_and_load(text, devices, opts)
+    key = pcache.cache_key(text, opts.SerializeAsString(), donated, device)
+    payload = pcache.load(key)
+    if payload is not None:
+        try:
+            return client.deserialize_executable(payload, devices, opts)
+        except Exception:    # written by an incompatible runtime, or damaged: recompile
+            pcache.discard(key)
+    start = time.perf_counter()
+    exe = client.compile_and_load(text, devices, opts)
+    elapsed = time.perf_counter() - start
+    try:
+        payload = exe.serialize()
+    except Exception:        # some executables cannot be serialized; just don't cache them
+        return exe
+    pcache.store(key, payload, elapsed)
+    return exe
+
+
 def cache_info() -> dict:
+    from lowering import compilation_cache as pcache
     return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
-            "eager": len(_eager_cache)}
+            "eager": len(_eager_cache),
+            "persistent": dict(pcache.stats, dir=pcache.cache_dir())}
 
 
 def clear_caches():

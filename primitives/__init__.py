@@ -4,7 +4,7 @@ import importlib as _importlib
 from primitives import _rules  # noqa: F401  (installs the AD/batching hooks)
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc", "custom", "remat", "jit")
+             "collectives", "control_flow", "misc", "custom", "remat", "jit", "random")
 
 for _fam in _FAMILIES:
     try:
@@ -13,3 +13,4 @@ for _fam in _FAMILIES:
         if _e.name != f"primitives.{_fam}":
             raise
 del _fam, _importlib
+from primitives import special  # noqa: E402,F401  (special functions: igamma, zeta, ...)

@@ -711,15 +711,28 @@ def _branch_index(x, n, what):
     return ew.clamp(np.int32(0), x, np.int32(n - 1))
 
 
-def cond(pred, true_fun, false_fun, *operands, operand=None):
+class _NoOperand:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<no operand>"
+
+
+_no_operand = _NoOperand()
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """``true_fun(*operands) if pred else false_fun(*operands)``, staged as one ``cond``.
 
     Both branches are traced (their outputs must have identical types); only the
     taken one runs.  Under ``vmap`` with a batched ``pred`` both run and the
     results are selected.
     """
-    if operand is not None:
-        operands = operands + (operand,)
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("lax.cond: if the 'operand' keyword is passed then no positional "
+                            "operands can be passed")
+        operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     pa = core.get_aval(pred) if _is_arraylike(pred) else None
@@ -736,10 +749,13 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
     return _switch(index, [false_fun, true_fun], operands, ("false_fun", "true_fun"), "cond")
 
 
-def switch(index, branches, *operands, operand=None):
+def switch(index, branches, *operands, operand=_no_operand):
     """``branches[clamp(index, 0, len(branches) - 1)](*operands)``, staged as one ``cond``."""
-    if operand is not None:
-        operands = operands + (operand,)
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("lax.switch: if the 'operand' keyword is passed then no positional "
+                            "operands can be passed")
+        operands = (operand,)
     branches = list(branches)
     if not branches:
         raise ValueError("lax.switch: branches must be a non-empty sequence of callables")

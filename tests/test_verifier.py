@@ -646,3 +646,18 @@ def test_reference_bug_dot_general_f64():
     _check_case("dot_general", {"dimension_numbers": (((0,), (0,)), ((), ())), "precision": None,
                                 "preferred_element_type": None},
                 [np.ones(3, np.float64), np.ones(3, np.float64)])
+
+
+# random: threefry2x32 on uint32 words incl. counters/keys near 2**32 (wrap-around) and
+# broadcast operands (scalar key words against counter arrays)
+@spec("threefry2x32", exact=True)
+def _threefry2x32(data, name):
+    rng = _rng(data)
+    shape = data.draw(shapes(min_rank=0, max_rank=2, min_side=0))
+    big = data.draw(st.booleans(), label="large")
+    lo = 2**32 - 2**8 if big else 0
+
+    def words(s):
+        return rng.integers(lo, 2**32, s, dtype=np.uint64).astype(np.uint32)
+    key_shape = () if data.draw(st.booleans(), label="scalar_key") else shape
+    return {}, [words(key_shape), words(key_shape), words(shape), words(shape)]

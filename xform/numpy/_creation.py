@@ -192,34 +192,45 @@ def full(shape, fill_value, dtype=None, *, device=None):
     return _full(shape, fill_value, dt, weak=dtype is None and U.is_weak(fill_value))
 
 
-def _like_shape(a, shape):
-    return a.shape if shape is None else shape
+def _like(name, a, dtype, shape):
+    """(shape, dtype, weak) of a ``*_like`` template: an array-like, or anything with
+    ``shape`` and ``dtype`` (``ShapeDtypeStruct``), as in JAX."""
+    if isinstance(a, ArrayOps) or not (hasattr(a, "shape") and hasattr(a, "dtype")):
+        U.check_arraylike(name, a)
+        s, dt, weak = U.aval(a).shape, U.dtype_of(a), U.is_weak(a)
+    else:
+        try:
+            s = tuple(int(d) for d in a.shape)
+            dt = dtypes.canonicalize_dtype(np.dtype(a.dtype))
+        except TypeError:
+            raise TypeError(f"{name}: the template's shape {a.shape!r} and dtype {a.dtype!r} "
+                            "must be a tuple of ints and a dtype") from None
+        weak = bool(getattr(a, "weak_type", False))
+    return (s if shape is None else shape), (U.canonical_dtype(dtype) or dt), \
+        dtype is None and weak
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
-    U.check_arraylike("zeros_like", a)
-    return _full(_like_shape(U.aval(a), shape), 0, U.canonical_dtype(dtype) or U.dtype_of(a),
-                 weak=dtype is None and U.is_weak(a))
+    s, dt, weak = _like("zeros_like", a, dtype, shape)
+    return _full(s, 0, dt, weak=weak)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
-    U.check_arraylike("ones_like", a)
-    return _full(_like_shape(U.aval(a), shape), 1, U.canonical_dtype(dtype) or U.dtype_of(a),
-                 weak=dtype is None and U.is_weak(a))
+    s, dt, weak = _like("ones_like", a, dtype, shape)
+    return _full(s, 1, dt, weak=weak)
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
-    return zeros_like(a, dtype, shape)
+    s, dt, weak = _like("empty_like", a, dtype, shape)
+    return _full(s, 0, dt, weak=weak)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
-    U.check_arraylike("full_like", a)
-    dt = U.canonical_dtype(dtype) or U.dtype_of(a)
-    s = _like_shape(U.aval(a), shape)
+    s, dt, weak = _like("full_like", a, dtype, shape)
     if isinstance(fill_value, ArrayOps) and fill_value.ndim:
         from xform.numpy._shape import broadcast_to
         return broadcast_to(U.to_array(fill_value, dt, False), s)
-    return _full(s, fill_value, dt, weak=dtype is None and U.is_weak(a))
+    return _full(s, fill_value, dt, weak=weak)
 
 
 # ----------------------------------------------------------------- ranges
