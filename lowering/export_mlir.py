@@ -238,6 +238,7 @@ def _refine_error(msg: str) -> str:
 @register("call_exported")
 def _call_exported_lowering(ctx, eqn, *args):
     exported = eqn.params["exported"]
+    args = [args[i] for i in exported.module_kept_var_idx]     # unused inputs were dropped
     in_types = tuple(ctx.types[a] for a in args)
     ops, entry, out_types = specialize(exported.mlir_module_serialized, in_types,
                                        exported._platform_index(ctx.module.platform))

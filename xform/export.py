@@ -820,7 +820,7 @@ def _pp_arg(exported, arg_idx, dim_idx=None):
         p = "args" + p[3:]
     elif p.startswith("[1]"):
         p = "kwargs" + p[3:]
-    return p + (".shape" if dim_idx is None else f".shape[{dim_idx}]")
+    return p + ("" if dim_idx is None else f".shape[{dim_idx}]")
 
 
 def _call_abstract_eval(*in_avals, exported):
@@ -851,7 +851,8 @@ def _call_abstract_eval(*in_avals, exported):
     import lowering
     platform = _canonical_platform(lowering.default_backend())
     _, _, out_types = _export_mlir.specialize(
-        exported.mlir_module_serialized, tuple(aval_type(a) for a in in_avals),
+        exported.mlir_module_serialized,
+        tuple(aval_type(in_avals[i]) for i in exported.module_kept_var_idx),
         exported._platform_index(platform))
     from lowering.mlir import _shape_of
     return [ShapedArray(_shape_of(t), a.dtype, a.weak_type)
@@ -862,7 +863,7 @@ def _check_dim_vars(exported, in_avals):
     """Solve the dimension variables from the argument shapes and check them statically,
     with JAX's error texts (a variable is >= 1 and takes one value everywhere)."""
     env, origin = {}, {}
-    specs = ",".join(f"{_pp_arg(exported, i)} = {_shape_str(a.shape)}"
+    specs = ",".join(f"{_pp_arg(exported, i)}.shape = {_shape_str(a.shape)}"
                      for i, a in enumerate(exported.in_avals))
 
     def fail(what):
