@@ -66,6 +66,7 @@ class _DimExpr:
     describe the avals of shape-polymorphic artifacts (e.g. written by JAX).
     """
     __slots__ = ("terms", "scope")
+    _is_symbolic_dim = True
 
     def __init__(self, terms, scope=None):
         self.terms = {m: c for m, c in terms.items() if c != 0}   # monomial -> coefficient
@@ -707,20 +708,133 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
         plats = platforms if platforms is not None else (default_export_platform(),)
         dyn_args, _, dyn_kwargs, _ = fun_jit._split(args_specs, kwargs_specs)
         leaves, in_tree = _tu.tree_flatten((tuple(dyn_args), dict(dyn_kwargs)))
-        for path, leaf in _tu.tree_flatten_with_path((tuple(dyn_args), dict(dyn_kwargs)))[0]:
-            if _is_symbolic(getattr(leaf, "shape", ())):
-                raise ValueError(
-                    f"export: argument {_tu.keystr(path)} has the symbolic shape "
-                    f"({', '.join(map(str, leaf.shape))}): xform traces programs with concrete "
-                    "shapes only, so it exports shape-specialised modules (export once per "
-                    "shape); shape-polymorphic artifacts written by jax.export can be "
-                    "deserialized and called at any matching shape.")
+        if any(_is_symbolic(getattr(leaf, "shape", ())) for leaf in leaves):
+            return _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree,
+                                       plats, disabled_checks)
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
         entry = traced._entry
         closed = _unhoist(entry.closed, entry.const_args)
         return _export_closed(closed, fun_jit._name, in_tree, entry.out_tree, plats,
                               disabled_checks)
     return do_export
+
+
+def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, platforms,
+                        disabled_checks) -> Exported:
+    """Export for every value of the dimension variables (see ``lowering.export_poly``)."""
+    import lowering
+    from interpreters import passes
+    from lowering import export_poly
+    from xform._jit import ShapeDtypeStruct
+    variables = []
+    for leaf in leaves:
+        for d in getattr(leaf, "shape", ()):
+            if isinstance(d, _DimExpr):
+                for v in d.variables():
+                    if v not in variables:
+                        variables.append(v)
+                for m in d.terms:
+                    if any(p > 1 for _, p in m):
+                        raise ValueError(f"export: the symbolic dimension {d} has a power of a "
+                                         "variable; only multilinear dimensions are supported")
+    variables.sort()
+    points = export_poly.sample_points(variables)
+    texts, first = [], None
+    for env in points:
+        def concrete(x):
+            shape = getattr(x, "shape", None)
+            if shape is None or not _is_symbolic(shape):
+                return x
+            dims = tuple(_eval_dim(d, env) for d in shape)
+            return ShapeDtypeStruct(dims, x.dtype)
+        a = _tu.tree_map(concrete, args_specs,
+                         is_leaf=lambda x: isinstance(x, (_SymbolicSDS, ShapeDtypeStruct)))
+        k = _tu.tree_map(concrete, kwargs_specs,
+                         is_leaf=lambda x: isinstance(x, (_SymbolicSDS, ShapeDtypeStruct)))
+        traced = fun_jit.trace(*a, **k)
+        closed = passes.simplify(_unhoist(traced._entry.closed, traced._entry.const_args))
+        if first is None:
+            first = (closed, traced._entry.out_tree)
+        lowered = lowering.lower_module(closed, name=f"jit_{fun_jit._name}", debug_info=False)
+        if lowered.host_callbacks:
+            raise ValueError("Cannot serialize code with custom calls whose targets have no "
+                             "compatibility guarantees: the function uses Python host callbacks.")
+        texts.append(lowered.text)
+    closed, out_tree = first
+    arg_specs = [[_dim_poly(d) for d in getattr(leaf, "shape", ())] for leaf in leaves]
+    paths = _arg_paths(in_tree)
+    spec_text = ",".join(f"{p}.shape = {_shape_str(getattr(leaf, 'shape', ()))}"
+                         for p, leaf in zip(paths, leaves)
+                         if _is_symbolic(getattr(leaf, "shape", ())))
+    text, result_shapes = export_poly.generalize(texts, variables, arg_specs, spec_text,
+                                                       paths)
+    blob = _export_mlir.serialize_module(text, uses_shape_polymorphism=True,
+                                         result_info=_result_info(out_tree),
+                                         platform_index_arg=len(platforms) > 1)
+    in_avals = [ShapedArray(tuple(getattr(leaf, "shape", ())), np.dtype(leaf.dtype))
+                for leaf in leaves]
+    out_avals = [ShapedArray(tuple(_poly_dim(d) for d in shape), a.dtype)
+                 for shape, a in zip(result_shapes, closed.out_avals)]
+    name = fun_jit._name
+
+    def get_vjp(primal: Exported) -> Exported:
+        from xform._ad_api import vjp as _vjp
+        n = len(primal.in_avals)
+
+        def flat_primal(*xs):
+            args, kwargs = in_tree.unflatten(list(xs))
+            return _tu.tree_leaves(fun_jit(*args, **kwargs))
+
+        def fun_vjp(*args_and_cts):
+            _, pullback = _vjp(flat_primal, *args_and_cts[:n])
+            return list(pullback(list(args_and_cts[n:])))
+        fun_vjp.__name__ = f"vjp_{name}"
+        from xform._jit import jit
+        specs = [_SymbolicSDS(a.shape, a.dtype) if _is_symbolic(a.shape)
+                 else ShapeDtypeStruct(a.shape, a.dtype)
+                 for a in primal.in_avals + primal.out_avals]
+        return export(jit(fun_vjp), platforms=platforms, disabled_checks=disabled_checks)(*specs)
+
+    return Exported(
+        fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
+        out_avals=out_avals, nr_devices=1, platforms=platforms, ordered_effects=(),
+        unordered_effects=(), disabled_safety_checks=disabled_checks,
+        mlir_module_serialized=blob, calling_convention_version=_CALLING_CONVENTION_VERSION,
+        module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=True,
+        _get_vjp=get_vjp)
+
+
+def _eval_dim(d, env):
+    if not isinstance(d, _DimExpr):
+        return int(d)
+    return sum(c * _eval_mono(m, env) for m, c in d.terms.items())
+
+
+def _dim_poly(d):
+    """A _DimExpr as export_poly's polynomial dict; ints stay ints."""
+    if not isinstance(d, _DimExpr):
+        return int(d)
+    return {tuple(sorted(v for v, _ in m)): c for m, c in d.terms.items()}
+
+
+def _poly_dim(p):
+    if isinstance(p, int):
+        return p
+    e = _DimExpr({tuple((v, 1) for v in m): c for m, c in p.items()})
+    return e._norm()
+
+
+def _arg_paths(in_tree):
+    paths = [_tu.keystr(p) for p, _ in _tu.tree_flatten_with_path(
+        in_tree.unflatten([0] * in_tree.num_leaves))[0]]
+    out = []
+    for p in paths:
+        if p.startswith("[0]"):
+            p = "args" + p[3:]
+        elif p.startswith("[1]"):
+            p = "kwargs" + p[3:]
+        out.append(p)
+    return out
 
 
 def _unhoist(closed, const_args):
@@ -864,7 +978,7 @@ def _check_dim_vars(exported, in_avals):
     with JAX's error texts (a variable is >= 1 and takes one value everywhere)."""
     env, origin = {}, {}
     specs = ",".join(f"{_pp_arg(exported, i)}.shape = {_shape_str(a.shape)}"
-                     for i, a in enumerate(exported.in_avals))
+                     for i, a in enumerate(exported.in_avals) if _is_symbolic(a.shape))
 
     def fail(what):
         obtained = "".join(f"'{v}' = {env[v]} from specification '{v}' for dimension "
