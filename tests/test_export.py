@@ -233,6 +233,92 @@ def test_calls_jax_polymorphic_artifact_at_two_batch_sizes_with_jax_errors():
         assert str(ours.value) == str(theirs.value)
 
 
+# ----------------------------------------------------------------- polymorphic export from xform
+
+
+def jlogits(params, x):
+    return jax.nn.log_softmax(jpredict(params, x))
+
+
+def logits(params, x):
+    return nn.log_softmax(predict(params, x))
+
+
+def test_batch_polymorphic_export_two_sizes_grad_and_errors():
+    params = mlp_params(12)
+    b, = export.symbolic_shape("b")
+    exp = export.export(xform.jit(logits))(params, xform.ShapeDtypeStruct((b, 6), f32))
+    jb, = jexport.symbolic_shape("b")
+    jexp = jexport.export(jax.jit(jlogits))(params, jax.ShapeDtypeStruct((jb, 6), f32))
+    assert [repr(a) for a in exp.in_avals] == [repr(a) for a in jexp.in_avals]
+    assert [repr(a) for a in exp.out_avals] == [repr(a) for a in jexp.out_avals]
+    assert "jax.uses_shape_polymorphism = true" in exp.mlir_module()
+    assert "tensor<?x6xf32>" in exp.mlir_module()
+    exp = export.deserialize(exp.serialize(vjp_order=1))
+    for n in (2, 7):
+        x = np.random.RandomState(n).randn(n, 6).astype(f32)
+        close(exp.call(params, x), jlogits(params, x))
+        g = xform.grad(lambda p: exp.call(p, x).sum())(params)
+        tree_close(g, jax.grad(lambda p: jlogits(p, x).sum())(params), 1e-4)
+    for bad in (np.zeros((0, 6), f32), np.zeros((3, 5), f32)):
+        with pytest.raises(ValueError) as theirs:
+            jexp.call(params, bad)
+        with pytest.raises(ValueError) as ours:
+            exp.call(params, bad)
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_product_dimension_reshape_and_consistency_errors():
+    a, b = export.symbolic_shape("a, b")
+    ja, jb = jexport.symbolic_shape("a, b")
+
+    def f(x, y):
+        return xnp.sin(x.reshape(-1)) + y * x.shape[0]
+
+    def jf(x, y):
+        return jnp.sin(x.reshape(-1)) + y * x.shape[0]
+    exp = export.export(xform.jit(f))(xform.ShapeDtypeStruct((a, b), f32),
+                                      xform.ShapeDtypeStruct((a * b,), f32))
+    jexp = jexport.export(jax.jit(jf))(jax.ShapeDtypeStruct((ja, jb), f32),
+                                       jax.ShapeDtypeStruct((ja * jb,), f32))
+    assert [repr(v) for v in exp.out_avals] == [repr(v) for v in jexp.out_avals]
+    for shape in ((2, 3), (5, 1)):
+        x = np.random.RandomState(0).randn(*shape).astype(f32)
+        y = np.arange(x.size, dtype=f32)
+        close(exp.call(x, y), jf(x, y))
+    bad = (np.ones((2, 3), f32), np.ones((7,), f32))
+    with pytest.raises(ValueError) as theirs:
+        jexp.call(*bad)
+    with pytest.raises(ValueError) as ours:
+        exp.call(*bad)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_polymorphic_export_rejects_shape_dependent_structure():
+    b, = export.symbolic_shape("b")
+
+    def unrolled(x):       # one op per row: the program's structure depends on b
+        return sum(x[i] for i in range(x.shape[0]))
+    with pytest.raises(ValueError, match="symbolic shapes"):
+        export.export(xform.jit(unrolled))(xform.ShapeDtypeStruct((b,), f32))
+
+
+def test_polymorphic_xform_artifact_called_by_jax():
+    pytest.importorskip("flatbuffers")
+    params = mlp_params(13)
+    b, = export.symbolic_shape("b")
+    blob = export.export(xform.jit(logits))(params, xform.ShapeDtypeStruct((b, 6), f32)) \
+        .serialize(vjp_order=1)
+    jexp = jexport.deserialize(blob)
+    assert repr(jexp.in_avals[-1]) == "ShapedArray(float32[b,6])"
+    for n in (3, 4):
+        x = np.random.RandomState(n).randn(n, 6).astype(f32)
+        close(jexp.call(params, x), jlogits(params, x))
+        close(jax.jit(jexp.call)(params, x), jlogits(params, x))
+        tree_close(jax.grad(lambda p: jexp.call(p, x).sum())(params),
+                   jax.grad(lambda p: jlogits(p, x).sum())(params), 1e-4)
+
+
 # ----------------------------------------------------------------- interop with jax.export
 
 
@@ -302,14 +388,17 @@ def test_roundtrip_in_fresh_process(tmp_path):
     c0 = np.zeros(2, f32)
     cases, expected = {}, {}
 
-    def add(name, fn, args, want, grad=False, vjp_order=0):
-        exp = export.export(xform.jit(fn))(*args)
+    def add(name, fn, args, want, grad=False, vjp_order=0, specs=None, more=()):
+        exp = export.export(xform.jit(fn))(*(specs or args))
         (tmp_path / f"{name}.bin").write_bytes(exp.serialize(vjp_order=vjp_order))
-        leaves = xform.tree_util.tree_leaves(args)
-        np.savez(tmp_path / f"in_{name}.npz", **{f"a{i}": np.asarray(l)
-                                                 for i, l in enumerate(leaves)})
-        cases[name] = {"inputs": [f"in_{name}.npz"], "grad": grad}
-        expected[name] = [xform.tree_util.tree_leaves(want)]
+        cases[name] = {"inputs": [], "grad": grad}
+        expected[name] = []
+        for k, (a, w) in enumerate([(args, want)] + list(more)):
+            leaves = xform.tree_util.tree_leaves(a)
+            np.savez(tmp_path / f"in_{name}_{k}.npz", **{f"a{i}": np.asarray(l)
+                                                         for i, l in enumerate(leaves)})
+            cases[name]["inputs"].append(f"in_{name}_{k}.npz")
+            expected[name].append(xform.tree_util.tree_leaves(w))
 
     add("mlp", predict, (params, x), jpredict(params, x))
     jl = lambda p: jnp.mean((jpredict(p, x) - y) ** 2)   # noqa: E731
@@ -320,6 +409,12 @@ def test_roundtrip_in_fresh_process(tmp_path):
     add("scan", cumulative, (xs, c0), cumulative(xs, c0))
     args = pytree_args()
     add("pytree", pytree_fn, args, pytree_fn(*args))
+    # batch-polymorphic: one artifact, called at two batch sizes
+    b, = export.symbolic_shape("b")
+    x2, x9 = rng.randn(2, 6).astype(f32), rng.randn(9, 6).astype(f32)
+    add("poly", logits, (params, x2), jlogits(params, x2),
+        specs=(params, xform.ShapeDtypeStruct((b, 6), f32)),
+        more=[((params, x9), jlogits(params, x9))])
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path)], cwd=tmp_path, env=env,
