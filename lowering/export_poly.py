@@ -346,6 +346,12 @@ class _Rewriter:
         pieces.append(line[last:])
         new = "".join(pieces)
         payloads = {k: v for k, v in sym.items() if isinstance(v, tuple)}
+        splat = None
+        if payloads and type_polys and len(payloads) == 1:
+            (_, (_, vals)), = payloads.items()
+            splat = _uniform(vals, line)
+            if splat is not None:
+                payloads = {}
         if "func.func" in line:
             res = self._header(new)
             if " @main(" in line:
@@ -401,7 +407,7 @@ class _Rewriter:
             out.append(f'    {lhs} = "stablehlo.dynamic_iota"({shape}){attrs} : ({st}) -> '
                        f'{result_type}')
         elif op == "stablehlo.constant":
-            val = re.search(r'dense<("0x[0-9A-Fa-f]+"|[^>]*)>', line).group(1)
+            val = splat or re.search(r'dense<("0x[0-9A-Fa-f]+"|[^>]*)>', line).group(1)
             elem = re.search(r"tensor<(?:[0-9]+x)*([^>]*)>", line).group(1)
             if val.startswith('"0x') and (len(val) - 4) // 2 != _ELEM_BYTES.get(elem, -1):
                 raise PolyError(f"export with symbolic shapes: a non-splat constant of "
@@ -511,6 +517,24 @@ def _plain(d):
     if len(d) == 1 and list(d.values()) == [1] and len(next(iter(d))) == 1:
         return next(iter(d))[0]
     return None
+
+
+def _uniform(vals, line):
+    """The one-element payload if every corner's constant repeats a single element."""
+    elem = re.search(r"tensor<(?:[0-9]+x)*([^>]*)>", line)
+    width = _ELEM_BYTES.get(elem.group(1)) if elem else None
+    if not width:
+        return None
+    first = None
+    for v in vals:
+        hexs = v[3:-1]
+        unit = hexs[:2 * width]
+        if not unit or hexs != unit * (len(hexs) // len(unit)) or len(hexs) % len(unit):
+            return None
+        if first is not None and unit != first:
+            return None
+        first = unit
+    return f'"0x{first}"'
 
 
 _ELEM_BYTES = {"i1": 1, "i8": 1, "ui8": 1, "i4": 1, "ui4": 1, "i16": 2, "ui16": 2, "f16": 2,

@@ -428,3 +428,40 @@ def test_roundtrip_in_fresh_process(tmp_path):
             assert len(got) == len(want), name
             for g, w in zip(got, want):
                 close(g, w)
+
+
+def xent(w, x, y):
+    return -xnp.mean(xnp.sum(nn.log_softmax(x @ w) * nn.one_hot(y, 3), -1)), y.sum()
+
+
+def jxent(w, x, y):
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(x @ w) * jax.nn.one_hot(y, 3), -1)), y.sum()
+
+
+def test_grad_with_integer_inputs_and_outputs_uses_float0():
+    rng = np.random.RandomState(21)
+    w, x = rng.randn(4, 3).astype(f32), rng.randn(5, 4).astype(f32)
+    y = np.array([0, 1, 2, 1, 0], np.int32)
+    want = jax.grad(lambda w: jxent(w, x, y)[0])(w)
+    b, = export.symbolic_shape("b")
+    for specs in [(w, x, y), (w, xform.ShapeDtypeStruct((b, 4), f32),
+                              xform.ShapeDtypeStruct((b,), np.int32))]:
+        exp = export.export(xform.jit(xent))(*specs)
+        v = exp.vjp()
+        jv = jexport.export(jax.jit(jxent))(w, x, y).vjp()
+        assert [a.dtype.name for a in v.out_avals][-1] == "void"        # float0
+        assert len(v.in_avals) == len(jv.in_avals) and len(v.out_avals) == len(jv.out_avals)
+        exp = export.deserialize(exp.serialize(vjp_order=1))
+        assert str(exp.vjp().out_avals[-1].dtype) == str(v.out_avals[-1].dtype)
+        close(xform.grad(lambda w: exp.call(w, x, y)[0])(w), want)
+
+
+def test_jax_differentiates_xform_artifact_with_integer_inputs():
+    pytest.importorskip("flatbuffers")
+    rng = np.random.RandomState(22)
+    w, x = rng.randn(4, 3).astype(f32), rng.randn(5, 4).astype(f32)
+    y = np.array([2, 1, 2, 1, 0], np.int32)
+    jexp = jexport.deserialize(export.export(xform.jit(xent))(w, x, y).serialize(1))
+    assert str(jexp.vjp().out_avals[-1]) == "float0[5]"
+    close(jax.grad(lambda w: jexp.call(w, x, y)[0])(w),
+          jax.grad(lambda w: jxent(w, x, y)[0])(w))

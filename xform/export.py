@@ -492,8 +492,17 @@ def _tree_from_data(node):
 # ----------------------------------------------------------------- avals <-> data
 
 
+_FLOAT0 = np.dtype([("float0", np.void, 0)])
+
+
 def _aval_to_data(a):
-    return (tuple(str(d) for d in a.shape), np.dtype(a.dtype).name)
+    name = "float0" if np.dtype(a.dtype) == _FLOAT0 else np.dtype(a.dtype).name
+    return (tuple(str(d) for d in a.shape), name)
+
+
+def _physical(aval):
+    """float0 values travel as bool (``i1``) tensors, as in JAX."""
+    return ShapedArray(aval.shape, np.bool_, aval.weak_type) if aval.dtype == _FLOAT0 else aval
 
 
 def _aval_from_data(d, scope):
@@ -778,22 +787,10 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
     name = fun_jit._name
 
     def get_vjp(primal: Exported) -> Exported:
-        from xform._ad_api import vjp as _vjp
-        n = len(primal.in_avals)
-
         def flat_primal(*xs):
             args, kwargs = in_tree.unflatten(list(xs))
             return _tu.tree_leaves(fun_jit(*args, **kwargs))
-
-        def fun_vjp(*args_and_cts):
-            _, pullback = _vjp(flat_primal, *args_and_cts[:n])
-            return list(pullback(list(args_and_cts[n:])))
-        fun_vjp.__name__ = f"vjp_{name}"
-        from xform._jit import jit
-        specs = [_SymbolicSDS(a.shape, a.dtype) if _is_symbolic(a.shape)
-                 else ShapeDtypeStruct(a.shape, a.dtype)
-                 for a in primal.in_avals + primal.out_avals]
-        return export(jit(fun_vjp), platforms=platforms, disabled_checks=disabled_checks)(*specs)
+        return _export_vjp(flat_primal, name, primal, platforms, disabled_checks)
 
     return Exported(
         fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
@@ -859,7 +856,7 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
     from interpreters import passes
     closed = passes.simplify(closed)
     for a in closed.in_avals + closed.out_avals:
-        if a.dtype == np.dtype([("float0", np.void, 0)]):
+        if a.dtype == _FLOAT0:
             raise ValueError("export: float0 arguments/results (cotangents of integer values) "
                              "cannot be exported; differentiate with respect to float inputs")
     lowered = lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
@@ -875,7 +872,9 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
     out_avals = list(closed.out_avals)
 
     def get_vjp(primal: Exported) -> Exported:
-        return _export_vjp(closed, name, primal, platforms, disabled_checks)
+        def flat_primal(*xs):
+            return list(ir.eval_jaxpr(closed.jaxpr, closed.consts, *xs))
+        return _export_vjp(flat_primal, name, primal, platforms, disabled_checks)
 
     return Exported(
         fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
@@ -886,31 +885,39 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
         _get_vjp=get_vjp)
 
 
-def _export_vjp(closed, name, primal, platforms, disabled_checks) -> Exported:
-    """Export ``(*primals, *out_cts) -> in_cts`` of the primal program (JAX's convention)."""
-    from xform._ad_api import vjp as _vjp
-    from xform._jit import ShapeDtypeStruct
-    n = len(primal.in_avals)
+def _export_vjp(flat_primal, name, primal, platforms, disabled_checks) -> Exported:
+    """Export ``(*primals, *out_cts) -> in_cts`` of ``flat_primal`` (JAX's convention).
 
-    def flat_primal(*xs):
-        return list(ir.eval_jaxpr(closed.jaxpr, closed.consts, *xs))
+    Cotangents of integer/bool values are float0 in the avals and ``i1`` tensors in the
+    module (JAX's physical representation of float0)."""
+    from interpreters.dtypes import float0
+    from xform import numpy as xnp
+    from xform._ad_api import vjp as _vjp
+    from xform._jit import ShapeDtypeStruct, jit
+    n = len(primal.in_avals)
+    in_float = [_is_float(a.dtype) for a in primal.in_avals]
+    out_float = [_is_float(a.dtype) for a in primal.out_avals]
 
     def fun_vjp(*args_and_cts):
         primals, cts = args_and_cts[:n], args_and_cts[n:]
         _, pullback = _vjp(flat_primal, *primals)
-        return list(pullback(list(cts)))
-
-    from xform._jit import jit
+        cts = [c if f else np.zeros(np.shape(c), float0) for c, f in zip(cts, out_float)]
+        in_cts = list(pullback(list(cts)))
+        return [c if f else xnp.zeros(np.shape(x), bool)
+                for c, f, x in zip(in_cts, in_float, primals)]
     fun_vjp.__name__ = f"vjp_{name}"
-    specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in primal.in_avals] + \
-            [ShapeDtypeStruct(a.shape, a.dtype) for a in primal.out_avals]
-    for a in primal.in_avals + primal.out_avals:
-        if not _is_float(a.dtype):
-            raise ValueError(
-                f"export: the VJP of {name!r} has an integer/boolean argument or result "
-                f"({a.str_short()}); its cotangent is float0, which exported modules cannot "
-                "carry. Export a function whose differentiated inputs and outputs are floats.")
-    return export(jit(fun_vjp), platforms=platforms, disabled_checks=disabled_checks)(*specs)
+
+    def spec(a, is_float):
+        dt = a.dtype if is_float else np.dtype(bool)
+        return _SymbolicSDS(a.shape, dt) if _is_symbolic(a.shape) else ShapeDtypeStruct(a.shape, dt)
+    specs = [spec(a, True) for a in primal.in_avals] + \
+            [spec(a, f) for a, f in zip(primal.out_avals, out_float)]
+    exp = export(jit(fun_vjp), platforms=platforms, disabled_checks=disabled_checks)(*specs)
+    exp.in_avals = tuple(list(exp.in_avals[:n]) + [
+        a if f else ShapedArray(a.shape, float0) for a, f in zip(exp.in_avals[n:], out_float)])
+    exp.out_avals = tuple(a if f else ShapedArray(a.shape, float0)
+                          for a, f in zip(exp.out_avals, in_float))
+    return exp
 
 
 def _is_float(dtype):
@@ -946,7 +953,7 @@ def _call_abstract_eval(*in_avals, exported):
         if len(exp.shape) != len(act.shape):
             raise ValueError(f"Rank mismatch for {_pp_arg(exported, i)}: expected "
                              f"{_shape_str(exp.shape)} and called with {_shape_str(act.shape)}")
-        if exp.dtype != act.dtype:
+        if _physical(exp).dtype != _physical(act).dtype:
             raise ValueError(f"Dtype mismatch for {_pp_arg(exported, i)}: expected {exp.dtype} "
                              f"and called with {act.dtype}")
         for k, d in enumerate(exp.shape):
@@ -959,7 +966,7 @@ def _call_abstract_eval(*in_avals, exported):
     if symbolic:
         _check_dim_vars(exported, in_avals)
     if not symbolic and not any(_is_symbolic(a.shape) for a in exported.out_avals):
-        return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in exported.out_avals]
+        return [_physical(ShapedArray(a.shape, a.dtype, a.weak_type)) for a in exported.out_avals]
     # Shape polymorphism: refine the module for these shapes (also checks its assertions).
     from lowering.mlir import aval_type
     import lowering
@@ -969,7 +976,7 @@ def _call_abstract_eval(*in_avals, exported):
         tuple(aval_type(in_avals[i]) for i in exported.module_kept_var_idx),
         exported._platform_index(platform))
     from lowering.mlir import _shape_of
-    return [ShapedArray(_shape_of(t), a.dtype, a.weak_type)
+    return [_physical(ShapedArray(_shape_of(t), a.dtype, a.weak_type))
             for t, a in zip(out_types, exported.out_avals)]
 
 
@@ -1092,7 +1099,12 @@ def call(exported: Exported):
 
     def bwd(residual, ct_res):
         exp_vjp = exported.vjp()
-        return tuple(call(exp_vjp)(*residual, *ct_res))
+        n = len(residual)
+        cts = [np.zeros(a.shape, np.bool_) if a.dtype == _FLOAT0 else c
+               for c, a in zip(ct_res, exp_vjp.in_avals[n:])]
+        in_cts = call_exported_p.bind(*residual, *cts, exported=exp_vjp)
+        return tuple(c if _is_float(a.dtype) else None
+                     for c, a in zip(in_cts, exported.in_avals))
 
     f_flat.defvjp(fwd, bwd)
 
@@ -1104,8 +1116,10 @@ def call(exported: Exported):
                 f"the function '{exported.fun_name}' was exported, but they have the "
                 f"following structural differences: the invocation has structure {in_tree} "
                 f"and the export {exported.in_tree}.")
-        leaves = [x if isinstance(x, (core.Array, core.Tracer)) else core.Array(np.asarray(x))
-                  if not isinstance(x, (int, float, complex, bool)) else x for x in leaves]
+        leaves = [x if isinstance(x, (core.Array, core.Tracer, int, float, complex, bool))
+                  else core.Array(np.asarray(x)) for x in leaves]
+        leaves = [np.zeros(np.shape(x), np.bool_) if getattr(x, "dtype", None) == _FLOAT0 else x
+                  for x in leaves]
         res = f_flat(*leaves)
         return exported.out_tree.unflatten(list(res))
     return f_imported
