@@ -29,13 +29,19 @@ from interpreters import core, ir, staging
 from interpreters import tree_util as _tu
 from interpreters.core import ShapedArray
 from lowering import export_flatbuf as _fb
-from lowering import export_mlir as _export_mlir  # noqa: F401  (registers the lowering rule)
 
 __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic_shape",
            "symbolic_args_specs", "default_export_platform", "call", "call_exported",
            "register_pytree_node_serialization", "register_namedtuple_serialization",
            "minimum_supported_calling_convention_version",
            "maximum_supported_calling_convention_version", "SymbolicScope"]
+
+def _em():
+    """lowering.export_mlir (imported on first use; importing it registers the lowering
+    rule of ``call_exported``)."""
+    from lowering import export_mlir
+    return export_mlir
+
 
 minimum_supported_calling_convention_version = 9
 maximum_supported_calling_convention_version = 10
@@ -571,7 +577,7 @@ class Exported:
 
     def mlir_module(self) -> str:
         """The StableHLO module as text."""
-        return _export_mlir.module_text(self.mlir_module_serialized)
+        return _em().module_text(self.mlir_module_serialized)
 
     def in_shardings_jax(self, mesh):
         return tuple(None for _ in self.in_avals)
@@ -777,7 +783,7 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
                          if _is_symbolic(getattr(leaf, "shape", ())))
     text, result_shapes = export_poly.generalize(texts, variables, arg_specs, spec_text,
                                                        paths)
-    blob = _export_mlir.serialize_module(text, uses_shape_polymorphism=True,
+    blob = _em().serialize_module(text, uses_shape_polymorphism=True,
                                          result_info=_result_info(out_tree),
                                          platform_index_arg=len(platforms) > 1)
     in_avals = [ShapedArray(tuple(getattr(leaf, "shape", ())), np.dtype(leaf.dtype))
@@ -866,7 +872,7 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
             f"Cannot serialize code with custom calls whose targets have no compatibility "
             f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
             "pure_callback, ...), which cannot be part of an exported artifact.")
-    blob = _export_mlir.serialize_module(lowered.text, result_info=_result_info(out_tree),
+    blob = _em().serialize_module(lowered.text, result_info=_result_info(out_tree),
                                          platform_index_arg=len(platforms) > 1)
     in_avals = [a.strip_weak_type() for a in closed.in_avals]
     out_avals = list(closed.out_avals)
@@ -971,7 +977,7 @@ def _call_abstract_eval(*in_avals, exported):
     from lowering.mlir import aval_type
     import lowering
     platform = _canonical_platform(lowering.default_backend())
-    _, _, out_types = _export_mlir.specialize(
+    _, _, out_types = _em().specialize(
         exported.mlir_module_serialized,
         tuple(aval_type(in_avals[i]) for i in exported.module_kept_var_idx),
         exported._platform_index(platform))
@@ -1052,6 +1058,7 @@ call_exported_p.def_abstract_eval(_call_abstract_eval)
 
 
 def _call_impl(*args, exported):
+    _em()
     from lowering.runtime import device_impl_hook
     return device_impl_hook(call_exported_p, args, {"exported": exported})
 
@@ -1089,6 +1096,7 @@ def call(exported: Exported):
     if not isinstance(exported, Exported):
         raise ValueError(f"The exported argument must be an export.Exported. Found {exported}.")
     from xform._custom_derivatives import custom_vjp
+    _em()     # the lowering rule of call_exported
 
     @custom_vjp
     def f_flat(*args_flat):
