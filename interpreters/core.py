@@ -320,6 +320,21 @@ class Tracer(ArrayOps):
     __str__ = __repr__
 
 
+def aval_text(aval, weak=True) -> str:
+    """``float32[3,4]`` (``~float32[]`` when weakly typed), as JAX's tracer reprs show avals."""
+    mark = "~" if weak and aval.weak_type else ""
+    return f"{mark}{aval.str_short(short_dtypes=False)}"
+
+
+def value_text(x) -> str:
+    """A value inside a tracer repr: tracers as their repr, arrays as NumPy prints them."""
+    if isinstance(x, Tracer):
+        return repr(x)
+    if isinstance(x, Array):
+        x = x._value if x._value is not None else np.asarray(x)
+    return str(np.asarray(x))
+
+
 # ----------------------------------------------------------------- concrete arrays
 
 

@@ -823,7 +823,10 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
             if _typematch(a, b):
                 new.append(a.update(weak_type=a.weak_type and b.weak_type))
             elif a.shape == b.shape and a.weak_type:
-                new.append(b.update(weak_type=False))
+                # JAX's rule: promote the weak initial carry with the body's output type;
+                # if the body still disagrees on the next trace, that is an error
+                # (a weak float carry does not become the int the body returns).
+                new.append(b.update(dtype=dtypes.result_type(a, b), weak_type=False))
             else:
                 bad.append(k)
                 new.append(a)
