@@ -55,7 +55,7 @@ pytrees = st.recursive(
     max_leaves=8)
 
 
-@settings(max_examples=30)
+@settings(max_examples=int(os.environ.get("XFORM_CKPT_EXAMPLES", "30")))
 @given(pytrees)
 def test_hypothesis_pytrees_roundtrip_bit_exactly(tmp_path_factory, tree):
     path = tmp_path_factory.mktemp("ck") / "t.ckpt"

@@ -141,7 +141,9 @@ def save(path, pytree, *, overwrite: bool = True) -> None:
         if not _npy_native(dt):
             if dt.itemsize not in _RAW_BITS:
                 raise TypeError(f"save(): leaf {p} has dtype {dt} of unsupported width")
-            stored = np.ascontiguousarray(a).view(_RAW_BITS[dt.itemsize])
+            # (np.ascontiguousarray would make 0-d arrays 1-d)
+            stored = np.array(a, order="C", copy=True).view(_RAW_BITS[dt.itemsize]) \
+                .reshape(a.shape)
         else:
             stored = a
         leaves_meta.append({"path": p, "file": f"arrays/{i}.npy", "dtype": dt.name,
@@ -202,7 +204,7 @@ def _read(path):
             a = np.load(io.BytesIO(z.read(meta["file"])), allow_pickle=False)
             dt = _dtype_from_name(meta["dtype"])
             if a.dtype != dt:
-                a = a.view(dt)
+                a = a.view(dt).reshape(a.shape)
             if list(a.shape) != list(meta["shape"]):
                 raise ValueError(f"restore(): corrupt checkpoint: leaf {meta['path']} has shape "
                                  f"{a.shape}, manifest says {tuple(meta['shape'])}")
