@@ -130,6 +130,7 @@ def _load_rule_modules():
     from lowering import rules_indexing  # noqa: F401  (gather, scatter)
     from lowering import rules_random  # noqa: F401  (threefry2x32)
     from lowering import rules_special  # noqa: F401  (special functions)
+    from lowering import rules_linalg_decomp  # noqa: F401  (LAPACK/cusolver decompositions)
 
 
 def sync_rules() -> dict:

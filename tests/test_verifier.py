@@ -501,6 +501,11 @@ def _scatter(data, name):
             "unique_indices": False, "mode": mode}, [x, idx, u]
 
 
+from _linalg_specs import register_linalg_specs  # noqa: E402  (h-linalg13: decompositions)
+
+register_linalg_specs(spec)
+
+
 # ----------------------------------------------------------------- the checks
 
 

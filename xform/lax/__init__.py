@@ -16,3 +16,4 @@ for _fam in _FAMILIES:
 del _fam, _importlib
 
 from primitives.special import *  # noqa: E402,F401,F403  (polygamma, igamma, betainc, ...)
+from xform.lax import linalg  # noqa: E402,F401  (h-linalg13: xform.lax.linalg)

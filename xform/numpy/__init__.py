@@ -160,6 +160,9 @@ for _n in ("norm", "vector_norm", "matrix_norm", "vecdot", "matmul", "tensordot"
            "diagonal", "cross", "outer"):
     setattr(linalg, _n, getattr(_linalg, _n))
 linalg.matrix_transpose = matrix_transpose  # noqa: F405
+from xform.numpy import _linalg_decomp as _ld  # noqa: E402  (h-linalg13: all of jnp.linalg)
+for _n in _ld.LINALG_NAMES:
+    setattr(linalg, _n, getattr(_ld, _n))
 _sys.modules.setdefault("xform.numpy.linalg", linalg)
 
 __all__ = sorted(set(_c_all + _l_all + _r_all + _s_all + _u_all + [
