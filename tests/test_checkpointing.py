@@ -44,8 +44,10 @@ def arrays(draw):
     return a
 
 
+typed_keys = st.builds(lambda seed, n: xform.random.split(xform.random.key(seed), n),
+                       st.integers(0, 2**31 - 1), st.integers(1, 3))
 leaves = st.one_of(arrays(), st.integers(-2**40, 2**40), st.floats(allow_nan=True),
-                   st.booleans())
+                   st.booleans(), typed_keys)
 pytrees = st.recursive(
     leaves,
     lambda kids: st.one_of(st.lists(kids, max_size=3), st.tuples(kids, kids),
@@ -145,6 +147,21 @@ def test_interrupted_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
     assert p.read_bytes() == before
     assert os.listdir(tmp_path) == ["c.ckpt"]           # the temporary file is gone
     np.testing.assert_array_equal(ck.restore(p)["w"], old["w"])
+
+
+def test_typed_prng_keys_roundtrip(tmp_path):
+    keys = xform.random.split(xform.random.key(7), 3)
+    p = tmp_path / "k.ckpt"
+    ck.save(p, {"rng": keys, "raw": xform.random.PRNGKey(1)})
+    back = ck.restore(p)
+    assert str(back["rng"].dtype) == "key<fry>" and back["rng"].shape == (3,)
+    np.testing.assert_array_equal(xform.random.key_data(back["rng"]),
+                                  xform.random.key_data(keys))
+    np.testing.assert_array_equal(xform.random.normal(back["rng"][2], (4,)),
+                                  xform.random.normal(keys[2], (4,)))
+    assert back["raw"].dtype == np.uint32
+    with pytest.raises(ValueError, match=r"\['rng'\].*key<fry>.*uint32"):
+        ck.restore(p, target={"rng": np.zeros(3, np.uint32), "raw": np.zeros(2, np.uint32)})
 
 
 def test_errors(tmp_path):
