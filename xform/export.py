@@ -501,21 +501,35 @@ def _tree_from_data(node):
 _FLOAT0 = np.dtype([("float0", np.void, 0)])
 
 
+def _is_key_dtype(dt) -> bool:
+    from interpreters.dtypes import is_extended
+    return not isinstance(dt, np.dtype) and is_extended(dt)
+
+
 def _aval_to_data(a):
-    name = "float0" if np.dtype(a.dtype) == _FLOAT0 else np.dtype(a.dtype).name
+    if _is_key_dtype(a.dtype):
+        name = str(a.dtype)
+    else:
+        name = "float0" if np.dtype(a.dtype) == _FLOAT0 else np.dtype(a.dtype).name
     return (tuple(str(d) for d in a.shape), name)
 
 
 def _physical(aval):
-    """float0 values travel as bool (``i1``) tensors, as in JAX."""
+    """What travels in the module (JAX's physical representation): float0 as bool
+    (``i1``) tensors, typed PRNG keys as their ``uint32[..., 2]`` key data."""
+    if _is_key_dtype(aval.dtype):
+        return ShapedArray(tuple(aval.shape) + tuple(aval.dtype.key_shape), aval.dtype.physical)
     return ShapedArray(aval.shape, np.bool_, aval.weak_type) if aval.dtype == _FLOAT0 else aval
 
 
 def _aval_from_data(d, scope):
     shape_strs, dtype = d
     if dtype.startswith("key<"):
-        raise ValueError(f"the serialized Exported has an argument of PRNG key dtype {dtype}; "
-                         "xform.export supports array dtypes only")
+        from primitives.prng import KEY_DTYPE
+        if dtype != str(KEY_DTYPE):
+            raise ValueError(f"the serialized Exported has an argument of PRNG key dtype "
+                             f"{dtype}; xform supports {KEY_DTYPE} (threefry2x32) keys only")
+        return ShapedArray(tuple(_parse_dim(s, scope) for s in shape_strs), KEY_DTYPE)
     if dtype == "float0":
         from interpreters.dtypes import float0
         dt = float0
@@ -865,6 +879,10 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
         if a.dtype == _FLOAT0:
             raise ValueError("export: float0 arguments/results (cotangents of integer values) "
                              "cannot be exported; differentiate with respect to float inputs")
+    logical = closed
+    from primitives import prng
+    if prng.jaxpr_has_keys(closed):        # typed PRNG keys travel as their key data
+        closed = prng.physicalize_closed(closed)
     lowered = lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
                                     platform=platforms[0] if platforms[0] != "cuda" else "gpu")
     if lowered.host_callbacks:
@@ -874,8 +892,9 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
             "pure_callback, ...), which cannot be part of an exported artifact.")
     blob = _em().serialize_module(lowered.text, result_info=_result_info(out_tree),
                                          platform_index_arg=len(platforms) > 1)
-    in_avals = [a.strip_weak_type() for a in closed.in_avals]
-    out_avals = list(closed.out_avals)
+    in_avals = [a.strip_weak_type() for a in logical.in_avals]
+    out_avals = list(logical.out_avals)
+    closed = logical
 
     def get_vjp(primal: Exported) -> Exported:
         def flat_primal(*xs):
@@ -956,6 +975,7 @@ def _call_abstract_eval(*in_avals, exported):
                          f"{len(exported.in_avals)} arrays, got {len(in_avals)}")
     symbolic = False
     for i, (exp, act) in enumerate(zip(exported.in_avals, in_avals)):
+        exp = _physical(exp)
         if len(exp.shape) != len(act.shape):
             raise ValueError(f"Rank mismatch for {_pp_arg(exported, i)}: expected "
                              f"{_shape_str(exp.shape)} and called with {_shape_str(act.shape)}")
@@ -1116,6 +1136,8 @@ def call(exported: Exported):
 
     f_flat.defvjp(fwd, bwd)
 
+    has_keys = any(_is_key_dtype(a.dtype) for a in exported.in_avals + exported.out_avals)
+
     def f_imported(*args, **kwargs):
         leaves, in_tree = _tu.tree_flatten((args, kwargs))
         if in_tree != exported.in_tree:
@@ -1128,8 +1150,15 @@ def call(exported: Exported):
                   else core.Array(np.asarray(x)) for x in leaves]
         leaves = [np.zeros(np.shape(x), np.bool_) if getattr(x, "dtype", None) == _FLOAT0 else x
                   for x in leaves]
-        res = f_flat(*leaves)
-        return exported.out_tree.unflatten(list(res))
+        if has_keys:
+            from xform import random as _random
+            leaves = [_random.key_data(x) if _is_key_dtype(getattr(x, "dtype", None)) else x
+                      for x in leaves]
+        res = list(f_flat(*leaves))
+        if has_keys:
+            res = [_random.wrap_key_data(r) if _is_key_dtype(a.dtype) else r
+                   for r, a in zip(res, exported.out_avals)]
+        return exported.out_tree.unflatten(res)
     return f_imported
 
 
