@@ -4,7 +4,9 @@ xform traces programs with concrete shapes only.  To export a program that
 works for every value of some dimension variables (``b`` in ``f32[b, 4]``) we
 
 1. lower it at the corners of a box of sample values (two unusual primes per
-   variable: 2**k lowerings for k variables) and once more at a check point;
+   variable: 2**k lowerings for k variables) and at two check points, one of
+   small sizes (a program that branches on a size between the scales is
+   rejected rather than silently specialised);
 2. require the texts to be identical except for numbers: every number that
    differs (a tensor dimension, or the value of a scalar constant such as the
    ``b * 4`` divisor of a mean) must be a multilinear polynomial in the
@@ -18,7 +20,7 @@ works for every value of some dimension variables (``b`` in ``f32[b, 4]``) we
    dimension variables; a dimension-valued constant is computed from them;
 4. each function computes the dimension variables it needs with
    ``get_dimension_size`` on an argument having that plain variable as a
-   dimension, and ``main`` checks JAX's shape assertions (``b >= 1``,
+   dimension (``main`` also solves ``k*b + c`` dimensions), and ``main`` checks JAX's shape assertions (``b >= 1``,
    consistent sizes) with ``shape_assertion`` custom calls carrying JAX's
    messages.
 
@@ -37,8 +39,10 @@ from fractions import Fraction
 import numpy as np
 
 # Two sample values per variable (and a check value): primes unlikely to be
-# sizes of their own in a program.
+# sizes of their own in a program.  A second, small check point catches programs
+# that branch on a size (``if x.shape[0] > 100``) between the two scales.
 _SAMPLES = [(1009, 1013, 1019), (1021, 1031, 1033), (1039, 1049, 1051), (1061, 1063, 1069)]
+_SMALL = (7, 11, 13, 17)
 MAX_VARS = 3
 
 _NUM = re.compile(r'"0x[0-9A-Fa-f]+"|\d+')
@@ -46,14 +50,22 @@ _OPNAME = re.compile(r'"([a-z_]+\.[a-z_0-9]+)"\(')
 
 
 def sample_points(variables):
-    """[(dict var -> value)] for the 2**k corners, then the check point."""
+    """[(dict var -> value)] for the 2**k corners, then the two check points."""
     if len(variables) > MAX_VARS:
         raise ValueError(f"export: at most {MAX_VARS} dimension variables are supported, got "
                          f"{len(variables)} ({', '.join(variables)})")
     corners = [dict(zip(variables, (_SAMPLES[j][bit] for j, bit in enumerate(bits))))
                for bits in itertools.product((0, 1), repeat=len(variables))]
     check = {v: _SAMPLES[j][2] for j, v in enumerate(variables)}
-    return corners + [check]
+    small = {v: _SMALL[j] for j, v in enumerate(variables)}
+    return corners + [check, small]
+
+
+def _fits(poly, values, variables, points):
+    """``poly`` (fitted on the corners) reproduces ``values`` at the check points."""
+    n = 2 ** len(variables)
+    return poly is not None and all(_eval(poly, p) == v
+                                    for p, v in zip(points[n:], values[n:]))
 
 
 # ----------------------------------------------------------------- polynomials
@@ -179,8 +191,7 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
     listing for assertion messages.  Returns (text, result shapes as lists of
     polynomials or ints).
     """
-    corners = texts[:-1]
-    check = texts[-1]
+    ncorners = 2 ** len(variables)
     points = sample_points(variables)
     lines = [t.splitlines() for t in texts]
     if len({len(ls) for ls in lines}) != 1:
@@ -211,18 +222,18 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
                 sym[k] = ("payload", vals)
                 continue
             ints = [int(v) for v in vals]
-            poly = _fit(variables, ints[:-1])
-            if poly is None or _eval(poly, points[-1]) != ints[-1]:
+            poly = _fit(variables, ints[:ncorners])
+            if not _fits(poly, ints, variables, points):
                 raise PolyError(f"export with symbolic shapes: a size in\n  {line0.strip()}\n"
                                 "is not a polynomial with integer coefficients of the dimension "
-                                "variables")
+                                "variables (floor division, powers, or Python control flow on "
+                                "a size cannot be exported shape-polymorphically)")
             if not _in_spans(pos, spans):
                 raise PolyError(f"export with symbolic shapes: the attribute of\n  "
                                 f"{line0.strip()}\ndepends on the dimension variables; xform "
                                 "cannot generalise this operation")
             sym[k] = poly
         out_lines.extend(ctx.rewrite(line0, positions, nums[0], sym, variables, points))
-    del corners, check
     return "\n".join(out_lines) + "\n", ctx.result_shapes
 
 
@@ -243,7 +254,7 @@ class _Rewriter:
         return f"%{base}{self.counter}"
 
     # -- function headers: remember argument types; compute the dimension variables
-    def _header(self, new_line):
+    def _header(self, new_line, is_main=False):
         """``new_line``: the header with '?v' markers; returns the lines to emit."""
         self.func_dims = {}
         self.func_args = []
@@ -262,7 +273,27 @@ class _Rewriter:
                                f'({self.arg_types[name]}) -> tensor<i32>')
                     self.func_dims[var] = n
                     break
+            if var not in self.func_dims and is_main:
+                self._solve_linear(vi, var, out)
         return out
+
+    def _solve_linear(self, vi, var, out):
+        """``var`` from an argument dimension ``k*var + c`` of main (e.g. ``2*b``)."""
+        for i, shape in enumerate(self.arg_specs):
+            for j, d in enumerate(shape):
+                if not isinstance(d, dict) or set(d) - {(var,), ()} or (var,) not in d:
+                    continue
+                k, c = d[(var,)], d.get((), 0)
+                name = self.func_args[i][0]
+                n = self.fresh("size_")
+                out.append(f'    {n} = "stablehlo.get_dimension_size"({name}) '
+                           f'{{dimension = {j} : i64}} : ({self.arg_types[name]}) -> tensor<i32>')
+                if c:
+                    n = self.binop("subtract", n, self.const_i32(c, out), out)
+                if k != 1:
+                    n = self.binop("divide", n, self.const_i32(k, out), out)
+                self.func_dims[var] = n
+                return
 
     def plain(self, line):
         if "func.func" in line:
@@ -353,7 +384,7 @@ class _Rewriter:
             if splat is not None:
                 payloads = {}
         if "func.func" in line:
-            res = self._header(new)
+            res = self._header(new, " @main(" in line)
             if " @main(" in line:
                 self.result_shapes = self._result_shapes(line, sym, positions)
                 res += self._assertions(out)
@@ -373,10 +404,12 @@ class _Rewriter:
             if any(d is None for d in decoded):
                 raise PolyError(f"export with symbolic shapes: the constant\n  {line.strip()}\n"
                                 "depends on the dimension variables and is not a scalar integer")
-            poly = _fit(variables, decoded[:-1])
-            if poly is None or _eval(poly, points[-1]) != decoded[-1]:
+            poly = _fit(variables, decoded[:2 ** len(variables)])
+            if not _fits(poly, decoded, variables, points):
                 raise PolyError(f"export with symbolic shapes: the constant\n  {line.strip()}\n"
-                                "is not a polynomial of the dimension variables")
+                                "is not a polynomial of the dimension variables (does the program "
+                                "branch on a size, e.g. `if x.shape[0] > n`? that cannot be "
+                                "exported shape-polymorphically)")
             v = self.poly_value(poly, out)
             out.append(f'    {lhs} = "stablehlo.convert"({v}) : (tensor<i32>) -> {result_type}')
             return out
