@@ -235,6 +235,14 @@ def _refine_error(msg: str) -> str:
     return f"Error refining shapes of the exported module: {msg}"
 
 
+def _ensure_kernels(platform):
+    """JAX's exports call jaxlib's LAPACK / cusolver FFI kernels by name: register them
+    with XLA (as our own linear-algebra lowering does) before compiling such a call."""
+    from lowering.rules_linalg_decomp import _ensure_targets
+    p = (platform or "cpu").lower()
+    _ensure_targets({"gpu": "cuda", "host": "cpu"}.get(p, p))
+
+
 @register("call_exported")
 def _call_exported_lowering(ctx, eqn, *args):
     exported = eqn.params["exported"]
@@ -244,6 +252,8 @@ def _call_exported_lowering(ctx, eqn, *args):
                                        exported._platform_index(ctx.module.platform))
     mod = ctx.module
     key = ("call_exported", exported.mlir_module_serialized, in_types, ctx.module.platform)
+    if any("custom_call" in o for o in ops):
+        _ensure_kernels(ctx.module.platform)
     if key not in mod.func_names:
         mod.func_names[key] = entry
         mod.functions.extend("  " + o for o in ops)

@@ -442,6 +442,16 @@ def test_roundtrip_in_fresh_process(tmp_path):
     add("poly", logits, (params, x2), jlogits(params, x2),
         specs=(params, xform.ShapeDtypeStruct((b, 6), f32)),
         more=[((params, x9), jlogits(params, x9))])
+    try:      # a JAX artifact calling jaxlib's LAPACK kernels (needs their registration)
+        import flatbuffers  # noqa: F401
+        a = np.array([[2., 1, 0], [1, 3, 0], [0, 0, 1]], f32)
+        jfun = lambda a: jnp.linalg.inv(a) @ jnp.linalg.eigh(a)[1]   # noqa: E731
+        (tmp_path / "jax_linalg.bin").write_bytes(jexport.export(jax.jit(jfun))(a).serialize())
+        np.savez(tmp_path / "in_jax_linalg_0.npz", a0=a)
+        cases["jax_linalg"] = {"inputs": ["in_jax_linalg_0.npz"], "grad": False}
+        expected["jax_linalg"] = [[jfun(a)]]
+    except ImportError:
+        pass
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path)], cwd=tmp_path, env=env,
