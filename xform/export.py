@@ -33,7 +33,7 @@ from lowering import export_flatbuf as _fb
 __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic_shape",
            "symbolic_args_specs", "default_export_platform", "call", "call_exported",
            "register_pytree_node_serialization", "register_namedtuple_serialization",
-           "minimum_supported_calling_convention_version",
+           "minimum_supported_calling_convention_version", "is_symbolic_dim",
            "maximum_supported_calling_convention_version", "SymbolicScope"]
 
 def _em():
@@ -315,22 +315,13 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
         if s is None:
             out.append(ShapeDtypeStruct(shape, dtype))
         else:
-            out.append(_SymbolicSDS(symbolic_shape(s, scope=scope, like=shape), dtype))
+            out.append(ShapeDtypeStruct(symbolic_shape(s, scope=scope, like=shape), dtype))
     return tree.unflatten(out)
 
 
-class _SymbolicSDS:
-    """A ShapeDtypeStruct whose shape has dimension variables."""
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
-
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype, self.weak_type, self.sharding = tuple(shape), np.dtype(dtype), \
-            False, None
-
-    ndim = property(lambda self: len(self.shape))
-
-    def __repr__(self):
-        return f"ShapeDtypeStruct(shape=({', '.join(map(str, self.shape))}), dtype={self.dtype.name})"
+def is_symbolic_dim(p) -> bool:
+    """True for a symbolic dimension (a dimension variable expression)."""
+    return isinstance(p, _DimExpr)
 
 
 def _is_symbolic(shape):
@@ -777,9 +768,9 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
             dims = tuple(_eval_dim(d, env) for d in shape)
             return ShapeDtypeStruct(dims, x.dtype)
         a = _tu.tree_map(concrete, args_specs,
-                         is_leaf=lambda x: isinstance(x, (_SymbolicSDS, ShapeDtypeStruct)))
+                         is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
         k = _tu.tree_map(concrete, kwargs_specs,
-                         is_leaf=lambda x: isinstance(x, (_SymbolicSDS, ShapeDtypeStruct)))
+                         is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
         traced = fun_jit.trace(*a, **k)
         closed = passes.simplify(_unhoist(traced._entry.closed, traced._entry.const_args))
         if first is None:
@@ -934,7 +925,7 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks) -> Export
 
     def spec(a, is_float):
         dt = a.dtype if is_float else np.dtype(bool)
-        return _SymbolicSDS(a.shape, dt) if _is_symbolic(a.shape) else ShapeDtypeStruct(a.shape, dt)
+        return ShapeDtypeStruct(a.shape, dt)
     specs = [spec(a, True) for a in primal.in_avals] + \
             [spec(a, f) for a, f in zip(primal.out_avals, out_float)]
     exp = export(jit(fun_vjp), platforms=platforms, disabled_checks=disabled_checks)(*specs)
