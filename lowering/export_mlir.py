@@ -84,6 +84,56 @@ def _add_platform_index(text: str) -> str:
     return text[:end] + main + text[end:]
 
 
+def multi_platform_module(texts, name: str) -> str:
+    """One module for several platforms whose lowerings differ (JAX's convention):
+    ``main(%platform_index: i32, *args)`` runs a ``stablehlo.case`` over the
+    per-platform programs (each lowering's functions renamed ``_xf_p{i}_*``)."""
+    ir = _ir()
+    ops, sig = [], None
+    with _lock, _ctx():
+        for i, text in enumerate(texts):
+            m = ir.Module.parse(text)
+            names = [ir.StringAttr(op.attributes["sym_name"]).value
+                     for op in m.body.operations if "sym_name" in op.attributes]
+            for n in names:
+                ir.SymbolTable.replace_all_symbol_uses(n, f"_xf_p{i}_{n}", m.operation)
+            symtab = ir.SymbolTable(m.operation)
+            for op in list(m.body.operations):
+                if "sym_name" in op.attributes:
+                    n = ir.StringAttr(op.attributes["sym_name"]).value
+                    symtab.set_symbol_name(op, f"_xf_p{i}_{n}")
+                    if op.name == "func.func":
+                        op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+                    if n == "main":
+                        s_ = _func_types(op)
+                        if sig is not None and s_ != sig:
+                            raise ValueError("the per-platform lowerings have different "
+                                             "signatures")
+                        sig = s_
+            ops += [op.get_asm(print_generic_op_form=True, enable_debug_info=False)
+                    for op in m.body.operations]
+    ins, outs = sig
+    args = ['%plat: tensor<i32> {jax.global_constant = "_platform_index"}'] + \
+        [f"%a{i}: {t}" for i, t in enumerate(ins)]
+    regions = []
+    for i in range(len(texts)):
+        call = _call_text(f"_xf_p{i}_main", [f"%a{k}" for k in range(len(ins))], ins, outs,
+                          indent="        ")
+        ret = call[1].replace('"func.return"', '"stablehlo.return"')
+        regions.append("{\n" + call[0] + "\n" + ret + "\n      }")
+    res = ", ".join(outs)
+    n = len(outs)
+    lhs = "" if n == 0 else ("%c = " if n == 1 else f"%c:{n} = ")
+    rets = [] if n == 0 else (["%c"] if n == 1 else [f"%c#{k}" for k in range(n)])
+    main = (f"  func.func public @main({', '.join(args)}) -> ({res}) {{\n"
+            f'    {lhs}"stablehlo.case"(%plat) ({", ".join(regions)}) : (tensor<i32>) -> ({res})\n'
+            f'    "func.return"({", ".join(rets)}) : ({res}) -> ()\n  }}\n')
+    mod = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return (f"module @{mod} attributes {{mhlo.num_partitions = 1 : i32, "
+            f"mhlo.num_replicas = 1 : i32}} {{\n{main}" + "\n".join("  " + o for o in ops)
+            + "\n}\n")
+
+
 def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
                      result_info=None, platform_index_arg: bool = False) -> bytes:
     """VHLO bytecode of the StableHLO module ``text`` (a portable artifact)."""

@@ -519,3 +519,17 @@ def test_typed_prng_keys_travel_as_key_data():
         jax.random.key(5), x)
     assert repr(jexp.in_avals[0]) == repr(exp.in_avals[0])
     close(jexp.call(jax.random.key(5), x), out)
+
+
+def test_multi_platform_export_with_platform_specific_kernels():
+    # Cholesky lowers to LAPACK on CPU and cusolver on CUDA: the module holds both
+    # programs behind a stablehlo.case on the platform index (JAX's convention).
+    def f(a):
+        return xnp.linalg.cholesky(a) * 2
+    a = np.array([[4., 2], [2, 3]], f32)
+    exp = export.export(xform.jit(f), platforms=("cpu", "cuda"))(a)
+    text = exp.mlir_module()
+    assert "stablehlo.case" in text and "lapack_spotrf" in text and "cusolver" in text
+    exp = export.deserialize(exp.serialize())
+    close(exp.call(a), np.linalg.cholesky(a) * 2)
+    close(xform.jit(exp.call)(a), np.linalg.cholesky(a) * 2)

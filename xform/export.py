@@ -775,7 +775,17 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
         closed = passes.simplify(_unhoist(traced._entry.closed, traced._entry.const_args))
         if first is None:
             first = (closed, traced._entry.out_tree)
-        lowered = lowering.lower_module(closed, name=f"jit_{fun_jit._name}", debug_info=False)
+        lowered = lowering.lower_module(closed, name=f"jit_{fun_jit._name}", debug_info=False,
+                                        platform=_lowering_platform(platforms[0]))
+        if first[0] is closed:
+            for p in platforms[1:]:
+                other = lowering.lower_module(closed, name=f"jit_{fun_jit._name}",
+                                              debug_info=False, platform=_lowering_platform(p))
+                if other.text != lowered.text:
+                    raise ValueError(
+                        f"export: {fun_jit._name} lowers differently for {platforms[0]} and "
+                        f"{p} (platform-specific kernels); with symbolic shapes export for one "
+                        "platform at a time")
         if lowered.host_callbacks:
             raise ValueError("Cannot serialize code with custom calls whose targets have no "
                              "compatibility guarantees: the function uses Python host callbacks.")
@@ -856,6 +866,10 @@ def _unhoist(closed, const_args):
     return ir.ClosedJaxpr(jaxpr, list(closed.consts) + list(const_args))
 
 
+def _lowering_platform(p):
+    return "gpu" if p in ("cuda", "rocm") else p
+
+
 def _result_info(out_tree):
     paths = [_tu.keystr(p) for p, _ in _tu.tree_flatten_with_path(
         out_tree.unflatten([0] * out_tree.num_leaves))[0]]
@@ -874,15 +888,22 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
     from primitives import prng
     if prng.jaxpr_has_keys(closed):        # typed PRNG keys travel as their key data
         closed = prng.physicalize_closed(closed)
-    lowered = lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
-                                    platform=platforms[0] if platforms[0] != "cuda" else "gpu")
-    if lowered.host_callbacks:
-        raise ValueError(
-            f"Cannot serialize code with custom calls whose targets have no compatibility "
-            f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
-            "pure_callback, ...), which cannot be part of an exported artifact.")
-    blob = _em().serialize_module(lowered.text, result_info=_result_info(out_tree),
-                                         platform_index_arg=len(platforms) > 1)
+    lowereds = [lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
+                                      platform=_lowering_platform(p)) for p in platforms]
+    for lowered in lowereds:
+        if lowered.host_callbacks:
+            raise ValueError(
+                f"Cannot serialize code with custom calls whose targets have no compatibility "
+                f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
+                "pure_callback, ...), which cannot be part of an exported artifact.")
+    texts = [lw.text for lw in lowereds]
+    info = _result_info(out_tree)
+    if len(set(texts)) <= 1:
+        blob = _em().serialize_module(texts[0], result_info=info,
+                                      platform_index_arg=len(platforms) > 1)
+    else:     # platform-specific lowerings (e.g. LAPACK vs cusolver): a case on the index
+        text = _em().multi_platform_module(texts, f"jit_{name}")
+        blob = _em().serialize_module(text, result_info=info)
     in_avals = [a.strip_weak_type() for a in logical.in_avals]
     out_avals = list(logical.out_avals)
     closed = logical
