@@ -191,7 +191,7 @@ _counter = [0]
 
 
 @functools.lru_cache(maxsize=256)
-def specialize(blob: bytes, in_types: tuple, platform_index, prefix: str = ""):
+def specialize(blob: bytes, in_types: tuple, platform_index):
     """Refine the exported module ``blob`` for arguments of types ``in_types``.
 
     ``platform_index``: None, or the value of the leading platform-index

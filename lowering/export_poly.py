@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import struct
 from fractions import Fraction
 
 import numpy as np

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from interpreters import core, ir, staging
+from interpreters import core, ir
 from interpreters import tree_util as _tu
 from interpreters.core import ShapedArray
 from lowering import export_flatbuf as _fb
@@ -1102,7 +1102,6 @@ def _call_batch(axis_data, vals, dims, *, exported):
     """No batching rule in JAX; here: a loop (``lax.map``) over the batch."""
     from primitives.control_flow import map as _lax_map
     from primitives._rules import moveaxis
-    size = axis_data.size
     batched = [moveaxis(v, d, 0) if d is not None else v for v, d in zip(vals, dims)]
     which = [d is not None for d in dims]
 
@@ -1111,7 +1110,6 @@ def _call_batch(axis_data, vals, dims, *, exported):
         full = [next(it) if w else v for v, w in zip(batched, which)]
         return list(call_exported_p.bind(*full, exported=exported))
     outs = _lax_map(one, [v for v, w in zip(batched, which) if w])
-    del size
     return list(outs), [0] * len(outs)
 
 
