@@ -533,3 +533,32 @@ def test_multi_platform_export_with_platform_specific_kernels():
     exp = export.deserialize(exp.serialize())
     close(exp.call(a), np.linalg.cholesky(a) * 2)
     close(xform.jit(exp.call)(a), np.linalg.cholesky(a) * 2)
+
+
+class _Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+xform.tree_util.register_pytree_node(_Pair, lambda p: ((p.a, p.b), "pair"),
+                                     lambda aux, ch: _Pair(*ch))
+export.register_pytree_node_serialization(
+    _Pair, serialized_name="tests.test_export._Pair",
+    serialize_auxdata=lambda aux: aux.encode(), deserialize_auxdata=lambda b: b.decode())
+_NT = __import__("collections").namedtuple("_NT", "x y")
+export.register_namedtuple_serialization(_NT, serialized_name="tests.test_export._NT")
+
+
+def test_custom_pytree_nodes_serialize():
+    args = (_Pair(np.ones(2, f32), np.full(2, 2, f32)), _NT(np.ones(2, f32), np.full(2, 3, f32)))
+    exp = export.deserialize(export.export(xform.jit(
+        lambda p, nt: _NT(p.a + nt.x, p.b * nt.y)))(*args).serialize())
+    out = exp.call(*args)
+    assert type(out) is _NT
+    close(out.x, [2, 2])
+    close(out.y, [6, 6])
+    with pytest.raises(ValueError, match="Duplicate serialization"):
+        export.register_namedtuple_serialization(_NT, serialized_name="other")
+    with pytest.raises(ValueError, match="unregistered type"):
+        export.export(xform.jit(lambda s: s))(
+            __import__("collections").OrderedDict(a=np.ones(1, f32))).serialize()

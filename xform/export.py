@@ -401,7 +401,7 @@ def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_a
                          f"`{serialized_name}`. Previous registration was for type "
                          f"`{_deserialization_registry[serialized_name][0]}`.")
     if from_children is None:
-        kind = _tu._dispatch_get(nodetype) if hasattr(_tu, "_dispatch_get") else None
+        kind = _tu._registry.get(nodetype)
         if kind is None or getattr(kind, "unflatten", None) is None:
             raise ValueError("If `from_children` is not present, you must call first"
                              f"`jax.tree_util.register_pytree_node` for `{nodetype}`")
