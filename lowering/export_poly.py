@@ -228,9 +228,12 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
                                 "variables (floor division, powers, or Python control flow on "
                                 "a size cannot be exported shape-polymorphically)")
             if not _in_spans(pos, spans):
-                raise PolyError(f"export with symbolic shapes: the attribute of\n  "
-                                f"{line0.strip()}\ndepends on the dimension variables; xform "
-                                "cannot generalise this operation")
+                if '"stablehlo.dynamic_slice"' not in line0:
+                    raise PolyError(f"export with symbolic shapes: the attribute of\n  "
+                                    f"{line0.strip()}\ndepends on the dimension variables; "
+                                    "xform cannot generalise this operation")
+                sym[k] = ("attr", poly)       # a dynamic_slice size: see _dynamic_slice
+                continue
             sym[k] = poly
         out_lines.extend(ctx.rewrite(line0, positions, nums[0], sym, variables, points))
     return "\n".join(out_lines) + "\n", ctx.result_shapes
@@ -375,7 +378,8 @@ class _Rewriter:
                 type_polys.append((pos, poly))
         pieces.append(line[last:])
         new = "".join(pieces)
-        payloads = {k: v for k, v in sym.items() if isinstance(v, tuple)}
+        attr_syms = {k for k, v in sym.items() if isinstance(v, tuple) and v[0] == "attr"}
+        payloads = {k: v for k, v in sym.items() if isinstance(v, tuple) and v[0] == "payload"}
         splat = None
         if payloads and type_polys and len(payloads) == 1:
             (_, (_, vals)), = payloads.items()
@@ -390,6 +394,8 @@ class _Rewriter:
             return res + out
         opm = _OPNAME.search(line)
         op = opm.group(1) if opm else ""
+        if attr_syms:
+            return self._dynamic_slice(line, new, positions, nums0, sym, out)
         result_type = _strip(new.rsplit("->", 1)[-1].strip()) if "->" in new else ""
         res_dims = self._result_dims(line, positions, nums0, sym)
         lhs = line.split("=", 1)[0].strip() if "=" in line.split('"', 1)[0] else None
@@ -450,6 +456,61 @@ class _Rewriter:
             out.append(f'    {lhs} = "stablehlo.dynamic_broadcast_in_dim"({s}, {shape}) '
                        f'{{broadcast_dimensions = array<i64>}} : (tensor<{elem}>, {st}) -> '
                        f'{result_type}')
+        return out
+
+    def _dynamic_slice(self, line, new, positions, nums0, sym, out):
+        """``dynamic_slice`` with symbolic slice sizes -> ``real_dynamic_slice`` with the
+        start indices clamped into range as ``dynamic_slice`` does."""
+        lhs = line.split("=", 1)[0].strip()
+        operands = [o.strip() for o in
+                    re.search(r'"stablehlo.dynamic_slice"\(([^)]*)\)', new).group(1).split(",")]
+        sig = new.rsplit(" : ", 1)[1]
+        in_types = _split_types(sig[sig.index("(") + 1:sig.rindex(")")])
+        result_type = sig.rsplit("->", 1)[1].strip()
+        m = re.search(r"slice_sizes = array<i64: ([^>]*)>", line)
+        sizes = []
+        for k, pos in enumerate(positions):
+            if m.start(1) <= pos < m.end(1):
+                v = sym.get(k)
+                sizes.append(v[1] if isinstance(v, tuple) else int(nums0[k]))
+        x, idx = operands[0], operands[1:]
+        starts, size_parts = [], []
+        zero = self.const_i32(0, out)
+        for j, (i, size) in enumerate(zip(idx, sizes)):
+            if in_types[1 + j] != "tensor<i32>":
+                c = self.fresh()
+                out.append(f'    {c} = "stablehlo.convert"({i}) : ({in_types[1 + j]}) -> '
+                           'tensor<i32>')
+                i = c
+            dim = self.fresh()
+            out.append(f'    {dim} = "stablehlo.get_dimension_size"({x}) {{dimension = {j} : '
+                       f'i64}} : ({in_types[0]}) -> tensor<i32>')
+            sz = self.const_i32(size, out) if isinstance(size, int) else \
+                self.poly_value(size, out)
+            hi = self.binop("subtract", dim, sz, out)
+            st = self.fresh()
+            out.append(f'    {st} = "stablehlo.clamp"({zero}, {i}, {hi}) : (tensor<i32>, '
+                       'tensor<i32>, tensor<i32>) -> tensor<i32>')
+            for v, acc in ((st, starts), (sz, size_parts)):
+                r = self.fresh()
+                out.append(f'    {r} = "stablehlo.reshape"({v}) : (tensor<i32>) -> tensor<1xi32>')
+                acc.append(r)
+        n = len(sizes)
+        t = f"tensor<{n}xi32>"
+        vecs = []
+        for parts in (starts, size_parts):
+            c = self.fresh()
+            out.append(f'    {c} = "stablehlo.concatenate"({", ".join(parts)}) {{dimension = 0 : '
+                       f'i64}} : ({", ".join(["tensor<1xi32>"] * n)}) -> {t}')
+            vecs.append(c)
+        # limits = starts + sizes as vectors: once refinement makes the sizes constant,
+        # StableHLO's simplification turns this back into a dynamic_slice
+        limits = self.fresh()
+        out.append(f'    {limits} = "stablehlo.add"({vecs[0]}, {vecs[1]}) : ({t}, {t}) -> {t}')
+        strides = self.fresh()
+        out.append(f'    {strides} = "stablehlo.constant"() {{value = dense<1> : {t}}} : () -> {t}')
+        out.append(f'    {lhs} = "stablehlo.real_dynamic_slice"({x}, {vecs[0]}, {limits}, '
+                   f'{strides}) : ({in_types[0]}, {t}, {t}, {t}) -> {result_type}')
         return out
 
     def _result_dims(self, line, positions, nums0, sym):
@@ -545,6 +606,24 @@ class _Rewriter:
                 f'has_side_effect = true}} : ({types}) -> ()')
 
 
+def _split_types(s):
+    """'tensor<2x3xf32>, tensor<i32>' -> the types (commas inside <...> kept)."""
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
 def _plain(d):
     if len(d) == 1 and list(d.values()) == [1] and len(next(iter(d))) == 1:
         return next(iter(d))[0]
@@ -581,6 +660,6 @@ def _strip(s):
 _NEEDS_SHAPE = {"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.iota",
                 "stablehlo.constant"}
 _NO_INFERENCE = {"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.pad",
-                 "stablehlo.gather", "stablehlo.scatter", "stablehlo.dynamic_update_slice",
+                 "stablehlo.gather", "stablehlo.scatter",
                  "stablehlo.custom_call", "stablehlo.rng", "stablehlo.rng_bit_generator",
                  "stablehlo.reduce_window", "stablehlo.select_and_scatter", "stablehlo.fft"}

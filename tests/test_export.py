@@ -562,3 +562,29 @@ def test_custom_pytree_nodes_serialize():
     with pytest.raises(ValueError, match="unregistered type"):
         export.export(xform.jit(lambda s: s))(
             __import__("collections").OrderedDict(a=np.ones(1, f32))).serialize()
+
+
+def test_batch_polymorphic_scan():
+    W = np.random.RandomState(0).randn(3, 3).astype(f32) * 0.5
+
+    def rnn(xs, h0):
+        def body(h, x):
+            h = xnp.tanh(h @ W + x)
+            return h, h.sum(-1)
+        return xl.scan(body, h0, xs)
+
+    def jrnn(xs, h0):
+        def body(h, x):
+            h = jnp.tanh(h @ W + x)
+            return h, h.sum(-1)
+        return jax.lax.scan(body, h0, xs)
+    b, = export.symbolic_shape("b")
+    exp = export.export(xform.jit(rnn))(xform.ShapeDtypeStruct((5, b, 3), f32),
+                                        xform.ShapeDtypeStruct((b, 3), f32))
+    assert [repr(a) for a in exp.out_avals] == ["ShapedArray(float32[b,3])",
+                                                "ShapedArray(float32[5,b])"]
+    exp = export.deserialize(exp.serialize())
+    for n in (1, 4):
+        xs = np.random.RandomState(n).randn(5, n, 3).astype(f32)
+        h0 = np.zeros((n, 3), f32)
+        tree_close(exp.call(xs, h0), jrnn(xs, h0))
