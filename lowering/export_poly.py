@@ -16,8 +16,9 @@ works for every value of some dimension variables (``b`` in ``f32[b, 4]``) we
    result shape is not implied by their operands get their dynamic forms
    (``broadcast_in_dim`` -> ``dynamic_broadcast_in_dim``, ``reshape`` ->
    ``dynamic_reshape``, ``iota`` -> ``dynamic_iota``, a splat ``constant`` ->
-   scalar + ``dynamic_broadcast_in_dim``) with the shape computed from the
-   dimension variables; a dimension-valued constant is computed from them;
+   scalar + ``dynamic_broadcast_in_dim``, ``dynamic_slice`` with symbolic sizes ->
+   clamped ``real_dynamic_slice``) with the shape computed from the dimension
+   variables; a dimension-valued constant is computed from them;
 4. each function computes the dimension variables it needs with
    ``get_dimension_size`` on an argument having that plain variable as a
    dimension (``main`` also solves ``k*b + c`` dimensions), and ``main`` checks JAX's shape assertions (``b >= 1``,
