@@ -135,7 +135,8 @@ def multi_platform_module(texts, name: str) -> str:
 
 
 def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
-                     result_info=None, platform_index_arg: bool = False) -> bytes:
+                     result_info=None, platform_index_arg: bool = False,
+                     constraints=()) -> bytes:
     """VHLO bytecode of the StableHLO module ``text`` (a portable artifact)."""
     from jaxlib import _jax
     ir = _ir()
@@ -145,6 +146,9 @@ def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
         module = ir.Module.parse(text)
         module.operation.attributes["jax.uses_shape_polymorphism"] = \
             ir.BoolAttr.get(bool(uses_shape_polymorphism))
+        if constraints:     # symbolic constraints (JAX does not serialize them; we keep them)
+            module.operation.attributes["xform.symbolic_constraints"] = ir.ArrayAttr.get(
+                [ir.StringAttr.get(f"{d}\n{t}") for d, t in constraints])
         if result_info is not None:
             main = ir.SymbolTable(module.operation)["main"]
             attrs = list(ir.ArrayAttr(main.result_attrs)) if "res_attrs" in main.attributes \
@@ -171,6 +175,20 @@ def module_text(blob, *, debug_info: bool = False) -> str:
     """The StableHLO text of a serialized module."""
     with _lock, _ctx():
         return _deserialize(blob).operation.get_asm(enable_debug_info=debug_info)
+
+
+def module_constraints(blob):
+    """[(lhs - rhs, text)] recorded by ``serialize_module(constraints=...)``."""
+    ir = _ir()
+    with _lock, _ctx():
+        attrs = _deserialize(blob).operation.attributes
+        if "xform.symbolic_constraints" not in attrs:
+            return []
+        out = []
+        for a in ir.ArrayAttr(attrs["xform.symbolic_constraints"]):
+            d, t = ir.StringAttr(a).value.split("\n", 1)
+            out.append((d, t))
+        return out
 
 
 def _func_types(op):

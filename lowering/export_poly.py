@@ -49,16 +49,26 @@ _NUM = re.compile(r'"0x[0-9A-Fa-f]+"|\d+')
 _OPNAME = re.compile(r'"([a-z_]+\.[a-z_0-9]+)"\(')
 
 
-def sample_points(variables):
-    """[(dict var -> value)] for the 2**k corners, then the two check points."""
+def sample_points(variables, constraints=()):
+    """[(dict var -> value)] for the 2**k corners, then the two check points.
+
+    ``constraints``: polynomials that must be >= 0 at every point (``a >= b`` is
+    ``a - b``); the variables take the sample rows in an order satisfying them.
+    """
     if len(variables) > MAX_VARS:
         raise ValueError(f"export: at most {MAX_VARS} dimension variables are supported, got "
                          f"{len(variables)} ({', '.join(variables)})")
-    corners = [dict(zip(variables, (_SAMPLES[j][bit] for j, bit in enumerate(bits))))
-               for bits in itertools.product((0, 1), repeat=len(variables))]
-    check = {v: _SAMPLES[j][2] for j, v in enumerate(variables)}
-    small = {v: _SMALL[j] for j, v in enumerate(variables)}
-    return corners + [check, small]
+    for order in itertools.permutations(range(len(variables))):
+        corners = [dict(zip(variables, (_SAMPLES[order[j]][bit] for j, bit in enumerate(bits))))
+                   for bits in itertools.product((0, 1), repeat=len(variables))]
+        check = {v: _SAMPLES[order[j]][2] for j, v in enumerate(variables)}
+        small = {v: _SMALL[order[j]] for j, v in enumerate(variables)}
+        points = corners + [check, small]
+        if all(_eval(c, p) >= 0 for c in constraints for p in points):
+            return points
+    raise ValueError("export: xform traces at sample sizes and cannot choose sizes that satisfy "
+                     "the symbolic constraints; it supports constraints that some ordering of "
+                     "the dimension variables satisfies (e.g. 'a >= b')")
 
 
 def _fits(poly, values, variables, points):
@@ -73,12 +83,12 @@ def _fits(poly, values, variables, points):
 # (multilinear: each variable at most once).
 
 
-def _fit(variables, values):
-    """The multilinear polynomial through ``values`` (one per corner, in
+def _fit(variables, values, points):
+    """The multilinear polynomial through ``values`` (one per corner of ``points``, in
     ``sample_points`` order); None if its coefficients are not integers."""
     k = len(variables)
-    lo = [_SAMPLES[j][0] for j in range(k)]
-    hi = [_SAMPLES[j][1] for j in range(k)]
+    lo = [points[0][v] for v in variables]
+    hi = [points[2 ** (k - 1 - j)][v] for j, v in enumerate(variables)]
     # g_S: coefficients in u_j = (x_j - lo_j) / (hi_j - lo_j), by inclusion-exclusion
     poly = {}
     for S in itertools.product((0, 1), repeat=k):
@@ -128,7 +138,7 @@ def poly_str(poly):
     if not poly:
         return "0"
     parts = []
-    for m in sorted(poly, key=lambda m: (-len(m), m)):
+    for m in sorted(poly, key=lambda m: (len(m), m), reverse=True):   # JAX's order
         c = poly[m]
         if not m:
             s = str(abs(c))
@@ -138,7 +148,7 @@ def poly_str(poly):
             s = f"{abs(c)}*" + "*".join(m)
         parts.append(("- " if c < 0 else "+ ") + s)
     out = " ".join(parts)
-    return out[2:] if out.startswith("+ ") else "-" + out[2:]
+    return out[2:] if out.startswith("+ ") else out   # JAX prints "- b + a"
 
 
 def _is_const(poly):
@@ -183,7 +193,7 @@ class PolyError(ValueError):
     pass
 
 
-def generalize(texts, variables, arg_specs, spec_text, arg_paths):
+def generalize(texts, variables, arg_specs, spec_text, arg_paths, points, constraints=()):
     """The polymorphic module text from ``texts`` (lowerings at ``sample_points``).
 
     ``arg_specs``: per flat argument, its shape as polynomials (None dims are
@@ -192,7 +202,6 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
     polynomials or ints).
     """
     ncorners = 2 ** len(variables)
-    points = sample_points(variables)
     lines = [t.splitlines() for t in texts]
     if len({len(ls) for ls in lines}) != 1:
         raise PolyError("export with symbolic shapes: the lowered program's structure depends "
@@ -200,7 +209,7 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
                         "only programs whose operations are the same for every size can be "
                         "exported shape-polymorphically")
     out_lines = []
-    ctx = _Rewriter(variables, arg_specs, spec_text, arg_paths)
+    ctx = _Rewriter(variables, arg_specs, spec_text, arg_paths, constraints)
     for i, line0 in enumerate(lines[0]):
         versions = [ls[i] for ls in lines]
         if all(v == line0 for v in versions):
@@ -222,14 +231,14 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
                 sym[k] = ("payload", vals)
                 continue
             ints = [int(v) for v in vals]
-            poly = _fit(variables, ints[:ncorners])
+            poly = _fit(variables, ints[:ncorners], points)
             if not _fits(poly, ints, variables, points):
                 raise PolyError(f"export with symbolic shapes: a size in\n  {line0.strip()}\n"
                                 "is not a polynomial with integer coefficients of the dimension "
                                 "variables (floor division, powers, or Python control flow on "
                                 "a size cannot be exported shape-polymorphically)")
             if not _in_spans(pos, spans):
-                if '"stablehlo.dynamic_slice"' not in line0:
+                if '"stablehlo.dynamic_slice"' not in line0 and '"stablehlo.slice"' not in line0:
                     raise PolyError(f"export with symbolic shapes: the attribute of\n  "
                                     f"{line0.strip()}\ndepends on the dimension variables; "
                                     "xform cannot generalise this operation")
@@ -241,7 +250,8 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
 
 
 class _Rewriter:
-    def __init__(self, variables, arg_specs, spec_text, arg_paths):
+    def __init__(self, variables, arg_specs, spec_text, arg_paths, constraints=()):
+        self.constraints = constraints       # [(polynomial that must be >= 0, text)]
         self.arg_paths = arg_paths
         self.variables = variables
         self.arg_specs = arg_specs
@@ -396,6 +406,8 @@ class _Rewriter:
         opm = _OPNAME.search(line)
         op = opm.group(1) if opm else ""
         if attr_syms:
+            if op == "stablehlo.slice":
+                return self._slice(line, new, positions, nums0, sym, out)
             return self._dynamic_slice(line, new, positions, nums0, sym, out)
         result_type = _strip(new.rsplit("->", 1)[-1].strip()) if "->" in new else ""
         res_dims = self._result_dims(line, positions, nums0, sym)
@@ -410,7 +422,7 @@ class _Rewriter:
             if any(d is None for d in decoded):
                 raise PolyError(f"export with symbolic shapes: the constant\n  {line.strip()}\n"
                                 "depends on the dimension variables and is not a scalar integer")
-            poly = _fit(variables, decoded[:2 ** len(variables)])
+            poly = _fit(variables, decoded[:2 ** len(variables)], points)
             if not _fits(poly, decoded, variables, points):
                 raise PolyError(f"export with symbolic shapes: the constant\n  {line.strip()}\n"
                                 "is not a polynomial of the dimension variables (does the program "
@@ -457,6 +469,29 @@ class _Rewriter:
             out.append(f'    {lhs} = "stablehlo.dynamic_broadcast_in_dim"({s}, {shape}) '
                        f'{{broadcast_dimensions = array<i64>}} : (tensor<{elem}>, {st}) -> '
                        f'{result_type}')
+        return out
+
+    def _attr_list(self, line, name, positions, nums0, sym):
+        m = re.search(name + r" = array<i64: ([^>]*)>", line)
+        vals = []
+        for k, pos in enumerate(positions):
+            if m and m.start(1) <= pos < m.end(1):
+                v = sym.get(k)
+                vals.append(v[1] if isinstance(v, tuple) else int(nums0[k]))
+        return vals
+
+    def _slice(self, line, new, positions, nums0, sym, out):
+        """``slice`` with symbolic bounds -> ``real_dynamic_slice`` (refinement folds it)."""
+        lhs = line.split("=", 1)[0].strip()
+        x = re.search(r'"stablehlo.slice"\(([^)]*)\)', new).group(1).strip()
+        sig = new.rsplit(" : ", 1)[1]
+        in_type = sig[sig.index("(") + 1:sig.rindex(")")].strip()
+        result_type = sig.rsplit("->", 1)[1].strip()
+        vecs = [self.shape_tensor(self._attr_list(line, n, positions, nums0, sym), out)[0]
+                for n in ("start_indices", "limit_indices", "strides")]
+        t = f"tensor<{len(self._attr_list(line, 'strides', positions, nums0, sym))}xi32>"
+        out.append(f'    {lhs} = "stablehlo.real_dynamic_slice"({x}, {", ".join(vecs)}) : '
+                   f'({in_type}, {t}, {t}, {t}) -> {result_type}')
         return out
 
     def _dynamic_slice(self, line, new, positions, nums0, sym, out):
@@ -597,6 +632,20 @@ class _Rewriter:
                        f"(= {{{k}}}) and the specification '{poly_str(d)}' (= {{{k + 1}}})."
                        + tail)
                 lines.append(self._assert(pred, values + [got, want], msg))
+        for diff, text in self.constraints:
+            got = self.poly_value(diff, lines) if isinstance(diff, dict) else \
+                self.const_i32(diff, lines)
+            zero = self.const_i32(0, lines)
+            pred = self.fresh()
+            lines.append(f'    {pred} = "stablehlo.compare"({got}, {zero}) '
+                         '{comparison_direction = #stablehlo<comparison_direction GE>, '
+                         'compare_type = #stablehlo<comparison_type SIGNED>} : '
+                         '(tensor<i32>, tensor<i32>) -> tensor<i1>')
+            k = len(values)
+            msg = (f"Input shapes do not match the symbolic shape constraint {text}. Expected "
+                   f"'{poly_str(diff) if isinstance(diff, dict) else diff}' to be greater or "
+                   f"equal to 0, but found {{{k}}}. " + tail)
+            lines.append(self._assert(pred, values + [got], msg))
         return lines
 
     def _assert(self, pred, values, msg):
@@ -660,7 +709,7 @@ def _strip(s):
 
 _NEEDS_SHAPE = {"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.iota",
                 "stablehlo.constant"}
-_NO_INFERENCE = {"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.pad",
+_NO_INFERENCE = {"stablehlo.pad",
                  "stablehlo.gather", "stablehlo.scatter",
                  "stablehlo.custom_call", "stablehlo.rng", "stablehlo.rng_bit_generator",
                  "stablehlo.reduce_window", "stablehlo.select_and_scatter", "stablehlo.fft"}

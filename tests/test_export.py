@@ -588,3 +588,29 @@ def test_batch_polymorphic_scan():
         xs = np.random.RandomState(n).randn(5, n, 3).astype(f32)
         h0 = np.zeros((n, 3), f32)
         tree_close(exp.call(xs, h0), jrnn(xs, h0))
+
+
+def test_symbolic_constraints_sampling_and_errors():
+    a, b = export.symbolic_shape("a, b", constraints=("b <= a",))
+    ja, jb = jexport.symbolic_shape("a, b", constraints=("b <= a",))
+
+    def f(x, y):     # needs a >= b: traced only at sizes satisfying the constraint
+        return x[:y.shape[0]] * 2 + y
+    exp = export.export(xform.jit(f))(xform.ShapeDtypeStruct((a,), f32),
+                                      xform.ShapeDtypeStruct((b,), f32))
+    jexp = jexport.export(jax.jit(f))(jax.ShapeDtypeStruct((ja,), f32),
+                                      jax.ShapeDtypeStruct((jb,), f32))
+    x, y = np.arange(5, dtype=f32), np.ones(3, f32)
+    close(exp.call(x, y), jexp.call(x, y))
+    bad = (np.ones(2, f32), np.ones(3, f32))
+    with pytest.raises(ValueError) as theirs:
+        jexp.call(*bad)
+    for e in (exp, export.deserialize(exp.serialize())):   # kept across serialization
+        with pytest.raises(ValueError) as ours:
+            e.call(*bad)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError, match="Constraint parsing error"):
+        export.symbolic_shape("a, b", constraints=("a > b",))
+    c, = export.symbolic_shape("c", constraints=("c == 4",))
+    with pytest.raises(ValueError, match="equality constraint"):
+        export.export(xform.jit(lambda x: x))(xform.ShapeDtypeStruct((c,), f32))

@@ -59,6 +59,23 @@ class SymbolicScope:
             raise ValueError("The symbolic constraints should be a sequence of strings. "
                              f"Got {constraints_str!r}")
         self.constraints = tuple(constraints_str)
+        self._parsed = []             # (lhs - rhs as a _DimExpr or int, text): must be >= 0
+        for c in self.constraints:
+            if not isinstance(c, str):
+                raise ValueError(f"The symbolic constraints should be strings, got {c!r}")
+            for op in (">=", "<=", "=="):
+                if op in c:
+                    lhs, rhs = c.split(op, 1)
+                    break
+            else:
+                raise ValueError("Constraint parsing error: must contain one of '==' or '>=' "
+                                 "or '<='")
+            lhs, rhs = _parse_dim(lhs, self), _parse_dim(rhs, self)
+            if op == "==":
+                self._parsed.append(("==", _lift(lhs) - rhs, c))
+            else:
+                diff = _lift(lhs) - rhs if op == ">=" else _lift(rhs) - lhs
+                self._parsed.append((">=", diff, c))
 
     def __repr__(self):
         return f"SymbolicScope({list(self.constraints)})"
@@ -162,7 +179,8 @@ class _DimExpr:
         def mono(m):
             return "*".join(v if p == 1 else f"{v}^{p}" for v, p in m)
         parts = []
-        for m in sorted(self.terms, key=lambda m: (-sum(p for _, p in m), m)):
+        # JAX's order: higher degree first, then monomials in decreasing order ("- b + a")
+        for m in sorted(self.terms, key=lambda m: (sum(p for _, p in m), m), reverse=True):
             c = self.terms[m]
             if not m:
                 s = str(abs(c))
@@ -172,7 +190,7 @@ class _DimExpr:
                 s = f"{abs(c)}*{mono(m)}"
             parts.append(("- " if c < 0 else "+ ") + s)
         out = " ".join(parts) if parts else "0"
-        return out[2:] if out.startswith("+ ") else "-" + out[2:]
+        return out[2:] if out.startswith("+ ") else out   # JAX prints "- b + a"
 
     __repr__ = __str__
 
@@ -614,6 +632,23 @@ class Exported:
             self._call_fn = call(self)
         return self._call_fn(*args, **kwargs)
 
+    def _symbolic_constraints(self):
+        """[(lhs - rhs as a dimension expression, text)]: the ``>=`` constraints of the
+        input shapes' scopes, else those recorded in the module (xform's artifacts)."""
+        if getattr(self, "_constraints", None) is None:
+            found, seen = [], set()
+            for a in self.in_avals:
+                for d in a.shape:
+                    sc = getattr(d, "scope", None)
+                    if isinstance(d, _DimExpr) and sc is not None and id(sc) not in seen:
+                        seen.add(id(sc))
+                        found += [(diff, text) for op, diff, text in sc._parsed if op == ">="]
+            if not found and self.uses_global_constants:
+                found = [(diff, text) for diff, text in
+                         _em().module_constraints(self.mlir_module_serialized)]
+            self._constraints = found
+        return self._constraints
+
     def _platform_index(self, lowering_platform):
         """The value of the platform-index argument for ``lowering_platform`` (None if the
         module has no such argument); an error if the platform was not exported."""
@@ -758,7 +793,20 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
                         raise ValueError(f"export: the symbolic dimension {d} has a power of a "
                                          "variable; only multilinear dimensions are supported")
     variables.sort()
-    points = export_poly.sample_points(variables)
+    constraints, seen = [], set()
+    for leaf in leaves:
+        for d in getattr(leaf, "shape", ()):
+            scope = getattr(d, "scope", None)
+            if isinstance(d, _DimExpr) and scope is not None and id(scope) not in seen:
+                seen.add(id(scope))
+                for op, diff, text in scope._parsed:
+                    if op == "==":
+                        raise ValueError(
+                            f"export: the equality constraint {text!r} is not supported by "
+                            "xform (it traces at sample sizes); use '>=' / '<=' constraints or "
+                            "express one dimension through the other in the shapes")
+                    constraints.append((_dim_poly(diff), text))
+    points = export_poly.sample_points(variables, [c for c, _ in constraints])
     texts, first = [], None
     for env in points:
         def concrete(x):
@@ -797,9 +845,11 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
                          for p, leaf in zip(paths, leaves)
                          if _is_symbolic(getattr(leaf, "shape", ())))
     text, result_shapes = export_poly.generalize(texts, variables, arg_specs, spec_text,
-                                                       paths)
+                                                       paths, points, constraints)
     blob = _em().serialize_module(text, uses_shape_polymorphism=True,
                                          result_info=_result_info(out_tree),
+                                         constraints=[(export_poly.poly_str(c), t)
+                                                      for c, t in constraints],
                                          platform_index_arg=len(platforms) > 1)
     in_avals = [ShapedArray(tuple(getattr(leaf, "shape", ())), np.dtype(leaf.dtype))
                 for leaf in leaves]
@@ -1025,11 +1075,11 @@ def _check_dim_vars(exported, in_avals):
     specs = ",".join(f"{_pp_arg(exported, i)}.shape = {_shape_str(a.shape)}"
                      for i, a in enumerate(exported.in_avals) if _is_symbolic(a.shape))
 
-    def fail(what):
+    def fail(what, head="Input shapes do not match the polymorphic shapes specification. "):
         obtained = "".join(f"'{v}' = {env[v]} from specification '{v}' for dimension "
                            f"{_pp_arg(exported, *origin[v])} (= {env[v]}), " for v in env)
         raise ValueError(
-            "Input shapes do not match the polymorphic shapes specification. " + what +
+            head + what +
             f" Using the following polymorphic shapes specifications: {specs}. Obtained "
             f"dimension variables: {obtained}. Please see "
             "https://docs.jax.dev/en/latest/export/shape_poly.html#shape-assertion-errors for "
@@ -1073,6 +1123,15 @@ def _check_dim_vars(exported, in_avals):
             if got != val:
                 fail(f"Found inconsistency between dimension size {_pp_arg(exported, i, k)} "
                      f"(= {val}) and the specification '{d}' (= {got}).")
+    for diff, text in exported._symbolic_constraints():
+        if isinstance(diff, str):
+            diff = _parse_dim(diff, None)
+        terms = diff.terms if isinstance(diff, _DimExpr) else {(): int(diff)}
+        if all(v in env for m in terms for v, _ in m):
+            got = sum(c * _eval_mono(m, env) for m, c in terms.items())
+            if got < 0:
+                fail(f"Expected '{diff}' to be greater or equal to 0, but found {got}. ",
+                     head=f"Input shapes do not match the symbolic shape constraint {text}. ")
 
 
 def _eval_mono(m, env):
