@@ -178,3 +178,18 @@ def test_errors(tmp_path):
     ck.save(tmp_path / "z.ckpt", [1])
     with pytest.raises(ValueError, match="overwrite=False"):
         ck.save(tmp_path / "z.ckpt", [1], overwrite=False)
+
+
+def test_save_async_snapshots_then_writes(tmp_path):
+    w = np.arange(1000, dtype=np.float32)
+    tree = {"w": w, "v": xnp.ones(3), "step": 3}
+    fut = ck.save_async(tmp_path / "a.ckpt", tree)
+    w[:] = -1.0                       # mutating after the call does not change what is saved
+    assert fut.result(timeout=60) == str(tmp_path / "a.ckpt")
+    back = ck.restore(tmp_path / "a.ckpt", target=tree)
+    np.testing.assert_array_equal(back["w"], np.arange(1000, dtype=np.float32))
+    assert back["step"] == 3
+    bad = ck.save_async(tmp_path / "a.ckpt", tree, overwrite=True)
+    bad.result(timeout=60)
+    with pytest.raises(ValueError, match="overwrite=False"):
+        ck.save_async(tmp_path / "a.ckpt", tree, overwrite=False)

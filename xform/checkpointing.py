@@ -48,7 +48,7 @@ import numpy as np
 
 from interpreters import tree_util as _tu
 
-__all__ = ["save", "restore", "FORMAT", "VERSION"]
+__all__ = ["save", "save_async", "restore", "FORMAT", "VERSION"]
 
 FORMAT = "xform.checkpoint"
 VERSION = 1
@@ -133,6 +133,29 @@ def save(path, pytree, *, overwrite: bool = True) -> None:
 
     ``overwrite=False``: a ValueError if ``path`` exists.
     """
+    _write(*_prepare(path, pytree, overwrite, copy=False))
+
+
+def save_async(path, pytree, *, overwrite: bool = True):
+    """Like ``save``, but only the snapshot (device -> host copies of the leaves) happens
+    now; the file is written by a background thread.  Returns a
+    ``concurrent.futures.Future`` (``.result()`` waits and re-raises a failure)."""
+    import concurrent.futures
+    import threading
+    job = _prepare(path, pytree, overwrite, copy=True)
+    fut = concurrent.futures.Future()
+
+    def run():
+        try:
+            _write(*job)
+            fut.set_result(os.fspath(path))
+        except BaseException as e:        # noqa: BLE001  (reported through the future)
+            fut.set_exception(e)
+    threading.Thread(target=run, name="xform-checkpoint-save", daemon=False).start()
+    return fut
+
+
+def _prepare(path, pytree, overwrite, copy):
     path = os.fspath(path)
     if os.path.isdir(path):
         raise ValueError(f"save(): {path!r} is a directory; give a file path "
@@ -161,11 +184,15 @@ def save(path, pytree, *, overwrite: bool = True) -> None:
             stored = np.array(a, order="C", copy=True).view(_RAW_BITS[dt.itemsize]) \
                 .reshape(a.shape)
         else:
-            stored = a
+            stored = np.array(a, copy=True) if copy else a
         leaves_meta.append({"path": p, "file": f"arrays/{i}.npy", "dtype": dt.name,
                             "shape": list(a.shape), "python": py})
         arrays.append(stored)
     manifest = {"format": FORMAT, "version": VERSION, "tree": tree, "leaves": leaves_meta}
+    return path, manifest, leaves_meta, arrays
+
+
+def _write(path, manifest, leaves_meta, arrays):
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
