@@ -710,6 +710,6 @@ def _strip(s):
 _NEEDS_SHAPE = {"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.iota",
                 "stablehlo.constant"}
 _NO_INFERENCE = {"stablehlo.pad",
-                 "stablehlo.gather", "stablehlo.scatter",
+                 
                  "stablehlo.custom_call", "stablehlo.rng", "stablehlo.rng_bit_generator",
                  "stablehlo.reduce_window", "stablehlo.select_and_scatter", "stablehlo.fft"}

@@ -614,3 +614,26 @@ def test_symbolic_constraints_sampling_and_errors():
     c, = export.symbolic_shape("c", constraints=("c == 4",))
     with pytest.raises(ValueError, match="equality constraint"):
         export.export(xform.jit(lambda x: x))(xform.ShapeDtypeStruct((c,), f32))
+
+
+def test_batch_polymorphic_gather_and_scatter():
+    E = np.random.RandomState(1).randn(20, 4).astype(f32)
+
+    def f(tok, y, emb):
+        h = emb[tok].sum(1)
+        lp = nn.log_softmax(h)
+        picked = xnp.take_along_axis(lp, y[:, None], axis=1)[:, 0]
+        return picked.mean(), xnp.zeros_like(h).at[xnp.arange(h.shape[0]), y].add(1.0)
+
+    def jf(tok, y, emb):
+        h = emb[tok].sum(1)
+        lp = jax.nn.log_softmax(h)
+        picked = jnp.take_along_axis(lp, y[:, None], axis=1)[:, 0]
+        return picked.mean(), jnp.zeros_like(h).at[jnp.arange(h.shape[0]), y].add(1.0)
+    b, = export.symbolic_shape("b")
+    exp = export.export(xform.jit(f))(xform.ShapeDtypeStruct((b, 3), np.int32),
+                                      xform.ShapeDtypeStruct((b,), np.int32), E)
+    for n in (2, 6):
+        rng = np.random.RandomState(n)
+        tok, y = rng.randint(0, 20, (n, 3)).astype(np.int32), rng.randint(0, 4, n).astype(np.int32)
+        tree_close(exp.call(tok, y, E), jf(tok, y, E))
