@@ -1223,7 +1223,11 @@ def call(exported: Exported):
             from xform import random as _random
             leaves = [_random.key_data(x) if _is_key_dtype(getattr(x, "dtype", None)) else x
                       for x in leaves]
-        res = list(f_flat(*leaves))
+        if core.current_trace() is core.EVAL_TRACE and not any(
+                isinstance(x, core.Tracer) for x in leaves):
+            res = list(call_exported_p.bind(*leaves, exported=exported))  # eager: no AD needed
+        else:
+            res = list(f_flat(*leaves))
         if has_keys:
             res = [_random.wrap_key_data(r) if _is_key_dtype(a.dtype) else r
                    for r, a in zip(res, exported.out_avals)]
