@@ -44,7 +44,7 @@ def get_backend(backend=None):
         backend = config.jax_platform_name or None
     if isinstance(backend, str):
         backend = backend.lower()
-    elif not hasattr(backend, "devices"):       # a PJRT client is accepted as it is
+    elif backend is not None and not hasattr(backend, "devices"):       # a PJRT client is accepted as it is
         raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
                         f"{backend!r} of type {type(backend).__name__}")
     try:
@@ -506,6 +506,8 @@ class Compiled:
                     raise RuntimeError(f"argument {i}: Array has been deleted (donated).")
                 if tuple(b.shape) != shape or np.dtype(b.dtype) != dtype:
                     raise TypeError(self._mismatch(i, f"{x.aval.str_short()}"))
+                if len(b.sharding.device_set) > 1:       # a sharded Array: gather it
+                    return _put_numpy(np.asarray(x._value), self.device)
                 if _buf_device(b) == self.device:
                     return b
                 if x._committed and self._committed:
