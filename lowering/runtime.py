@@ -336,6 +336,11 @@ def _blocking_execute(exe):
     return execute
 
 
+class ShardedArgument(TypeError):
+    """A multi-device Array reached a single-device program whose caller (jit)
+    takes the partitioned path for it instead."""
+
+
 class Compiled:
     """A compiled program: call it with Arrays, NumPy arrays or Python scalars.
 
@@ -348,7 +353,7 @@ class Compiled:
 
     __slots__ = ("_exe", "_text", "in_avals", "out_avals", "donated_invars", "device",
                  "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
-                 "_sh", "_devlist", "_execute", "__weakref__")
+                 "_sh", "_devlist", "_execute", "_route_sharded", "__weakref__")
 
     def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed,
                  synchronous=False):
@@ -359,6 +364,7 @@ class Compiled:
         self.donated_invars = tuple(donated_invars)
         self.device = device
         self._committed = committed
+        self._route_sharded = False
         self._n = len(self.in_avals)
         self._specs = [(a.shape, a.dtype, _jax_aval(a.shape, a.dtype)) for a in self.in_avals]
         sh = self._sh = _sharding(device)
@@ -506,8 +512,10 @@ class Compiled:
                     raise RuntimeError(f"argument {i}: Array has been deleted (donated).")
                 if tuple(b.shape) != shape or np.dtype(b.dtype) != dtype:
                     raise TypeError(self._mismatch(i, f"{x.aval.str_short()}"))
-                if len(b.sharding.device_set) > 1:       # a sharded Array: gather it
-                    return _put_numpy(np.asarray(x._value), self.device)
+                if len(b.sharding.device_set) > 1:       # a sharded Array
+                    if self._route_sharded:
+                        raise ShardedArgument(i)
+                    return _put_numpy(np.asarray(x._value), self.device)   # gather it
                 if _buf_device(b) == self.device:
                     return b
                 if x._committed and self._committed:

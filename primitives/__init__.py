@@ -14,5 +14,6 @@ for _fam in _FAMILIES:
         if _e.name != f"primitives.{_fam}":
             raise
 _importlib.import_module("primitives.linalg_decomp")  # h-linalg13: decompositions (lax.linalg)
+_importlib.import_module("primitives.spmd")  # h-shard14: sharding constraints, shard_map
 del _fam, _importlib
 from primitives import special  # noqa: E402,F401  (special functions: igamma, zeta, ...)

@@ -15,7 +15,9 @@ from interpreters.core import Array, Tracer
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["make_array_from_callback", "make_array_from_single_device_arrays",
+from xform._shard_map import shard_map  # noqa: E402
+
+__all__ = ["shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
            "make_array_from_process_local_data", "P", "NamedSharding", "process_index",
            "process_count", "make_mesh", "set_mesh"]
 
@@ -263,3 +265,8 @@ def device_put_sharded_tree(x, device):
             from xform import _devices
             out.append(_devices.device_put(sub, s))
     return tree_unflatten(treedef, out)
+
+
+def with_sharding_constraint(x, shardings):
+    from xform._spmd_jit import with_sharding_constraint as w
+    return w(x, shardings)
