@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 _API_MODULES = ("xform._operators", "xform._ad_api", "xform._custom_derivatives",
                 "xform._checkpoint", "xform._vmap", "xform._jit", "xform._devices",
                 "xform._api_extras", "xform._callbacks",
-                "xform._sharding_api")
+                "xform._sharding_api", "xform._pmap")
 
 for _m in _API_MODULES:
     try:
