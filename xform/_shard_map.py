@@ -127,6 +127,11 @@ class _ShardMapped:
                 if a not in mesh.shape:
                     raise ValueError(f"shard_map out_specs {s} refers to axis {a!r}, which is "
                                      f"not in the mesh (axes {tuple(mesh.axis_names)})")
+        for i, (s, a) in enumerate(zip(out_specs, closed.out_avals)):
+            if len(tuple(s)) > a.ndim:
+                raise ValueError(f"shard_map out_specs[{i}] is {s}, which has {len(tuple(s))} "
+                                 f"entries, but the output {a.str_short()} has rank {a.ndim}; "
+                                 "a spec needs at most one entry per dimension.")
         in_specs = [S.PartitionSpec()] * len(const_args) + specs
         if self._check:
             _check_vma(closed.jaxpr, in_specs, out_specs, mesh, self.__name__)
@@ -138,7 +143,8 @@ class _ShardMapped:
 
 # ----------------------------------------------------------------- replication check
 
-_REDUCING = {"psum": "axes", "pmax": "axes", "pmin": "axes", "all_gather": "axis_name"}
+# all_gather's result stays "varying" for the check, as in JAX (all_gather_invariant differs)
+_REDUCING = {"psum": "axes", "pmax": "axes", "pmin": "axes"}
 
 
 def _names(n):
