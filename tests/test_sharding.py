@@ -67,3 +67,32 @@ def test_partition_spec_and_errors_single_device():
     a = xform.device_put(xform.numpy.arange(4.0), NamedSharding(mesh, P("d")))
     assert a.addressable_shards[0].data.shape == (4,)
     assert a.is_fully_replicated
+
+
+def test_two_processes_distributed_runtime():
+    """Two local processes (loopback coordinator on a free port, bounded time, both
+    cleaned up) build a global array from process-local rows and run jitted
+    cross-process reductions (gloo CPU collectives); each checks the result."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("XLA_FLAGS", None)
+    worker = os.path.join(HERE, "_distributed_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, str(port), str(i)], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=240)
+            outs.append((p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    for i, (rc, out, err) in enumerate(outs):
+        assert rc == 0 and f"OK {i}" in out, f"process {i} failed (rc={rc}):\n{err[-3000:]}"

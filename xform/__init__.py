@@ -36,7 +36,7 @@ from xform import lax, numpy  # noqa: E402,F401
 for _sub in ("tree_util", "nn", "scipy", "random", "debug", "ad_checkpoint", "testing", "profile", "dtypes",
              "tree", "flatten_util", "test_util", "custom_batching", "experimental", "errors",
              "typing", "stages", "monitoring", "profiler", "version", "example_libraries",
-             "mixed_precision", "compat", "custom_derivatives", "ops", "sharding"):
+             "mixed_precision", "compat", "custom_derivatives", "ops", "sharding", "distributed"):
     try:
         globals()[_sub] = _importlib.import_module(f"xform.{_sub}")
     except ModuleNotFoundError as _e:

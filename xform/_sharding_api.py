@@ -33,11 +33,13 @@ def _spmd():
     return spmd
 
 
-def process_index() -> int:
+def process_index(backend=None) -> int:
+    """This process's index among the processes of a distributed run (0 alone)."""
     return _spmd().process_index()
 
 
-def process_count() -> int:
+def process_count(backend=None) -> int:
+    """How many processes take part (1 unless xform.distributed.initialize was called)."""
     return _spmd().process_count()
 
 
