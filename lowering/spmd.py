@@ -218,6 +218,7 @@ def mesh_decl(mesh, sym="mesh"):
 
 
 _exe_cache: dict = {}
+_in_flight = [None]     # the outputs of the last partitioned call (see SpmdCompiled)
 
 
 def compile_options(mesh):
@@ -375,7 +376,7 @@ class SpmdCompiled:
                 raise TypeError(f"argument {i}: expected {aval.str_short()}, got "
                                 f"{x.aval.str_short()}")
             b = x._buf
-            if b is not None and b.sharding == js:
+            if b is not None and (b.sharding is js or b.sharding == js):
                 return b
             host = np.asarray(x._value)
         else:
@@ -391,11 +392,14 @@ class SpmdCompiled:
         if len(args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} arguments, got {len(args)}")
         bufs = [self._arg(i, x) for i, x in enumerate(args)]
+        # Collective programs on many virtual devices deadlock with unbounded async
+        # dispatch (LOWERING.md section 5, gotcha 1): at most one call in flight.
+        prev = _in_flight[0]
+        if prev is not None:
+            for o in prev:
+                o.block_until_ready()
         outs = self.exe.execute_sharded(bufs).consume_with_handlers(self._handlers)
-        # Collective programs on many virtual devices: bound the in-flight work
-        # (LOWERING.md section 5, gotcha 1).
-        for o in outs:
-            o.block_until_ready()
+        _in_flight[0] = outs
         for i, (d, x) in enumerate(zip(self.donated, args)):
             if d and isinstance(x, Array) and bufs[i].is_deleted():
                 x._npy = None

@@ -17,7 +17,7 @@ from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
 from xform._shard_map import shard_map  # noqa: E402
 
-__all__ = ["shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
+__all__ = ["Shard", "shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
            "make_array_from_process_local_data", "P", "NamedSharding", "process_index",
            "process_count", "make_mesh", "set_mesh"]
 

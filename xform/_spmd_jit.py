@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from interpreters import core, passes
 from interpreters.core import EVAL_TRACE, Array, Tracer
 from xform import sharding as S
@@ -70,6 +72,7 @@ class ShardedJit:
         self._in = in_shardings
         self._out = out_shardings
         self._compiled = {}
+        self._fast = {}
         self._lock = threading.Lock()
         self.__wrapped__ = inner._fun
         self.__name__ = getattr(inner, "__name__", "fun")
@@ -155,9 +158,33 @@ class ShardedJit:
     def __call__(self, *args, **kwargs):
         if core.current_trace() is not EVAL_TRACE:
             return self._traced_call(args, kwargs)
+        fast = not kwargs and not self._inner._has_static
+        if fast:
+            # fast path: the flat arguments' (shape, dtype, weak type, buffer sharding)
+            # and the tree structure select the executable directly
+            leaves, treedef = tree_flatten(args)
+            sig = [treedef, S.get_mesh()]
+            for x in leaves:
+                if type(x) is Array:
+                    b = x._buf
+                    sig.append((x.shape, x.dtype, x.weak_type,
+                                b.sharding if b is not None else None))
+                elif type(x) is np.ndarray:
+                    sig.append((x.shape, x.dtype))
+                else:
+                    fast = False
+                    break
+            if fast:
+                sig = tuple(sig)
+                hit = self._fast.get(sig)
+                if hit is not None:
+                    c, entry = hit
+                    return entry.out_tree.unflatten(c(*entry.const_args, *leaves))
         entry, leaves, mesh, in_sh, out_sh = self._plan(args, kwargs)
         c = self._get_compiled(entry, mesh, in_sh, out_sh)
         outs = c(*entry.const_args, *leaves)
+        if fast and len(self._fast) < 64:
+            self._fast[sig] = (c, entry)
         return entry.out_tree.unflatten(outs)
 
     def _traced_call(self, args, kwargs):
@@ -203,6 +230,7 @@ class ShardedJit:
 
     def clear_cache(self):
         self._compiled.clear()
+        self._fast.clear()
         self._inner.clear_cache()
 
     def __repr__(self):
