@@ -37,6 +37,10 @@ EFFECTS = {"debug_callback"}
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                 "checkpoint", "remat", "cond", "while", "scan"}
+# h-shard14: collectives and shard_map lower only inside partitioned programs (many
+# devices); they are checked against JAX on 8 devices in tests/test_sharding.py.
+HIGHER_ORDER = HIGHER_ORDER | {"psum", "pmax", "pmin", "all_gather", "reduce_scatter",
+                               "axis_index", "ppermute", "all_to_all", "shard_map"}
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -534,6 +538,19 @@ _register("igamma igammac igamma_grad_a", _special_args(("pos_wide", "pos_wide")
 _register("bessel_i0e bessel_i1e", unary(F, "normal"), False, 8)
 _register("regularized_incomplete_beta", _special_args(("pos_wide", "pos_wide", "unit01")),
           False, 512)
+
+
+
+
+def _sharding_constraint_spec(data, name):   # h-shard14: identity on one device
+    import xform.sharding as xs
+    mesh = xs.make_mesh((1,), ("d",))
+    dt = data.draw(st.sampled_from(F + SI), label="dtype")
+    x = values(_rng(data), data.draw(shapes()), dt, "normal")
+    return {"sharding": xs.NamedSharding(mesh, xs.PartitionSpec())}, [x]
+
+
+_register("sharding_constraint", _sharding_constraint_spec, True)
 
 
 # ----------------------------------------------------------------- the checks
