@@ -67,7 +67,7 @@ def _rng(data):
 def _conv_gen(data, name):
     from xform.lax import conv_dimension_numbers, padtype_to_pads
     rng = _rng(data)
-    dt = np.dtype(data.draw(st.sampled_from(["float32", "float16", "int32"]),
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float16", "int32", "complex64"]),
                             label="dtype"))
     lhs, rhs, kw = random_conv(rng)
     dn = conv_dimension_numbers(lhs.shape, rhs.shape, kw["dimension_numbers"])
@@ -79,6 +79,9 @@ def _conv_gen(data, name):
                                kw["window_strides"], pads)
     if dt.kind == "i":
         lhs, rhs = np.round(lhs * 3), np.round(rhs * 3)
+    if dt.kind == "c":   # lowered as three real convolutions (Gauss's trick)
+        lhs = lhs + 1j * rng.standard_normal(lhs.shape)
+        rhs = rhs + 1j * rng.standard_normal(rhs.shape)
     params = dict(window_strides=tuple(kw["window_strides"]), padding=tuple(map(tuple, pads)),
                   lhs_dilation=tuple(kw["lhs_dilation"]), rhs_dilation=tuple(kw["rhs_dilation"]),
                   dimension_numbers=dn, feature_group_count=kw["feature_group_count"],
