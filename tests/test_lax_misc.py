@@ -99,3 +99,20 @@ def test_index_take_broadcast_shapes_empty():
     e = lax.empty((2, 3), jnp.float32)
     assert e.shape == (2, 3) and e.dtype == np.float32
     assert lax.empty(4, "int32").shape == jax.lax.empty(4, "int32").shape
+
+
+def test_issue_12_lax_names_exist():
+    names = """conv_general_dilated conv conv_with_general_padding conv_dimension_numbers
+    conv_transpose conv_general_dilated_patches conv_general_dilated_local
+    conv_general_permutations conv_general_shape_tuple conv_shape_tuple
+    conv_transpose_shape_tuple ConvDimensionNumbers padtype_to_pads reduce_window
+    reduce_window_shape_tuple reduce cumlogsumexp reduce_precision population_count clz
+    nextafter top_k approx_max_k approx_min_k sort index_take broadcast_shapes empty
+    optimization_barrier fft FftType conv_general_dilated_p reduce_window_p
+    reduce_window_sum_p reduce_window_max_p reduce_window_min_p select_and_scatter_add_p
+    select_and_gather_add_p reduce_p fft_p clz_p reduce_precision_p
+    optimization_barrier_p""".split()
+    missing = [n for n in names if not hasattr(lax, n)]
+    assert not missing, missing
+    assert all(hasattr(jax.lax, n) for n in names)
+    assert [int(t) for t in lax.FftType] == [int(t) for t in jax.lax.FftType]
