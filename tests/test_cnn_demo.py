@@ -37,3 +37,19 @@ def test_cnn_gradients_match_jax():
 def test_cnn_trains_to_95_percent():
     _, acc = demo_cnn.train(epochs=8, verbose=False)
     assert acc >= 0.95, acc
+
+
+def test_cnn_per_example_gradients_match_jax():
+    """jit(vmap(grad)) through conv (batch folded into feature groups) and max pooling
+    (batched select_and_scatter_add)."""
+    (xtr, ytr), _ = demo_cnn.load_digits_images()
+    params = demo_cnn.init_cnn(1)
+    np_params = {k: tuple(map(np.asarray, v)) for k, v in params.items()}
+    x, y = xtr[:8], ytr[:8]
+    pe = xform.jit(xform.vmap(xform.grad(lambda q, a, b: demo_cnn.cnn_loss(q, a[None], b[None])),
+                              in_axes=(None, 0, 0)))(params, x, y)
+    jpe = jax.vmap(jax.grad(lambda q, a, b: _jax_loss(q, a[None], b[None])),
+                   in_axes=(None, 0, 0))(np_params, x, y)
+    for k in np_params:
+        for g, jg in zip(pe[k], jpe[k]):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(jg), rtol=1e-4, atol=1e-5)
