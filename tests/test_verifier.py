@@ -33,10 +33,16 @@ NO_LOWERING_ALLOWED = {
 }
 # Effects: lowered (jaxlib's python-callback custom call) but they compute no value to
 # compare; tested in test_jit.py.
-EFFECTS = {"debug_callback"}
+EFFECTS = {"debug_callback", "pure_callback", "io_callback"}   # + tests/test_callbacks.py
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
-                "checkpoint", "remat", "cond", "while", "scan"}
+                "checkpoint", "remat", "cond", "while", "scan",
+                "call_exported",   # inlines a serialized module; tested in test_export.py
+                "custom_vmap_call"}
+# Typed-key boundary primitives (uint32[..., 2] <-> key<fry>): no arithmetic to compare;
+# their lowering is the identity on the physical words, checked bit for bit against JAX
+# eager, under jit and vmap in tests/test_random.py.
+HIGHER_ORDER |= {"random_wrap", "random_unwrap", "random_clone"}
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
