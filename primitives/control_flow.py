@@ -44,6 +44,7 @@ from interpreters.staging import StagingTrace, trace_to_jaxpr
 from primitives import elementwise as ew
 from primitives import structural as st
 from primitives._rules import bdim_at_front, moveaxis
+from primitives.custom import check_forward_evaluable
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
 
@@ -77,6 +78,7 @@ cond_p.impl_takes_arrays = True
 
 
 def _cond_impl(index, *ops, branches):
+    check_forward_evaluable(*branches)
     i = int(np.clip(int(np.asarray(index._value if isinstance(index, Array) else index)),
                     0, len(branches) - 1))
     outs = _eval(branches[i], *ops)
@@ -267,6 +269,7 @@ while_p.impl_takes_arrays = True
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    check_forward_evaluable(cond_jaxpr, body_jaxpr)
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     while bool(np.asarray(_value(_eval(cond_jaxpr, *cc, *carry)[0]))):
         carry = _eval(body_jaxpr, *bc, *carry)
@@ -463,6 +466,7 @@ def _index_leading(x, i):
 
 
 def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    check_forward_evaluable(jaxpr)
     consts, carry, xs = _split(args, num_consts, num_carry)
     out_avals = _scan_abstract(*[core.get_aval(a) for a in args], reverse=reverse, length=length,
                                jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,
