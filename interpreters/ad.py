@@ -106,6 +106,16 @@ class JVPTracer(Tracer):
             return p._value
         return np.asarray(p)
 
+    def __repr__(self):
+        t = self.tangent
+        if isinstance(t, StagingTracer) and isinstance(t._trace, LinearizeTrace):
+            # reverse mode (grad/vjp/linearize): the tangent is a staged linear program
+            return (f"GradTracer(primal={core.value_text(self.primal)}, "
+                    f"typeof(tangent)={core.get_aval(t).str_short()})")
+        return f"JVPTracer(primal={core.value_text(self.primal)}, tangent={core.value_text(t)})"
+
+    __str__ = __repr__
+
 
 class JVPTrace(core.Trace):
     def __init__(self, parent, name="jvp"):

@@ -32,6 +32,11 @@ class StagingTracer(Tracer):
     def aval(self):
         return self.var.aval
 
+    def __repr__(self):
+        return f"JitTracer({core.aval_text(self.var.aval)})"
+
+    __str__ = __repr__
+
 
 class StagingTrace(core.Trace):
     def __init__(self, parent, forward_known: bool = False, name: str = "staging"):

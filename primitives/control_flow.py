@@ -760,15 +760,28 @@ def _branch_index(x, n, what):
     return ew.clamp(np.int32(0), x, np.int32(n - 1))
 
 
-def cond(pred, true_fun, false_fun, *operands, operand=None):
+class _NoOperand:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<no operand>"
+
+
+_no_operand = _NoOperand()
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """``true_fun(*operands) if pred else false_fun(*operands)``, staged as one ``cond``.
 
     Both branches are traced (their outputs must have identical types); only the
     taken one runs.  Under ``vmap`` with a batched ``pred`` both run and the
     results are selected.
     """
-    if operand is not None:
-        operands = operands + (operand,)
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("lax.cond: if the 'operand' keyword is passed then no positional "
+                            "operands can be passed")
+        operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     pa = core.get_aval(pred) if _is_arraylike(pred) else None
@@ -785,10 +798,13 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
     return _switch(index, [false_fun, true_fun], operands, ("false_fun", "true_fun"), "cond")
 
 
-def switch(index, branches, *operands, operand=None):
+def switch(index, branches, *operands, operand=_no_operand):
     """``branches[clamp(index, 0, len(branches) - 1)](*operands)``, staged as one ``cond``."""
-    if operand is not None:
-        operands = operands + (operand,)
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("lax.switch: if the 'operand' keyword is passed then no positional "
+                            "operands can be passed")
+        operands = (operand,)
     branches = list(branches)
     if not branches:
         raise ValueError("lax.switch: branches must be a non-empty sequence of callables")
@@ -856,7 +872,10 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
             if _typematch(a, b):
                 new.append(a.update(weak_type=a.weak_type and b.weak_type))
             elif a.shape == b.shape and a.weak_type:
-                new.append(b.update(weak_type=False))
+                # JAX's rule: promote the weak initial carry with the body's output type;
+                # if the body still disagrees on the next trace, that is an error
+                # (a weak float carry does not become the int the body returns).
+                new.append(b.update(dtype=dtypes.result_type(a, b), weak_type=False))
             else:
                 bad.append(k)
                 new.append(a)

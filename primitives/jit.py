@@ -182,7 +182,10 @@ def check_outputs_or_rerun(closed, args, outs, name):
     read = lambda a: a.value if type(a) is Literal else env[a]   # noqa: E731
     jaxpr = closed.jaxpr
     env.update(zip(jaxpr.constvars, closed.consts))
-    env.update(zip(jaxpr.invars, args))
+    # Python scalars and NumPy arguments become Arrays of the types the program was traced at.
+    env.update((v, a if isinstance(a, core.Array) else
+                core.Array(np.asarray(a, dtype=v.aval.dtype), weak_type=v.aval.weak_type))
+               for v, a in zip(jaxpr.invars, args))
     with core.set_current_trace(core.EVAL_TRACE):
         for eqn in jaxpr.eqns:
             try:

@@ -8,7 +8,7 @@ import importlib as _importlib
 
 import primitives as _primitives  # noqa: F401  (registers every primitive's rules)
 from interpreters.config import config
-from interpreters.core import Array
+from xform._array_type import Array
 from interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
                                  UnexpectedTracerError)

@@ -2,7 +2,7 @@
 import importlib as _importlib
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc")
+             "collectives", "control_flow", "misc", "random")
 
 for _fam in _FAMILIES:
     try:
@@ -14,3 +14,6 @@ for _fam in _FAMILIES:
     for _name in getattr(_mod, "__all__", ()):
         globals()[_name] = getattr(_mod, _name)
 del _fam, _importlib
+
+from primitives.special import *  # noqa: E402,F401,F403  (polygamma, igamma, betainc, ...)
+from xform.lax import linalg  # noqa: E402,F401  (h-linalg13: xform.lax.linalg)

@@ -450,6 +450,9 @@ def nonzero(a, *, size=None, fill_value=None):
     """Indices of non-zero elements; needs a concrete array (or a static ``size``)."""
     x = U.to_array(a)
     v = x.to_concrete_value() if isinstance(x, ArrayOps) else None
+    if v is None and size is not None:   # traced: a static-size compaction (jit-friendly)
+        from xform.numpy._index_tricks import nonzero_sized
+        return nonzero_sized(x, U.static_int(size, "nonzero: size"), fill_value)
     if v is None:
         raise core.errors.ConcretizationTypeError(
             x, "nonzero/argwhere/one-argument where on a traced array (the result shape depends "
