@@ -178,7 +178,10 @@ def _build_node(node, ns):  # noqa: C901  (one case per node kind)
         return lambda h: jnp.dot(h, jnp.asarray(W)) + jnp.asarray(b)
     if kind == "index":
         mode = node[2]
-        idx = rng.integers(-N - 2, N + 3, size=N).astype(np.int32)
+        # Out-of-range vector indices only with an explicit mode: by default they are a
+        # broken promise in JAX (read clamped, gradient dropped; xform: clamped both ways).
+        lo, hi = (-N, N) if mode is None else (-N - 2, N + 3)
+        idx = rng.integers(lo, hi, size=N).astype(np.int32)
         host = bool(rng.integers(0, 2))
 
         def index(h):
@@ -194,9 +197,10 @@ def _build_node(node, ns):  # noqa: C901  (one case per node kind)
         offs = rng.integers(-1, N, size=N).astype(np.int32)
 
         def dyn_index(h):
-            i = _traced_int(jnp, h, 2.0, seed) + jnp.asarray(offs)
-            if mode is None:
-                return h[i] * 0.5 + h * 0.5
+            i0 = _traced_int(jnp, h, 2.0, seed)
+            i = i0 + jnp.asarray(offs)
+            if mode is None:     # a scalar index may be out of range (a clamped dynamic slice)
+                return h[jnp.clip(i, -N, N - 1)] * 0.5 + h * h[i0 + 1] * 0.5
             if mode == "fill":
                 return h.at[i].get(mode="fill", fill_value=-0.25) + h
             return h.at[i].get(mode=mode) * h
@@ -204,7 +208,9 @@ def _build_node(node, ns):  # noqa: C901  (one case per node kind)
     if kind == "at":
         op, mode = node[2], node[3]
         k = int(rng.integers(1, N + 1))
-        if op == "set":       # distinct targets (JAX leaves the winner of a tie unspecified)
+        if op in ("set", "multiply"):
+            # distinct targets: JAX leaves the winner of a 'set' tie unspecified and only
+            # differentiates scatter_mul with unique_indices=True
             idx = rng.permutation(np.arange(-N, N + 3))[:k].astype(np.int32)
             idx = np.array([i for i in idx if not (-N <= i < 0 and (i + N) in idx)] or [1],
                            np.int32)
@@ -217,6 +223,8 @@ def _build_node(node, ns):  # noqa: C901  (one case per node kind)
         def at(h):
             v = jnp.sin(h)[:len(idx)] * 0.5 + 0.75
             kw = {} if mode is None else {"mode": mode}
+            if op == "multiply":
+                kw["unique_indices"] = True
             return getattr(h.at[jnp.asarray(idx)], op)(v, **kw)
         return at
     if kind == "dyn_at":
@@ -227,7 +235,10 @@ def _build_node(node, ns):  # noqa: C901  (one case per node kind)
             kw = {} if mode is None else {"mode": mode}
             v = jnp.cos(h[0]) * 0.5 + 0.75
             return getattr(h.at[i], op)(v, **kw)
-        return dyn_at
+        return dyn_at if op != "multiply" else (
+            lambda h: h.at[_traced_int(jnp, h, 1.5, seed)].multiply(
+                jnp.cos(h[0]) * 0.5 + 0.75, unique_indices=True,
+                **({} if mode is None else {"mode": mode})))
     if kind == "dyn_slice":
         def dyn_slice(h):
             i = _traced_int(jnp, h, 2.0, seed)
@@ -370,10 +381,13 @@ def stacks(ns, desc, top_policy):
     }
 
 
-def inputs(seed):
+def inputs(seed, ns=None):
+    """(x, X, XX, t): a point, batches for vmap and vmap(vmap), a tangent -- as the
+    namespace's arrays (``ns=None``: NumPy)."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1.5, 1.5, N).astype(np.float32)
     X = rng.uniform(-1.5, 1.5, (4, N)).astype(np.float32)
     XX = rng.uniform(-1.5, 1.5, (2, 3, N)).astype(np.float32)
     t = rng.standard_normal(N).astype(np.float32)
-    return x, X, XX, t
+    out = (x, X, XX, t)
+    return out if ns is None else tuple(ns.np.asarray(a) for a in out)

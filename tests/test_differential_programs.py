@@ -69,6 +69,7 @@ def _oracle(js, names, args):
 
 def check_program(desc, top_policy, seed, only=None):
     x, X, XX, t = inputs(seed)
+    xargs = inputs(seed, XF)
     xs = stacks(XF, desc, top_policy)
     js = stacks(JX, desc, top_policy)
     skip = REVERSE if has_while(desc) else frozenset()
@@ -77,8 +78,10 @@ def check_program(desc, top_policy, seed, only=None):
     failures = []
     for name in names:
         want, jerr = oracle[name]
-        got, xerr = _run(xs[name], x, X, XX, t)
+        got, xerr = _run(xs[name], *xargs)
         if jerr is not None:
+            if isinstance(jerr, NotImplementedError):
+                continue        # a JAX limitation, not an answer
             if xerr is None:
                 failures.append(f"{name}: JAX raised {type(jerr).__name__}: "
                                 f"{str(jerr)[:200]} but xform returned a value")
