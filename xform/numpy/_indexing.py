@@ -586,51 +586,60 @@ class _Update:
 
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "set", mode)
+        return _apply(self.array, self.index, values, "set", mode,
+                      indices_are_sorted, unique_indices)
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "add", mode)
+        return _apply(self.array, self.index, values, "add", mode,
+                      indices_are_sorted, unique_indices)
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None):
-        return _apply(self.array, self.index, F.negative(U.to_array(values)), "add", mode)
+        return _apply(self.array, self.index, F.negative(U.to_array(values)), "add", mode,
+                      indices_are_sorted, unique_indices)
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None):
-        return _apply(self.array, self.index, values, "multiply", mode)
+        return _apply(self.array, self.index, values, "multiply", mode,
+                      indices_are_sorted, unique_indices)
 
     mul = multiply
 
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None):
-        return _apply(self.array, self.index, values, "divide", mode)
+        return _apply(self.array, self.index, values, "divide", mode,
+                      indices_are_sorted, unique_indices)
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None):
-        return _apply(self.array, self.index, values, "power", mode)
+        return _apply(self.array, self.index, values, "power", mode,
+                      indices_are_sorted, unique_indices)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "min", mode)
+        return _apply(self.array, self.index, values, "min", mode,
+                      indices_are_sorted, unique_indices)
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "max", mode)
+        return _apply(self.array, self.index, values, "max", mode,
+                      indices_are_sorted, unique_indices)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None):
         x = U.to_array(self.array)
         gmode = "clip" if mode is not None and _mode(mode, "x.at[...].apply").name == "CLIP" \
             else None
-        return _apply(x, self.index, func(getitem(x, self.index, mode=gmode)), "set", mode)
+        return _apply(x, self.index, func(getitem(x, self.index, mode=gmode)), "set", mode,
+                      indices_are_sorted, unique_indices)
 
 
 _SCATTER = {"set": "scatter", "add": "scatter_add", "multiply": "scatter_mul",
             "min": "scatter_min", "max": "scatter_max"}
 
 
-def _apply(x, idx, values, op, mode=None):
+def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indices=False):
     """``x.at[idx].<op>(values)``.  Index rule as ``getitem``: static Python ints out of
     bounds raise; integer arrays (concrete or traced) wrap negatives once and the
     updates at out-of-range positions are dropped (``mode='clip'``: clamped)."""
@@ -661,7 +670,8 @@ def _apply(x, idx, values, op, mode=None):
     if op in ("divide", "power"):   # x / prod(v) and x ** prod(v): duplicates compose
         ones = U.broadcast_to_shape(U.to_array(1, x.dtype, False), x.shape)
         combine = F.true_divide if op == "divide" else F.power
-        return combine(x, _apply(ones, idx, v, "multiply", mode))
+        return combine(x, _apply(ones, idx, v, "multiply", mode, indices_are_sorted,
+                                 unique_indices))
     if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
         raise IndexError("x.at[...] with a scalar boolean index is not supported; use "
                          "xform.numpy.where")
@@ -676,7 +686,7 @@ def _apply(x, idx, values, op, mode=None):
             from None
     if vb.shape != plan.gather_shape:
         vb = lax().reshape(vb, plan.gather_shape)
-    indices, unique, flat = plan.indices, plan.unique, False
+    indices, unique, flat = plan.indices, plan.unique or bool(unique_indices), False
     if op == "set" and plan.host and not unique:
         indices, vb = _last_writes(plan, vb)
         unique = flat = True
@@ -686,7 +696,8 @@ def _apply(x, idx, values, op, mode=None):
         smode = M.FILL_OR_DROP if m is None else m
     y = plan.view(x)
     out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(flat),
-                                       indices_are_sorted=plan.sorted, unique_indices=unique,
+                                       indices_are_sorted=plan.sorted or bool(
+                                           indices_are_sorted), unique_indices=unique,
                                        mode=smode)
     return out if plan.trivial else _apply_basic(x, plan.slices, out, "set")
 
