@@ -22,14 +22,6 @@ def _call(ctx, eqn, *args):
     return call_subjaxpr(ctx, closed, list(args), name=p.get("name") or eqn.primitive.name)
 
 
-@register("custom_lin")
-def _custom_lin(ctx, eqn, *args):
-    """The JVP of a custom_vjp function only transposes: a compiled program that would
-    evaluate it forward fails as its eager evaluation does (TypeError, as in JAX)."""
-    from primitives.custom import _custom_lin_forward
-    _custom_lin_forward()
-
-
 # ----------------------------------------------------------------- host callbacks
 
 
