@@ -34,8 +34,9 @@ POLICIES = (None, "nothing_saveable", "dots_saveable", "everything_saveable",
             "dots_with_no_batch_dims_saveable", "save_only_these_names",
             "save_any_names_but_these", "save_anything_except_these_names")
 LEAVES = ("unary", "unary", "mix", "index", "dyn_index", "at", "dyn_at", "dyn_slice",
-          "custom_jvp", "custom_vjp", "name")
-COMPOUND = ("cond", "switch", "fori", "scan", "while", "map", "vmap", "checkpoint", "jit")
+          "custom_jvp", "custom_vjp", "name", "stop_gradient")
+COMPOUND = ("cond", "switch", "fori", "scan", "while", "map", "vmap", "checkpoint", "jit",
+            "cond_int", "scan_int")
 
 
 def namespace(api, np_mod, lax_mod, ckpt_mod):
@@ -65,8 +66,10 @@ def nodes(draw, depth):
     if kind == "dyn_at":
         return ("dyn_at", seed, draw(st.sampled_from(("add", "set", "multiply"))),
                 draw(st.sampled_from((None, "clip", "drop"))))
-    if kind in ("mix", "dyn_slice", "custom_jvp", "custom_vjp", "name"):
+    if kind in ("mix", "dyn_slice", "custom_jvp", "custom_vjp", "name", "stop_gradient"):
         return (kind, seed)
+    if kind in ("cond_int", "scan_int"):
+        return (kind, seed, sub(), sub())
     if kind == "cond":
         return ("cond", seed, sub(), sub())
     if kind == "switch":
@@ -275,6 +278,32 @@ def _build_node(node, ns):  # noqa: C901  (one case per node kind)
         return g
     if kind == "name":
         return lambda h: ns.ckpt.checkpoint_name(jnp.sin(h), "a")
+    if kind == "stop_gradient":
+        return lambda h: h * lax.stop_gradient(jnp.cos(h)) + 0.1 * h
+    if kind == "cond_int":
+        # branches return (floats, an int used as an index): integer outputs of control
+        # flow carry no tangent
+        fa, fb = build(node[2], ns), build(node[3], ns)
+        thr = float(rng.uniform(-1, 1))
+
+        def cond_int(h):
+            y, k = lax.cond(jnp.sum(h) > thr, lambda v: (fa(v), jnp.int32(1)),
+                            lambda v: (fb(v), (jnp.sum(v) > 0).astype(jnp.int32) * 2), h)
+            return y * 0.5 + h[k] * 0.5
+        return cond_int
+    if kind == "scan_int":
+        # an integer carry and integer ys next to the float ones
+        fa, fb = build(node[2], ns), build(node[3], ns)
+        C = rng.uniform(-1, 1, size=(2, N)).astype(np.float32)
+
+        def scan_int(h):
+            def step(c, x):
+                k, v = c
+                v = lax.cond(k % 2 == 0, fa, fb, v + x)
+                return (k + 1, v), (k, v[k % N])
+            (k, v), (ks, ys) = lax.scan(step, (jnp.int32(0), h), jnp.asarray(C) * h)
+            return v + 0.1 * jnp.sum(ys) + 0.01 * (k + jnp.sum(ks))
+        return scan_int
     if kind == "cond":
         fa, fb = build(node[2], ns), build(node[3], ns)
         thr = float(rng.uniform(-1, 1))
