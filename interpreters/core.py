@@ -34,7 +34,12 @@ class ShapedArray:
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = dtype if isinstance(dtype, ExtendedDType) else np.dtype(dtype)
+        if isinstance(dtype, ExtendedDType):
+            self.dtype = dtype
+        else:
+            dt = np.dtype(dtype)
+            # a structured dtype that represents an extended one (concrete key arrays)
+            self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
         self.weak_type = bool(weak_type)
 
     @property

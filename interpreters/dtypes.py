@@ -158,6 +158,8 @@ def _canonical_valid(dt: np.dtype, x) -> np.dtype:
         return _valid_canon_cache[dt]
     except KeyError:
         pass
+    if dt in extended_by_struct:   # concrete values of an extended dtype (typed keys)
+        return extended_by_struct[dt]
     if dt not in _valid_dtypes:
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid array type; "
                         "only numeric (and bool) dtypes are supported")

@@ -610,7 +610,7 @@ class KeyedCompiled:
                 if not prng.is_key_aval(core.get_aval(x)):
                     raise TypeError(f"compiled program expects a key array, got "
                                     f"{core.get_aval(x).str_short()}")
-                x = prng.to_words(np.asarray(x._value))
+                x = prng.to_words(np.asarray(x._value if isinstance(x, Array) else x))
             conv.append(x)
         outs = self.inner(*conv)
         return [Array(prng.to_struct(np.asarray(o)), False) if k else o

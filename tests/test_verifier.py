@@ -660,3 +660,15 @@ def _threefry2x32(data, name):
         return rng.integers(lo, 2**32, s, dtype=np.uint64).astype(np.uint32)
     key_shape = () if data.draw(st.booleans(), label="scalar_key") else shape
     return {}, [words(key_shape), words(key_shape), words(shape), words(shape)]
+
+
+# typed PRNG keys: the casts between key arrays and their uint32[..., 2] words
+@spec("random_wrap random_unwrap random_clone", exact=True)
+def _key_casts(data, name):
+    from primitives.prng import to_struct
+    rng = _rng(data)
+    shape = data.draw(shapes(min_rank=0, max_rank=2, min_side=0))
+    words = rng.integers(0, 2**32, shape + (2,), dtype=np.uint64).astype(np.uint32)
+    if name == "random_wrap":
+        return {"impl": "threefry2x32"}, [words]
+    return {}, [to_struct(words)]

@@ -1012,11 +1012,20 @@ def _gamma_grad(sample, a, log_space):
 
 
 def random_gamma_grad(a, x):
+    """d x / d a of a Gamma(a, 1) sample ``x`` (``lax.random_gamma_grad`` where the
+    special-function family provides it, else the series below)."""
+    prim = getattr(_lax(), "random_gamma_grad", None)
+    if prim is not None:
+        return prim(a, x)
+    return _random_gamma_grad_series(a, x)
+
+
+def _random_gamma_grad_series(a, x):
     """d x / d a of a Gamma(a, 1) sample ``x`` at fixed CDF value (implicit
     reparameterization): ``-(d/da P(a, x)) / p(x; a)``, with the regularized lower
     incomplete gamma P differentiated in ``a`` through its power series
     ``P = x^a e^-x sum_n x^n / Gamma(a+n+1)`` (large x: its complement's continued
-    fraction is avoided by central differences of the series in float64-free form)."""
+    fraction is not needed for the sample sizes drawn here)."""
     lax, jnp = _lax(), _jnp()
     dtype = x.dtype
     a = jnp.asarray(a, dtype)
