@@ -229,6 +229,11 @@ class ArrayOps:
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
+        if type(self) is Array and self._npy is not None:
+            # concrete host values: rows directly (what ``self[i]`` computes, without
+            # binding slice + reshape per row); e.g. ``k1, k2 = random.split(key)``
+            v, w = self._npy, self.weak_type
+            return (Array(v[i, ...], w) for i in range(v.shape[0]))
         return (self[i] for i in range(self.shape[0]))
 
 

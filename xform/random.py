@@ -63,24 +63,45 @@ def _jnp():
 
 
 def _rjit(*static_argnums):
-    """``jit`` whose cache also keys on ``jax_threefry_partitionable`` (a hidden last
-    static argument), so flipping the flag retraces as JAX's config-aware cache does."""
+    """``jit`` with static arguments, keyed also on ``jax_threefry_partitionable``.
+
+    Each (static values, flag) gets its own jitted closure over the dynamic
+    arguments only, so repeated eager calls take jit's positional-array fast path
+    (JAX's config-aware cache behaves the same: flipping the flag retraces).
+    """
     def deco(fn):
         n = fn.__code__.co_argcount
-        jitted = []
+        statics_idx = tuple(static_argnums)
+        dyn_idx = tuple(i for i in range(n) if i not in statics_idx)
+        cache: dict = {}
 
-        def with_mode(*args):
-            return fn(*args[:n])
-
-        with_mode.__name__ = fn.__name__
-        with_mode.__qualname__ = fn.__qualname__
+        def make(statics):
+            def body(*dyn):
+                full = [None] * n
+                for i, v in zip(statics_idx, statics):
+                    full[i] = v
+                for i, v in zip(dyn_idx, dyn):
+                    full[i] = v
+                return fn(*full)
+            body.__name__ = fn.__name__
+            body.__qualname__ = fn.__qualname__
+            return _x().jit(body)
 
         def call(*args):
-            if not jitted:
-                jitted.append(_x().jit(with_mode, static_argnums=tuple(static_argnums) + (n,)))
             if len(args) != n:
                 raise TypeError(f"{fn.__name__} takes {n} arguments, got {len(args)}")
-            return jitted[0](*args, bool(config.read("jax_threefry_partitionable")))
+            statics = tuple(args[i] for i in statics_idx)
+            key = (statics, bool(config.read("jax_threefry_partitionable")))
+            try:
+                j = cache.get(key)
+            except TypeError:
+                raise ValueError(f"{fn.__name__}: static arguments must be hashable, got "
+                                 f"{statics!r}") from None
+            if j is None:
+                if len(cache) > 256:
+                    cache.clear()
+                j = cache[key] = make(statics)
+            return j(*[args[i] for i in dyn_idx])
         call.__name__ = fn.__name__
         call.__wrapped__ = fn
         return call
