@@ -83,3 +83,33 @@ def _key_cast(ctx, eqn, x):
     """Free casts between typed keys and their uint32[..., 2] words (programs are
     physicalized before lowering, so both sides are the same tensor)."""
     return [x]
+
+
+_ALG = {0: "PHILOX", 1: "THREE_FRY", 2: "PHILOX"}   # RNG_DEFAULT is PHILOX on CPU
+
+
+@register("rng_bit_generator")
+def _rng_bit_generator(ctx, eqn, key):
+    p = eqn.params
+    kaval = ctx.in_avals[0]
+    u64 = np.dtype(np.uint64)
+    st = tensor_type((2,), u64)
+    k = key
+    if kaval.dtype == _U32:
+        k = ctx.op1("stablehlo.reshape", [key], tensor_type((2, 2), _U32))
+        k = ctx.op1("stablehlo.bitcast_convert", [k], st)
+    alg = _ALG[int(p["algorithm"])] if int(p["algorithm"]) != 0 or ctx.module.platform == "cpu" \
+        else "DEFAULT"
+    new, bits = ctx.op("stablehlo.rng_bit_generator", [k], [st, ctx.out_avals[1]],
+                       f"rng_algorithm = #stablehlo<rng_algorithm {alg}>")
+    if kaval.dtype == _U32:
+        new = ctx.op1("stablehlo.bitcast_convert", [new], tensor_type((2, 2), _U32))
+        new = ctx.op1("stablehlo.reshape", [new], ctx.out_avals[0])
+    return [new, bits]
+
+
+@register("rng_uniform")
+def _rng_uniform(ctx, eqn, a, b):
+    shape = ctx.constant(np.asarray(ctx.out_avals[0].shape, np.int64))
+    return [ctx.op1("stablehlo.rng", [a, b, shape], ctx.out_avals[0],
+                    "rng_distribution = #stablehlo<rng_distribution UNIFORM>")]

@@ -420,3 +420,48 @@ def test_mixing_typed_and_raw_keys_refused():
         jjnp.concatenate([jr.split(jr.key(0)), jr.split(jr.PRNGKey(0))])
     with pytest.raises((TypeError, ValueError)):
         xnp.concatenate([xr.split(xr.key(0)), xr.split(xr.PRNGKey(0))])
+
+
+# ----------------------------------------------------------------- lax.rng_bit_generator / rng_uniform
+
+
+@settings(max_examples=6, deadline=None)
+@given(alg=st.sampled_from([0, 1, 2]), dt=st.sampled_from(["uint8", "uint16", "uint32"]),
+       shape=st.lists(st.integers(0, 5), max_size=3), seed=st.integers(0, 2**32 - 1))
+def test_rng_bit_generator_matches_jax(alg, dt, shape, seed):
+    from primitives.random import rng_bit_generator_reference
+    key = np.random.default_rng(seed).integers(0, 2**32, 4, dtype=np.uint64).astype(np.uint32)
+    shape = tuple(shape)
+    jk, jb = jax.lax.rng_bit_generator(key, shape, dt, jax.lax.RandomAlgorithm(alg))
+    rk, rb = rng_bit_generator_reference(key, shape=shape, dtype=np.dtype(dt), algorithm=alg)
+    xk, xb = xform.jit(lambda k: xform.lax.rng_bit_generator(k, shape, dt, alg))(key)
+    ek, eb = xform.lax.rng_bit_generator(key, shape, dt, alg)
+    for got in ((rk, rb), (xk, xb), (ek, eb)):
+        assert_same(jk, got[0], "rng_bit_generator key")
+        assert_same(jb, got[1], "rng_bit_generator bits")
+
+
+def test_rng_bit_generator_uint64_x64():
+    from primitives.random import rng_bit_generator_reference
+    key = np.array([1, 2**32 - 1, 7, 2**31], np.uint32)
+    with x64():
+        for alg in (1, 2):
+            jk, jb = jax.lax.rng_bit_generator(key, (3, 5), "uint64", jax.lax.RandomAlgorithm(alg))
+            rk, rb = rng_bit_generator_reference(key, shape=(3, 5), dtype=np.dtype("uint64"),
+                                                 algorithm=alg)
+            xk, xb = xform.jit(lambda k: xform.lax.rng_bit_generator(k, (3, 5), "uint64", alg))(key)
+            assert_same(jb, rb, "u64 reference")
+            assert_same(jb, xb, "u64 xla")
+            assert_same(jk, xk, "u64 key")
+
+
+def test_rng_uniform_range_shape_dtype():
+    for lo, hi in ((np.float32(2.0), np.float32(3.0)), (np.int32(-5), np.int32(5))):
+        for f in (lambda: xform.lax.rng_uniform(lo, hi, (500,)),
+                  xform.jit(lambda: xform.lax.rng_uniform(lo, hi, (500,)))):
+            x = np.asarray(f())
+            assert x.shape == (500,) and x.dtype == lo.dtype
+            assert x.min() >= lo and x.max() < hi
+            assert len(np.unique(x)) > 5
+    with pytest.raises(ValueError):
+        xform.lax.rng_uniform(np.float32(0), np.int32(1), (2,))

@@ -33,7 +33,7 @@ NO_LOWERING_ALLOWED = {
 }
 # Effects: lowered (jaxlib's python-callback custom call) but they compute no value to
 # compare; tested in test_jit.py.
-EFFECTS = {"debug_callback"}
+EFFECTS = {"debug_callback", "rng_uniform"}   # rng_uniform: stateful, bits unspecified (test_random.py)
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                 "checkpoint", "remat", "cond", "while", "scan"}
@@ -672,3 +672,14 @@ def _key_casts(data, name):
     if name == "random_wrap":
         return {"impl": "threefry2x32"}, [words]
     return {}, [to_struct(words)]
+
+
+@spec("rng_bit_generator", exact=True)
+def _rng_bit_generator(data, name):
+    from primitives.random import RandomAlgorithm
+    rng = _rng(data)
+    shape = data.draw(shapes(min_rank=0, max_rank=3, min_side=0, max_side=5))
+    dt = data.draw(st.sampled_from([np.uint8, np.uint16, np.uint32]), label="dtype")
+    alg = data.draw(st.sampled_from(list(RandomAlgorithm)), label="algorithm")
+    key = rng.integers(0, 2**32, 4, dtype=np.uint64).astype(np.uint32)
+    return {"shape": shape, "dtype": np.dtype(dt), "algorithm": alg}, [key]
