@@ -348,6 +348,7 @@ batching.batch_rules[rng_uniform_p] = _rng_uniform_batch
 
 def rng_uniform(a, b, shape):
     """Stateful uniform values in ``[a, b)`` (XLA's Rng; implementation-defined bits)."""
+    _rng_uniform_abstract(core.get_aval(a), core.get_aval(b), shape=tuple(shape))
     return rng_uniform_p.bind(a, b, shape=tuple(int(d) for d in shape))
 
 
