@@ -268,7 +268,11 @@ def _arraylike(x) -> bool:
 def _key_words(name, key, allow_batched=False):
     """(raw uint32[..., 2] words, was_typed) of a key argument, checked as JAX does."""
     if _is_typed(key):
-        data, typed = _prng.random_unwrap(key), True
+        if type(key) is core.Array and core.current_trace() is core.EVAL_TRACE:
+            data = core.Array(_prng.to_words(key._value))   # the cast, without a bind
+        else:
+            data = _prng.random_unwrap(key)
+        typed = True
         shape = key.shape
     elif _arraylike(key):
         if isinstance(key, (np.ndarray, np.generic)):
@@ -293,7 +297,11 @@ def _key_words(name, key, allow_batched=False):
 
 
 def _rewrap(typed, words):
-    return _prng.random_wrap(words) if typed else words
+    if not typed:
+        return words
+    if type(words) is core.Array and core.current_trace() is core.EVAL_TRACE:
+        return core.Array(_prng.to_struct(words._value))   # the cast, without a bind
+    return _prng.random_wrap(words)
 
 
 # ----------------------------------------------------------------- key constructors
