@@ -304,10 +304,12 @@ def linearize_flat(fun, primals):
     in_mask = [is_differentiable(a) for a in in_avals]
     ins = [JVPTracer(jvp, p, lin.new_arg(t)) if m else p
            for p, t, m in zip(primals, in_tangent_avals, in_mask)]
+    from interpreters.jaxpr_transforms import no_policy
     prev = core._state.trace
     try:
         core._state.trace = jvp
-        outs = list(fun(*ins))
+        with no_policy():
+            outs = list(fun(*ins))
     finally:
         core._state.trace = prev
         jvp.invalidate()
