@@ -528,7 +528,10 @@ class Array(ArrayOps):
         return f"{prefix}{body}, dtype={name}{extra})"
 
     def __str__(self):
-        return str(np.asarray(self._value))
+        v = np.asarray(self._value)
+        if v.dtype.kind == "V" and v.dtype in extended_by_struct:   # typed keys, as JAX
+            return repr(self)
+        return str(v)
 
     def _repr_html_(self):
         import html

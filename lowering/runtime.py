@@ -162,6 +162,9 @@ def device_put(x, device=None) -> Array:
     if isinstance(x, Array):
         if x._deleted:
             raise RuntimeError("device_put() of a deleted (donated) Array")
+        if x._npy is not None and x._npy.dtype.kind == "V" and x._npy.dtype.names:
+            # typed PRNG keys stay host values (their words are placed per compiled call)
+            return Array(x._npy, x.weak_type, committed=committed)
         if x._buf is not None and _buf_device(x._buf) == device:
             if committed and not x._committed:
                 return Array(x._npy, x.weak_type, x._buf, committed=True)

@@ -465,3 +465,45 @@ def test_rng_uniform_range_shape_dtype():
             assert len(np.unique(x)) > 5
     with pytest.raises(ValueError):
         xform.lax.rng_uniform(np.float32(0), np.int32(1), (2,))
+
+
+# ----------------------------------------------------------------- typed keys: more of the surface
+
+
+def test_typed_key_equality_dtype_queries_and_printing():
+    ks, jks = xr.split(xr.key(0), 3), jr.split(jr.key(0), 3)
+    np.testing.assert_array_equal(np.asarray(ks == ks[1]), np.asarray(jks == jks[1]))
+    np.testing.assert_array_equal(np.asarray(ks != ks[0]), np.asarray(jks != jks[0]))
+    assert bool(xr.key(5) == xr.key(5)) and not bool(xr.key(5) != xr.key(5))
+    from xform import dtypes as xdt
+    assert xnp.issubdtype(ks.dtype, xdt.prng_key) and xnp.issubdtype(ks.dtype, xdt.extended)
+    assert not xnp.issubdtype(ks.dtype, np.integer)
+    assert not xnp.issubdtype(np.float32, xdt.prng_key)
+    assert str(xr.key(3)) == str(jr.key(3))
+    assert_same(jax.device_put(jr.key(2)), xform.device_put(xr.key(2)), "device_put")
+    import pickle
+    assert_same(jks, pickle.loads(pickle.dumps(ks)), "pickle")
+    with pytest.raises(TypeError):
+        xr.key(0) + 1
+    with pytest.raises(TypeError):
+        xr.key(0).astype(np.uint32)
+    with pytest.raises(TypeError):
+        xr.key(0) == xr.PRNGKey(0)
+
+
+def test_typed_keys_through_grad_fori_and_scan_xs():
+    def g(L, R):
+        return L.grad(lambda x, k: L.jit(lambda x, k: (x * R.normal(k, (3,))).sum())(x, k))(
+            1.0, R.key(1))
+    np.testing.assert_array_equal(np.asarray(g(xform, xr)), np.asarray(g(jax, jr)))
+    assert_same(jax.lax.fori_loop(0, 3, lambda i, k: jr.fold_in(k, i), jr.key(5)),
+                xform.lax.fori_loop(0, 3, lambda i, k: xr.fold_in(k, i), xr.key(5)), "fori")
+
+    def sc(L, R):
+        return L.lax.scan(lambda c, k: (c + R.uniform(k), R.normal(k)), 0.0,
+                          R.split(R.key(2), 4))
+    (jc, jy), (xc, xy) = sc(jax, jr), sc(xform, xr)
+    assert_same(jc, xc, "scan carry")
+    assert_same(jy, xy, "scan ys")
+    assert_same(jax.vmap(lambda i: jr.fold_in(jr.key(0), i))(jjnp.arange(3)),
+                xform.vmap(lambda i: xr.fold_in(xr.key(0), i))(xnp.arange(3)), "vmap keys out")

@@ -1739,3 +1739,17 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 
 PRNGKeyArray = core.Array   # key arrays are Arrays of dtype key<fry>
 KeyArray = core.Array
+
+
+def _keys_equal(a, b, negate=False):
+    """``a == b`` / ``a != b`` of typed key arrays: elementwise over keys (all words equal)."""
+    jnp = _jnp()
+    if not (_is_typed(a) and _is_typed(b)):
+        raise TypeError("equal does not accept dtypes "
+                        f"{getattr(a, 'dtype', type(a).__name__)}, "
+                        f"{getattr(b, 'dtype', type(b).__name__)}: typed PRNG keys compare "
+                        "only with typed PRNG keys")
+    wa, wb = _prng.random_unwrap(a), _prng.random_unwrap(b)
+    if negate:
+        return jnp.any(wa != wb, axis=-1)
+    return jnp.all(wa == wb, axis=-1)
