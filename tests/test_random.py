@@ -167,6 +167,8 @@ def test_uniform_normal_float64():
 # ----------------------------------------------------------------- samplers
 
 P3 = np.array([0.1, 0.2, 0.3, 0.4])
+COV = np.array([[2., 0.3, 0.1], [0.3, 1., 0.2], [0.1, 0.2, 0.5]], np.float32)
+MEAN = np.array([1., -1., 0.], np.float32)
 SAMPLERS = {
     "uniform_bcast": lambda r, k: r.uniform(k, (2, 3), minval=np.array([0., 1., 2.]), maxval=4.),
     "normal_c64": lambda r, k: r.normal(k, (3,), "complex64"),
@@ -220,10 +222,16 @@ SAMPLERS = {
     "poisson": lambda r, k: r.poisson(k, np.array([0.5, 3., 20., 0.]), (4,)),
     "binomial": lambda r, k: r.binomial(k, np.array([5., 50., 100.]), np.array([0.3, 0.5, 0.9])),
     "multinomial": lambda r, k: r.multinomial(k, 10., np.array([0.2, 0.3, 0.5])),
+    "mvn_cholesky": lambda r, k: r.multivariate_normal(k, MEAN, COV, (4,)),
+    "mvn_eigh": lambda r, k: r.multivariate_normal(k, MEAN, COV, (2,), method="eigh"),
+    "mvn_svd": lambda r, k: r.multivariate_normal(k, MEAN, COV, method="svd"),
+    "orthogonal": lambda r, k: r.orthogonal(k, 3),
+    "orthogonal_rect": lambda r, k: r.orthogonal(k, 4, (2,), m=2),
 }
 FAST_MODE_SAMPLERS = ["randint", "permutation_int", "choice_p"]
 FAST_SAMPLERS = ["uniform_bcast", "randint_i8_limits", "choice_norep", "truncated_normal",
-                 "bernoulli", "exponential", "categorical", "rademacher", "gamma_shape"]
+                 "bernoulli", "exponential", "categorical", "rademacher", "gamma_shape",
+                 "mvn_cholesky", "orthogonal"]
 
 
 @pytest.mark.parametrize("name", FAST_SAMPLERS)
