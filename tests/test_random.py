@@ -515,3 +515,22 @@ def test_typed_keys_through_grad_fori_and_scan_xs():
     assert_same(jy, xy, "scan ys")
     assert_same(jax.vmap(lambda i: jr.fold_in(jr.key(0), i))(jjnp.arange(3)),
                 xform.vmap(lambda i: xr.fold_in(xr.key(0), i))(xnp.arange(3)), "vmap keys out")
+
+
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), shape=st.lists(st.integers(0, 4), max_size=2),
+       lo=st.integers(-50, 50), width=st.integers(1, 100), p=st.integers(1, 99),
+       lohi=st.tuples(st.integers(-100, 100), st.integers(1, 50)))
+def test_sampler_parameters_property(seed, shape, lo, width, p, lohi):
+    shape = tuple(shape)
+    lo, width, p = lo / 10, width / 10, p / 100
+    jk, xk = jr.key(seed), xr.key(seed)
+    lo32, hi32 = np.float32(lo), np.float32(lo + width)
+    assert_same(jr.uniform(jk, shape, minval=lo32, maxval=hi32),
+                xr.uniform(xk, shape, minval=lo32, maxval=hi32), "uniform params")
+    assert_same(jr.bernoulli(jk, np.float32(p), shape), xr.bernoulli(xk, np.float32(p), shape),
+                "bernoulli p")
+    a, span = lohi
+    assert_same(jr.randint(jk, shape, a, a + span), xr.randint(xk, shape, a, a + span), "randint")
+    assert_same(jr.truncated_normal(jk, lo32, hi32, shape),
+                xr.truncated_normal(xk, lo32, hi32, shape), "truncated_normal")
