@@ -36,7 +36,6 @@ __all__ = [
     "geometric", "cauchy", "t", "chisquare", "f", "pareto", "weibull_min", "rayleigh",
     "wald", "lognormal", "maxwell", "double_sided_maxwell", "rademacher", "triangular",
     "generalized_normal", "multivariate_normal", "orthogonal", "ball", "key_dtype",
-    "threefry_2x32", "threefry2x32_p", "PRNGKeyArray", "KeyArray",
 ]
 
 _U32 = np.dtype(np.uint32)
@@ -1736,9 +1735,6 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
         core.concrete_or_error(m, "The error occurred in xform.random.orthogonal()"))
     return _orthogonal_j(words, n, m, shape, dtype)
 
-
-PRNGKeyArray = core.Array   # key arrays are Arrays of dtype key<fry>
-KeyArray = core.Array
 
 
 def _keys_equal(a, b, negate=False):
