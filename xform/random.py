@@ -433,7 +433,9 @@ def fold_in(key, data):
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of "
                         f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+    if isinstance(data, np.integer):
+        data = np.asarray(data).astype(np.uint32)   # NumPy integers wrap, as jnp.asarray
+    elif isinstance(data, int) and not isinstance(data, bool):
         d = np.asarray(int(data) % 2 ** 32, np.uint32) if int(data) < 2 ** 32 else None
         if d is None:
             raise OverflowError(f"Python int {data} too large to convert to uint32")
@@ -443,12 +445,18 @@ def fold_in(key, data):
     return _rewrap(typed, _fold_in_j(words, data))
 
 
-def _canon_dtype(dtype, default):
+def _canon_dtype(dtype, default, stacklevel=3):
     dt = default if dtype is None else dtype
     try:
-        return D.canonicalize_dtype(dt)
+        out = D.canonicalize_dtype(dt)
     except TypeError:
         raise TypeError(f"Cannot interpret {dtype!r} as a data type") from None
+    if dtype is not None and dtype not in (int, float, complex) and np.dtype(dtype) != out:
+        warnings.warn(f"Explicitly requested dtype {np.dtype(dtype)} is not available, and "
+                      f"will be truncated to dtype {out}. To enable more dtypes, set the "
+                      "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
+                      "environment variable.", UserWarning, stacklevel=stacklevel)
+    return out
 
 
 def _canon_shape(shape, name="shape"):
@@ -497,7 +505,7 @@ def _check_broadcast_shapes(name, shape, *args):
 
 
 def _float_dtype(name, dtype, what="a float"):
-    dt = _canon_dtype(dtype, float)
+    dt = _canon_dtype(dtype, float, stacklevel=4)
     if not D.issubdtype(dt, np.floating):
         raise ValueError(f"dtype argument to `{name}` must be {what} dtype, got {dt}")
     return dt
@@ -909,7 +917,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     logits = jnp.asarray(logits)
     axis = operator.index(axis)
     if not -logits.ndim <= axis < logits.ndim:
-        raise ValueError(f"categorical: axis {axis} is out of bounds for logits of shape "
+        raise IndexError(f"categorical: axis {axis} is out of bounds for logits of shape "
                          f"{logits.shape}")
     batch_shape = tuple(np.delete(logits.shape, axis))
     if shape is None:
