@@ -296,7 +296,7 @@ def _key_words(name, key, allow_batched=False):
 
 
 def _rewrap(typed, words):
-    if not typed:
+    if not typed and not config.read("jax_enable_custom_prng"):
         return words
     if type(words) is core.Array and core.current_trace() is core.EVAL_TRACE:
         return core.Array(_prng.to_struct(words._value))   # the cast, without a bind
@@ -345,7 +345,7 @@ def _resolve_impl(impl):
 def PRNGKey(seed, *, impl=None):
     """A legacy raw key: ``uint32[2]`` words of an integer seed (as ``jax.random.PRNGKey``)."""
     _resolve_impl(impl)
-    return _seed_j(_seed_array("PRNGKey", seed))
+    return _rewrap(False, _seed_j(_seed_array("PRNGKey", seed)))
 
 
 def key(seed, *, impl=None, dtype=None):
