@@ -857,9 +857,45 @@ laplace = _simple_sampler("laplace", _laplace_raw)
 logistic = _simple_sampler("logistic", _logistic_raw)
 
 
+def _clz32(x):
+    """Count of leading zero bits of uint32 ``x`` (32 for 0), with integer ops only."""
+    lax = _lax()
+    for s in (1, 2, 4, 8, 16):
+        x = lax.bitwise_or(x, lax.shift_right_logical(x, np.array(s, _U32)))
+    return lax.population_count(lax.bitwise_not(x))
+
+
+def _safe_int_to_float(bits):
+    """uint32 pairs (hi, lo) -> float32 in (0, 1] keeping low bits (JAX's algorithm)."""
+    lax, jnp = _lax(), _jnp()
+    fi = D.finfo(np.float32)
+    hiclz, loclz = _clz32(bits[0]), _clz32(bits[1])
+    hi, lo = bits[0], bits[1]
+    mantissa = lax.bitwise_or(
+        lax.shift_left(hi, hiclz),
+        jnp.where(hiclz == 32, lax.shift_left(lo, loclz),
+                  lax.shift_right_logical(lo, np.uint32(fi.bits) - hiclz)))
+    mantissa = lax.shift_right_logical(mantissa, np.array(fi.bits - fi.nmant - 1, _U32))
+    mantissa = lax.bitwise_and(mantissa, np.array((1 << fi.nmant) - 1, _U32))
+    exp = lax.shift_left(np.uint32(-fi.minexp) - jnp.where(hiclz == 32, 32 + loclz, hiclz),
+                         np.array(fi.nmant, _U32))
+    exp = lax.bitwise_and(exp, np.array((1 << (fi.bits - 2)) - (1 << (fi.nmant - 1)), _U32))
+    return lax.bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.float32)
+
+
 def _gumbel_raw(k, shape, dtype, mode):
-    jnp = _jnp()
+    jnp, lax = _jnp(), _lax()
     info = D.finfo(dtype)
+    if dtype == np.float32 and mode == "highest":
+        shape = tuple(shape)
+        b = _bits_raw(k, 32, (2,) + shape)
+        neg = lax.bitwise_not(b)
+        lo_bits = neg[1]
+        neg = neg + jnp.stack([(lo_bits == np.uint32(0xFFFFFFFF)).astype(_U32),
+                               jnp.ones_like(lo_bits)])
+        flip = b[0] < np.uint32(1 << 31)
+        x = _safe_int_to_float(jnp.where(flip, b, neg))
+        return jnp.where(flip, -jnp.log(-jnp.log1p(-x)), -jnp.log(-jnp.log(x)))
     if mode in ("high", "highest"):
         u = _uniform_raw(k, (2,) + tuple(shape), dtype, 0.0, 1.0)
         high, low = u[0], u[1]
@@ -882,14 +918,11 @@ def gumbel(key, shape=(), dtype=None, mode=None):
         mode = "low"
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
-    if mode == "highest" and dtype == np.float32:
-        raise NotImplementedError("gumbel(mode='highest') for float32 needs lax.clz, which "
-                                  "xform does not provide yet; use mode='high'")
     return _gumbel_j(words, shape, dtype, mode)
 
 
-@_rjit(2, 3, 4, 5)
-def _categorical_j(k, logits, shape, batch_shape, axis, replace):
+@_rjit(2, 3, 4, 5, 6)
+def _categorical_j(k, logits, shape, batch_shape, axis, replace, mode):
     jnp, lax = _jnp(), _lax()
     shape_prefix = shape[:len(shape) - len(batch_shape)]
     nd = logits.ndim
@@ -898,10 +931,10 @@ def _categorical_j(k, logits, shape, batch_shape, axis, replace):
             axis -= nd
         logits_shape = list(shape[len(shape) - len(batch_shape):])
         logits_shape.insert(axis % nd, logits.shape[axis])
-        g = _gumbel_raw(k, (*shape_prefix, *logits_shape), logits.dtype, "low")
+        g = _gumbel_raw(k, (*shape_prefix, *logits_shape), logits.dtype, mode)
         return jnp.argmax(g + lax.expand_dims(logits, tuple(range(len(shape_prefix)))),
                           axis=axis)
-    logits = logits + _gumbel_raw(k, logits.shape, logits.dtype, "low")
+    logits = logits + _gumbel_raw(k, logits.shape, logits.dtype, mode)
     kk = math.prod(shape_prefix)
     if kk > logits.shape[axis]:
         raise ValueError(f"Number of samples without replacement ({kk}) cannot exceed number "
@@ -925,9 +958,10 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     else:
         shape = _canon_shape(shape)
         _check_shape("categorical", shape, batch_shape)
-    if mode not in (None, "low"):
-        raise NotImplementedError("categorical(mode='high') is not implemented in xform")
-    return _categorical_j(words, logits, shape, batch_shape, axis, bool(replace))
+    mode = "low" if mode is None else mode
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    return _categorical_j(words, logits, shape, batch_shape, axis, bool(replace), mode)
 
 
 # ----------------------------------------------------------------- gamma family
