@@ -538,3 +538,13 @@ def test_sampler_parameters_property(seed, shape, lo, width, p, lohi):
     assert_same(jr.randint(jk, shape, a, a + span), xr.randint(xk, shape, a, a + span), "randint")
     assert_same(jr.truncated_normal(jk, lo32, hi32, shape),
                 xr.truncated_normal(xk, lo32, hi32, shape), "truncated_normal")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_sampler_under_jit_and_vmap_of_split_keys(name):
+    fn = SAMPLERS[name]
+    assert_same(jax.jit(lambda k: fn(jr, k))(jr.key(8)),
+                xform.jit(lambda k: fn(xr, k))(xr.key(8)), f"jit {name}")
+    assert_same(jax.vmap(lambda k: fn(jr, k))(jr.split(jr.key(9), 3)),
+                xform.vmap(lambda k: fn(xr, k))(xr.split(xr.key(9), 3)), f"vmap {name}")
