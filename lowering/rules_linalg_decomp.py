@@ -573,3 +573,14 @@ def _tridiagonal_solve(ctx, eqn, dl, d, du, b):
                     aliases=[(0, 0), (1, 1), (2, 2), (3, 3)])
     x, info = res[3], res[4]
     return [_nan_unless(ctx, _ok(ctx, info, batch), x, ba.shape, ba.dtype, nb)]
+
+
+@register("custom_linear_solve")
+def _custom_linear_solve(ctx, eqn, *args):
+    """The solve program, inlined (its derivatives were resolved before lowering)."""
+    p = eqn.params
+    lens = p["const_lengths"]
+    start = lens[0] + lens[1]
+    solve_consts = list(args[start:start + lens[2]])
+    b = list(args[sum(lens):])
+    return lower_subjaxpr(ctx, p["jaxprs"][2], solve_consts + b)

@@ -15,3 +15,4 @@ for _fam in _FAMILIES:
         globals()[_name] = getattr(_mod, _name)
 del _fam, _importlib
 from xform.lax import linalg  # noqa: E402,F401  (h-linalg13: xform.lax.linalg)
+from xform.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401  (h-linalg13)

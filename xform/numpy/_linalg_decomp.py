@@ -214,8 +214,15 @@ def solve(a, b):
 
 
 def _solve(a, b):
-    lu_, _, perm = _D().lu(a)
-    return _lu_solve(lu_, perm, b)
+    """a x = b for matching batch dims, as JAX: one LU of stop_gradient(a) serves the solve
+    and its transpose, and custom_linear_solve differentiates it implicitly (A^-1 b)."""
+    import xform
+    from xform.lax._solves import custom_linear_solve
+    xnp = _xnp()
+    lu_, _, perm = _D().lu(xform.lax.stop_gradient(a))
+    return custom_linear_solve(lambda x: xnp.matmul(a, x, precision="highest"), b,
+                               solve=lambda _, x: _lu_solve(lu_, perm, x, 0),
+                               transpose_solve=lambda _, x: _lu_solve(lu_, perm, x, 1))
 
 
 def inv(a):
