@@ -1,0 +1,48 @@
+"""Lowering rules: special-function primitives (primitives/special.py).
+
+polygamma, zeta and bessel_i1e are single CHLO ops (decomposed by XLA).  The
+incomplete gamma family, bessel_i0e and the regularized incomplete beta have no
+CHLO op: their algorithms (``primitives.special.EXPANSIONS``, written with lax
+functions) are staged for the equation's operand types and inlined here, as
+JAX's ``lower_fun`` does.
+"""
+from __future__ import annotations
+
+from lowering.mlir import lower_subjaxpr, register
+
+_CHLO = {"polygamma": "chlo.polygamma", "zeta": "chlo.zeta", "bessel_i1e": "chlo.bessel_i1e"}
+
+
+def _chlo(op_name):
+    def rule(ctx, eqn, *xs):
+        return [ctx.op1(op_name, list(xs), ctx.out_avals[0])]
+    return rule
+
+
+for _name, _op in _CHLO.items():
+    register(_name)(_chlo(_op))
+
+_STAGED: dict = {}   # (name, in avals) -> ClosedJaxpr
+
+
+def _expansion(name):
+    def rule(ctx, eqn, *xs):
+        from interpreters import staging
+        from interpreters.ir import ClosedJaxpr
+        from primitives.special import EXPANSIONS
+        avals = tuple(a.strip_weak_type() if hasattr(a, "strip_weak_type") else a
+                      for a in ctx.in_avals)
+        key = (name, avals)
+        closed = _STAGED.get(key)
+        if closed is None:
+            fn = EXPANSIONS[name]
+            jaxpr, consts = staging.trace_to_jaxpr(lambda *a: [fn(*a)], list(avals),
+                                                   name=name)
+            closed = _STAGED[key] = ClosedJaxpr(jaxpr, consts)
+        return lower_subjaxpr(ctx, closed, list(xs))
+    return rule
+
+
+for _name in ("igamma", "igammac", "igamma_grad_a", "bessel_i0e",
+              "regularized_incomplete_beta"):
+    register(_name)(_expansion(_name))
