@@ -213,7 +213,20 @@ def solve(a, b):
     return _solve(a, b)
 
 
+@functools.lru_cache(maxsize=None)
+def _jitted(fn):
+    """``fn`` compiled once per shape (as JAX jits its jnp.linalg functions): an eager call
+    is one cached XLA executable instead of one dispatch per step and a re-trace of the
+    custom_linear_solve programs."""
+    import xform
+    return xform.jit(fn)
+
+
 def _solve(a, b):
+    return _jitted(_solve_impl)(a, b)
+
+
+def _solve_impl(a, b):
     """a x = b for matching batch dims, as JAX: one LU of stop_gradient(a) serves the solve
     and its transpose, and custom_linear_solve differentiates it implicitly (A^-1 b)."""
     import xform
@@ -288,7 +301,7 @@ def slogdet(a, *, method=None):
     a = _matrix("slogdet", a, square=True)
     if method not in (None, "lu"):
         raise ValueError(f"jnp.linalg.slogdet: unknown method {method!r} (supported: 'lu')")
-    sign, logdet = _slogdet_fn()(a)
+    sign, logdet = _jitted(_slogdet_fn())(a)
     return SlogdetResult(sign, logdet)
 
 
@@ -316,7 +329,7 @@ def _det_fn():
 def det(a):
     """Determinant of a square matrix (via LU)."""
     a = _matrix("det", a, square=True)
-    return _det_fn()(a)
+    return _jitted(_det_fn())(a)
 
 
 def _default_rtol(a, s_dtype):
