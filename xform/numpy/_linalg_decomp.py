@@ -305,6 +305,33 @@ def slogdet(a, *, method=None):
     return SlogdetResult(sign, logdet)
 
 
+def _cofactor_solve(a, b):
+    """``(det(a), adj(a) @ b)``, well defined for singular ``a`` (JAX's construction):
+    with a = P L U, the last pivot of U is replaced by 1 / (product of the others), so
+    rank n-1 matrices get their rank-1 adjugate; lower rank gives zeros."""
+    xnp = _xnp()
+    D = _D()
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu_, piv, perm = D.lu(a)
+    diag = xnp.diagonal(lu_, axis1=-2, axis2=-1)
+    sign = _parity_sign(piv, a.dtype)
+    partial_det = xnp.cumprod(diag, axis=-1) * sign[..., None]
+    lu_ = lu_.at[..., -1, -1].set(1.0 / partial_det[..., -2])
+    d = xnp.ones(b.shape[:-1], b.dtype)[..., None]
+    d = D.triangular_solve(lu_, d, left_side=True, lower=False)[..., 0]
+    bad = xnp.any(xnp.isnan(d) | xnp.isinf(d), axis=-1)[..., None, None]
+    x = xnp.where(bad, xnp.zeros_like(b), b)
+    x = xnp.take_along_axis(x, perm[..., :, None], axis=-2)
+    x = D.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    x = xnp.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]),
+                        axis=-2)
+    x = D.triangular_solve(lu_, x, left_side=True, lower=False)
+    x = xnp.where(bad, xnp.zeros_like(x), x)
+    return partial_det[..., -1], x
+
+
 @functools.lru_cache(maxsize=None)
 def _det_fn():
     import xform
@@ -312,23 +339,32 @@ def _det_fn():
     @xform.custom_jvp
     def f(a):
         xnp = _xnp()
-        lu_, piv, _ = _D().lu(a)
-        diag = xnp.diagonal(lu_, axis1=-2, axis2=-1)
-        return _parity_sign(piv, a.dtype) * xnp.prod(diag, axis=-1)
+        sign, logdet = _slogdet_lu(a)
+        return sign * xnp.exp(logdet).astype(sign.dtype)
 
     @f.defjvp
     def f_jvp(primals, tangents):
         a, = primals
         g, = tangents
-        xnp = _xnp()
-        y = f(a)
-        return y, y * xnp.trace(_solve(a, g), axis1=-1, axis2=-2)
+        y, z = _cofactor_solve(a, g)
+        return y, _xnp().trace(z, axis1=-1, axis2=-2)
     return f
 
 
+def _det_small(a):
+    """2x2 / 3x3 closed forms (as JAX)."""
+    if a.shape[-1] == 2:
+        return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+    return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] + a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0]
+            + a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] - a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0]
+            - a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] - a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
+
+
 def det(a):
-    """Determinant of a square matrix (via LU)."""
+    """Determinant (closed forms for 2x2/3x3, else via LU, as JAX; JAX's singular-safe JVP)."""
     a = _matrix("det", a, square=True)
+    if a.shape[-1] in (2, 3):
+        return _det_small(a)
     return _jitted(_det_fn())(a)
 
 
@@ -423,8 +459,6 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         resid = xnp.sum(xnp.abs(b - xnp.matmul(a, x)) ** 2, axis=0)
     if vec:
         x = x[:, 0]
-        if resid.size == 1 or not numpy_resid:
-            resid = resid[0] if resid.ndim and resid.shape[0] == 1 and not numpy_resid else resid
     return x, resid, rank, s
 
 
