@@ -344,3 +344,24 @@ def test_remaining_names_match_jax():
         for g, w in zip(got, want):
             assert np.shape(g) == np.shape(w)
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-4)
+
+
+def test_platform_table_lowers_cuda_rows_to_cusolver():
+    """The CUDA rows of the target table (no GPU here: text only, never compiled)."""
+    from interpreters import staging
+    from interpreters.core import ShapedArray
+    from interpreters.ir import ClosedJaxpr
+    from lowering.mlir import lower_module
+
+    def text(fn, *shapes):
+        avals = [ShapedArray(s, np.float32) for s in shapes]
+        jaxpr, consts = staging.trace_to_jaxpr(lambda *xs: [fn(*xs)], avals)
+        return lower_module(ClosedJaxpr(jaxpr, consts), platform="cuda").text
+
+    assert "cusolver_potrf_ffi" in text(lambda x: xlinalg.cholesky(x), (3, 3))
+    assert "cusolver_syevd_ffi" in text(lambda x: xlinalg.eigh(x)[1], (3, 3))
+    t = text(lambda x: xlinalg.qr(x)[0], (4, 3))
+    assert "cusolver_geqrf_ffi" in t and "cusolver_orgqr_ffi" in t
+    assert "stablehlo.triangular_solve" in text(
+        lambda a, b: xlinalg.triangular_solve(a, b, left_side=True, lower=True), (3, 3), (3, 2))
+    assert "lapack" not in t
