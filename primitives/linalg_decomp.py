@@ -1012,7 +1012,8 @@ eig_p = Primitive("eig")
 eig_p.multiple_results = True
 
 
-def _eig_abstract(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_abstract(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                  enable_eigvec_derivs=False):
     _check_matrix("eig", x, square=True)
     cdt = complex_dtype(x.dtype)
     out = [ShapedArray(x.shape[:-1], cdt)]
@@ -1039,7 +1040,8 @@ def _unpack_real_eigvecs(wi, v):
     return out
 
 
-def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+              enable_eigvec_derivs=False):
     x = np.asarray(x)
     n = x.shape[-1]
     cdt = complex_dtype(x.dtype)
@@ -1068,27 +1070,71 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
     return _batched(one, [x], shapes)
 
 
-def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors):
-    a, = primals
-    da, = tangents
-    if compute_left_eigenvectors or compute_right_eigenvectors:
-        raise NotImplementedError(
-            "Derivatives of non-symmetric eigenvectors are not supported (as in JAX without "
-            "enable_eigvec_derivs): differentiate eigenvalues only (jnp.linalg.eigvals), or use "
-            "eigh for Hermitian matrices.")
-    w, vr = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
-    if type(da) is Zero:
-        return [w], [Zero.from_primal(w)]
-    # dw_i = (V^-1 dA V)_ii
-    dac = _cast(da, _aval(vr).dtype)
-    lu_, _, perm = lu_p.bind(vr)
-    n = _aval(vr).shape[-1]
-    pb = _mm(_perm_matrix(perm, n, _aval(vr).dtype), dac)
+def _lu_solve_prim(a, b):
+    """Solve a x = b (square a, matching batch dims) with an LU factorisation."""
+    lu_, _, perm = lu_p.bind(a)
+    n = _aval(a).shape[-1]
+    pb = _mm(_perm_matrix(perm, n, _aval(a).dtype), b)
     y = triangular_solve_p.bind(lu_, pb, left_side=True, lower=True, transpose_a=False,
                                 conjugate_a=False, unit_diagonal=True)
-    y = triangular_solve_p.bind(lu_, y, left_side=True, lower=False, transpose_a=False,
-                                conjugate_a=False, unit_diagonal=False)
-    return [w], [_diag_part(_mm(y, vr))]
+    return triangular_solve_p.bind(lu_, y, left_side=True, lower=False, transpose_a=False,
+                                   conjugate_a=False, unit_diagonal=False)
+
+
+def _eig_vec_jvp(w, v, da):
+    """Eigenvector tangents by nondegenerate perturbation theory, normalised as LAPACK's geev
+    (unit 2-norm, real largest-magnitude component) -- JAX's formula."""
+    av = _aval(v)
+    n = av.shape[-1]
+    nb = av.ndim - 2
+    dt = av.dtype
+    eye = _eye(n, dt, av.shape[:-2])
+    Fmat = E.sub(E.integer_pow(E.add(eye, E.sub(_bcast_rows(w, n), _bcast_cols(w, n))), -1),
+                 eye)
+    P = _mm(_lu_solve_prim(v, da), v)
+    dw = _diag_part(P)
+    U = _mm(v, E.mul(Fmat, P))
+    k = R.argmax(E.abs(v), nb, np.int32)                       # (..., n): row per column
+    rows = S.broadcasted_iota(np.int32, av.shape, nb)
+    mask = _cast(E.eq(rows, S.broadcast_in_dim(k, av.shape, tuple(range(nb)) + (nb + 1,))), dt)
+    re = E.neg(R.reduce_sum(_real(E.mul(_conj(v), U)), (nb,)))
+    im = E.neg(E.div(R.reduce_sum(E.imag(E.mul(mask, U)), (nb,)),
+                     R.reduce_sum(_real(E.mul(mask, v)), (nb,))))
+    c = E.complex(re, im)
+    dv = E.add(U, E.mul(v, S.broadcast_in_dim(c, av.shape, tuple(range(nb)) + (nb + 1,))))
+    return dw, dv
+
+
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
+             enable_eigvec_derivs=False):
+    a, = primals
+    da, = tangents
+    vecs = compute_left_eigenvectors or compute_right_eigenvectors
+    if vecs and not enable_eigvec_derivs:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+            "input that cannot be checked (distinct eigenvalues); pass "
+            "enable_eigvec_derivs=True to xform.lax.linalg.eig to opt in, or differentiate "
+            "eigenvalues only (jnp.linalg.eigvals), or use eigh for Hermitian matrices.")
+    outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
+                      compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = outs[0], outs[-1]
+    primal = [w] + ([outs[1]] if compute_left_eigenvectors else []) + \
+        ([vr] if compute_right_eigenvectors else [])
+    if type(da) is Zero:
+        return primal, [Zero.from_primal(o) for o in primal]
+    dac = _cast(da, _aval(vr).dtype)
+    if not vecs:
+        return primal, [_diag_part(_mm(_lu_solve_prim(vr, dac), vr))]
+    dw, dvr = _eig_vec_jvp(w, vr, dac)
+    touts = [dw]
+    if compute_left_eigenvectors:
+        _, dvl = _eig_vec_jvp(_conj(w), outs[1], _H(dac))
+        touts.append(dvl)
+    if compute_right_eigenvectors:
+        touts.append(dvr)
+    return primal, touts
 
 
 eig_p.def_abstract_eval(_eig_abstract)
@@ -1102,7 +1148,8 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
     """Eigendecomposition of a general square matrix (CPU, LAPACK geev): ``[w, vl, vr]``."""
     x = as_operand(x)
     params = dict(compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                  compute_right_eigenvectors=bool(compute_right_eigenvectors))
+                  compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                  enable_eigvec_derivs=bool(enable_eigvec_derivs))
     _eig_abstract(_aval(x), **params)
     return list(eig_p.bind(x, **params))
 

@@ -103,7 +103,8 @@ def register_linalg_specs(spec):
     def _eig(data, name):
         dt, batch, n, _, rng = _draw(data)
         return {"compute_left_eigenvectors": data.draw(st.booleans()),
-                "compute_right_eigenvectors": data.draw(st.booleans())}, \
+                "compute_right_eigenvectors": data.draw(st.booleans()),
+                "enable_eigvec_derivs": False}, \
             [_mat(rng, batch + (n, n), dt)]
 
     @spec("schur", tol=256)

@@ -365,3 +365,19 @@ def test_platform_table_lowers_cuda_rows_to_cusolver():
     assert "stablehlo.triangular_solve" in text(
         lambda a, b: xlinalg.triangular_solve(a, b, left_side=True, lower=True), (3, 3), (3, 2))
     assert "lapack" not in t
+
+
+def test_eig_eigenvector_jvp_matches_jax():
+    rng = np.random.default_rng(8)
+    a = _mat(rng, (2, 4, 4), np.complex128)
+    t = _mat(rng, (2, 4, 4), np.complex128)
+    for left in (False, True):
+        def f(np_lax):
+            return lambda m: np_lax.eig(m, compute_left_eigenvectors=left,
+                                        enable_eigvec_derivs=True)
+        got = xform.jvp(f(xlinalg), (a,), (t,))[1]
+        want = jax.jvp(f(jax.lax.linalg), (a,), (t,))[1]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9)
+    with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
+        xform.jvp(lambda m: xlinalg.eig(m)[1], (a,), (t,))
