@@ -381,3 +381,50 @@ def test_eig_eigenvector_jvp_matches_jax():
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9)
     with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
         xform.jvp(lambda m: xlinalg.eig(m)[1], (a,), (t,))
+
+
+@st.composite
+def conditioned(draw, max_n=5):
+    """(A, s): A = Q1 diag(s) Q2^H with orthogonal/unitary Q's and a drawn condition number."""
+    n = draw(st.integers(1, max_n))
+    dt = draw(st.sampled_from([np.float64, np.complex128]))
+    cond = draw(st.floats(1.0, 1e4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    q1, _ = np.linalg.qr(_mat(rng, (n, n), dt))
+    q2, _ = np.linalg.qr(_mat(rng, (n, n), dt))
+    s = np.sort(np.geomspace(1.0, cond, n))[::-1]
+    return (q1 * s) @ _H(q2), s, q1
+
+
+@settings(max_examples=6, deadline=None)
+@given(conditioned())
+def test_controlled_condition_number(case):
+    a, s, q = case
+    n = a.shape[-1]
+    cond = s[0] / s[-1]
+    np.testing.assert_allclose(np.asarray(xnp.linalg.svd(a, compute_uv=False)), s,
+                               rtol=1e-10 * cond, atol=1e-10 * cond)
+    np.testing.assert_allclose(float(xnp.linalg.cond(a)), cond, rtol=1e-8 * cond)
+    b = np.ones((n, 2), a.dtype)
+    x = np.asarray(xnp.linalg.solve(a, b))
+    assert np.abs(a @ x - b).max() <= 1e-11 * cond
+    r = np.asarray(xnp.linalg.qr(q)[1])          # QR of a unitary matrix: |diag R| == 1
+    np.testing.assert_allclose(np.abs(np.diagonal(r)), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(float(xnp.linalg.slogdet(a)[1]), np.sum(np.log(s)), rtol=1e-10,
+                               atol=1e-10)
+
+
+def test_vmap_other_axes_match_jax():
+    rng = np.random.default_rng(9)
+    spd = np.stack([_spd(rng, (), 3, np.float32) for _ in range(4)], axis=1)   # (3, 4, 3)
+    for ours, theirs in [(xnp.linalg.cholesky, jnp.linalg.cholesky),
+                         (lambda m: xnp.linalg.eigh(m)[0], lambda m: jnp.linalg.eigh(m)[0]),
+                         (lambda m: xnp.linalg.svd(m)[1], lambda m: jnp.linalg.svd(m)[1]),
+                         (xnp.linalg.inv, jnp.linalg.inv)]:
+        got = xform.vmap(ours, in_axes=1, out_axes=-1)(spd)
+        want = jax.vmap(theirs, in_axes=1, out_axes=-1)(spd)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError):
+        jnp.linalg.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))
+    with pytest.raises(ValueError, match=r"\(2,\).*\(4,\)|\(4,\).*\(2,\)"):
+        xnp.linalg.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))

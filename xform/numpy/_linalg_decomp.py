@@ -207,7 +207,11 @@ def solve(a, b):
     if b.shape[-2] != n:
         raise ValueError(f"jnp.linalg.solve: incompatible shapes a {a.shape} and b {b.shape}: "
                          f"b must be (..., {n}, k) (or a vector of length {n})")
-    batch = U.broadcast_shapes(a.shape[:-2], b.shape[:-2], name="jnp.linalg.solve")
+    try:
+        batch = U.broadcast_shapes(a.shape[:-2], b.shape[:-2], name="jnp.linalg.solve")
+    except TypeError as e:   # JAX: ValueError
+        raise ValueError(f"jnp.linalg.solve: batch dimensions of a {a.shape} and b {b.shape} "
+                         f"do not broadcast ({e})") from None
     a = xnp.broadcast_to(a, batch + a.shape[-2:])
     b = xnp.broadcast_to(b, batch + b.shape[-2:])
     return _solve(a, b)
