@@ -1395,3 +1395,59 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
                                   "use the default (singular systems give NaNs)")
     _tds_abstract(*(_aval(v) for v in (dl, d, du, b)), perturb_singular=False)
     return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=False)
+
+
+# ================================================================= composites JAX's lax.linalg exposes
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1., beta: float = 0.,
+                      symmetrize_output: bool = False):
+    """``alpha * A A^T + beta * C`` (the lower triangle mirrored when symmetrize_output)."""
+    a, c = as_operand(a_matrix), as_operand(c_matrix)
+    aa, ca = _aval(a), _aval(c)
+    if aa.ndim < 2 or ca.shape != aa.shape[:-1] + (aa.shape[-2],):
+        raise ValueError(f"symmetric_product: a_matrix [..., n, k] and c_matrix [..., n, n] "
+                         f"expected, got {aa.shape} and {ca.shape}")
+    if aa.dtype != ca.dtype:
+        raise TypeError(f"symmetric_product: dtypes must match, got {aa.dtype} and {ca.dtype}")
+    out = E.add(E.mul(_full(ca.shape, alpha, ca.dtype), _mm(a, _T(a))),
+                E.mul(_full(ca.shape, beta, ca.dtype), c))
+    if symmetrize_output:
+        out = E.add(_tril(out), _T(_tril(out, -1)))
+    return out
+
+
+def cholesky_update(r_matrix, w_vector):
+    """Upper Cholesky factor of ``R^T R + w w^T`` from the upper factor ``R``."""
+    r, w = as_operand(r_matrix), as_operand(w_vector)
+    ra, wa = _aval(r), _aval(w)
+    if ra.ndim != 2 or ra.shape[0] != ra.shape[1] or wa.shape != (ra.shape[1],):
+        raise ValueError("Rank-1 update to Cholesky decomposition takes a square matrix and a "
+                         f"vector of the same size as input. Got shapes {ra.shape} and "
+                         f"{wa.shape} instead")
+    n = ra.shape[0]
+    ww = _mm(S.reshape(w, (n, 1)), S.reshape(w, (1, n)))
+    return _H(cholesky_p.bind(E.add(_mm(_H(r), r), ww)))
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``Q C``, ``Q^H C``, ``C Q`` or ``C Q^H`` for Q given by Householder reflectors."""
+    a, taus, c = as_operand(a), as_operand(taus), as_operand(c)
+    aa, ca = _aval(a), _aval(c)
+    m = aa.shape[-2]
+    k = _aval(taus).shape[-1]
+    if (ca.shape[-2] if left else ca.shape[-1]) != m:
+        raise ValueError(f"ormqr: c of shape {ca.shape} does not match reflectors of shape "
+                         f"{aa.shape} (left={left})")
+    nb = aa.ndim - 2
+    refl = _slice_last2(a, 0, m, 0, min(k, aa.shape[-1]))
+    width = _aval(refl).shape[-1]
+    if width < m:
+        refl = S.pad(refl, _full((), 0, aa.dtype), [(0, 0, 0)] * (nb + 1) + [(0, m - width, 0)])
+    q = householder_product_p.bind(refl, taus)
+    if transpose:
+        q = _H(q)
+    return _mm(q, c) if left else _mm(c, q)
+
+
+__all__ += ["symmetric_product", "cholesky_update", "ormqr"]

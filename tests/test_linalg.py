@@ -430,3 +430,23 @@ def test_vmap_other_axes_match_jax():
         jnp.linalg.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))
     with pytest.raises(ValueError, match=r"\(2,\).*\(4,\)|\(4,\).*\(2,\)"):
         xnp.linalg.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))
+
+
+def test_lax_linalg_composites_match_jax():
+    rng = np.random.default_rng(10)
+    a = _mat(rng, (4, 3), np.float32)
+    c = _mat(rng, (4, 4), np.float32)
+    c = c + c.T
+    _close(xlinalg.symmetric_product(a, c, alpha=2.0, beta=0.5, symmetrize_output=True),
+           jax.lax.linalg.symmetric_product(a, c, alpha=2.0, beta=0.5, symmetrize_output=True),
+           np.float32)
+    s = a.T @ a + np.eye(3, dtype=np.float32)
+    r = np.linalg.cholesky(s).T
+    w = _mat(rng, (3,), np.float32)
+    _close(xlinalg.cholesky_update(r, w), jax.lax.linalg.cholesky_update(r, w), np.float32)
+    h, taus = jnp.linalg.qr(a, mode="raw")
+    h, taus = np.asarray(h).T, np.asarray(taus)
+    for left, cc in ((True, c), (False, c[:3])):
+        for tr in (True, False):
+            _close(xlinalg.ormqr(h, taus, cc, left=left, transpose=tr),
+                   jax.lax.linalg.ormqr(h, taus, cc, left=left, transpose=tr), np.float32)
