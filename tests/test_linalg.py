@@ -450,3 +450,15 @@ def test_lax_linalg_composites_match_jax():
         for tr in (True, False):
             _close(xlinalg.ormqr(h, taus, cc, left=left, transpose=tr),
                    jax.lax.linalg.ormqr(h, taus, cc, left=left, transpose=tr), np.float32)
+
+
+def test_qdwh_matches_jax():
+    rng = np.random.default_rng(11)
+    for shape in [(5, 3), (4, 4)]:
+        a = _mat(rng, shape, np.float32)
+        got, want = xlinalg.qdwh(a), jax.lax.linalg.qdwh(a)
+        for g, w in zip(got[:2], want[:2]):
+            _close(g, w, np.float32)
+        assert int(got[2]) == int(want[2]) and bool(got[3]) == bool(want[3])
+        u, h = np.asarray(got[0]), np.asarray(got[1])
+        np.testing.assert_allclose(u @ h, a, atol=1e-5)
