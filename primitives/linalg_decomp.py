@@ -17,6 +17,7 @@ formula).  ``triangular_solve`` is linear in ``b`` and has a transpose rule.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -258,12 +259,14 @@ def _batched(fn, x, out_shapes_dtypes):
     return outs
 
 
+@functools.lru_cache(maxsize=None)
 def _lapack(name, dt):
     from scipy.linalg import lapack
     return getattr(lapack, {np.float32: "s", np.float64: "d", np.complex64: "c",
                             np.complex128: "z"}[np.dtype(dt).type] + name)
 
 
+@functools.lru_cache(maxsize=None)
 def _blas(name, dt):
     from scipy.linalg import blas
     return getattr(blas, {np.float32: "s", np.float64: "d", np.complex64: "c",
@@ -283,15 +286,15 @@ def _cholesky_abstract(x):
 def _cholesky_impl(x):
     x = np.asarray(x)
     n = x.shape[-1]
-
-    def one(a):
-        if n == 0:
-            return (a.copy(),)
-        c, info = _lapack("potrf", a.dtype)(a, lower=1, clean=1)
-        if info != 0:   # JAX: NaNs, then the upper triangle is zeroed
-            return (np.tril(np.full_like(a, np.nan)),)
-        return (np.tril(c),)
-    return _batched(one, [x], [((n, n), x.dtype)])[0]
+    if x.size == 0:
+        return x.copy()
+    potrf = _lapack("potrf", x.dtype)
+    flat = x.reshape((-1, n, n))
+    out = np.empty_like(flat)
+    for i in range(flat.shape[0]):
+        c, info = potrf(flat[i], lower=1, clean=0)
+        out[i] = c if info == 0 else np.nan      # JAX: NaNs where potrf fails ...
+    return np.tril(out).reshape(x.shape)         # ... then the upper triangle is zeroed
 
 
 def _cholesky_jvp(primals, tangents):
@@ -454,18 +457,36 @@ def _pivots_to_perm_np(piv, m):
     return perm
 
 
+def _pivots_to_perm_batched(piv, m):
+    """Apply the swaps of every batch member at once (loop over the k pivots only)."""
+    batch, k = piv.shape[:-1], piv.shape[-1]
+    piv = piv.reshape(-1, k)
+    perm = np.broadcast_to(np.arange(m, dtype=np.int32), (piv.shape[0], m)).copy()
+    rows = np.arange(piv.shape[0])
+    for i in range(k):
+        j = piv[:, i]
+        pi, pj = perm[:, i].copy(), perm[rows, j]
+        perm[:, i] = pj
+        perm[rows, j] = pi
+    return perm.reshape(batch + (m,))
+
+
 def _lu_impl(x):
     x = np.asarray(x)
     m, n = x.shape[-2:]
     k = min(m, n)
-
-    def one(a):
-        if a.size == 0:
-            return a.copy(), np.zeros(k, np.int32), np.arange(m, dtype=np.int32)
-        lu, piv, info = _lapack("getrf", a.dtype)(a)
-        piv = piv.astype(np.int32)
-        return lu, piv, _pivots_to_perm_np(piv, m)
-    return _batched(one, [x], [((m, n), x.dtype), ((k,), np.int32), ((m,), np.int32)])
+    batch = x.shape[:-2]
+    if x.size == 0:
+        return [x.copy(), np.zeros(batch + (k,), np.int32),
+                np.broadcast_to(np.arange(m, dtype=np.int32), batch + (m,)).copy()]
+    getrf = _lapack("getrf", x.dtype)
+    flat = x.reshape((-1, m, n))
+    lu = np.empty_like(flat)
+    piv = np.empty((flat.shape[0], k), np.int32)
+    for i in range(flat.shape[0]):
+        lu[i], piv[i], _ = getrf(flat[i])
+    piv = piv.reshape(batch + (k,))
+    return [lu.reshape(x.shape), piv, _pivots_to_perm_batched(piv, m)]
 
 
 def _lu_jvp(primals, tangents):
