@@ -67,6 +67,29 @@ python_scalar_dtypes = {bool: bool_, int: int64, float: float64, complex: comple
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
+class ExtendedDType:
+    """Base of dtypes that are not NumPy dtypes (typed PRNG keys: ``key<fry>``).
+
+    An extended dtype carries ``name``, ``physical`` (the NumPy element dtype of
+    its representation), ``key_shape`` (trailing physical axes) and ``struct``
+    (the NumPy structured dtype of one element, used for concrete values).
+    """
+
+    __slots__ = ()
+
+
+# structured NumPy dtype of concrete values -> the extended dtype they represent
+extended_by_struct: dict = {}
+
+
+def register_extended(dt: ExtendedDType) -> None:
+    extended_by_struct[dt.struct] = dt
+
+
+def is_extended(dtype) -> bool:
+    return isinstance(dtype, ExtendedDType)
+
+
 class TypePromotionError(ValueError):
     """No implicit promotion exists between the given dtypes (as JAX)."""
 
@@ -174,6 +197,10 @@ def dtype_of(x) -> np.dtype:
     dt = getattr(x, "dtype", None)  # arrays, numpy scalars, tracers, avals
     if isinstance(dt, np.dtype):
         return _canonical_valid(dt, x)
+    if isinstance(dt, ExtendedDType):
+        return dt
+    if isinstance(x, ExtendedDType):
+        return x
     if isinstance(x, np.dtype):
         return _canonical_valid(x, x)
     if t is str:
@@ -310,6 +337,8 @@ def promote_types(a, b) -> np.dtype:
 
 
 def _dtype_and_weak(x) -> tuple:
+    if isinstance(x, ExtendedDType):
+        return x, False
     if isinstance(x, np.dtype):
         return _canonical_valid(x, x), False
     t = type(x)
@@ -453,6 +482,8 @@ def _short_name(dt: np.dtype) -> str:
 
 def short_name(dtype) -> str:
     """Jaxpr-style name: f32, bf16, i32, u8, bool, c64, f8_e4m3fn, float0."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
     return _short_name(np.dtype(dtype))
 
 

@@ -138,8 +138,11 @@ def _load_rule_modules():
                           rules_reductions, rules_sorting, rules_structural)
     from lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
     from lowering import rules_indexing  # noqa: F401  (gather, scatter)
+    from lowering import rules_callbacks  # noqa: F401  (pure_callback, io_callback)
     from lowering import rules_random  # noqa: F401  (threefry2x32)
     from lowering import rules_special  # noqa: F401  (special functions)
+    from lowering import rules_linalg_decomp  # noqa: F401  (LAPACK/cusolver decompositions)
+    from lowering import rules_convolution, rules_windowed, rules_fft  # noqa: F401
 
 
 def sync_rules() -> dict:

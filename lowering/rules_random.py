@@ -56,3 +56,10 @@ def _threefry2x32(ctx, eqn, k1, k2, x1, x2):
         a = add(a, ks[(i + 1) % 3])
         b = add(add(b, ks[(i + 2) % 3]), c(i + 1))
     return [a, b]
+
+
+@register("random_wrap", "random_unwrap", "random_clone")
+def _key_cast(ctx, eqn, x):
+    """Free casts between typed keys and their uint32[..., 2] words (programs are
+    physicalized before lowering, so both sides are the same tensor)."""
+    return [x]

@@ -85,6 +85,7 @@ def execute_notebook(nb, cwd=HERE, timeout=120):
 
 NOTEBOOKS = ("01_quickstart", "02_dispatch_tax", "03_property_testing",
              "04_rematerialization", "05_the_ir")
+NOTEBOOKS += ("16_mixed_precision",)
 
 
 def make_notebook(cells):
@@ -1185,6 +1186,310 @@ def the_ir():
         excerpt = re.sub(r", metadata=\\{[^}]*\\}", "", hlo[start:])
         print(excerpt[:2000])
         print({k: v for k, v in compiled.cost_analysis().items() if "{" not in k})
+        '''),
+    ]
+
+
+def mixed_precision():
+    return [
+        md('''
+        # Mixed precision: bfloat16, and float16 with dynamic loss scaling
+
+        `xform.mixed_precision` has the API of DeepMind's `jmp`: a `Policy` says which
+        dtype parameters are stored in, which the computation runs in and which the
+        outputs have; loss scales keep small float16 gradients from underflowing.
+
+        We train the demo MLP (64-128-64-10 on scikit-learn's digits) four ways, with
+        the same initialisation and batches:
+
+        1. float32 throughout (the reference);
+        2. `params=float32,compute=bfloat16,output=float32` — bfloat16 has float32's
+           exponent range, so no loss scaling is needed;
+        3. float16 compute with `DynamicLossScale` (halve on a non-finite gradient and
+           skip the step, double after `period` good steps);
+        4. float16 compute **without** loss scaling.
+
+        To make underflow visible on this small problem the loss is multiplied by
+        `WEIGHT = 1e-5` (as happens with a small auxiliary-loss weight, or a mean over
+        very many tokens) and the learning rate divided by it, so the float32 run is
+        unchanged: its gradients are ~1e-8–1e-6, below float16's smallest normal
+        number (6e-5) and partly below its smallest subnormal (6e-8).
+        '''),
+        code('''
+        %matplotlib inline
+        import time
+        import numpy as np
+        import matplotlib.pyplot as plt
+
+        import xform
+        import xform.numpy as xnp
+        from xform import nn, mixed_precision as mp
+        from xform.demo import load_digits_split, init_params, predict
+
+        (xtr, ytr), (xte, yte) = load_digits_split()
+        WEIGHT, LR, EPOCHS, BATCH = 1e-5, 0.1, 40, 128
+        leaves = xform.tree_util.tree_leaves
+        print(mp.get_policy("params=float32,compute=bfloat16,output=float32"))
+        '''),
+        code('''
+        def train(policy, loss_scale):
+            params = init_params([64, 128, 64, 10])          # float32 master weights
+
+            def loss_fn(params, x, y):
+                logits = policy.cast_to_output(
+                    predict(policy.cast_to_compute(params), policy.cast_to_compute(x)))
+                logp = nn.log_softmax(logits)
+                return -WEIGHT * xnp.mean(xnp.sum(logp * nn.one_hot(y, 10), axis=-1))
+
+            @xform.jit
+            def step(params, ls, x, y):
+                scaled = lambda p: ls.scale(loss_fn(p, x, y).astype(policy.compute_dtype))
+                sloss, grads = xform.value_and_grad(scaled)(params)
+                grads = policy.cast_to_param(ls.unscale(grads))
+                finite = mp.all_finite(grads)
+                new = xform.tree_util.tree_map(lambda p, g: p - (LR / WEIGHT) * g, params, grads)
+                params = mp.select_tree(finite, new, params)     # skip non-finite steps
+                zeros = sum((g == 0).sum() for g in leaves(grads)) / sum(g.size for g in leaves(grads))
+                return params, ls.adjust(finite), ls.unscale(sloss.astype(xnp.float32)) / WEIGHT, zeros, finite
+
+            rng = np.random.default_rng(1)
+            ls, hist, zero_frac, skipped = loss_scale, [], [], 0
+            for epoch in range(EPOCHS):
+                order, total = rng.permutation(len(xtr)), 0.0
+                for i in range(len(xtr) // BATCH):
+                    idx = order[i * BATCH:(i + 1) * BATCH]
+                    params, ls, loss, z, ok = step(params, ls, xtr[idx], ytr[idx])
+                    total += float(loss); zero_frac.append(float(z)); skipped += not bool(ok)
+                hist.append(total / (len(xtr) // BATCH))
+            acc = float(xnp.mean(xnp.argmax(predict(params, xte), axis=-1) == yte))
+            return dict(loss=hist, acc=acc, zero_frac=float(np.mean(zero_frac)), skipped=skipped,
+                        final_scale=float(getattr(ls, "loss_scale", 1.0)))
+
+        runs = {}
+        t0 = time.perf_counter()
+        for name, policy, ls in [
+            ("float32", mp.get_policy("float32"), mp.NoOpLossScale()),
+            ("bfloat16 compute", mp.get_policy("params=float32,compute=bfloat16,output=float32"),
+             mp.NoOpLossScale()),
+            ("float16 + dynamic loss scale", mp.get_policy("p=f32,c=f16,o=f32"),
+             mp.DynamicLossScale(xnp.asarray(2.0 ** 15), period=200)),
+            ("float16, no loss scaling", mp.get_policy("p=f32,c=f16,o=f32"), mp.NoOpLossScale()),
+        ]:
+            runs[name] = train(policy, ls)
+        print(f"4 runs in {time.perf_counter() - t0:.1f} s")
+        print(f"{'run':32s} {'final loss':>10s} {'test acc':>9s} {'zero grads':>11s} {'skipped':>8s} {'scale':>8s}")
+        for name, r in runs.items():
+            print(f"{name:32s} {r['loss'][-1]:10.4f} {r['acc']:9.3f} {r['zero_frac']:11.1%} "
+                  f"{r['skipped']:8d} {r['final_scale']:8.0f}")
+        '''),
+        code('''
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for name, r in runs.items():
+            ax.plot(range(1, EPOCHS + 1), r["loss"], label=name,
+                    linestyle="--" if "no loss" in name else "-")
+        ax.set_yscale("log"); ax.set_xlabel("epoch"); ax.set_ylabel("training loss (unweighted)")
+        ax.set_title("MLP on digits: mixed precision vs float32"); ax.legend()
+        plt.show()
+        '''),
+        md('''
+        **Reading the results.**  bfloat16 compute tracks float32 closely with no loss
+        scaling: its 8-bit exponent covers the same range.  float16 with dynamic loss
+        scaling also tracks float32: the loss is multiplied by 2^15 before
+        differentiating, so the backward pass stays in float16's range, and the
+        gradients are divided by the scale in float32.  Without loss scaling the
+        float16 gradients underflow: most entries flush to zero (the "zero grads"
+        column counts exact zeros, float32's come from inactive ReLUs) and the
+        surviving ones are coarse subnormals, so training is slow and erratic.
+        `all_finite` + `select_tree` skip the (rare) steps whose scaled gradients
+        overflowed, and `DynamicLossScale.adjust` halves the scale after them.
+        '''),
+    ]
+
+
+# ----------------------------------------------------------------- 06: persistence (export15)
+
+NOTEBOOKS = NOTEBOOKS + ("06_persistence",)
+
+
+def persistence():
+    return [
+        md("""
+        # Programs and state that outlive the process
+
+        Three pieces, each checked in a *fresh Python process* below:
+
+        * **checkpoints** -- `xform.checkpointing.save(path, pytree)` /
+          `restore(path, target=None)`: a zip of `.npy` arrays plus a JSON manifest of
+          the tree, dtypes and key paths (no pickle), written atomically (temporary
+          file + rename);
+        * **`xform.export`** -- `export(jit(f))(*shapes)` stores the lowered StableHLO as
+          a portable, versioned artifact with its calling convention, in **JAX's
+          serialization format**: plain `jax.export.deserialize` can load and call it;
+        * **DLPack** -- zero-copy exchange of arrays with NumPy / JAX.
+
+        We train the demo MLP (digits, 64-128-64-10) with Adam, save parameters **and
+        optimizer state**, restore them in a new process and check that training
+        continues with *identical* losses.
+        """),
+        code('''
+        import json, os, subprocess, sys, tempfile, textwrap
+        import numpy as np
+        import xform
+        import xform.numpy as xnp
+        from xform import checkpointing, export
+
+        # The training code, as source, so the fresh process below runs the very same step.
+        TRAIN_SRC = textwrap.dedent("""
+            import numpy as np
+            import xform
+            import xform.numpy as xnp
+            from xform.demo import load_digits_split, init_params, predict, loss_fn
+
+            (xtr, ytr), (xte, yte) = load_digits_split()
+            BATCH = 128
+
+            def batch(step):                      # deterministic data order
+                idx = np.random.default_rng(step).choice(len(xtr), BATCH, replace=False)
+                return xtr[idx], ytr[idx]
+
+            def adam_init(params):
+                zeros = xform.tree_util.tree_map(xnp.zeros_like, params)
+                return {"count": xnp.zeros((), xnp.int32), "mu": zeros, "nu": zeros}
+
+            @xform.jit
+            def train_step(params, opt, x, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+                loss, g = xform.value_and_grad(loss_fn)(params, x, y)
+                tm = xform.tree_util.tree_map
+                count = opt["count"] + 1
+                mu = tm(lambda m, g: b1 * m + (1 - b1) * g, opt["mu"], g)
+                nu = tm(lambda v, g: b2 * v + (1 - b2) * g * g, opt["nu"], g)
+                c1, c2 = 1 - b1 ** count, 1 - b2 ** count
+                params = tm(lambda p, m, v: p - lr * (m / c1) / (xnp.sqrt(v / c2) + eps),
+                            params, mu, nu)
+                return loss, params, {"count": count, "mu": mu, "nu": nu}
+        """)
+        exec(TRAIN_SRC)
+        params = init_params([64, 128, 64, 10])
+        opt = adam_init(params)
+        losses = []
+        for step in range(150):
+            loss, params, opt = train_step(params, opt, *batch(step))
+            losses.append(float(loss))
+        print(f"loss: step 0 {losses[0]:.4f} -> step 149 {losses[-1]:.4f}")
+        '''),
+        md("""
+        ## Save, then continue in two places
+
+        The checkpoint holds the parameters (a list of `(W, b)` tuples), the Adam state
+        (`count`, `mu`, `nu` pytrees) and the step.  Inside the zip everything is plain
+        NumPy: `manifest.json` lists each leaf's key path, dtype and shape.
+        """),
+        code('''
+        workdir = tempfile.mkdtemp()
+        ckpt = os.path.join(workdir, "step_150.ckpt")
+        checkpointing.save(ckpt, {"params": params, "opt": opt, "step": 150})
+        import zipfile
+        with zipfile.ZipFile(ckpt) as z:
+            manifest = json.loads(z.read("manifest.json"))
+        print(os.path.getsize(ckpt), "bytes;", len(manifest["leaves"]), "leaves, e.g.")
+        for leaf in manifest["leaves"][:3] + manifest["leaves"][-2:]:
+            print("  ", leaf["path"], leaf["dtype"], leaf["shape"])
+
+        # continue here, in memory
+        here = []
+        for step in range(150, 200):
+            loss, params_here, opt_here = train_step(params, opt, *batch(step))
+            params, opt = params_here, opt_here
+            here.append(float(loss))
+        '''),
+        code('''
+        child = TRAIN_SRC + textwrap.dedent("""
+            import json, sys
+            from xform import checkpointing
+            state = checkpointing.restore(sys.argv[1])       # no target: structure from the file
+            params, opt, start = state["params"], state["opt"], state["step"]
+            out = []
+            for step in range(start, start + 50):
+                loss, params, opt = train_step(params, opt, *batch(step))
+                out.append(float(loss))
+            print(json.dumps(out))
+        """)
+        r = subprocess.run([sys.executable, "-c", child, ckpt], capture_output=True, text=True,
+                           cwd=workdir)
+        assert r.returncode == 0, r.stderr[-2000:]
+        there = json.loads(r.stdout.strip().splitlines()[-1])
+        print("first losses here :", [round(v, 6) for v in here[:4]])
+        print("first losses there:", [round(v, 6) for v in there[:4]])
+        print("identical over 50 steps:", here == there)
+        assert here == there
+        '''),
+        md("""
+        ## Export `predict` once, call it from plain JAX
+
+        `export.symbolic_shape("b")` makes the batch size a dimension variable: the
+        artifact works for any batch.  xform traces with concrete shapes, so it lowers
+        the program at a few sample sizes, checks that every size-dependent number is a
+        polynomial in `b`, and writes shape-polymorphic StableHLO (dynamic ops plus
+        JAX's shape assertions).  The bytes are JAX's `Exported` flatbuffer; a process
+        that imports only JAX deserializes and calls them.
+        """),
+        code('''
+        b, = export.symbolic_shape("b")
+        exp = export.export(xform.jit(predict))(params, xform.ShapeDtypeStruct((b, 64), np.float32))
+        print(exp.in_avals[-1], "->", exp.out_avals[0])
+        blob_path = os.path.join(workdir, "predict.jaxexport")
+        with open(blob_path, "wb") as f:
+            f.write(exp.serialize())
+        np.save(os.path.join(workdir, "x.npy"), xte[:37])
+        print(exp.mlir_module()[:700], "...")
+        '''),
+        code('''
+        jax_child = textwrap.dedent("""
+            import sys, numpy as np
+            try:
+                import flatbuffers  # noqa: F401  (JAX's serializer needs it)
+            except ImportError:
+                print("SKIP: flatbuffers is not installed (pip install flatbuffers)")
+                raise SystemExit(0)
+            import jax
+            from jax import export
+            exp = export.deserialize(bytearray(open(sys.argv[1], "rb").read()))
+            n = exp.in_tree.num_leaves
+            leaves = [np.load(sys.argv[2] + f"/p{i}.npy") for i in range(n - 1)]
+            x = np.load(sys.argv[2] + "/x.npy")
+            (params, _), _ = exp.in_tree.unflatten(leaves + [x])
+            print("in_avals[-1]:", exp.in_avals[-1], " out_avals:", exp.out_avals)
+            np.save(sys.argv[2] + "/jax_out.npy", np.asarray(jax.jit(exp.call)(params, x)))
+            print("plain JAX called the xform artifact on a batch of", x.shape[0])
+        """)
+        for i, leaf in enumerate(xform.tree_util.tree_leaves(params)):
+            np.save(os.path.join(workdir, f"p{i}.npy"), np.asarray(leaf))
+        r = subprocess.run([sys.executable, "-c", jax_child, blob_path, workdir],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        print(r.stdout)
+        if "SKIP" not in r.stdout:
+            jax_out = np.load(os.path.join(workdir, "jax_out.npy"))
+            ours = np.asarray(predict(params, xte[:37]))
+            print("max |JAX(export) - xform| =", float(np.abs(jax_out - ours).max()))
+            assert np.allclose(jax_out, ours, atol=1e-5)
+        '''),
+        md("""
+        ## DLPack: zero-copy hand-off
+
+        `xform.dlpack.from_dlpack` views the producer's memory, and
+        `Array.__dlpack__` lets NumPy or JAX view ours -- no copies on CPU.
+        """),
+        code('''
+        import jax
+        from xform import dlpack
+        host = np.arange(6, dtype=np.float32)
+        x = dlpack.from_dlpack(host)
+        host[0] = 42.0
+        print("xform sees the NumPy write:", float(x[0]))
+        y = xform.jit(lambda v: v * 2)(x)
+        j = jax.dlpack.from_dlpack(y)
+        print("JAX views the same buffer:", j.unsafe_buffer_pointer() == y._buf.unsafe_buffer_pointer())
         '''),
     ]
 

@@ -35,7 +35,7 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes
+from interpreters import ad, batching, core, dtypes, passes
 from interpreters import jaxpr_transforms as jt
 from interpreters.ad import Zero
 from interpreters.core import Array, Primitive, ShapedArray, Tracer
@@ -162,6 +162,10 @@ def _cond_partial_eval(trace, args, params):
         kvals = cond_p.bind(index, *kconsts, *known_ops, branches=kbranches)
     nk = nout - sum(out_uk)
     known_outs, res_vals = kvals[:nk], kvals[nk:]
+    # Residual slots a branch computed were chosen by the policy; slots that just forward
+    # an operand are left to the enclosing split (as for scan carries).
+    computed = [f is None for p in parts for f in p[4]]
+    jt.note_residuals([r for r, c in zip(res_vals, computed) if c])
 
     # Unknown cond: branch i reads its own residual slots.
     def unknown_branch(i):
@@ -337,15 +341,61 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
 ad.jvp_rules[while_p] = _while_jvp
 
 
+_WHILE_REVERSE_MSG = (
+    "Reverse-mode differentiation does not work for lax.while_loop (its trip count is "
+    "only known at run time, so its residuals cannot be stored). Use lax.fori_loop "
+    "with static (Python int) bounds or lax.scan, which are reverse-differentiable, or give "
+    "the loop a static bound on its trip count, lax.while_loop(cond_fun, body_fun, init, "
+    "max_steps=N), which makes it reverse-differentiable (xform's extension; add "
+    "checkpoint='sqrt' for O(sqrt(N)) memory); forward mode (xform.jvp, xform.linearize) "
+    "works for any while_loop.")
+
+
 def _while_partial_eval(trace, args, params):
-    raise ValueError(
-        "Reverse-mode differentiation does not work for lax.while_loop (its trip count is "
-        "only known at run time, so its residuals cannot be stored). Use lax.fori_loop "
-        "with static (Python int) bounds or lax.scan, which are reverse-differentiable; "
-        "forward mode (xform.jvp) works for while_loop.")
+    """Linearize of a loop: the known carries are computed now by a loop over the known
+    part of the body; the unknown (tangent) carries are computed in the linear program
+    by the whole loop, which recomputes the known carries alongside (the trip count is
+    only known by running it).  That loop can be evaluated (linearize, jvp of it) but
+    not transposed: reverse mode stops at its transpose rule."""
+    cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
+    cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    cc_uk = [trace.is_unknown(a) for a in cc]
+    bc_uk = [trace.is_unknown(a) for a in bc]
+    carry_uk = _carry_fixpoint(
+        lambda m: jt.partial_eval_jaxpr(body_jaxpr, bc_uk + m, False)[2],
+        [trace.is_unknown(a) for a in carry])
+    whole = lambda: StagingTrace.process_primitive(trace, while_p, args, params)  # noqa
+    if any(cc_uk) or all(carry_uk) or jt.partial_eval_jaxpr(
+            cond_jaxpr, cc_uk + carry_uk, False)[2][0]:
+        return whole()      # nothing known can be computed separately
+    # Known loop: the known carries, iterated by the known part of the body.
+    bknown = jt.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, carry_uk)[0]
+    nkc = sum(not u for u in carry_uk)
+    bknown = passes.dce_closed(bknown, [True] * nkc + [False] * (len(bknown.out_avals) - nkc))
+    cknown = jt.partial_eval_jaxpr(cond_jaxpr, cc_uk + carry_uk, False)[0]
+    cknown = passes.dce_closed(cknown, [True] + [False] * (len(cknown.out_avals) - 1))
+    bj, bconsts = jt.hoist(bknown)
+    cj, cconsts = jt.hoist(cknown)
+    kbc = [a for a, u in zip(bc, bc_uk) if not u]
+    kcarry = [a for a, u in zip(carry, carry_uk) if not u]
+    with core.set_current_trace(trace.parent):
+        kouts = while_p.bind(*cconsts, *cc, *bconsts, *kbc, *kcarry, cond_jaxpr=cj,
+                             body_jaxpr=bj, cond_nconsts=len(cconsts) + len(cc),
+                             body_nconsts=len(bconsts) + len(kbc))
+    uouts = whole()
+    kit = iter(kouts)
+    return [u if uk else next(kit) for u, uk in zip(uouts, carry_uk)]
 
 
 ad.partial_eval_rules[while_p] = _while_partial_eval
+
+
+def _while_transpose(cts, *args, **params):
+    raise ValueError(_WHILE_REVERSE_MSG)
+
+
+ad.transpose_rules[while_p] = _while_transpose
 
 
 def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -530,7 +580,7 @@ def _scan_partial_eval(trace, args, params):
         elif f is not None and f >= len(kc) + len(kca):
             kind.append(("xs", f - len(kc) - len(kca)))
         else:
-            kind.append(("stack", None))
+            kind.append(("stack", f))   # f: a known carry index (loop-variant input) or None
     n_kout = len(known.out_avals) - len(res_avals)
     kj = known.jaxpr
     keep = list(range(n_kout)) + [n_kout + k for k, (t, _) in enumerate(kind) if t == "stack"]
@@ -541,6 +591,12 @@ def _scan_partial_eval(trace, args, params):
     nkca = len(kca)
     n_ky = n_kout - nkca
     kcarry, kys, stacked = kouts[:nkca], kouts[nkca:nkca + n_ky], kouts[nkca + n_ky:]
+    # Under a remat policy, residuals the body's split computed were chosen by the policy
+    # and stay saved; stacked *carries* were not (the body saves its inputs by default),
+    # so the enclosing split applies the policy to this scan equation for them: under
+    # nothing_saveable the whole known scan is recomputed in the backward pass, as in JAX.
+    stack_fwd = [f for t, f in kind if t == "stack"]
+    jt.note_residuals([r for r, f in zip(stacked, stack_fwd) if f is None])
 
     # Unknown scan: consts = [forwarded const residuals, unknown consts],
     # carry = unknown carry, xs = [unknown xs, forwarded xs residuals, stacked residuals].
@@ -823,7 +879,10 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
             if _typematch(a, b):
                 new.append(a.update(weak_type=a.weak_type and b.weak_type))
             elif a.shape == b.shape and a.weak_type:
-                new.append(b.update(weak_type=False))
+                # JAX's rule: promote the weak initial carry with the body's output type;
+                # if the body still disagrees on the next trace, that is an error
+                # (a weak float carry does not become the int the body returns).
+                new.append(b.update(dtype=dtypes.result_type(a, b), weak_type=False))
             else:
                 bad.append(k)
                 new.append(a)
@@ -857,12 +916,23 @@ def _cast_carry(leaves, avals):
 # ----------------------------------------------------------------- while_loop
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
     """``while cond_fun(val): val = body_fun(val)`` as one ``while`` primitive.
 
-    Forward-differentiable (jvp) and batchable; not reverse-differentiable (use
-    ``fori_loop`` with static bounds or ``scan`` for that).
+    Forward-differentiable (jvp, linearize) and batchable.  Like JAX's, it is not
+    reverse-differentiable -- unless ``max_steps`` (a static int) bounds the trip count:
+    then the loop runs as one bounded loop of ``max_steps`` trips whose trips after
+    ``cond_fun`` turns false skip ``body_fun`` (a ``cond``), and ``grad``/``vjp`` work.
+    The loop stops after ``max_steps`` trips even if ``cond_fun`` is still true.
+    ``checkpoint`` (with ``max_steps``) trades compute for memory in reverse mode:
+    ``None`` stores every trip's residuals (O(max_steps) memory); ``"sqrt"`` splits the
+    trips into ~sqrt(max_steps) fixed segments, stores only each segment's carry and
+    recomputes a segment during the backward pass (O(sqrt(max_steps)) memory, about one
+    extra forward pass of compute); an int ``k`` uses segments of ``k`` trips.
     """
+    if max_steps is None and checkpoint is not None:
+        raise ValueError("lax.while_loop: checkpoint= needs max_steps= (a static bound on "
+                         "the trip count)")
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
     tu = _tu()
@@ -891,6 +961,10 @@ def while_loop(cond_fun, body_fun, init_val):
                         f"output type(s) [{got}]. Reduce it with .all()/.any() or compare "
                         "to get a bool[].")
     leaves = _cast_carry(leaves, avals)
+    if max_steps is not None:
+        from primitives.bounded_while import bounded_while
+        return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
+                             checkpoint)
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
     return tu.tree_unflatten(tree, outs)

@@ -424,8 +424,7 @@ def _cum_arith(data, name):
 # linear algebra
 @spec("dot_general", exact=None)
 def _dot_general(data, name):
-    dt = data.draw(st.sampled_from([d for d in F + SI + C if d.itemsize < 8 or d.kind == "c"
-                                    and d.itemsize < 16]))   # f64: reference bug
+    dt = data.draw(st.sampled_from(F + SI + C))
     nb, nc = data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))
     bsz = [data.draw(st.integers(1, 3)) for _ in range(nb)]
     csz = [data.draw(st.integers(1, 3)) for _ in range(nc)]
@@ -500,6 +499,41 @@ def _scatter(data, name):
             u = np.full_like(u, u.flat[0] if u.size else 0)
     return {"dimension_numbers": ScatterDimensionNumbers(*dn), "indices_are_sorted": False,
             "unique_indices": False, "mode": mode}, [x, idx, u]
+
+
+from _linalg_specs import register_linalg_specs  # noqa: E402  (h-linalg13: decompositions)
+
+register_linalg_specs(spec)
+
+# convolution / windowed reductions / FFT: specs in their own module (h-conv12)
+from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
+SPECS.update(_CONV_FFT_SPECS)
+# special functions (primitives/special.py): references are scipy.special in float64
+def _special_args(kinds, ints=()):
+    def gen(data, name):
+        dt = data.draw(st.sampled_from(F), label="dtype")
+        shape = data.draw(shapes())
+        rng = _rng(data)
+        out = []
+        for i, k in enumerate(kinds):
+            if i in ints:   # integer-valued float orders 0..4
+                out.append(rng.integers(0, 5, size=shape).astype(dt))
+            elif k == "unit01":
+                out.append(rng.uniform(0.02, 0.98, size=shape).astype(dt))
+            elif k == "pos_wide":
+                out.append(rng.uniform(0.1, 12.0, size=shape).astype(dt))
+            else:
+                out.append(values(rng, shape, dt, k))
+        return {}, out
+    return gen
+
+
+_register("polygamma", _special_args(("positive", "positive"), ints=(0,)), False, 64)
+_register("zeta", _special_args(("ge1", "positive")), False, 64)
+_register("igamma igammac igamma_grad_a", _special_args(("pos_wide", "pos_wide")), False, 512)
+_register("bessel_i0e bessel_i1e", unary(F, "normal"), False, 8)
+_register("regularized_incomplete_beta", _special_args(("pos_wide", "pos_wide", "unit01")),
+          False, 512)
 
 
 # ----------------------------------------------------------------- the checks
@@ -641,8 +675,8 @@ def test_reference_convert_float_to_64_bit_ints():
                     [np.array([1.5, 6.4, -3.2, 1e30, -1e30, 0.0], np.float32)])
 
 
-@pytest.mark.xfail(strict=True, reason="reference: float64 dot_general returns float32")
-def test_reference_bug_dot_general_f64():
+def test_reference_dot_general_f64():
+    """Regression: the float64 reference once computed (and returned) float32."""
     _check_case("dot_general", {"dimension_numbers": (((0,), (0,)), ((), ())), "precision": None,
                                 "preferred_element_type": None},
                 [np.ones(3, np.float64), np.ones(3, np.float64)])

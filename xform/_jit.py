@@ -77,25 +77,55 @@ def disable_jit(disable: bool = True):
 
 
 class ShapeDtypeStruct:
-    """An abstract array (shape, dtype, weak_type): arguments to ``eval_shape``,
-    ``jit(f).lower`` and ``make_jaxpr``, and what ``eval_shape`` returns."""
+    """An abstract array (shape, dtype, weak_type, sharding): arguments to ``eval_shape``,
+    ``jit(f).lower``, ``make_jaxpr``, ``pure_callback`` result specs, and what
+    ``eval_shape`` returns.  Immutable and hashable, like JAX's."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "is_ref")
 
-    def __init__(self, shape, dtype, *, weak_type=False, sharding=None):
+    def __init__(self, shape, dtype, *, sharding=None, weak_type=False, is_ref=False):
         try:
-            self.shape = tuple(int(d) for d in shape)
+            shape = tuple(d if getattr(type(d), "_is_symbolic_dim", False) else int(d)
+                          for d in shape)   # symbolic dims: xform.export
         except TypeError:
             raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of ints, got {shape!r}") \
                 from None
         if dtype is None:
-            raise ValueError("ShapeDtypeStruct: dtype must be specified")
-        self.dtype = np.dtype(dtype)
-        self.weak_type = bool(weak_type)
-        self.sharding = sharding
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+        from interpreters import dtypes as _dt
+        if not _dt.is_extended(dtype):        # typed PRNG key dtypes stay as they are
+            dtype = np.dtype(dtype)
+        for name, value in (("shape", shape), ("dtype", dtype), ("weak_type", bool(weak_type)),
+                            ("sharding", sharding), ("is_ref", bool(is_ref))):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable ShapeDtypeStruct "
+                           "objects; make a new one with .update(...)")
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The ShapeDtypeStruct of an array, tracer, or anything with shape and dtype."""
+        aval = getattr(x, "aval", None)
+        if aval is None and not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            aval = core.get_aval(x)
+        src = aval if aval is not None else x
+        return cls(src.shape, src.dtype, weak_type=bool(getattr(src, "weak_type", False)),
+                   sharding=getattr(x, "sharding", None) if not isinstance(x, Tracer) else None)
+
+    def update(self, **kwargs) -> "ShapeDtypeStruct":
+        """A copy with some of shape/dtype/weak_type/sharding/is_ref replaced."""
+        unknown = set(kwargs) - {"shape", "dtype", "weak_type", "sharding", "is_ref"}
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update() got unexpected keyword arguments "
+                            f"{sorted(unknown)}")
+        fields = {k: getattr(self, k) for k in ("shape", "dtype", "weak_type", "sharding",
+                                                "is_ref")}
+        fields.update(kwargs)
+        return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
 
     def __len__(self):
         if not self.shape:
@@ -104,14 +134,18 @@ class ShapeDtypeStruct:
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding and self.is_ref == other.is_ref)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self.is_ref))
 
     def __repr__(self):
+        name = getattr(self.dtype, "name", str(self.dtype))
+        sh = f", sharding={self.sharding}" if self.sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        ref = ", is_ref=True" if self.is_ref else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={name}{sh}{weak}{ref})"
 
 
 def _sds(aval):
