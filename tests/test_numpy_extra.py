@@ -20,6 +20,7 @@ warnings.filterwarnings("ignore", category=RuntimeWarning)
 warnings.filterwarnings("ignore", category=np.exceptions.ComplexWarning)
 
 FAST = settings(max_examples=2, deadline=None)
+ONE = settings(max_examples=1, deadline=None)   # heavy properties: one example per run
 
 # ----------------------------------------------------------------- the missing-names list
 
@@ -329,7 +330,7 @@ def test_lexsort_partition(data):
 
 @pytest.mark.parametrize("name", ["quantile", "nanquantile", "percentile", "nanpercentile"])
 @given(data=st.data())
-@FAST
+@ONE
 def test_quantiles(name, data):
     dt = data.draw(st.sampled_from([np.float32, np.int32, np.float16]))
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
@@ -345,6 +346,8 @@ def test_quantiles(name, data):
     method = data.draw(st.sampled_from(["linear", "lower", "higher", "midpoint", "nearest",
                                         "inverted_cdf"]))
     keep = data.draw(st.booleans())
+    if method == "inverted_cdf" and dt == np.float16:
+        method = "linear"   # JAX itself fails (float16 data with float32 q) here
     both(name, x, q, axis=axis, method=method, keepdims=keep,
          tol=5e-3 if dt == np.float16 else 1e-5)
 
@@ -386,7 +389,7 @@ def test_bincount_errors_jit():
 
 
 @given(data=st.data())
-@FAST
+@ONE
 def test_histograms(data):
     dt = data.draw(st.sampled_from([np.float32, np.int32]))
     x = data.draw(values(dt, (data.draw(st.integers(1, 12)),), lo=-5, hi=5))
@@ -410,7 +413,7 @@ def test_histogram_jit():
 
 
 @given(data=st.data())
-@FAST
+@ONE
 def test_cov_corrcoef(data):
     dt = data.draw(st.sampled_from([np.float32, np.int32]))
     m = data.draw(values(dt, data.draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=2,
@@ -452,7 +455,7 @@ def test_differences(data):
 
 
 @given(data=st.data())
-@FAST
+@ONE
 def test_interp(data):
     xp = np.sort(np.unique(data.draw(values(np.float32, (data.draw(st.integers(1, 6)),),
                                             lo=-5, hi=5))))
@@ -504,7 +507,7 @@ def test_structure_functions():
 
 
 @given(data=st.data())
-@FAST
+@ONE
 def test_selection(data):
     shape = data.draw(small_shapes)
     a = data.draw(values(np.int32, shape, lo=-5, hi=5))
@@ -555,26 +558,33 @@ def test_updates():
     check(jit_put(a, np.array([3, 4])), jnp.put(a, np.array([3, 4]), 0, inplace=False))
 
 
-def test_insert_delete():
+@pytest.mark.slow
+def test_insert_delete_all_cases():
+    test_insert_delete(full=True)
+
+
+def test_insert_delete(full=False):
     a = np.arange(12).reshape(3, 4)
-    for obj, axis in ((1, 0), ([0, 3], 1), (slice(1, None, 2), None), (-1, 1), (7, 1),
-                      (np.array([True, False, True, False]), 1), (np.array([0, 0, 2]), 1)):
+    cases = ((1, 0), ([0, 3], 1), (slice(1, None, 2), None), (-1, 1), (7, 1),
+             (np.array([True, False, True, False]), 1), (np.array([0, 0, 2]), 1))
+    for obj, axis in cases if full else cases[::3]:
         both("delete", a, obj, axis=axis)
     f = xform.jit(lambda x, i: xnp.delete(x, i, assume_unique_indices=True))
     check(f(np.arange(8), np.array([5, 1, -1])),
           jnp.delete(np.arange(8), np.array([5, 1, -1]), assume_unique_indices=True))
     with pytest.raises(xform.ConcretizationTypeError):
         xform.jit(xnp.delete)(np.arange(8), np.array([1]))
-    for obj, vals, axis in ((1, 99, 0), (1, np.array([7, 8, 9]), 1),
-                            (np.array([1, 1, 3]), np.array([7, 8, 9]), 1),
-                            (np.array([1, 4]), np.array([10, 20]), None), (2, 5, None),
-                            (slice(0, 2), -1, 1), (np.array([0]), np.array([[1], [2], [3]]), 1),
-                            (1, np.array([[1, 2, 3, 4]]), 0), (9, 1, None), (-2, 1.5, 0)):
+    cases = ((1, 99, 0), (1, np.array([7, 8, 9]), 1),
+             (np.array([1, 1, 3]), np.array([7, 8, 9]), 1),
+             (np.array([1, 4]), np.array([10, 20]), None), (2, 5, None),
+             (slice(0, 2), -1, 1), (np.array([0]), np.array([[1], [2], [3]]), 1),
+             (1, np.array([[1, 2, 3, 4]]), 0), (9, 1, None), (-2, 1.5, 0))
+    for obj, vals, axis in cases if full else cases[::3]:
         both("insert", a, obj, vals, axis=axis)
 
 
 @given(data=st.data())
-@FAST
+@ONE
 def test_bits(data):
     shape = data.draw(small_shapes)
     x = data.draw(hnp.arrays(np.int32, shape, elements=st.integers(0, 2)))
@@ -793,3 +803,22 @@ def test_nonzero_size_under_jit():
                                                                   fill_value=fill))
         check(_leaves(f(m)), _leaves(jnp.nonzero(m, size=size, fill_value=fill)))
     check(xform.jit(lambda v: xnp.argwhere(v, size=4))(m), jnp.argwhere(m, size=4))
+
+
+def test_builtin_ufunc_methods():
+    a = np.arange(1, 13.0, dtype=np.float32).reshape(3, 4)
+    b = (a > 6)
+    cases = [lambda m: m.add.reduce(a), lambda m: m.add.reduce(a, axis=1, keepdims=True),
+             lambda m: m.multiply.accumulate(a, axis=1), lambda m: m.maximum.reduce(a),
+             lambda m: m.add.outer(np.arange(2), np.arange(3)),
+             lambda m: m.add.at(np.zeros(4, np.float32), np.array([0, 0, 2]), 1.0,
+                                inplace=False),
+             lambda m: m.minimum.at(np.ones(3, np.float32), np.array([1, 1]),
+                                    np.array([0.5, -2.0], np.float32), inplace=False),
+             lambda m: m.subtract.reduce(a, axis=1), lambda m: m.logical_or.reduce(b, axis=None),
+             lambda m: m.maximum.accumulate(np.array([1, 3, 2])),
+             lambda m: m.add.reduceat(np.arange(6.0, dtype=np.float32), np.array([0, 2, 4])),
+             lambda m: m.bitwise_xor.reduce(np.array([5, 3, 1]))]
+    for f in cases:
+        check(f(xnp), f(jnp))
+    assert xnp.add.identity == jnp.add.identity and xnp.multiply.nin == 2
