@@ -143,7 +143,8 @@ def gammasgn(x):
     neg = x < 0
     nan = (neg & (x == fl)) | xnp.isnan(x)
     minus = (neg & (xnp.fmod(fl, _k(x, 2)) != 0)) | ((x == 0) & xnp.signbit(x))
-    return xnp.where(nan, _k(x, np.nan), xnp.where(minus, _k(x, -1.0), _k(x, 1.0)))
+    c = lambda v: U.to_array(v, x.dtype, False)  # noqa: E731  (strong, as jnp.select)
+    return xnp.where(nan, c(np.nan), xnp.where(minus, c(-1.0), c(1.0)))
 
 
 def loggamma(x):
