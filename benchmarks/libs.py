@@ -59,7 +59,16 @@ def _numpy_lib() -> Lib:
 
 
 def _xform_lib(device: bool) -> Lib:
+    import atexit
+    import shutil
+    import tempfile
+
     import xform
+    # A fresh persistent compilation cache, so first calls measure cold compiles
+    # (the compile cases measure warm ones explicitly).
+    cache = tempfile.mkdtemp(prefix="xform-bench-cc-")
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    xform.config.update("jax_compilation_cache_dir", cache)
     import xform.numpy as xnp
     from xform.tree_util import tree_leaves
     put = getattr(xform, "device_put", None) or xnp.asarray

@@ -106,6 +106,16 @@ class JVPTracer(Tracer):
             return p._value
         return np.asarray(p)
 
+    def __repr__(self):
+        t = self.tangent
+        if isinstance(t, StagingTracer) and isinstance(t._trace, LinearizeTrace):
+            # reverse mode (grad/vjp/linearize): the tangent is a staged linear program
+            return (f"GradTracer(primal={core.value_text(self.primal)}, "
+                    f"typeof(tangent)={core.get_aval(t).str_short()})")
+        return f"JVPTracer(primal={core.value_text(self.primal)}, tangent={core.value_text(t)})"
+
+    __str__ = __repr__
+
 
 class JVPTrace(core.Trace):
     def __init__(self, parent, name="jvp"):
@@ -294,10 +304,12 @@ def linearize_flat(fun, primals):
     in_mask = [is_differentiable(a) for a in in_avals]
     ins = [JVPTracer(jvp, p, lin.new_arg(t)) if m else p
            for p, t, m in zip(primals, in_tangent_avals, in_mask)]
+    from interpreters.jaxpr_transforms import no_policy
     prev = core._state.trace
     try:
         core._state.trace = jvp
-        outs = list(fun(*ins))
+        with no_policy():
+            outs = list(fun(*ins))
     finally:
         core._state.trace = prev
         jvp.invalidate()

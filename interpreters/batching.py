@@ -65,6 +65,12 @@ class BatchTracer(Tracer):
         shape = a.shape[:self.batch_dim] + a.shape[self.batch_dim + 1:]
         return core.ShapedArray(shape, a.dtype, a.weak_type)
 
+    def __repr__(self):
+        return (f"VmapTracer(aval={core.aval_text(self.aval, weak=False)}, "
+                f"batched={core.aval_text(core.get_aval(self.val), weak=False)})")
+
+    __str__ = __repr__
+
 
 class BatchTrace(core.Trace):
     def __init__(self, parent, axis_data: AxisData, name="vmap"):

@@ -28,8 +28,15 @@ _DEFAULTS = {
     "jax_traceback_filtering": "auto",
     "jax_default_prng_impl": "threefry2x32",
     "jax_threefry_partitionable": True,
-    "jax_compilation_cache_dir": None,
-    "jax_persistent_cache_min_compile_time_secs": 1.0,
+    # The persistent compilation cache (lowering/compilation_cache.py) is on by
+    # default in xform, in a per-user cache directory; None turns it off.
+    "jax_compilation_cache_dir": os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "xform", "compilation_cache"),
+    "jax_enable_compilation_cache": True,
+    "jax_persistent_cache_min_compile_time_secs": 0.05,
+    "jax_persistent_cache_min_entry_size_bytes": 0,
+    "jax_compilation_cache_max_size": 1 << 30,
     "jax_num_cpu_devices": -1,
     "jax_cpu_enable_async_dispatch": True,
     "jax_dynamic_shapes": False,

@@ -22,6 +22,7 @@ import numpy as np
 
 from interpreters import errors
 from interpreters.config import config
+from interpreters.dtypes import ExtendedDType, extended_by_struct
 
 # ----------------------------------------------------------------- abstract values
 
@@ -33,7 +34,7 @@ class ShapedArray:
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, ExtendedDType) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
 
     @property
@@ -61,7 +62,7 @@ class ShapedArray:
 
     def str_short(self, short_dtypes=True):
         from interpreters.dtypes import short_name
-        dt = short_name(self.dtype) if short_dtypes else self.dtype.name
+        dt = short_name(self.dtype) if short_dtypes else str(self.dtype.name)
         return f"{dt}[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self):
@@ -320,6 +321,21 @@ class Tracer(ArrayOps):
     __str__ = __repr__
 
 
+def aval_text(aval, weak=True) -> str:
+    """``float32[3,4]`` (``~float32[]`` when weakly typed), as JAX's tracer reprs show avals."""
+    mark = "~" if weak and aval.weak_type else ""
+    return f"{mark}{aval.str_short(short_dtypes=False)}"
+
+
+def value_text(x) -> str:
+    """A value inside a tracer repr: tracers as their repr, arrays as NumPy prints them."""
+    if isinstance(x, Tracer):
+        return repr(x)
+    if isinstance(x, Array):
+        x = x._value if x._value is not None else np.asarray(x)
+    return str(np.asarray(x))
+
+
 # ----------------------------------------------------------------- concrete arrays
 
 
@@ -379,7 +395,10 @@ class Array(ArrayOps):
     @property
     def dtype(self):
         v = self._npy
-        return v.dtype if v is not None else np.dtype(self._buf.dtype)
+        dt = v.dtype if v is not None else np.dtype(self._buf.dtype)
+        if dt.kind == "V" and dt in extended_by_struct:   # a typed PRNG key array
+            return extended_by_struct[dt]
+        return dt
 
     @property
     def ndim(self):
@@ -485,6 +504,10 @@ class Array(ArrayOps):
 
     def __repr__(self):
         v = np.asarray(self._value)
+        if v.dtype.kind == "V" and v.dtype in extended_by_struct:   # typed keys, as JAX
+            words = np.ascontiguousarray(v[v.dtype.names[0]])
+            return (f"Array({v.shape}, dtype={extended_by_struct[v.dtype].name}) overlaying:\n"
+                    f"{words}")
         prefix = "Array("
         if v.size == 0 and v.ndim > 0:
             body = f"[], shape={v.shape}"

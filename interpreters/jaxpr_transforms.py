@@ -19,6 +19,8 @@ identity and the masks, so a loop over ``grad(f)`` re-uses them.
 from __future__ import annotations
 
 import collections
+import contextlib
+import threading
 
 from interpreters import ad, core
 from interpreters.ad import Zero
@@ -141,13 +143,70 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate):
 _pe_memo = _Memo()
 
 
-def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
+class _PolicyState(threading.local):
+    """The rematerialisation policy of the innermost ``partial_eval_jaxpr`` split that is
+    running (``None``: save every residual), and the residual values that splits of
+    nested sub-programs produced under it (already chosen by the policy: kept saved)."""
+
+    def __init__(self):
+        self.policy = None
+        self.chosen = None
+
+
+_policy_state = _PolicyState()
+
+
+def current_policy():
+    """The remat policy sub-program splits must apply (``None`` outside ``checkpoint``)."""
+    return _policy_state.policy
+
+
+@contextlib.contextmanager
+def _policy_scope(policy):
+    st = _policy_state
+    prev = st.policy, st.chosen
+    st.policy, st.chosen = policy, (set() if policy is not None else None)
+    try:
+        yield st.chosen
+    finally:
+        st.policy, st.chosen = prev
+
+
+def no_policy():
+    """A scope in which no remat policy applies (a fresh ``linearize``)."""
+    return _policy_scope(None)
+
+
+def note_residuals(vals):
+    """Called by partial-evaluation rules of higher-order primitives for the residuals
+    their known part outputs: under a policy they were chosen by it (inside the
+    sub-program), so the enclosing split saves them rather than recomputing the
+    whole known equation (as JAX's ``partial_eval_jaxpr_custom`` rules do)."""
+    chosen = _policy_state.chosen
+    if chosen is None:
+        return
+    from interpreters.staging import StagingTracer
+    for v in vals:
+        if isinstance(v, StagingTracer):
+            chosen.add(v.var)
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate, policy=None):
     """Split a program by which inputs are unknown (depend on tangents).
 
     Evaluates it with an ``ad.LinearizeTrace`` nested in a ``StagingTrace``: operations
     on known values are recorded by the outer (known program), the rest by the inner
     (unknown program); known values the unknown part uses become residuals.
+    Higher-order equations are split by their own ``ad.partial_eval_rules``, which call
+    this function on their sub-programs.
     ``instantiate`` (bool or per output) forces an output into the unknown program.
+
+    ``policy`` (a ``checkpoint`` policy ``policy(prim, *in_avals, **params) -> bool``;
+    default: the enclosing split's, if any) chooses which residuals are saved: a
+    residual computed by an equation the policy does not allow to be saved is instead
+    *recomputed* at the start of the unknown program from saved values and the known
+    inputs (which are always available).  Sub-program splits made while this one runs
+    apply the same policy.
 
     Returns ``(known, unknown, out_unknowns, res_avals, res_fwd)``:
       known:   [known inputs] -> [known outputs, residuals]
@@ -155,12 +214,14 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
       res_fwd[k]: index among the known inputs when residual k is just that input
                   (callers may pass the input instead of saving it), else None.
     """
+    if policy is None:
+        policy = _policy_state.policy
     in_avals = closed.in_avals
     unknowns = tuple(bool(u) for u in unknowns)
     if isinstance(instantiate, bool):
         instantiate = (instantiate,) * len(closed.out_avals)
     instantiate = tuple(bool(i) for i in instantiate)
-    key = (id(closed), unknowns, instantiate)
+    key = (id(closed), unknowns, instantiate, policy)
     hit = _pe_memo.get(key)
     if hit is not None:
         return hit
@@ -171,22 +232,85 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
     kit, uit = iter(kin), iter(uin)
     args = [next(uit) if u else next(kit) for u in unknowns]
     try:
-        with core.running(lin):
-            outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        out_uk = tuple(lin.is_unknown(o) or inst for o, inst in zip(outs, instantiate))
-        ujaxpr, residuals = lin.to_jaxpr([o for o, u in zip(outs, out_uk) if u])
-        known_outs = [o for o, u in zip(outs, out_uk) if not u]
-        kjaxpr, kconsts = known_trace.to_jaxpr(known_outs + list(residuals))
+        with _policy_scope(policy) as chosen:
+            with core.running(lin):
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+            out_uk = tuple(lin.is_unknown(o) or inst for o, inst in zip(outs, instantiate))
+            ujaxpr, residuals = lin.to_jaxpr([o for o, u in zip(outs, out_uk) if u])
+            known_outs = [o for o, u in zip(outs, out_uk) if not u]
+            kjaxpr, kconsts = known_trace.to_jaxpr(known_outs + list(residuals))
     finally:
         lin.invalidate()
         known_trace.invalidate()
-    kpos = {t.var: i for i, t in enumerate(kin)}
-    res_fwd = tuple(kpos.get(r.var) if isinstance(r, core.Tracer) and r._trace is known_trace
-                    else None for r in residuals)
-    res_avals = tuple(v.aval for v in ujaxpr.constvars)
-    unknown = ClosedJaxpr(convert_constvars_to_invars(ujaxpr), [])
-    out = (_closed(kjaxpr, kconsts), unknown, out_uk, res_avals, res_fwd)
+    unknown = Jaxpr([], list(ujaxpr.constvars) + list(ujaxpr.invars), ujaxpr.outvars,
+                    ujaxpr.eqns, ujaxpr.debug_info)
+    if policy is not None:
+        kjaxpr, unknown = _rematerialize(kjaxpr, unknown, len(known_outs), len(residuals),
+                                         policy, chosen)
+    nres = len(kjaxpr.outvars) - len(known_outs)
+    kpos = {v: i for i, v in enumerate(kjaxpr.invars)}
+    res_fwd = tuple(kpos.get(r) if isinstance(r, Var) else None
+                    for r in kjaxpr.outvars[len(known_outs):])
+    res_avals = tuple(v.aval for v in unknown.invars[:nres])
+    out = (_closed(kjaxpr, kconsts), ClosedJaxpr(unknown, []), out_uk, res_avals, res_fwd)
     return _pe_memo.put(key, closed, out)
+
+
+def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen):
+    """Apply a checkpoint policy to a split.
+
+    ``kjaxpr``: known inputs -> [known outputs, residuals]; ``ujaxpr``: [residuals,
+    unknown inputs] -> unknown outputs.  A residual is *saved* when it is a known input
+    or constant, a residual chosen by a nested split, an effectful equation's output,
+    or the output of an equation the policy allows; otherwise its equation is copied
+    (with fresh variables) to the front of the unknown program, recursively.  Returns
+    the new pair, the known program now returning [known outputs, saved values].
+    """
+    from interpreters import passes
+    from interpreters.ir import Literal
+    producer = {v: e for e in kjaxpr.eqns for v in e.outvars}
+    free = set(kjaxpr.invars) | set(kjaxpr.constvars)
+    res_atoms = kjaxpr.outvars[n_known_outs:]
+    saved, saved_set, recompute, seen = [], set(), set(), set()
+    stack = [a for a in reversed(res_atoms) if isinstance(a, Var)]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        e = producer.get(v)
+        if (v in free or v in chosen or passes.eqn_effectful(e)
+                or policy(e.primitive, *[a.aval for a in e.invars], **e.params)):
+            saved.append(v)
+            saved_set.add(v)
+        else:
+            recompute.add(id(e))
+            stack.extend(a for a in reversed(e.invars) if isinstance(a, Var))
+    if not recompute:
+        return kjaxpr, ujaxpr
+    # Unknown program: [saved, unknown inputs] -> recomputation + the unknown equations.
+    env = {v: Var(v.aval) for v in saved}
+
+    def sub(a):
+        return a if type(a) is Literal else env.get(a, a)
+    eqns = []
+    for e in kjaxpr.eqns:
+        if id(e) in recompute:
+            ins = [sub(a) for a in e.invars]
+            outs = [Var(o.aval) for o in e.outvars]
+            env.update(zip(e.outvars, outs))
+            eqns.append(e.replace(invars=ins, outvars=outs))
+    uenv = {uv: sub(r) for uv, r in zip(ujaxpr.invars[:nres], res_atoms)}
+
+    def usub(a):
+        return a if type(a) is Literal else uenv.get(a, a)
+    eqns += [e.replace(invars=[usub(a) for a in e.invars]) for e in ujaxpr.eqns]
+    unknown = Jaxpr([], [env[v] for v in saved] + list(ujaxpr.invars[nres:]),
+                    [usub(a) for a in ujaxpr.outvars], eqns, ujaxpr.debug_info)
+    known = Jaxpr(kjaxpr.constvars, kjaxpr.invars, kjaxpr.outvars[:n_known_outs] + saved,
+                  kjaxpr.eqns, kjaxpr.debug_info)
+    known, _ = passes.dce_jaxpr(known)
+    return known, unknown
 
 
 # ----------------------------------------------------------------- transposition

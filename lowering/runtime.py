@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 
 import numpy as np
 
@@ -243,7 +244,7 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
                 exe = client.compile_and_load(module, xc.DeviceList((device,)), opts,
                                               host_callbacks=list(host_callbacks))
         else:
-            exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
+            exe = _compile_persistent(client, text, device, donated, opts)
     except Exception as e:
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
@@ -256,9 +257,35 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
     return exe
 
 
+def _compile_persistent(client, text, device, donated, opts):
+    """``compile_and_load``, going through the on-disk cache (compilation_cache.py)."""
+    from lowering import compilation_cache as pcache
+    devices = xc.DeviceList((device,))
+    if pcache.cache_dir() is None:
+        return client.compile_and_load(text, devices, opts)
+    key = pcache.cache_key(text, opts.SerializeAsString(), donated, device)
+    payload = pcache.load(key)
+    if payload is not None:
+        try:
+            return client.deserialize_executable(payload, devices, opts)
+        except Exception:    # written by an incompatible runtime, or damaged: recompile
+            pcache.discard(key)
+    start = time.perf_counter()
+    exe = client.compile_and_load(text, devices, opts)
+    elapsed = time.perf_counter() - start
+    try:
+        payload = exe.serialize()
+    except Exception:        # some executables cannot be serialized; just don't cache them
+        return exe
+    pcache.store(key, payload, elapsed)
+    return exe
+
+
 def cache_info() -> dict:
+    from lowering import compilation_cache as pcache
     return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
-            "eager": len(_eager_cache)}
+            "eager": len(_eager_cache),
+            "persistent": dict(pcache.stats, dir=pcache.cache_dir())}
 
 
 def clear_caches():
@@ -539,6 +566,11 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
     """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``."""
     if isinstance(closed_jaxpr, Jaxpr):
         closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
+    from primitives import prng
+    if prng.jaxpr_has_keys(closed_jaxpr):   # typed PRNG keys: compile over their words
+        inner = compile_jaxpr(prng.physicalize_closed(closed_jaxpr),
+                              donated_invars=donated_invars, device=device, name=name)
+        return KeyedCompiled(inner, closed_jaxpr.in_avals, closed_jaxpr.out_avals)
     jaxpr = closed_jaxpr.jaxpr
     donated = tuple(bool(d) for d in donated_invars) if donated_invars is not None \
         else (False,) * len(jaxpr.invars)
@@ -551,6 +583,61 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
     exe = compile_text(text, device, donated, lowered.host_callbacks)
     return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed,
                     synchronous=bool(lowered.host_callbacks))
+
+
+class KeyedCompiled:
+    """A compiled program whose interface has typed PRNG key arrays: key arguments are
+    passed as their uint32[..., 2] words and key results wrapped back into key arrays
+    (the program itself was physicalized, see ``primitives.prng``)."""
+
+    __slots__ = ("inner", "in_avals", "out_avals", "_key_in", "_key_out", "__weakref__")
+
+    def __init__(self, inner, in_avals, out_avals):
+        from primitives import prng
+        self.inner = inner
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+        self._key_in = [prng.is_key_aval(a) for a in self.in_avals]
+        self._key_out = [prng.is_key_aval(a) for a in self.out_avals]
+
+    def __call__(self, *args):
+        from primitives import prng
+        conv = []
+        for x, k in zip(args, self._key_in):
+            if k:
+                if isinstance(x, Tracer):
+                    raise TypeError("a traced key array was passed to a compiled program")
+                if not prng.is_key_aval(core.get_aval(x)):
+                    raise TypeError(f"compiled program expects a key array, got "
+                                    f"{core.get_aval(x).str_short()}")
+                x = prng.to_words(np.asarray(x._value))
+            conv.append(x)
+        outs = self.inner(*conv)
+        return [Array(prng.to_struct(np.asarray(o)), False) if k else o
+                for o, k in zip(outs, self._key_out)]
+
+    @property
+    def donated_invars(self):
+        return self.inner.donated_invars
+
+    @property
+    def device(self):
+        return self.inner.device
+
+    def as_text(self):
+        return self.inner.as_text()
+
+    def compiled_text(self):
+        return self.inner.compiled_text()
+
+    def cost_analysis(self):
+        return self.inner.cost_analysis()
+
+    def memory_analysis(self):
+        return self.inner.memory_analysis()
+
+    def __repr__(self):
+        return f"KeyedCompiled({self.inner!r})"
 
 
 # ----------------------------------------------------------------- eager on accelerators

@@ -4,7 +4,8 @@ import importlib as _importlib
 from primitives import _rules  # noqa: F401  (installs the AD/batching hooks)
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc", "custom", "remat", "jit")
+             "collectives", "control_flow", "misc", "custom", "remat", "jit", "random", "prng",
+             "convolution", "windowed", "fft")
 
 for _fam in _FAMILIES:
     try:
@@ -12,5 +13,6 @@ for _fam in _FAMILIES:
     except ModuleNotFoundError as _e:  # a family not written yet
         if _e.name != f"primitives.{_fam}":
             raise
+_importlib.import_module("primitives.linalg_decomp")  # h-linalg13: decompositions (lax.linalg)
 del _fam, _importlib
 from primitives import special  # noqa: E402,F401  (special functions: igamma, zeta, ...)

@@ -35,7 +35,7 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes
+from interpreters import ad, batching, core, dtypes, passes
 from interpreters import jaxpr_transforms as jt
 from interpreters.ad import Zero
 from interpreters.core import Array, Primitive, ShapedArray, Tracer
@@ -162,6 +162,7 @@ def _cond_partial_eval(trace, args, params):
         kvals = cond_p.bind(index, *kconsts, *known_ops, branches=kbranches)
     nk = nout - sum(out_uk)
     known_outs, res_vals = kvals[:nk], kvals[nk:]
+    jt.note_residuals(res_vals)
 
     # Unknown cond: branch i reads its own residual slots.
     def unknown_branch(i):
@@ -337,15 +338,58 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
 ad.jvp_rules[while_p] = _while_jvp
 
 
+_WHILE_REVERSE_MSG = (
+    "Reverse-mode differentiation does not work for lax.while_loop (its trip count is "
+    "only known at run time, so its residuals cannot be stored). Use lax.fori_loop "
+    "with static (Python int) bounds or lax.scan, which are reverse-differentiable; "
+    "forward mode (xform.jvp, xform.linearize) works for while_loop.")
+
+
 def _while_partial_eval(trace, args, params):
-    raise ValueError(
-        "Reverse-mode differentiation does not work for lax.while_loop (its trip count is "
-        "only known at run time, so its residuals cannot be stored). Use lax.fori_loop "
-        "with static (Python int) bounds or lax.scan, which are reverse-differentiable; "
-        "forward mode (xform.jvp) works for while_loop.")
+    """Linearize of a loop: the known carries are computed now by a loop over the known
+    part of the body; the unknown (tangent) carries are computed in the linear program
+    by the whole loop, which recomputes the known carries alongside (the trip count is
+    only known by running it).  That loop can be evaluated (linearize, jvp of it) but
+    not transposed: reverse mode stops at its transpose rule."""
+    cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
+    cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    cc_uk = [trace.is_unknown(a) for a in cc]
+    bc_uk = [trace.is_unknown(a) for a in bc]
+    carry_uk = _carry_fixpoint(
+        lambda m: jt.partial_eval_jaxpr(body_jaxpr, bc_uk + m, False)[2],
+        [trace.is_unknown(a) for a in carry])
+    whole = lambda: StagingTrace.process_primitive(trace, while_p, args, params)  # noqa
+    if any(cc_uk) or all(carry_uk) or jt.partial_eval_jaxpr(
+            cond_jaxpr, cc_uk + carry_uk, False)[2][0]:
+        return whole()      # nothing known can be computed separately
+    # Known loop: the known carries, iterated by the known part of the body.
+    bknown = jt.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, carry_uk)[0]
+    nkc = sum(not u for u in carry_uk)
+    bknown = passes.dce_closed(bknown, [True] * nkc + [False] * (len(bknown.out_avals) - nkc))
+    cknown = jt.partial_eval_jaxpr(cond_jaxpr, cc_uk + carry_uk, False)[0]
+    cknown = passes.dce_closed(cknown, [True] + [False] * (len(cknown.out_avals) - 1))
+    bj, bconsts = jt.hoist(bknown)
+    cj, cconsts = jt.hoist(cknown)
+    kbc = [a for a, u in zip(bc, bc_uk) if not u]
+    kcarry = [a for a, u in zip(carry, carry_uk) if not u]
+    with core.set_current_trace(trace.parent):
+        kouts = while_p.bind(*cconsts, *cc, *bconsts, *kbc, *kcarry, cond_jaxpr=cj,
+                             body_jaxpr=bj, cond_nconsts=len(cconsts) + len(cc),
+                             body_nconsts=len(bconsts) + len(kbc))
+    uouts = whole()
+    kit = iter(kouts)
+    return [u if uk else next(kit) for u, uk in zip(uouts, carry_uk)]
 
 
 ad.partial_eval_rules[while_p] = _while_partial_eval
+
+
+def _while_transpose(cts, *args, **params):
+    raise ValueError(_WHILE_REVERSE_MSG)
+
+
+ad.transpose_rules[while_p] = _while_transpose
 
 
 def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -541,6 +585,7 @@ def _scan_partial_eval(trace, args, params):
     nkca = len(kca)
     n_ky = n_kout - nkca
     kcarry, kys, stacked = kouts[:nkca], kouts[nkca:nkca + n_ky], kouts[nkca + n_ky:]
+    jt.note_residuals(stacked)
 
     # Unknown scan: consts = [forwarded const residuals, unknown consts],
     # carry = unknown carry, xs = [unknown xs, forwarded xs residuals, stacked residuals].
@@ -711,15 +756,28 @@ def _branch_index(x, n, what):
     return ew.clamp(np.int32(0), x, np.int32(n - 1))
 
 
-def cond(pred, true_fun, false_fun, *operands, operand=None):
+class _NoOperand:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<no operand>"
+
+
+_no_operand = _NoOperand()
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """``true_fun(*operands) if pred else false_fun(*operands)``, staged as one ``cond``.
 
     Both branches are traced (their outputs must have identical types); only the
     taken one runs.  Under ``vmap`` with a batched ``pred`` both run and the
     results are selected.
     """
-    if operand is not None:
-        operands = operands + (operand,)
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("lax.cond: if the 'operand' keyword is passed then no positional "
+                            "operands can be passed")
+        operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     pa = core.get_aval(pred) if _is_arraylike(pred) else None
@@ -736,10 +794,13 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
     return _switch(index, [false_fun, true_fun], operands, ("false_fun", "true_fun"), "cond")
 
 
-def switch(index, branches, *operands, operand=None):
+def switch(index, branches, *operands, operand=_no_operand):
     """``branches[clamp(index, 0, len(branches) - 1)](*operands)``, staged as one ``cond``."""
-    if operand is not None:
-        operands = operands + (operand,)
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("lax.switch: if the 'operand' keyword is passed then no positional "
+                            "operands can be passed")
+        operands = (operand,)
     branches = list(branches)
     if not branches:
         raise ValueError("lax.switch: branches must be a non-empty sequence of callables")
@@ -807,7 +868,10 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
             if _typematch(a, b):
                 new.append(a.update(weak_type=a.weak_type and b.weak_type))
             elif a.shape == b.shape and a.weak_type:
-                new.append(b.update(weak_type=False))
+                # JAX's rule: promote the weak initial carry with the body's output type;
+                # if the body still disagrees on the next trace, that is an error
+                # (a weak float carry does not become the int the body returns).
+                new.append(b.update(dtype=dtypes.result_type(a, b), weak_type=False))
             else:
                 bad.append(k)
                 new.append(a)

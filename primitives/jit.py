@@ -32,10 +32,11 @@ import logging
 import numpy as np
 
 from interpreters import ad, batching, core, passes
+from interpreters import jaxpr_transforms as jt
 from interpreters.ad import Zero
 from interpreters.core import Primitive
 from interpreters.ir import ClosedJaxpr, Literal, Var, eval_jaxpr
-from interpreters.staging import StagingTrace, convert_constvars_to_invars, trace_to_jaxpr
+from interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
 
 __all__: list = []
 
@@ -181,7 +182,10 @@ def check_outputs_or_rerun(closed, args, outs, name):
     read = lambda a: a.value if type(a) is Literal else env[a]   # noqa: E731
     jaxpr = closed.jaxpr
     env.update(zip(jaxpr.constvars, closed.consts))
-    env.update(zip(jaxpr.invars, args))
+    # Python scalars and NumPy arguments become Arrays of the types the program was traced at.
+    env.update((v, a if isinstance(a, core.Array) else
+                core.Array(np.asarray(a, dtype=v.aval.dtype), weak_type=v.aval.weak_type))
+               for v, a in zip(jaxpr.invars, args))
     with core.set_current_trace(core.EVAL_TRACE):
         for eqn in jaxpr.eqns:
             try:
@@ -256,34 +260,21 @@ ad.jvp_rules[jit_p] = _jit_jvp
 
 
 def _jit_partial_eval(trace, args, params):
-    """Split the program: known ops go to a staging trace (the known jit, computing the
-    known outputs and the residuals), unknown ops are recorded by a nested
-    LinearizeTrace (the unknown jit over residuals + unknown inputs)."""
+    """Split the program (``partial_eval_jaxpr``): the known jit computes the known
+    outputs and the residuals, the unknown jit (residuals + unknown inputs -> unknown
+    outputs) is recorded in the linear program.  Residuals that are just known inputs
+    are passed as they are rather than returned by the known jit."""
     closed = params["jaxpr"]
     name = params["name"]
     unknown = [trace.is_unknown(a) for a in args]
     known_args = [a for a, u in zip(args, unknown) if not u]
-    known_trace = StagingTrace(trace.parent, name="jit_known")
-    kin = [known_trace.new_arg(core.get_aval(a)) for a in known_args]
-    lin = ad.LinearizeTrace(known_trace, name="jit_unknown")
-    uin = [lin.new_arg(core.get_aval(a)) for a, u in zip(args, unknown) if u]
-    kit, uit = iter(kin), iter(uin)
-    inner_args = [next(uit) if u else next(kit) for u in unknown]
-    try:
-        with core.running(lin):
-            outs = eval_jaxpr(closed.jaxpr, closed.consts, *inner_args)
-        out_unknown = [lin.is_unknown(o) for o in outs]
-        ujaxpr, residuals = lin.to_jaxpr([o for o, u in zip(outs, out_unknown) if u])
-        known_outs = [o for o, u in zip(outs, out_unknown) if not u]
-        kjaxpr, kconsts = known_trace.to_jaxpr(known_outs + list(residuals))
-    finally:
-        lin.invalidate()
-        known_trace.invalidate()
-
-    # The known jit runs now (or is staged by an enclosing jit).
-    kclosed, kconst_args = _hoist(kjaxpr, kconsts)
-    kclosed = passes.dce_closed(kclosed)
+    known, uclosed, out_unknown, res_avals, res_fwd = jt.partial_eval_jaxpr(
+        closed, unknown, False)
+    nk = len(known.out_avals) - len(res_avals)
+    kclosed = passes.dce_closed(known, [True] * nk + [f is None for f in res_fwd])
+    kclosed, kconst_args = _hoist(kclosed.jaxpr, kclosed.consts)
     n_args = len(kconst_args) + len(known_args)
+    # The known jit runs now (or is staged by an enclosing jit).
     with core.set_current_trace(trace.parent):
         if kclosed.jaxpr.eqns:
             kvals = jit_p.bind(*kconst_args, *known_args, jaxpr=kclosed, name=name,
@@ -291,13 +282,14 @@ def _jit_partial_eval(trace, args, params):
                                keep_unused=params["keep_unused"])
         else:
             kvals = eval_jaxpr(kclosed.jaxpr, [], *kconst_args, *known_args)
-    known_vals, res_vals = kvals[:len(known_outs)], kvals[len(known_outs):]
+    known_vals, saved = kvals[:nk], iter(kvals[nk:])
+    res_vals = [known_args[f] if f is not None else next(saved) for f in res_fwd]
+    jt.note_residuals([r for r, f in zip(res_vals, res_fwd) if f is None])
 
     # The unknown jit is recorded in the linear program.
-    uclosed = ClosedJaxpr(convert_constvars_to_invars(ujaxpr), [])
     u_args = list(res_vals) + [a for a, u in zip(args, unknown) if u]
     atoms = [trace.to_atom(a) for a in u_args]
-    tracers = trace.add_eqn(jit_p, atoms, list(ujaxpr.out_avals),
+    tracers = trace.add_eqn(jit_p, atoms, list(uclosed.out_avals),
                             dict(params, jaxpr=uclosed, donated_invars=(False,) * len(atoms)))
     kv, uv = iter(known_vals), iter(tracers)
     return [next(uv) if u else next(kv) for u in out_unknown]

@@ -102,7 +102,10 @@ def _dot_abstract(lhs, rhs, *, dimension_numbers, precision, preferred_element_t
 def _dot_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     (lc, rc), (lb, rb) = dimension_numbers
-    out_dt = _result_dtype(core.get_aval(lhs), core.get_aval(rhs), preferred_element_type)
+    # The operands' own dtypes (get_aval would canonicalize float64 to float32 with x64 off,
+    # but a float64 operand that reached the primitive is computed in float64, like XLA).
+    out_dt = _result_dtype(ShapedArray(lhs.shape, lhs.dtype), ShapedArray(rhs.shape, rhs.dtype),
+                           preferred_element_type)
     if out_dt == np.bool_:
         acc = np.dtype(np.int64)
     elif dtypes.is_integer(out_dt):

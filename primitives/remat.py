@@ -20,9 +20,10 @@ such as ``save_only_these_names`` look for it.
 from __future__ import annotations
 
 from interpreters import ad, batching, core
+from interpreters import jaxpr_transforms as jt
 from interpreters.ad import Zero
 from interpreters.core import Primitive
-from interpreters.ir import ClosedJaxpr, Jaxpr, Literal, Var, eval_jaxpr
+from interpreters.ir import eval_jaxpr
 from primitives._rules import defvectorized
 from primitives.custom import hoist_consts, trace_flat
 
@@ -84,114 +85,29 @@ def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy)
 ad.jvp_rules[remat_p] = _remat_jvp
 
 
-def _dce(eqns, outvars):
-    """The equations (in order) needed to compute ``outvars``."""
-    live = {v for v in outvars if isinstance(v, Var)}
-    kept = []
-    for e in reversed(eqns):
-        if any(v in live for v in e.outvars) or getattr(e.primitive, "effectful", False):
-            kept.append(e)
-            live.update(a for a in e.invars if isinstance(a, Var))
-    kept.reverse()
-    return kept
-
-
-def _pe_jaxpr(jaxpr, unknown_in, policy):
-    """Split ``jaxpr`` given which inputs are unknown (tangents) under ``policy``.
-
-    Returns ``(jaxpr_known, jaxpr_unknown, out_unknown, saved)``:
-      * ``jaxpr_known``: known inputs -> known outputs + residuals computed by equations;
-      * ``jaxpr_unknown``: ``saved`` + unknown inputs -> unknown outputs; it first
-        recomputes every known value it needs that the policy did not let us save;
-      * ``saved``: the residual variables (known inputs or known equation outputs).
-    A nested ``remat`` with mixed inputs is split the same way, recursively, with
-    its own policy.
-    """
-    unk = {v for v, u in zip(jaxpr.invars, unknown_in) if u}
-    known_eqns, unk_eqns = [], []
-    for e in jaxpr.eqns:
-        ins_unk = [isinstance(a, Var) and a in unk for a in e.invars]
-        if not any(ins_unk):
-            known_eqns.append(e)
-        elif e.primitive is remat_p and not all(ins_unk):
-            ek, eu = _split_remat_eqn(e, ins_unk)
-            known_eqns.append(ek)
-            unk_eqns.append(eu)
-            unk.update(eu.outvars)
-        else:
-            unk.update(e.outvars)
-            unk_eqns.append(e)
-    out_unknown = [isinstance(v, Var) and v in unk for v in jaxpr.outvars]
-    unk_outs = [v for v, u in zip(jaxpr.outvars, out_unknown) if u]
-    unk_eqns = _dce(unk_eqns, unk_outs)
-
-    # Which known values the unknown side needs, and whether each is saved or
-    # recomputed.  The checkpointed function's own inputs are always available.
-    producer = {v: e for e in known_eqns for v in e.outvars}
-    needed = [a for e in unk_eqns for a in e.invars if isinstance(a, Var) and a not in unk]
-    saved, recompute, seen = [], set(), set()
-    while needed:
-        v = needed.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        e = producer.get(v)
-        if e is None or policy(e.primitive, *[a.aval for a in e.invars], **e.params):
-            saved.append(v)
-        else:
-            recompute.add(id(e))
-            needed.extend(a for a in e.invars if isinstance(a, Var))
-    invar_pos = {v: i for i, v in enumerate(jaxpr.invars)}
-    saved.sort(key=lambda v: (v not in invar_pos, invar_pos.get(v, 0), v.id))
-
-    known_invars = [v for v, u in zip(jaxpr.invars, unknown_in) if not u]
-    known_outs = [v for v, u in zip(jaxpr.outvars, out_unknown) if not u]
-    k_outvars = known_outs + [v for v in saved if v not in invar_pos]
-    jaxpr_known = Jaxpr([], known_invars, k_outvars, _dce(known_eqns, k_outvars))
-    unk_invars = [v for v, u in zip(jaxpr.invars, unknown_in) if u]
-    rec_eqns = [e for e in known_eqns if id(e) in recompute]
-    jaxpr_unknown = Jaxpr([], saved + unk_invars, unk_outs, rec_eqns + unk_eqns)
-    return jaxpr_known, jaxpr_unknown, out_unknown, saved
-
-
-def _split_remat_eqn(e, ins_unk):
-    """A nested remat equation with mixed inputs -> (known eqn, unknown eqn)."""
-    inner = e.params["jaxpr"].jaxpr
-    jk, ju, out_unk, saved = _pe_jaxpr(inner, ins_unk, e.params["policy"] or _nothing_saveable)
-    to_outer = dict(zip(inner.invars, e.invars))
-    n_known_out = sum(not u for u in out_unk)
-    new_res = [Var(v.aval) for v in jk.outvars[n_known_out:]]
-    to_outer.update(zip(jk.outvars[n_known_out:], new_res))
-    known_out = [o for o, u in zip(e.outvars, out_unk) if not u]
-    ek = e.replace(invars=[a for a, u in zip(e.invars, ins_unk) if not u],
-                   outvars=known_out + new_res,
-                   params=dict(e.params, jaxpr=ClosedJaxpr(jk, [])))
-    eu = e.replace(invars=[to_outer[v] for v in saved] +
-                   [a for a, u in zip(e.invars, ins_unk) if u],
-                   outvars=[o for o, u in zip(e.outvars, out_unk) if u],
-                   params=dict(e.params, jaxpr=ClosedJaxpr(ju, []), differentiated=True))
-    return ek, eu
-
-
 def _remat_partial_eval(trace, args, params):
-    """Known part: evaluated now (inline, under the parent trace), producing the
-    primal outputs and the residuals the policy allows.  Unknown part: recorded in
-    the linear program as a ``remat`` that recomputes the rest, then does the tangent
-    work."""
+    """Split the program with the generic ``partial_eval_jaxpr`` under the policy (every
+    higher-order equation inside is split by its own rule, applying the same policy to
+    its sub-programs).  Known part: evaluated now (inline, under the parent trace),
+    producing the primal outputs and the residuals the policy allows.  Unknown part:
+    recorded in the linear program as a ``remat`` that first recomputes every other
+    known value it needs, then does the tangent work."""
     policy = params["policy"] or _nothing_saveable
     unknown_in = [trace.is_unknown(a) for a in args]
-    jk, ju, out_unknown, saved = _pe_jaxpr(params["jaxpr"].jaxpr, unknown_in, policy)
+    known, unknown, out_unknown, res_avals, _ = jt.partial_eval_jaxpr(
+        params["jaxpr"], unknown_in, False, policy=policy)
     known_args = [a for a, u in zip(args, unknown_in) if not u]
     with core.set_current_trace(trace.parent):
-        kvals = eval_jaxpr(jk, [], *known_args)
-    env = dict(zip(jk.invars, known_args))
-    env.update(zip(jk.outvars, kvals))
-    atoms = [trace.to_atom(env[v]) for v in saved] + \
+        kvals = eval_jaxpr(known.jaxpr, known.consts, *known_args)
+    nk = len(kvals) - len(res_avals)
+    known_outs, res = kvals[:nk], kvals[nk:]
+    jt.note_residuals(res)
+    atoms = [trace.to_atom(r) for r in res] + \
         [trace.to_atom(a) for a, u in zip(args, unknown_in) if u]
-    tracers = trace.add_eqn(remat_p, atoms, [v.aval for v in ju.outvars],
-                            dict(params, jaxpr=ClosedJaxpr(ju, []), differentiated=True))
+    tracers = trace.add_eqn(remat_p, atoms, list(unknown.out_avals),
+                            dict(params, jaxpr=unknown, differentiated=True))
     unk_vals = iter(tracers)
-    known_vals = iter(kvals)
+    known_vals = iter(known_outs)
     return [next(unk_vals) if u else next(known_vals) for u in out_unknown]
 
 

@@ -75,8 +75,8 @@ def test_getitem_errors():
     x = xnp.ones(3)
     with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3"):
         x[5]
-    with pytest.raises(IndexError, match="out of bounds"):
-        x[np.array([0, 3])]
+    # an index *array* (concrete or traced) clamps, as in JAX and as under jit
+    np.testing.assert_array_equal(np.asarray(xnp.arange(3)[np.array([0, 3])]), [0, 2])
     with pytest.raises(IndexError, match="too many indices"):
         x[0, 0]
     with pytest.raises(TypeError, match=r"\.at"):

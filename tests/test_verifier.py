@@ -424,8 +424,7 @@ def _cum_arith(data, name):
 # linear algebra
 @spec("dot_general", exact=None)
 def _dot_general(data, name):
-    dt = data.draw(st.sampled_from([d for d in F + SI + C if d.itemsize < 8 or d.kind == "c"
-                                    and d.itemsize < 16]))   # f64: reference bug
+    dt = data.draw(st.sampled_from(F + SI + C))
     nb, nc = data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))
     bsz = [data.draw(st.integers(1, 3)) for _ in range(nb)]
     csz = [data.draw(st.integers(1, 3)) for _ in range(nc)]
@@ -502,6 +501,13 @@ def _scatter(data, name):
             "unique_indices": False, "mode": mode}, [x, idx, u]
 
 
+from _linalg_specs import register_linalg_specs  # noqa: E402  (h-linalg13: decompositions)
+
+register_linalg_specs(spec)
+
+# convolution / windowed reductions / FFT: specs in their own module (h-conv12)
+from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
+SPECS.update(_CONV_FFT_SPECS)
 # special functions (primitives/special.py): references are scipy.special in float64
 def _special_args(kinds, ints=()):
     def gen(data, name):
@@ -669,8 +675,23 @@ def test_reference_convert_float_to_64_bit_ints():
                     [np.array([1.5, 6.4, -3.2, 1e30, -1e30, 0.0], np.float32)])
 
 
-@pytest.mark.xfail(strict=True, reason="reference: float64 dot_general returns float32")
-def test_reference_bug_dot_general_f64():
+def test_reference_dot_general_f64():
+    """Regression: the float64 reference once computed (and returned) float32."""
     _check_case("dot_general", {"dimension_numbers": (((0,), (0,)), ((), ())), "precision": None,
                                 "preferred_element_type": None},
                 [np.ones(3, np.float64), np.ones(3, np.float64)])
+
+
+# random: threefry2x32 on uint32 words incl. counters/keys near 2**32 (wrap-around) and
+# broadcast operands (scalar key words against counter arrays)
+@spec("threefry2x32", exact=True)
+def _threefry2x32(data, name):
+    rng = _rng(data)
+    shape = data.draw(shapes(min_rank=0, max_rank=2, min_side=0))
+    big = data.draw(st.booleans(), label="large")
+    lo = 2**32 - 2**8 if big else 0
+
+    def words(s):
+        return rng.integers(lo, 2**32, s, dtype=np.uint64).astype(np.uint32)
+    key_shape = () if data.draw(st.booleans(), label="scalar_key") else shape
+    return {}, [words(key_shape), words(key_shape), words(shape), words(shape)]

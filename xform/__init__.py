@@ -8,7 +8,7 @@ import importlib as _importlib
 
 import primitives as _primitives  # noqa: F401  (registers every primitive's rules)
 from interpreters.config import config
-from interpreters.core import Array
+from xform._array_type import Array
 from interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
                                  UnexpectedTracerError)
@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 
 # Public modules; each defines ``__all__`` with what it contributes to the top level.
 _API_MODULES = ("xform._operators", "xform._ad_api", "xform._custom_derivatives",
-                "xform._checkpoint", "xform._vmap", "xform._jit", "xform._devices")
+                "xform._checkpoint", "xform._vmap", "xform._jit", "xform._devices",
+                "xform._api_extras", "xform._callbacks")
 
 for _m in _API_MODULES:
     try:
@@ -31,7 +32,10 @@ for _m in _API_MODULES:
 
 from xform import lax, numpy  # noqa: E402,F401
 
-for _sub in ("tree_util", "nn", "scipy", "random", "debug", "ad_checkpoint", "testing", "profile", "dtypes"):
+for _sub in ("tree_util", "nn", "scipy", "random", "debug", "ad_checkpoint", "testing", "profile", "dtypes",
+             "tree", "flatten_util", "test_util", "custom_batching", "experimental", "errors",
+             "typing", "stages", "monitoring", "profiler", "version", "example_libraries",
+             "mixed_precision", "compat", "custom_derivatives", "ops"):
     try:
         globals()[_sub] = _importlib.import_module(f"xform.{_sub}")
     except ModuleNotFoundError as _e:

@@ -34,7 +34,9 @@ from xform.numpy._ufuncs import *  # noqa: F401,F403
 from xform.numpy._ufuncs import __all__ as _u_all
 from xform.numpy import _linalg, _ufuncs as _F, _reductions as _R
 
-ndarray = Array
+from xform._array_type import Array as ndarray  # noqa: E402  (isinstance: concrete or traced)
+from xform.numpy._signal import convolve, correlate  # noqa: F401,E402
+from xform.numpy import fft  # noqa: F401,E402
 
 # constants
 pi = _np.pi
@@ -160,6 +162,9 @@ for _n in ("norm", "vector_norm", "matrix_norm", "vecdot", "matmul", "tensordot"
            "diagonal", "cross", "outer"):
     setattr(linalg, _n, getattr(_linalg, _n))
 linalg.matrix_transpose = matrix_transpose  # noqa: F405
+from xform.numpy import _linalg_decomp as _ld  # noqa: E402  (h-linalg13: all of jnp.linalg)
+for _n in _ld.LINALG_NAMES:
+    setattr(linalg, _n, getattr(_ld, _n))
 _sys.modules.setdefault("xform.numpy.linalg", linalg)
 
 __all__ = sorted(set(_c_all + _l_all + _r_all + _s_all + _u_all + [
@@ -169,3 +174,10 @@ __all__ = sorted(set(_c_all + _l_all + _r_all + _s_all + _u_all + [
     "flatnonzero", "generic", "number", "inexact", "floating", "complexfloating", "integer",
     "signedinteger", "unsignedinteger"]))
 del _n
+
+# ---- the rest of jax.numpy (issue 12, h-numpy12): new modules, listed in _EXTRA_MODULES
+from xform.numpy import _extra as _extra  # noqa: E402
+for _n in _extra.__all__:
+    globals()[_n] = getattr(_extra, _n)
+__all__ = sorted(set(__all__) | set(_extra.__all__))
+__all__ = sorted(set(__all__) | {"convolve", "correlate", "fft"})

@@ -12,8 +12,51 @@ import numpy as np
 
 from interpreters import core, dtypes
 from interpreters.core import Array, ArrayOps
+from interpreters.staging import StagingTrace
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+
+
+def _staging() -> bool:
+    """Is a program being staged (jit, make_jaxpr, linearize...)?  Then creation functions
+    emit ``broadcast_in_dim``/``iota`` equations instead of building the array on the host
+    (JAX's omnistaging): no host memory or time at trace time, no constants in the program,
+    and XLA can fuse them.  Eager code (only eager traces on the stack) keeps NumPy."""
+    t = core.current_trace()
+    while t is not None and t is not core.EVAL_TRACE:
+        if isinstance(t, StagingTrace):
+            return True
+        t = t.parent
+    return False
+
+
+def _scalar_literal(fill, dtype, weak=False):
+    if isinstance(fill, Array):
+        fill = fill._value if fill._value is not None else np.asarray(fill)
+    return Array(np.asarray(np.asarray(fill).astype(dtype)), weak)
+
+
+def _iota_grid(shape, k=0):
+    """(rows + k, cols) int32 index grids over the last two dims of ``shape``."""
+    L = lax()
+    rows = L.broadcasted_iota(np.int32, shape, len(shape) - 2)
+    cols = L.broadcasted_iota(np.int32, shape, len(shape) - 1)
+    return L.add(rows, np.int32(k)), cols
+
+
+def _tri_bool(n, m, k):
+    """``np.tri(n, m, k, dtype=bool)``: staged when tracing, NumPy otherwise."""
+    if not _staging():
+        return np.tri(n, m, k, dtype=bool)
+    rows, cols = _iota_grid((n, m), k)
+    return lax().ge(rows, cols)
+
+
+def _eye_bool(n, m, k):
+    if not _staging():
+        return np.eye(n, m, k, dtype=bool)
+    rows, cols = _iota_grid((n, m), k)
+    return lax().eq(rows, cols)
 
 # ----------------------------------------------------------------- scalar types
 
@@ -161,6 +204,8 @@ def _full(shape, fill, dtype, weak=False):
     if isinstance(fill, ArrayOps) and not isinstance(fill, Array):
         f = U.to_array(fill, dtype, False)
         return U.broadcast_to_shape(f, shape) if f.shape != shape else f
+    if _staging() and np.ndim(fill) == 0:
+        return lax().broadcast_in_dim(_scalar_literal(fill, dtype, weak), shape, ())
     if isinstance(fill, Array):
         fill = fill._value
     v = np.full(shape, np.asarray(fill).astype(dtype) if np.ndim(fill) else fill, dtype=dtype)
@@ -192,34 +237,45 @@ def full(shape, fill_value, dtype=None, *, device=None):
     return _full(shape, fill_value, dt, weak=dtype is None and U.is_weak(fill_value))
 
 
-def _like_shape(a, shape):
-    return a.shape if shape is None else shape
+def _like(name, a, dtype, shape):
+    """(shape, dtype, weak) of a ``*_like`` template: an array-like, or anything with
+    ``shape`` and ``dtype`` (``ShapeDtypeStruct``), as in JAX."""
+    if isinstance(a, ArrayOps) or not (hasattr(a, "shape") and hasattr(a, "dtype")):
+        U.check_arraylike(name, a)
+        s, dt, weak = U.aval(a).shape, U.dtype_of(a), U.is_weak(a)
+    else:
+        try:
+            s = tuple(int(d) for d in a.shape)
+            dt = dtypes.canonicalize_dtype(np.dtype(a.dtype))
+        except TypeError:
+            raise TypeError(f"{name}: the template's shape {a.shape!r} and dtype {a.dtype!r} "
+                            "must be a tuple of ints and a dtype") from None
+        weak = bool(getattr(a, "weak_type", False))
+    return (s if shape is None else shape), (U.canonical_dtype(dtype) or dt), \
+        dtype is None and weak
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
-    U.check_arraylike("zeros_like", a)
-    return _full(_like_shape(U.aval(a), shape), 0, U.canonical_dtype(dtype) or U.dtype_of(a),
-                 weak=dtype is None and U.is_weak(a))
+    s, dt, weak = _like("zeros_like", a, dtype, shape)
+    return _full(s, 0, dt, weak=weak)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
-    U.check_arraylike("ones_like", a)
-    return _full(_like_shape(U.aval(a), shape), 1, U.canonical_dtype(dtype) or U.dtype_of(a),
-                 weak=dtype is None and U.is_weak(a))
+    s, dt, weak = _like("ones_like", a, dtype, shape)
+    return _full(s, 1, dt, weak=weak)
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
-    return zeros_like(a, dtype, shape)
+    s, dt, weak = _like("empty_like", a, dtype, shape)
+    return _full(s, 0, dt, weak=weak)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
-    U.check_arraylike("full_like", a)
-    dt = U.canonical_dtype(dtype) or U.dtype_of(a)
-    s = _like_shape(U.aval(a), shape)
+    s, dt, weak = _like("full_like", a, dtype, shape)
     if isinstance(fill_value, ArrayOps) and fill_value.ndim:
         from xform.numpy._shape import broadcast_to
         return broadcast_to(U.to_array(fill_value, dt, False), s)
-    return _full(s, fill_value, dt, weak=dtype is None and U.is_weak(a))
+    return _full(s, fill_value, dt, weak=weak)
 
 
 # ----------------------------------------------------------------- ranges
@@ -242,8 +298,24 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
         raise ValueError("arange: step must not be zero")
     args = [a for a in (start, stop, step) if a is not None]
     dt = U.canonical_dtype(dtype) or dtypes.result_type(*args)
+    only_stop = stop is None
     if stop is None:
         start, stop = 0, start
+    if _staging() and (only_stop or all(isinstance(a, (int, np.integer)) and
+                                        not isinstance(a, bool) for a in args)):
+        # As JAX: iota (times step, plus start) -- float ranges with an explicit start
+        # or step are built on the host, as in JAX, to get NumPy's exact values.
+        step_ = 1 if step is None else step
+        if only_stop:
+            size = max(int(math.ceil(stop)), 0)
+        else:
+            size = max(-((start - stop) // step_), 0)
+        out = lax().iota(dt, size)
+        if step_ != 1:
+            out = lax().mul(_scalar_literal(step_, dt), out)
+        if start != 0:
+            out = lax().add(_scalar_literal(start, dt), out)
+        return out
     v = np.arange(start, stop, 1 if step is None else step)
     return Array(v.astype(dt), False)
 
@@ -263,13 +335,24 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     bshape = U.broadcast_shapes(s.shape, e.shape)
     s, e = U.broadcast_to_shape(s, bshape), U.broadcast_to_shape(e, bshape)
     div = (num - 1) if endpoint else num
-    t = np.arange(num, dtype=np.float64)
-    frac = Array((t / div if div > 0 else t * 0).astype(comp).reshape((num,) + (1,) * len(bshape)))
+    fshape = (num,) + (1,) * len(bshape)
+    if _staging():
+        frac = lax().reshape(lax().iota(comp, num), fshape)
+    else:
+        frac = Array(np.arange(num, dtype=comp).reshape(fshape))
+    frac = F.true_divide(frac, _scalar_literal(div, comp)) if div > 0 else \
+        F.multiply(frac, _scalar_literal(0, comp))
     delta = F.subtract(e, s)
-    out = F.add(expand_dims(s, 0), F.multiply(frac, expand_dims(delta, 0)))
+    # JAX's formula (start * (1 - t) + stop * t), so values agree bit for bit
+    out = F.add(F.multiply(expand_dims(s, 0), F.subtract(_scalar_literal(1, comp), frac)),
+                F.multiply(expand_dims(e, 0), frac))
     if endpoint and num > 1:
-        from xform.numpy._indexing import set_last
-        out = set_last(out, e)
+        if _staging():   # concatenate the exact endpoint (no host-built mask)
+            head = lax().slice_in_dim(out, 0, num - 1, axis=0)
+            out = lax().concatenate([head, expand_dims(e, 0)], 0)
+        else:
+            from xform.numpy._indexing import set_last
+            out = set_last(out, e)
     out = moveaxis(out, 0, U.canonicalize_axis(axis, len(bshape) + 1))
     if dt.kind in "iu":
         out = F.floor(out)
@@ -305,7 +388,10 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed: N={N}, M={M}")
     dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
-    return Array(np.eye(N, M, U.static_int(k, "eye k"), dtype=dt), False)
+    k = U.static_int(k, "eye k")
+    if _staging():
+        return lax().convert_element_type(_eye_bool(N, M, k), dt)
+    return Array(np.eye(N, M, k, dtype=dt), False)
 
 
 def identity(n, dtype=None):
@@ -316,7 +402,10 @@ def tri(N, M=None, k=0, dtype=None):
     N = U.static_int(N, "tri N")
     M = N if M is None else U.static_int(M, "tri M")
     dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
-    return Array(np.tri(N, M, U.static_int(k, "tri k"), dtype=dt), False)
+    k = U.static_int(k, "tri k")
+    if _staging():
+        return lax().convert_element_type(_tri_bool(N, M, k), dt)
+    return Array(np.tri(N, M, k, dtype=dt), False)
 
 
 def _tri_mask(a, k, lower):
@@ -324,7 +413,11 @@ def _tri_mask(a, k, lower):
         raise ValueError(f"{'tril' if lower else 'triu'} requires an array of at least 2 "
                          f"dimensions, got shape {a.shape}")
     n, m = a.shape[-2:]
-    mask = np.tri(n, m, k, dtype=bool) if lower else ~np.tri(n, m, k - 1, dtype=bool)
+    if _staging():
+        rows, cols = _iota_grid((n, m), k)
+        mask = lax().ge(rows, cols) if lower else lax().le(rows, cols)
+    else:
+        mask = np.tri(n, m, k, dtype=bool) if lower else ~np.tri(n, m, k - 1, dtype=bool)
     from xform.numpy._ufuncs import where
     return where(mask, a, np.zeros((), a.dtype))
 
@@ -369,7 +462,7 @@ def diag(v, k=0):
         from xform.numpy._shape import pad as _pad
         from xform.numpy._shape import broadcast_to
         from xform.numpy._ufuncs import where
-        mask = np.eye(n, n, k, dtype=bool)
+        mask = _eye_bool(n, n, k)
         # Row i (column i + k) holds v[i - max(-k, 0)]: place v along the rows/cols.
         vv = _pad(v, (builtins_abs(k), 0))
         col = broadcast_to(lax().reshape(vv, (1, n)) if k >= 0 else lax().reshape(vv, (n, 1)),

@@ -160,20 +160,110 @@ def _entries(raw):
         if h is _TRACED:
             out.append(i)
             continue
-        if isinstance(h, (np.ndarray, np.generic, list, bool, np.bool_)):
+        if isinstance(h, np.generic) and h.dtype.kind in "iu":
+            h = int(h)                 # a NumPy integer scalar is a static index
+        elif isinstance(h, (np.ndarray, np.generic, list, bool, np.bool_)):
             h = np.asarray(h)
-            if h.ndim == 0 and h.dtype.kind in "iu":
-                h = int(h)
         out.append(h)
     return out
 
 
-def getitem(x, idx):
+def _mode(mode, what):
+    """The gather/scatter mode an index operation asked for (``None``: the default)."""
+    if mode is None:
+        return None
+    from primitives.indexing import GatherScatterMode
+    try:
+        return GatherScatterMode.from_any(mode)
+    except ValueError:
+        raise ValueError(f"{what}: invalid mode={mode!r}; use 'clip', 'fill' (or 'drop') or "
+                         "'promise_in_bounds'") from None
+
+
+def _axes_of(exp):
+    """(axis, entry) for each entry of an expanded index that consumes array axes."""
+    ax = 0
+    for e in exp:
+        if e is None:
+            continue
+        if isinstance(e, np.ndarray) and e.dtype == np.bool_:
+            ax += max(e.ndim, 1)
+            continue
+        yield ax, e
+        ax += 1
+
+
+def _static_ints(entries, shape, mode):
+    """The index rule for static integers.  A Python (or NumPy scalar) integer out of
+    bounds raises ``IndexError`` -- unless an explicit ``mode`` is given, which is always
+    honoured: the integer is then an index array (clamped / filled / dropped).  Returns
+    the entries with static ints kept (in bounds or ``mode is None``) or turned into
+    0-d index arrays (explicit mode)."""
+    ints = [k for k, e in enumerate(entries) if _is_basic(e) and isinstance(e, int)]
+    if not ints:
+        return entries
+    if mode is not None:
+        return [np.asarray(e) if k in ints else e for k, e in enumerate(entries)]
+    for ax, e in _axes_of(_expand(entries, len(shape))):
+        if _is_basic(e) and isinstance(e, int):
+            n = shape[ax]
+            if not -n <= e < n:
+                raise IndexError(f"index {e} is out of bounds for axis {ax} with size {n}")
+    return entries
+
+
+def _host_scalars(entries, shape, mode, scatter):
+    """Concrete 0-d integer-array entries that resolve to one in-bounds position become
+    static ints (static slices instead of a gather/scatter).  Negative values wrap once
+    (``-1`` is the last element); out-of-range ones clamp for a gather (default, 'clip'
+    or 'promise_in_bounds') or for a 'clip' scatter.  Returns ``(entries, dropped)``:
+    ``dropped`` when a scatter's index is out of range and the update is dropped (or a
+    'fill' gather must fill: then the entry stays an array)."""
+    from primitives.indexing import GatherScatterMode as M
+    exp = _expand(entries, len(shape))
+    if not any(isinstance(e, np.ndarray) and e.ndim == 0 and e.dtype.kind in "iu"
+               for e in exp):
+        return entries, False
+    out, dropped, ax = [], False, 0
+    for e in exp:
+        if e is None or not (isinstance(e, np.ndarray) and e.ndim == 0
+                             and e.dtype.kind in "iu"):
+            out.append(e)
+            if e is not None:
+                ax += max(e.ndim, 1) if isinstance(e, np.ndarray) and e.dtype == np.bool_ else 1
+            continue
+        n = shape[ax]
+        ax += 1
+        k = int(e)
+        k = k + n if k < 0 else k
+        if 0 <= k < n:
+            out.append(k)
+        elif (mode == M.CLIP or (not scatter and mode != M.FILL_OR_DROP)) and n:
+            out.append(min(max(k, 0), n - 1))
+        elif scatter:
+            dropped = True
+            out.append(0)
+        else:
+            out.append(e)
+    return out, dropped
+
+
+def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
+            unique_indices=False):
+    """``x[idx]`` (and ``x.at[idx].get(...)``).
+
+    Index rule (the same eager and under ``jit``): a static Python integer out of
+    bounds raises ``IndexError``; integer *arrays* -- concrete or traced -- follow JAX:
+    negative values wrap once, out-of-range ones are clamped (``mode='fill'``: give
+    ``fill_value``).  An explicit ``mode`` applies to every integer index.
+    """
     x = U.to_array(x)
+    m = _mode(mode, "x.at[...].get")
     raw = _as_tuple(idx)
     for i in raw:
         _check_entry(i)
-    entries = _entries(raw)
+    entries = _static_ints(_entries(raw), x.shape, m)
+    entries, _ = _host_scalars(entries, x.shape, m, scatter=False)
     if all(_is_basic(e) for e in entries):
         return _basic_getitem(x, _expand(entries, x.ndim))
     if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
@@ -181,13 +271,18 @@ def getitem(x, idx):
             raise IndexError("a scalar boolean index cannot be combined with a traced index")
         m = _flat_map(x.shape, tuple(entries))
         return lax().reshape(gather_axis(S.ravel(x), m.reshape(-1), 0), m.shape)
-    plan = _Plan(x, entries)
+    from primitives.indexing import GatherScatterMode as M
+    fill = m == M.FILL_OR_DROP
+    plan = _Plan(x, entries, clamp=not fill)
     if plan.size == 0:
         from xform.numpy._creation import zeros
         return U.to_array(zeros(plan.final_shape, x.dtype), x.dtype, x.weak_type)
+    if m is None or (plan.host and m == M.CLIP):
+        m = M.PROMISE_IN_BOUNDS       # host indices are clamped already; traced ones clamp
     out = lax().gather(plan.view(x), plan.indices, plan.gather_dn(), plan.slice_sizes,
-                       indices_are_sorted=plan.sorted, unique_indices=plan.unique,
-                       mode="promise_in_bounds")
+                       indices_are_sorted=plan.sorted or bool(indices_are_sorted),
+                       unique_indices=plan.unique or bool(unique_indices),
+                       mode=m, fill_value=fill_value if fill else None)
     return lax().reshape(out, plan.final_shape) if out.shape != plan.final_shape else out
 
 
@@ -216,7 +311,7 @@ class _Plan:
     ``gather_shape`` is the gather's result, ``final_shape`` adds the ``None`` axes.
     """
 
-    def __init__(self, x, entries):
+    def __init__(self, x, entries, clamp=False):
         ents = []
         for e in entries:      # host boolean masks -> their nonzero index arrays
             if isinstance(e, np.ndarray) and e.dtype == np.bool_:
@@ -245,7 +340,7 @@ class _Plan:
         self.view_shape = box
         contiguous = adv == list(range(adv[0], adv[-1] + 1))
         self.adv_axes = tuple(axis_of[k] for k in adv)
-        arrays = [self._index_array(exp[k], box[axis_of[k]], axis_of[k]) for k in adv]
+        arrays = [self._index_array(exp[k], box[axis_of[k]], axis_of[k], clamp) for k in adv]
         bshape = U.broadcast_shapes(*(a.shape for a in arrays))
         host = all(isinstance(a, np.ndarray) for a in arrays)
         if host:
@@ -256,6 +351,8 @@ class _Plan:
             self.sorted = bool(flat.shape[0] < 2 or len(arrays) == 1 and
                                np.all(np.diff(flat[:, 0]) >= 0))
             self.unique = bool(np.unique(flat, axis=0).shape[0] == flat.shape[0])
+            box_a = np.asarray([box[axis_of[k]] for k in adv])
+            self.in_bounds = bool(np.all((flat >= 0) & (flat < box_a)))
         else:
             kinds = {a.dtype for a in arrays if isinstance(a, ArrayOps)}
             wide = any(a.dtype.itemsize == 8 for a in arrays if isinstance(a, ArrayOps))
@@ -264,11 +361,13 @@ class _Plan:
                     for a in arrays]
             self.indices = cols[0] if len(cols) == 1 else lax().concatenate(cols, len(bshape))
             self.sorted = self.unique = False
+            self.in_bounds = False
         self.host = host
         nb = len(bshape)
         rest = [a for a in range(x.ndim) if a not in self.adv_axes]
         p = sum(1 for e in exp[:adv[0]] if isinstance(e, slice)) if contiguous else 0
         self.offset_dims = tuple(range(p)) + tuple(range(p + nb, nb + len(rest)))
+        self.n_rest = len(rest)
         self.batch_pos = p
         self.slice_sizes = tuple(1 if a in self.adv_axes else box[a] for a in range(x.ndim))
         rest_sizes = [box[a] for a in rest]
@@ -289,19 +388,22 @@ class _Plan:
         self.size = int(np.prod(self.final_shape, dtype=np.int64))
 
     @staticmethod
-    def _index_array(e, n, axis):
-        if isinstance(e, ArrayOps):        # traced: wrap negatives; the gather clamps
+    def _index_array(e, n, axis, clamp=False):
+        """Negative indices wrap once (as in JAX); traced ones are left for the gather to
+        clamp (or fill) / the scatter to drop; host ones are clamped here when ``clamp``,
+        otherwise kept (out-of-range ones are filled / dropped by the operation)."""
+        if isinstance(e, ArrayOps):
             if e.dtype.kind == "i":
                 e = F.where(F.less(e, U.to_array(0, e.dtype)), F.add(e, U.to_array(n, e.dtype)), e)
             return e
         a = np.asarray(e)
         if a.dtype.kind not in "iu":
             raise IndexError(f"indices must be integers or booleans, got {a.dtype}")
-        bad = (a < -n) | (a >= n)
-        if bad.any():
-            raise IndexError(f"index {int(a[bad].flat[0])} is out of bounds for axis {axis} "
-                             f"with size {n}")
-        return np.where(a < 0, a + n, a).astype(np.int64)
+        a = a.astype(np.int64)
+        a = np.where(a < 0, a + n, a)
+        if clamp and n:
+            a = np.clip(a, 0, n - 1)
+        return np.asarray(a)
 
     def view(self, x):
         return x if self.trivial else _basic_getitem(x, self.slices)
@@ -310,9 +412,12 @@ class _Plan:
         return lax().GatherDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
                                             self.adv_axes)
 
-    def scatter_dn(self):
-        return lax().ScatterDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
-                                             self.adv_axes)
+    def scatter_dn(self, flat_batch=False):
+        """``flat_batch``: the updates' batch axes are collapsed into one (``_last_writes``)."""
+        p = self.batch_pos
+        dims = (tuple(range(p)) + tuple(range(p + 1, 1 + self.n_rest)) if flat_batch
+                else self.offset_dims)
+        return lax().ScatterDimensionNumbers(dims, tuple(sorted(self.adv_axes)), self.adv_axes)
 
 
 def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
@@ -345,6 +450,9 @@ def nonzero(a, *, size=None, fill_value=None):
     """Indices of non-zero elements; needs a concrete array (or a static ``size``)."""
     x = U.to_array(a)
     v = x.to_concrete_value() if isinstance(x, ArrayOps) else None
+    if v is None and size is not None:   # traced: a static-size compaction (jit-friendly)
+        from xform.numpy._index_tricks import nonzero_sized
+        return nonzero_sized(x, U.static_int(size, "nonzero: size"), fill_value)
     if v is None:
         raise core.errors.ConcretizationTypeError(
             x, "nonzero/argwhere/one-argument where on a traced array (the result shape depends "
@@ -413,43 +521,63 @@ class _Update:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None):
-        return getitem(self.array, self.index)
+            fill_value=None, out_sharding=None):
+        return getitem(self.array, self.index, mode=mode, fill_value=fill_value,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
-    def set(self, values, **kw):
-        return _apply(self.array, self.index, values, "set")
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
+        return _apply(self.array, self.index, values, "set", mode)
 
-    def add(self, values, **kw):
-        return _apply(self.array, self.index, values, "add")
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
+        return _apply(self.array, self.index, values, "add", mode)
 
-    def multiply(self, values, **kw):
-        return _apply(self.array, self.index, values, "multiply")
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 out_sharding=None):
+        return _apply(self.array, self.index, F.negative(U.to_array(values)), "add", mode)
+
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 out_sharding=None):
+        return _apply(self.array, self.index, values, "multiply", mode)
 
     mul = multiply
 
-    def divide(self, values, **kw):
-        return _apply(self.array, self.index, values, "divide")
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None):
+        return _apply(self.array, self.index, values, "divide", mode)
 
-    def power(self, values, **kw):
-        return _apply(self.array, self.index, values, "power")
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              out_sharding=None):
+        return _apply(self.array, self.index, values, "power", mode)
 
-    def min(self, values, **kw):
-        return _apply(self.array, self.index, values, "min")
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
+        return _apply(self.array, self.index, values, "min", mode)
 
-    def max(self, values, **kw):
-        return _apply(self.array, self.index, values, "max")
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
+        return _apply(self.array, self.index, values, "max", mode)
 
-    def apply(self, func, **kw):
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              out_sharding=None):
         x = U.to_array(self.array)
-        return _apply(x, self.index, func(getitem(x, self.index)), "set")
+        gmode = "clip" if mode is not None and _mode(mode, "x.at[...].apply").name == "CLIP" \
+            else None
+        return _apply(x, self.index, func(getitem(x, self.index, mode=gmode)), "set", mode)
 
 
 _SCATTER = {"set": "scatter", "add": "scatter_add", "multiply": "scatter_mul",
             "min": "scatter_min", "max": "scatter_max"}
 
 
-def _apply(x, idx, values, op):
+def _apply(x, idx, values, op, mode=None):
+    """``x.at[idx].<op>(values)``.  Index rule as ``getitem``: static Python ints out of
+    bounds raise; integer arrays (concrete or traced) wrap negatives once and the
+    updates at out-of-range positions are dropped (``mode='clip'``: clamped)."""
+    from primitives.indexing import GatherScatterMode as M
     x = U.to_array(x)
+    m = _mode(mode, f"x.at[...].{op}")
     if op == "divide" and x.dtype.kind in "iub":
         raise TypeError("x.at[...].divide() on an integer array: use floor division or cast "
                         "to float first")
@@ -458,17 +586,27 @@ def _apply(x, idx, values, op):
     raw = _as_tuple(idx)
     for i in raw:
         _check_entry(i)
-    entries = _entries(raw)
+    entries = _static_ints(_entries(raw), x.shape, m)
+    entries, dropped = _host_scalars(entries, x.shape, m, scatter=True)
     if all(_is_basic(e) for e in entries):
+        if dropped:           # the index is out of range: nothing is written
+            out_shape = _basic_plan(x.shape, _expand(entries, x.ndim))[4]
+            try:
+                np.broadcast_shapes(v.shape, out_shape)
+            except ValueError:
+                raise ValueError(f"x.at[...].{op}: shape mismatch: value array of shape "
+                                 f"{v.shape} could not be broadcast to indexing result of "
+                                 f"shape {out_shape}") from None
+            return x
         return _apply_basic(x, entries, v, op)
     if op in ("divide", "power"):   # x / prod(v) and x ** prod(v): duplicates compose
         ones = U.broadcast_to_shape(U.to_array(1, x.dtype, False), x.shape)
         combine = F.true_divide if op == "divide" else F.power
-        return combine(x, _apply(ones, idx, v, "multiply"))
+        return combine(x, _apply(ones, idx, v, "multiply", mode))
     if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
         raise IndexError("x.at[...] with a scalar boolean index is not supported; use "
                          "xform.numpy.where")
-    plan = _Plan(x, entries)
+    plan = _Plan(x, entries, clamp=m == M.CLIP)
     if plan.size == 0:        # nothing is written (JAX does not check the values' shape)
         return x
     try:
@@ -479,14 +617,18 @@ def _apply(x, idx, values, op):
             from None
     if vb.shape != plan.gather_shape:
         vb = lax().reshape(vb, plan.gather_shape)
-    indices, unique = plan.indices, plan.unique
+    indices, unique, flat = plan.indices, plan.unique, False
     if op == "set" and plan.host and not unique:
         indices, vb = _last_writes(plan, vb)
-        unique = True
+        unique = flat = True
+    if plan.host:
+        smode = M.PROMISE_IN_BOUNDS if plan.in_bounds else M.FILL_OR_DROP
+    else:
+        smode = M.FILL_OR_DROP if m is None else m
     y = plan.view(x)
-    out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(),
+    out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(flat),
                                        indices_are_sorted=plan.sorted, unique_indices=unique,
-                                       mode="promise_in_bounds" if plan.host else "drop")
+                                       mode=smode)
     return out if plan.trivial else _apply_basic(x, plan.slices, out, "set")
 
 

@@ -388,8 +388,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         row = R.sum(a, c, keepdims=True)
         out = (R.max if ord == np.inf else R.min)(row, r, keepdims=True)
     elif ord in (2, -2, "nuc"):
-        raise NotImplementedError(f"matrix norm ord={ord!r} needs an SVD, which xform.numpy does "
-                                  "not provide yet")
+        from xform.numpy._linalg_decomp import _svd_matrix_norm
+        return _svd_matrix_norm(x, ord, (r, c), keepdims)
     else:
         raise ValueError(f"Invalid norm order {ord!r} for matrices")
     return out if keepdims else S.squeeze(out, axes)

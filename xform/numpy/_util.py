@@ -87,7 +87,7 @@ def to_array(x, dtype=None, weak=None):
     if isinstance(x, ArrayOps):
         if dtype is None:
             return x
-        dtype = np.dtype(dtype)
+        dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
         w = x.weak_type if weak is None else weak
         if x.dtype == dtype and x.weak_type == w:
             return x

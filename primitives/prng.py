@@ -1,0 +1,400 @@
+"""Typed PRNG keys: the extended dtype ``key<fry>`` and its wrap/unwrap primitives.
+
+A key array's aval has the *logical* shape (``key(0).shape == ()``) and the
+dtype ``KEY_DTYPE``; its physical representation is ``uint32[*shape, 2]``.
+
+* Concretely (eager), a key array is an ``Array`` over a NumPy array of the
+  structured dtype ``KEY_DTYPE.struct`` (one 8-byte record of two uint32 words
+  per key) and of the logical shape, so every structural NumPy reference
+  (reshape, slicing, gather, concatenate, broadcast, select, transpose, ...)
+  works on key arrays unchanged.
+* Staged programs keep key avals; before lowering, ``physicalize`` rewrites a
+  program into one over ``uint32[..., 2]`` words (each structural primitive
+  gets its trailing-axis version; sub-programs of control flow and jit are
+  rewritten recursively), so XLA never sees a key type.
+* ``random_wrap`` (words -> keys) and ``random_unwrap`` (keys -> words) are the
+  only casts; both are free (identity) after physicalization.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from interpreters import batching, core
+from interpreters.core import Primitive, ShapedArray
+from interpreters.dtypes import ExtendedDType, register_extended
+from primitives._rules import defjvp_zero
+
+__all__: list = []
+
+_U32 = np.dtype(np.uint32)
+
+
+class KeyTy(ExtendedDType):
+    """The dtype of threefry2x32 key arrays, printed ``key<fry>`` as in JAX."""
+
+    __slots__ = ()
+    name = "key<fry>"
+    impl_name = "threefry2x32"
+    key_shape = (2,)
+    physical = _U32
+    struct = np.dtype([("fry", "<u4", (2,))])
+    itemsize = 8
+    kind = "V"
+    char = "V"
+    type = np.void
+    str = "key<fry>"
+    names = None
+    fields = None
+    shape = ()
+    subdtype = None
+
+    def __repr__(self):
+        return "key<fry>"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, KeyTy) or (isinstance(other, str) and other == "key<fry>")
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash("key<fry>")
+
+    def __reduce__(self):
+        return (KeyTy, ())
+
+
+KEY_DTYPE = KeyTy()
+register_extended(KEY_DTYPE)
+
+
+def is_key_aval(aval) -> bool:
+    return isinstance(getattr(aval, "dtype", None), KeyTy)
+
+
+def physical_aval(aval):
+    if is_key_aval(aval):
+        return ShapedArray(tuple(aval.shape) + (2,), _U32)
+    return aval
+
+
+def to_struct(words):
+    """uint32[..., 2] NumPy words -> structured key array of the logical shape."""
+    w = np.ascontiguousarray(np.asarray(words, _U32))
+    return w.view(KEY_DTYPE.struct)[..., 0]
+
+
+def to_words(keys):
+    """Structured key array -> uint32[..., 2] NumPy words."""
+    k = np.asarray(keys)
+    return np.ascontiguousarray(k["fry"]).astype(_U32, copy=False)
+
+
+# ================================================================ random_wrap
+
+random_wrap_p = Primitive("random_wrap")
+
+
+@random_wrap_p.def_abstract_eval
+def _wrap_abstract(x, *, impl="threefry2x32"):
+    if is_key_aval(x):
+        raise TypeError(f"random_wrap expects uint32 key data, got a key array of dtype {x.dtype}")
+    if x.dtype != _U32 or not x.shape or x.shape[-1] != 2:
+        raise TypeError("xform encountered invalid PRNG key data: expected key_data.dtype = "
+                        f"uint32 and key_data.shape ending with (2,); got {x.str_short()}")
+    return ShapedArray(x.shape[:-1], KEY_DTYPE)
+
+
+random_wrap_p.def_impl(lambda x, *, impl="threefry2x32": to_struct(x))
+random_wrap_p.weak_rule = lambda args, params: False
+defjvp_zero(random_wrap_p)
+
+
+def _wrap_batch(axis_data, vals, dims, **params):
+    (x,), (d,) = vals, dims
+    if d == core.get_aval(x).ndim - 1:   # never the trailing word axis
+        from primitives._rules import moveaxis
+        x, d = moveaxis(x, d, 0), 0
+    return random_wrap_p.bind(x, **params), d
+
+
+batching.batch_rules[random_wrap_p] = _wrap_batch
+
+
+def random_wrap(words):
+    return random_wrap_p.bind(words, impl="threefry2x32")
+
+
+# ================================================================ random_unwrap
+
+random_unwrap_p = Primitive("random_unwrap")
+
+
+@random_unwrap_p.def_abstract_eval
+def _unwrap_abstract(x):
+    if not is_key_aval(x):
+        raise TypeError(f"random_unwrap takes key array operand, got {x.str_short()}")
+    return physical_aval(x)
+
+
+random_unwrap_p.def_impl(to_words)
+random_unwrap_p.weak_rule = lambda args, params: False
+defjvp_zero(random_unwrap_p)
+batching.batch_rules[random_unwrap_p] = \
+    lambda axis_data, vals, dims: (random_unwrap_p.bind(vals[0]), dims[0])
+
+
+def random_unwrap(keys):
+    return random_unwrap_p.bind(keys)
+
+
+# ================================================================ random_clone
+
+random_clone_p = Primitive("random_clone")
+random_clone_p.def_abstract_eval(lambda x: x)
+random_clone_p.def_impl(lambda x: np.array(x, copy=True))
+defjvp_zero(random_clone_p)
+batching.batch_rules[random_clone_p] = \
+    lambda axis_data, vals, dims: (random_clone_p.bind(vals[0]), dims[0])
+
+
+def random_clone(keys):
+    return random_clone_p.bind(keys)
+
+
+# ================================================================ physicalization
+# A program over key avals -> the same program over uint32[..., 2] words.  Structural
+# primitives get their trailing-axis version; primitives carrying sub-programs
+# (jit, cond, while, scan, custom_*, remat) get their sub-programs rewritten; the
+# casts become identities.  Primitives with no rule cannot take or make keys.
+
+physical_rules: dict = {}   # prim name -> rule(in_avals, out_avals, *words_or_vals, **params)
+
+
+def _sub_programs(params):
+    from interpreters.ir import ClosedJaxpr, Jaxpr
+    for v in params.values():
+        if isinstance(v, (ClosedJaxpr, Jaxpr)):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            for u in v:
+                if isinstance(u, (ClosedJaxpr, Jaxpr)):
+                    yield u
+
+
+def jaxpr_has_keys(jaxpr, _seen=None) -> bool:
+    """Whether any value of ``jaxpr`` (or of a sub-program) is a key array."""
+    from interpreters.ir import ClosedJaxpr
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr = jaxpr.jaxpr
+    _seen = set() if _seen is None else _seen
+    if id(jaxpr) in _seen:
+        return False
+    _seen.add(id(jaxpr))
+    for v in list(jaxpr.invars) + list(jaxpr.constvars) + list(jaxpr.outvars):
+        if is_key_aval(getattr(v, "aval", None)):
+            return True
+    for eqn in jaxpr.eqns:
+        if any(is_key_aval(getattr(v, "aval", None)) for v in eqn.invars) or \
+                any(is_key_aval(v.aval) for v in eqn.outvars):
+            return True
+        if any(jaxpr_has_keys(s, _seen) for s in _sub_programs(eqn.params)):
+            return True
+    return False
+
+
+_phys_cache: dict = {}
+
+
+def physicalize_closed(closed):
+    """``ClosedJaxpr`` over key avals -> equivalent ``ClosedJaxpr`` over their words."""
+    from interpreters import staging
+    from interpreters.ir import ClosedJaxpr, Jaxpr
+    if isinstance(closed, Jaxpr):
+        closed = ClosedJaxpr(closed, [])
+    hit = _phys_cache.get(id(closed))
+    if hit is not None and hit[0] is closed:
+        return hit[1]
+    jaxpr = closed.jaxpr
+    consts = [to_words(c) if is_key_aval(v.aval) else c
+              for v, c in zip(jaxpr.constvars, closed.consts)]
+    in_avals = [physical_aval(v.aval) for v in jaxpr.invars]
+
+    def fun(*args):
+        return eval_physical(jaxpr, consts, args)
+    new_jaxpr, new_consts = staging.trace_to_jaxpr(fun, in_avals, name="physicalize")
+    out = ClosedJaxpr(new_jaxpr, new_consts)
+    if len(_phys_cache) > 512:
+        _phys_cache.clear()
+    _phys_cache[id(closed)] = (closed, out)
+    return out
+
+
+def _generic_sub_rule(prim, params, vals):
+    from interpreters.ir import ClosedJaxpr, Jaxpr
+
+    def conv(v):
+        if isinstance(v, (ClosedJaxpr, Jaxpr)):
+            return physicalize_closed(v) if jaxpr_has_keys(v) else v
+        if isinstance(v, tuple) and any(isinstance(u, (ClosedJaxpr, Jaxpr)) for u in v):
+            return tuple(conv(u) for u in v)
+        if isinstance(v, list) and any(isinstance(u, (ClosedJaxpr, Jaxpr)) for u in v):
+            return [conv(u) for u in v]
+        return v
+    new = {k: conv(v) for k, v in params.items()}
+    out = prim.bind(*vals, **new)
+    return list(out) if prim.multiple_results else [out]
+
+
+def eval_physical(jaxpr, consts, args):
+    from interpreters.ir import Literal
+    env = {}
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = c
+    for v, a in zip(jaxpr.invars, args):
+        env[v] = a
+
+    def read(a):
+        if type(a) is Literal:
+            return to_words(a.val) if is_key_aval(a.aval) else a.val
+        return env[a]
+
+    for eqn in jaxpr.eqns:
+        vals = [read(a) for a in eqn.invars]
+        in_avals = [a.aval for a in eqn.invars]
+        out_avals = [v.aval for v in eqn.outvars]
+        prim = eqn.primitive
+        keyed = any(map(is_key_aval, in_avals)) or any(map(is_key_aval, out_avals))
+        rule = physical_rules.get(prim.name) if keyed else None
+        if rule is not None:
+            outs = rule(in_avals, out_avals, *vals, **eqn.params)
+        elif any(True for _ in _sub_programs(eqn.params)):
+            outs = _generic_sub_rule(prim, eqn.params, vals)
+        elif keyed:
+            raise TypeError(
+                f"primitive {prim.name} does not accept PRNG key arrays (operands "
+                f"{', '.join(a.str_short() for a in in_avals)}); use "
+                "xform.random.key_data to work on the key words instead")
+        else:
+            out = prim.bind(*vals, **eqn.params)
+            outs = list(out) if prim.multiple_results else [out]
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _phys(name):
+    def deco(fn):
+        physical_rules[name] = fn
+        return fn
+    return deco
+
+
+def _s():
+    from primitives import structural
+    return structural
+
+
+@_phys("random_wrap")
+@_phys("random_unwrap")
+@_phys("random_clone")
+def _p_identity(in_avals, out_avals, x, **params):
+    return [x]
+
+
+@_phys("broadcast_in_dim")
+def _p_bid(in_avals, out_avals, x, *dyn, shape, broadcast_dimensions, **params):
+    nd = len(shape)
+    return [_s().broadcast_in_dim_p.bind(x, *dyn, shape=tuple(shape) + (2,),
+                                         broadcast_dimensions=tuple(broadcast_dimensions) + (nd,),
+                                         **params)]
+
+
+@_phys("reshape")
+def _p_reshape(in_avals, out_avals, x, *dyn, new_sizes, dimensions=None, **params):
+    s = _s()
+    if dimensions not in (None, ()):
+        x = s.transpose_p.bind(x, permutation=tuple(dimensions) + (len(dimensions),))
+    return [s.reshape_p.bind(x, *dyn, new_sizes=tuple(new_sizes) + (2,), dimensions=None,
+                             **params)]
+
+
+@_phys("transpose")
+def _p_transpose(in_avals, out_avals, x, *, permutation):
+    return [_s().transpose_p.bind(x, permutation=tuple(permutation) + (len(permutation),))]
+
+
+@_phys("squeeze")
+def _p_squeeze(in_avals, out_avals, x, *, dimensions):
+    # named axes are logical (leading) axes; the word axis stays last
+    return [_s().squeeze_p.bind(x, dimensions=tuple(dimensions))]
+
+
+@_phys("rev")
+def _p_rev(in_avals, out_avals, x, *, dimensions):
+    return [_s().rev_p.bind(x, dimensions=tuple(dimensions))]
+
+
+@_phys("concatenate")
+def _p_concat(in_avals, out_avals, *xs, dimension):
+    return [_s().concatenate_p.bind(*xs, dimension=dimension)]
+
+
+@_phys("slice")
+def _p_slice(in_avals, out_avals, x, *, start_indices, limit_indices, strides=None):
+    return [_s().slice_p.bind(x, start_indices=tuple(start_indices) + (0,),
+                              limit_indices=tuple(limit_indices) + (2,),
+                              strides=None if strides is None else tuple(strides) + (1,))]
+
+
+@_phys("dynamic_slice")
+def _p_dynamic_slice(in_avals, out_avals, x, *idx, slice_sizes):
+    zero = np.zeros((), in_avals[1].dtype if len(in_avals) > 1 else np.int32)
+    return [_s().dynamic_slice_p.bind(x, *idx, zero, slice_sizes=tuple(slice_sizes) + (2,))]
+
+
+@_phys("dynamic_update_slice")
+def _p_dus(in_avals, out_avals, x, update, *idx):
+    zero = np.zeros((), in_avals[2].dtype if len(in_avals) > 2 else np.int32)
+    return [_s().dynamic_update_slice_p.bind(x, update, *idx, zero)]
+
+
+@_phys("select_n")
+def _p_select_n(in_avals, out_avals, which, *cases):
+    from primitives import elementwise
+    out = out_avals[0]
+    nd = len(out.shape)
+    if in_avals[0].shape == tuple(out.shape):
+        which = _s().broadcast_in_dim_p.bind(which, shape=tuple(out.shape) + (2,),
+                                             broadcast_dimensions=tuple(range(nd)))
+    return [elementwise.select_n_p.bind(which, *cases)]
+
+
+@_phys("gather")
+def _p_gather(in_avals, out_avals, operand, indices, *, dimension_numbers, slice_sizes, **params):
+    dn = dimension_numbers
+    out_rank = len(out_avals[0].shape)
+    dn2 = dn._replace(offset_dims=tuple(dn.offset_dims) + (out_rank,))
+    from primitives import indexing
+    if params.get("fill_value") is not None:
+        params = dict(params, fill_value=None)
+    return [indexing.gather_p.bind(operand, indices, dimension_numbers=dn2,
+                                   slice_sizes=tuple(slice_sizes) + (2,), **params)]
+
+
+@_phys("scatter")
+def _p_scatter(in_avals, out_avals, operand, indices, updates, *, dimension_numbers, **params):
+    dn = dimension_numbers
+    urank = len(in_avals[2].shape)
+    dn2 = dn._replace(update_window_dims=tuple(dn.update_window_dims) + (urank,))
+    from primitives import indexing
+    return [indexing.scatter_p.bind(operand, indices, updates, dimension_numbers=dn2, **params)]
+
+
+@_phys("copy")
+@_phys("copy_p")
+@_phys("stop_gradient")
+def _p_copy(in_avals, out_avals, x, **params):
+    return [x]

@@ -1,0 +1,64 @@
+"""Behaviour that must match JAX beyond values: tracer reprs, misuse errors."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+
+
+def _reprs(api, np_mod):
+    """The reprs a user sees printing a tracer under each transformation."""
+    seen = []
+
+    class Show:          # a fresh callable per use: JAX caches traces per function
+        def __call__(self, x):
+            seen.append(repr(x))
+            return x
+
+    api.jit(Show())(np_mod.ones((3, 4)))
+    api.jit(Show())(1.0)
+    api.grad(lambda x: Show()(x).sum())(np_mod.ones(2))
+    api.grad(lambda x: Show()(x))(1.0)
+    api.jit(api.grad(lambda x: Show()(x).sum()))(np_mod.ones(2))
+    api.vmap(Show())(np_mod.ones(3))
+    api.vmap(Show(), in_axes=1)(np_mod.ones((2, 3), np_mod.int32))
+    api.jit(api.vmap(Show()))(np_mod.ones((2, 3)))
+    api.jvp(Show(), (1.0,), (1.0,))
+    api.jvp(Show(), (np_mod.ones(2),), (np_mod.ones(2),))
+    api.make_jaxpr(Show())(1.0)
+    api.linearize(Show(), 1.0)
+    return seen
+
+
+def test_tracer_reprs_match_jax():
+    assert _reprs(xform, xnp) == _reprs(jax, jnp)
+
+
+def test_scan_carry_dtype_change_is_a_type_error():
+    body = lambda c, x: (c.astype(np.int32), x)   # noqa: E731
+    with pytest.raises(TypeError):
+        jax.lax.scan(body, 0.0, jnp.ones(3))
+    with pytest.raises(TypeError, match=r"carry.*f32\[\].*i32\[\]"):
+        xform.lax.scan(body, 0.0, xnp.ones(3))
+
+
+@pytest.mark.parametrize("init", [0, 0.0])
+def test_scan_weak_carry_promotes_like_jax(init):
+    body = lambda c, x: (c + x, c)                # noqa: E731
+    want = jax.lax.scan(body, init, jnp.arange(3.0))
+    got = xform.lax.scan(body, init, xnp.arange(3.0))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("arg", [0.0, np.float32(0.0), np.zeros(2, np.float32)])
+def test_debug_nans_with_python_and_numpy_arguments(arg):
+    xform.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="div"):
+            xform.jit(lambda x: x / 0.0)(arg)
+    finally:
+        xform.config.update("jax_debug_nans", False)

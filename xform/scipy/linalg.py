@@ -1,0 +1,541 @@
+"""``xform.scipy.linalg``: JAX's ``jax.scipy.linalg`` (SciPy names and signatures).
+
+Factorizations and solves are thin layers over ``xform.lax.linalg`` (LAPACK
+on CPU); matrix functions (``expm`` by Padé approximation with scaling and
+squaring, ``sqrtm``/``funm`` through the Schur form) follow JAX's algorithms.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+
+import numpy as np
+
+from xform.numpy import _util as U
+from xform.numpy import _linalg_decomp as _L
+
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
+           "eigh_tridiagonal", "expm", "expm_frechet", "funm", "hessenberg", "hilbert", "inv",
+           "lu", "lu_factor", "lu_solve", "polar", "qr", "rsf2csf", "schur", "solve",
+           "solve_triangular", "sqrtm", "svd", "toeplitz"]
+
+
+def _xnp():
+    import xform.numpy as xnp
+    return xnp
+
+
+def _D():
+    from primitives import linalg_decomp
+    return linalg_decomp
+
+
+def _mat(name, a, square=True):
+    return _L._matrix(name, a, square=square)
+
+
+# ----------------------------------------------------------------- Cholesky
+
+
+def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """Cholesky factor (upper by default, as SciPy)."""
+    a = _mat("cholesky", a)
+    L = _D().cholesky(a)
+    return L if lower else _L._H(L)
+
+
+def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """``(c, lower)`` for ``cho_solve``."""
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
+    """Solve ``A x = b`` from ``cho_factor``'s ``(c, lower)``."""
+    c, lower = c_and_lower
+    c = _mat("cho_solve", c)
+    U.check_arraylike("cho_solve", b)
+    c, b = U.promote_dtypes_inexact(c, U.to_array(b))
+    if c.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
+        raise ValueError(f"cho_solve: incompatible shapes c {c.shape} and b {b.shape}")
+    xnp = _xnp()
+    vec = b.ndim == 1
+    bm = b[:, None] if vec else b
+    if bm.ndim < c.ndim:
+        bm = xnp.broadcast_to(bm, c.shape[:-2] + bm.shape[-2:])
+    D = _D()
+    # A = L L^H (lower) or U^H U (upper)
+    y = D.triangular_solve(c, bm, left_side=True, lower=lower, transpose_a=not lower,
+                           conjugate_a=not lower)
+    x = D.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower,
+                           conjugate_a=lower)
+    return x[..., 0] if vec else x
+
+
+# ----------------------------------------------------------------- LU
+
+
+def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
+    """``(lu, piv)``: packed LU factors and LAPACK-style (0-based) pivots."""
+    a = _mat("lu_factor", a, square=False)
+    lu_, piv, _ = _D().lu(a)
+    return lu_, piv
+
+
+def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True):
+    """Solve with ``lu_factor``'s output; trans 0: a x = b, 1: a^T x = b, 2: a^H x = b."""
+    lu_, piv = lu_and_piv
+    lu_ = _mat("lu_solve", lu_)
+    if trans not in (0, 1, 2):
+        raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}")
+    U.check_arraylike("lu_solve", b)
+    lu_, b = U.promote_dtypes_inexact(lu_, U.to_array(b))
+    n = lu_.shape[-1]
+    if b.shape[0 if b.ndim == 1 else -2] != n:
+        raise ValueError(f"lu_solve: incompatible shapes lu {lu_.shape} and b {b.shape}")
+    perm = _D().lu_pivots_to_permutation(piv, n)
+    vec = b.ndim == 1
+    bm = b[:, None] if vec else b
+    xnp = _xnp()
+    if bm.ndim < lu_.ndim:
+        bm = xnp.broadcast_to(bm, lu_.shape[:-2] + bm.shape[-2:])
+    x = _L._lu_solve(lu_, perm, bm, trans)
+    return x[..., 0] if vec else x
+
+
+def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """``(p, l, u)`` with ``a = p @ l @ u`` (``(p @ l, u)`` when permute_l)."""
+    a = _mat("lu", a, square=False)
+    xnp = _xnp()
+    lu_, _, perm = _D().lu(a)
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    l_ = xnp.tril(lu_[..., :, :k], -1) + xnp.eye(m, k, dtype=a.dtype)
+    u_ = xnp.triu(lu_[..., :k, :])
+    p = (perm[..., :, None] == xnp.arange(m)[None, :]).astype(a.dtype)   # p[i, j]: perm[i]==j
+    p = xnp.swapaxes(p, -1, -2)
+    if permute_l:
+        return xnp.matmul(p, l_), u_
+    return p, l_, u_
+
+
+# ----------------------------------------------------------------- solves, inverse, det
+
+
+def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False,
+                     overwrite_b: bool = False, debug=None, check_finite: bool = True):
+    """Solve ``op(a) x = b`` for triangular ``a`` (trans 0/'N', 1/'T', 2/'C')."""
+    a = _mat("solve_triangular", a)
+    U.check_arraylike("solve_triangular", b)
+    a, b = U.promote_dtypes_inexact(a, U.to_array(b))
+    t = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans)
+    if t is None:
+        raise ValueError(f"solve_triangular: invalid trans {trans!r} (use 0/'N', 1/'T', 2/'C')")
+    vec = b.ndim == a.ndim - 1
+    bm = b[..., None] if vec else b
+    x = _D().triangular_solve(a, bm, left_side=True, lower=lower, transpose_a=t > 0,
+                              conjugate_a=t == 2, unit_diagonal=unit_diagonal)
+    return x[..., 0] if vec else x
+
+
+def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          debug: bool = False, check_finite: bool = True, assume_a: str = "gen"):
+    """Solve ``a x = b`` (assume_a 'gen', 'sym', 'her' or 'pos')."""
+    if assume_a not in ("gen", "sym", "her", "pos"):
+        raise ValueError(f"solve: expected assume_a in ('gen', 'sym', 'her', 'pos'), got "
+                         f"{assume_a!r}")
+    if assume_a != "pos":
+        return _L.solve(a, b)
+    return cho_solve(cho_factor(a, lower=lower), b)
+
+
+def inv(a, overwrite_a: bool = False, check_finite: bool = True):
+    return _L.inv(a)
+
+
+def det(a, overwrite_a: bool = False, check_finite: bool = True):
+    return _L.det(a)
+
+
+# ----------------------------------------------------------------- eigen / QR / SVD / Schur
+
+
+def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, turbo: bool = True, eigvals=None, type: int = 1,
+         check_finite: bool = True):
+    """Eigenvalues (and vectors) of a Hermitian matrix; ``eigvals=(lo, hi)`` selects a range."""
+    if b is not None:
+        raise NotImplementedError("eigh: the generalized problem (b) is not supported, as in JAX")
+    a = _mat("eigh", a)
+    sbi = None if eigvals is None else (int(eigvals[0]), int(eigvals[1]) + 1)
+    v, w = _D().eigh(a, lower=lower, subset_by_index=sbi)
+    return w if eigvals_only else (w, v)
+
+
+def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True):
+    """SciPy's qr: mode 'full', 'r', 'economic' or 'raw'; ``pivoting`` adds P."""
+    a = _mat("qr", a, square=False)
+    if mode not in ("full", "r", "economic", "raw"):
+        raise ValueError(f"qr: unsupported mode {mode!r}")
+    if mode == "raw":
+        h, taus = _D().geqrf(a)
+        return (h, taus)
+    out = _D().qr(a, pivoting=pivoting, full_matrices=(mode in ("full", "r")))
+    q, r = out[0], out[1]
+    if mode == "r":
+        return (r, out[2]) if pivoting else (r,)
+    return (q, r, out[2]) if pivoting else (q, r)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd"):
+    a = _mat("svd", a, square=False)
+    if lapack_driver not in ("gesdd", "gesvd"):
+        raise ValueError(f"svd: lapack_driver must be 'gesdd' or 'gesvd', got {lapack_driver!r}")
+    alg = "QR" if lapack_driver == "gesvd" else None
+    return _D().svd(a, full_matrices=full_matrices, compute_uv=compute_uv, algorithm=alg)
+
+
+def schur(a, output: str = "real"):
+    """Schur decomposition ``a = Z T Z^H``: ``(T, Z)`` (output 'real' or 'complex')."""
+    a = _mat("schur", a)
+    if output not in ("real", "complex"):
+        raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
+    if output == "complex" and a.dtype.kind != "c":
+        a = a.astype(np.complex64 if a.dtype == np.float32 else np.complex128)
+    return _D().schur(a)
+
+
+def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True):
+    """Upper Hessenberg form H (and Q with ``a = Q H Q^H`` when calc_q)."""
+    a = _mat("hessenberg", a)
+    xnp = _xnp()
+    n = a.shape[-1]
+    packed, taus = _D().hessenberg(a)
+    h = xnp.triu(packed, -1)
+    if not calc_q:
+        return h
+    if n <= 1:
+        return h, xnp.broadcast_to(xnp.eye(n, dtype=a.dtype), a.shape)
+    # Q = H_1 ... H_{n-1}; reflectors stored below the first subdiagonal
+    v = xnp.tril(packed[..., 1:, :n - 1], -1) + xnp.eye(n - 1, dtype=a.dtype)
+    q_sub = _D().householder_product(v, taus)
+    q = xnp.zeros(a.shape, a.dtype)
+    q = q.at[..., 0, 0].set(1).at[..., 1:, 1:].set(q_sub)
+    return h, q
+
+
+def rsf2csf(T, Z, check_finite: bool = True):
+    """Real Schur form -> complex Schur form (SciPy's Givens sweep)."""
+    xnp = _xnp()
+    T, Z = U.to_array(T), U.to_array(Z)
+    T, Z = U.promote_dtypes_inexact(T, Z)
+    if T.ndim != 2 or T.shape[0] != T.shape[1] or Z.shape != T.shape:
+        raise ValueError(f"rsf2csf: T and Z must be square matrices of equal shape, got "
+                         f"{T.shape} and {Z.shape}")
+    cdt = np.complex64 if T.dtype in (np.float32, np.complex64) else np.complex128
+    T, Z = T.astype(cdt), Z.astype(cdt)
+    n = T.shape[0]
+    eps = float(np.finfo(np.float32 if cdt == np.complex64 else np.float64).eps)
+    for m in range(n - 1, 0, -1):
+        sub = T[m, m - 1]
+        cond = xnp.abs(sub) > eps * (xnp.abs(T[m - 1, m - 1]) + xnp.abs(T[m, m]))
+        mu = xnp.linalg.eigvals(T[m - 1:m + 1, m - 1:m + 1]) - T[m, m]
+        r = xnp.hypot(xnp.abs(mu[0]), xnp.abs(sub))
+        r_safe = xnp.where(r == 0, 1, r)
+        c = (mu[0] / r_safe).astype(cdt)
+        s = (sub / r_safe).astype(cdt)
+        G = xnp.stack([xnp.stack([xnp.conj(c), s]), xnp.stack([-s, c])])
+        GH = xnp.conj(G.T)
+        Tn = T.at[m - 1:, :].set(G @ T[m - 1:, :])
+        Tn = Tn.at[:m + 1, m - 1:m + 1].set(Tn[:m + 1, m - 1:m + 1] @ GH)
+        Zn = Z.at[:, m - 1:m + 1].set(Z[:, m - 1:m + 1] @ GH)
+        ok = cond & (r != 0)
+        T = xnp.where(ok, Tn, T)
+        Z = xnp.where(ok, Zn, Z)
+        T = T.at[m, m - 1].set(0)
+    return T, Z
+
+
+# ----------------------------------------------------------------- constructors
+
+
+def block_diag(*arrs):
+    """Block-diagonal matrix from 0-, 1- or 2-D blocks."""
+    xnp = _xnp()
+    if not arrs:
+        return xnp.zeros((1, 0))
+    arrs = [U.to_array(a) for a in arrs]
+    arrs = U.promote_dtypes(*arrs)
+    blocks = []
+    for a in arrs:
+        if a.ndim > 2:
+            raise ValueError(f"block_diag: arguments must have dimension <= 2, got {a.shape}")
+        blocks.append(a.reshape((1, -1) if a.ndim < 2 else a.shape) if a.ndim < 2 else a)
+    rows = builtins.sum(b.shape[0] for b in blocks)
+    cols = builtins.sum(b.shape[1] for b in blocks)
+    out = xnp.zeros((rows, cols), blocks[0].dtype)
+    r = c = 0
+    for b in blocks:
+        out = out.at[r:r + b.shape[0], c:c + b.shape[1]].set(b)
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
+def toeplitz(c, r=None):
+    """Toeplitz matrix with first column ``c`` and first row ``r`` (batched over leading
+    dims as JAX; default ``r = conj(c)``)."""
+    xnp = _xnp()
+    c = U.to_array(c)
+    if r is None:
+        r = xnp.conj(c) if c.dtype.kind == "c" else c
+    r = U.to_array(r)
+    c, r = U.promote_dtypes(c, r)
+    if c.ndim == 0:
+        c = c[None]
+    if r.ndim == 0:
+        r = r[None]
+    m, n = c.shape[-1], r.shape[-1]
+    i = xnp.arange(m)[:, None]
+    j = xnp.arange(n)[None, :]
+    from_c = xnp.take(c, xnp.clip(i - j, 0, m - 1), axis=-1)
+    from_r = xnp.take(r, xnp.clip(j - i, 0, n - 1), axis=-1)
+    return xnp.where(i >= j, from_c, from_r)
+
+
+def hilbert(n: int):
+    """The n x n Hilbert matrix 1 / (i + j + 1)."""
+    xnp = _xnp()
+    a = xnp.arange(n, dtype=float)
+    return 1.0 / (a[:, None] + a[None, :] + 1.0)
+
+
+# ----------------------------------------------------------------- matrix functions
+
+_PADE = {
+    3: (120., 60., 12., 1.),
+    5: (30240., 15120., 3360., 420., 30., 1.),
+    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
+    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
+        3960., 90., 1.),
+    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+         129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+         40840800., 960960., 16380., 182., 1.),
+}
+
+
+def _pade(m, A, ident):
+    xnp = _xnp()
+    b = _PADE[m]
+    A2 = A @ A
+    if m == 13:
+        A4 = A2 @ A2
+        A6 = A4 @ A2
+        U_ = A @ (A6 @ (b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4
+                  + b[3] * A2 + b[1] * ident)
+        V = A6 @ (b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2 \
+            + b[0] * ident
+        return U_, V
+    powers = [ident, A2]
+    while len(powers) < (m + 1) // 2:
+        powers.append(powers[-1] @ A2)
+    u = builtins.sum(b[2 * k + 1] * powers[k] for k in range(len(powers)))
+    v = builtins.sum(b[2 * k] * powers[k] for k in range(len(powers)))
+    del xnp
+    return A @ u, v
+
+
+def _expm_2d(A, upper_triangular, max_squarings):
+    """Padé approximation with scaling and squaring (Higham 2005; JAX's thresholds)."""
+    xnp = _xnp()
+    from xform import lax
+    n = A.shape[-1]
+    ident = xnp.eye(n, dtype=A.dtype)
+    A_L1 = xnp.max(xnp.sum(xnp.abs(A), axis=-2), axis=-1)
+    single = A.dtype in (np.float32, np.complex64)
+    if single:
+        maxnorm, conds, orders = 3.925724783138660, (4.258730016922831e-01,
+                                                     1.880152677804762e+00), (3, 5, 7)
+    else:
+        maxnorm, conds, orders = 5.371920351148152, (1.495585217958292e-02,
+                                                     2.539398330063230e-01,
+                                                     9.504178996162932e-01,
+                                                     2.097847961257068e+00), (3, 5, 7, 9, 13)
+    rdt = A_L1.dtype
+    n_sq = xnp.maximum(0, xnp.floor(xnp.log2(A_L1 / xnp.asarray(maxnorm, rdt))))
+    n_sq = xnp.where(A_L1 == 0, 0, n_sq).astype(np.int32)
+    As = A / (2.0 ** n_sq).astype(A.dtype)
+    idx = xnp.digitize(A_L1, xnp.asarray(conds, rdt))
+    idx = xnp.where(n_sq > 0, len(orders) - 1, idx)
+    branches = [functools.partial(lambda m, x: _pade(m, x, ident), m) for m in orders]
+    U_, V = lax.switch(idx, branches, As)
+    P, Q = U_ + V, -U_ + V
+    if upper_triangular:
+        R = solve_triangular(Q, P)
+    else:
+        R = _L.solve(Q, P)
+
+    def body(i, r):
+        return xnp.where(i < n_sq, r @ r, r)
+    R = lax.fori_loop(0, max_squarings, body, R)
+    return xnp.where(n_sq > max_squarings, np.nan, R).astype(A.dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _expm_fn(upper_triangular, max_squarings):
+    import xform
+
+    @xform.custom_jvp
+    def f(A):
+        return _expm_nd(A, upper_triangular, max_squarings)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        A, = primals
+        E, = tangents
+        return expm_frechet(A, E, compute_expm=True)
+    return f
+
+
+def _expm_nd(A, upper_triangular, max_squarings):
+    import xform
+    fn = lambda x: _expm_2d(x, upper_triangular, max_squarings)  # noqa: E731
+    for _ in range(A.ndim - 2):
+        fn = xform.vmap(fn)
+    return fn(A)
+
+
+def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
+    """Matrix exponential (Padé + scaling and squaring); differentiable via expm_frechet."""
+    A = _mat("expm", A)
+    if A.shape[-1] == 0:
+        return A
+    return _expm_fn(bool(upper_triangular), int(max_squarings))(A)
+
+
+def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
+    """Fréchet derivative of expm at A in direction E (the top-right block of
+    expm([[A, E], [0, A]])); ``(expm(A), L)`` when compute_expm."""
+    xnp = _xnp()
+    A = _mat("expm_frechet", A)
+    E = U.to_array(E)
+    A, E = U.promote_dtypes_inexact(A, E)
+    if E.shape != A.shape:
+        raise ValueError(f"expm_frechet: A and E must have the same shape, got {A.shape} and "
+                         f"{E.shape}")
+    if method not in (None, "SPS", "blockEnlarge"):
+        raise ValueError(f"expm_frechet: unknown method {method!r}")
+    n = A.shape[-1]
+    Z = xnp.zeros_like(A)
+    M = xnp.concatenate([xnp.concatenate([A, E], axis=-1), xnp.concatenate([Z, A], axis=-1)],
+                        axis=-2)
+    big = _expm_nd(M, False, 16)
+    L = big[..., :n, n:]
+    if compute_expm:
+        return big[..., :n, :n], L
+    return L
+
+
+def _schur_complex(A):
+    xnp = _xnp()
+    cdt = np.complex64 if A.dtype in (np.float32, np.complex64) else np.complex128
+    return schur(A.astype(cdt), output="complex"), cdt
+
+
+def _sqrtm_triu(T):
+    """Square root of an upper-triangular matrix, column by column (Björck-Hammarling)."""
+    xnp = _xnp()
+    n = T.shape[-1]
+    diag = xnp.sqrt(xnp.diagonal(T))
+    R = xnp.diag(diag)
+    for j in range(1, n):
+        A_ = R[:j, :j] + diag[j] * xnp.eye(j, dtype=T.dtype)
+        col = _D().triangular_solve(A_, T[:j, j:j + 1], left_side=True, lower=False)
+        R = R.at[:j, j].set(col[:, 0])
+    return R
+
+
+def sqrtm(A, blocksize: int = 1):
+    """Principal matrix square root via the complex Schur form (complex result, as JAX)."""
+    A = _mat("sqrtm", A)
+    if A.ndim != 2:
+        raise ValueError(f"sqrtm: expected a 2-D matrix, got shape {A.shape}")
+    if blocksize > 1:
+        raise NotImplementedError("sqrtm: blocked algorithm (blocksize > 1) is not supported, "
+                                  "as in JAX")
+    (T, Z), _ = _schur_complex(A)
+    R = _sqrtm_triu(T)
+    return Z @ R @ _L._H(Z)
+
+
+def funm(A, func, disp: bool = True):
+    """Matrix function via the complex Schur form and Parlett's recurrence."""
+    xnp = _xnp()
+    A = _mat("funm", A)
+    if A.ndim != 2:
+        raise ValueError(f"funm: expected a 2-D matrix, got shape {A.shape}")
+    (T, Z), cdt = _schur_complex(A)
+    n = T.shape[-1]
+    F = xnp.diag(func(xnp.diagonal(T)).astype(cdt))
+    for p in range(1, n):
+        for i in range(n - p):
+            j = i + p
+            s = T[i, j] * (F[j, j] - F[i, i])
+            if j > i + 1:
+                s = s + F[i, i + 1:j] @ T[i + 1:j, j] - T[i, i + 1:j] @ F[i + 1:j, j]
+            den = T[j, j] - T[i, i]
+            F = F.at[i, j].set(s / xnp.where(den == 0, 1, den))
+    F = Z @ F @ _L._H(Z)
+    if A.dtype.kind != "c":
+        F = xnp.real(F) if False else F
+    if disp:
+        return F
+    return F, xnp.asarray(0.0)
+
+
+def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):
+    """Polar decomposition ``a = U P`` (right) or ``a = P U`` (left) via the SVD."""
+    xnp = _xnp()
+    a = _mat("polar", a, square=False)
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}")
+    u, s, vh = _D().svd(a, full_matrices=False)
+    unitary = u @ vh
+    sd = s.astype(a.dtype)
+    if side == "right":
+        posdef = _L._H(vh) @ (sd[..., :, None] * vh)
+    else:
+        posdef = (u * sd[..., None, :]) @ _L._H(u)
+    return unitary, posdef
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
+                     select_range=None, tol=None):
+    """Eigenvalues of the symmetric tridiagonal matrix with diagonal d and off-diagonal e
+    (``eigvals_only=True`` only, as JAX)."""
+    xnp = _xnp()
+    if not eigvals_only:
+        raise NotImplementedError("eigh_tridiagonal: only eigvals_only=True is supported, as "
+                                  "in JAX")
+    d, e = U.promote_dtypes_inexact(U.to_array(d), U.to_array(e))
+    if d.ndim != 1 or e.shape != (builtins.max(d.shape[0] - 1, 0),):
+        raise ValueError(f"eigh_tridiagonal: d must be 1-D of length n and e of length n-1, "
+                         f"got {d.shape} and {e.shape}")
+    n = d.shape[0]
+    T = xnp.diag(d)
+    if n > 1:
+        T = T + xnp.diag(e, 1) + xnp.diag(xnp.conj(e) if e.dtype.kind == "c" else e, -1)
+    w = eigh(T, eigvals_only=True)
+    if select == "a":
+        return w
+    if select == "i":
+        lo, hi = select_range
+        return w[int(lo):int(hi) + 1]
+    if select == "v":
+        lo, hi = select_range
+        return w[(w > lo) & (w <= hi)]
+    raise ValueError(f"eigh_tridiagonal: select must be 'a', 'i' or 'v', got {select!r}")
