@@ -713,7 +713,7 @@ def _ndtri(p):
     other = first - _polyval(_NDTRI["p1"], iz) / _polyval(_NDTRI["q1"], iz) / z
     x = xnp.where(mcp > c(np.exp(-2.0)), big, xnp.where(z >= 8.0, small, other))
     x = xnp.where(p > c(1.0 - np.exp(-2.0)), x, -x)
-    inf = xnp.full_like(x, np.inf)
+    inf = U.to_array(np.inf, x.dtype, False)   # strong, as JAX's jnp.full
     return xnp.where(p == 0.0, -inf, xnp.where(p == 1.0, inf, x))
 
 
