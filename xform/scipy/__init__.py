@@ -7,3 +7,5 @@ from xform.scipy import signal  # noqa: F401
 __all__ = ["special"]
 __all__ += ["signal"]
 __all__ += ["optimize"]
+from xform.scipy import stats  # noqa: F401,E402  (h-scipy12)
+__all__ += ["stats"]
