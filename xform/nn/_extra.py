@@ -264,23 +264,33 @@ def scaled_matmul(lhs, rhs, lhs_scales, rhs_scales, preferred_element_type=np.fl
 
 
 def _quantize(x, config, axis):
-    """Block-quantize ``x`` along ``axis`` (blocks of config.block_size): per-block scales
-    of ``scale_type`` and data of ``data_type``; returns the dequantized float32 value."""
+    """Block-quantize ``x`` along ``axis`` as JAX's block-scaled dot does (mxfp8: power-of-two
+    scales rounded up; nvfp4: float8 scales after dividing by the global scale) and return
+    the dequantized float32 value (the global scale multiplied back)."""
     x = xnp.moveaxis(x.astype(np.float32), axis, -1)
     K = x.shape[-1]
     bs = config.block_size
-    if K % bs:
+    if K < bs or K % bs:
         raise ValueError(f"scaled_dot_general: the contracting size {K} must be a multiple of "
                          f"the block size {bs}")
     blocks = x.reshape(x.shape[:-1] + (K // bs, bs))
     dmax = float(ml_dtypes.finfo(config.data_type).max)
-    gs = 1.0 if config.global_scale is None else xnp.asarray(config.global_scale,
-                                                             np.float32).reshape(())
-    amax = xnp.max(xnp.abs(blocks), axis=-1, keepdims=True) / gs
-    scale = (amax / dmax).astype(config.scale_type).astype(np.float32)
-    scale = xnp.where(scale == 0, xnp.ones_like(scale), scale)
-    q = xnp.clip(blocks / (scale * gs), -dmax, dmax).astype(config.data_type)
-    deq = q.astype(np.float32) * scale * gs
+    gs = None
+    if config.mode == "mxfp8":
+        s = xnp.max(xnp.abs(blocks), axis=-1, keepdims=True) / dmax
+        scale = xnp.where(s > 0, xnp.exp2(xnp.ceil(xnp.log2(s))), 2.0 ** -127)
+    elif config.mode == "nvfp4":
+        gs = xnp.asarray(config.global_scale, np.float32).reshape(())
+        blocks = blocks / gs
+        smax = float(ml_dtypes.finfo(config.scale_type).max)
+        s = xnp.clip(xnp.max(xnp.abs(blocks), axis=-1, keepdims=True) / dmax, 0, smax)
+        scale = s.astype(config.scale_type).astype(np.float32)
+    else:
+        raise ValueError(f"Unrecognized mode: {config.mode}.")
+    q = xnp.clip(blocks / scale, -dmax, dmax).astype(config.data_type)
+    deq = q.astype(np.float32) * scale
+    if gs is not None:
+        deq = deq * gs
     return xnp.moveaxis(deq.reshape(x.shape), -1, axis)
 
 
