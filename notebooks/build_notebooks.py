@@ -1306,6 +1306,194 @@ def mixed_precision():
     ]
 
 
+# ----------------------------------------------------------------- 06: persistence (export15)
+
+NOTEBOOKS = NOTEBOOKS + ("06_persistence",)
+
+
+def persistence():
+    return [
+        md("""
+        # Programs and state that outlive the process
+
+        Three pieces, each checked in a *fresh Python process* below:
+
+        * **checkpoints** -- `xform.checkpointing.save(path, pytree)` /
+          `restore(path, target=None)`: a zip of `.npy` arrays plus a JSON manifest of
+          the tree, dtypes and key paths (no pickle), written atomically (temporary
+          file + rename);
+        * **`xform.export`** -- `export(jit(f))(*shapes)` stores the lowered StableHLO as
+          a portable, versioned artifact with its calling convention, in **JAX's
+          serialization format**: plain `jax.export.deserialize` can load and call it;
+        * **DLPack** -- zero-copy exchange of arrays with NumPy / JAX.
+
+        We train the demo MLP (digits, 64-128-64-10) with Adam, save parameters **and
+        optimizer state**, restore them in a new process and check that training
+        continues with *identical* losses.
+        """),
+        code('''
+        import json, os, subprocess, sys, tempfile, textwrap
+        import numpy as np
+        import xform
+        import xform.numpy as xnp
+        from xform import checkpointing, export
+
+        # The training code, as source, so the fresh process below runs the very same step.
+        TRAIN_SRC = textwrap.dedent("""
+            import numpy as np
+            import xform
+            import xform.numpy as xnp
+            from xform.demo import load_digits_split, init_params, predict, loss_fn
+
+            (xtr, ytr), (xte, yte) = load_digits_split()
+            BATCH = 128
+
+            def batch(step):                      # deterministic data order
+                idx = np.random.default_rng(step).choice(len(xtr), BATCH, replace=False)
+                return xtr[idx], ytr[idx]
+
+            def adam_init(params):
+                zeros = xform.tree_util.tree_map(xnp.zeros_like, params)
+                return {"count": xnp.zeros((), xnp.int32), "mu": zeros, "nu": zeros}
+
+            @xform.jit
+            def train_step(params, opt, x, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+                loss, g = xform.value_and_grad(loss_fn)(params, x, y)
+                tm = xform.tree_util.tree_map
+                count = opt["count"] + 1
+                mu = tm(lambda m, g: b1 * m + (1 - b1) * g, opt["mu"], g)
+                nu = tm(lambda v, g: b2 * v + (1 - b2) * g * g, opt["nu"], g)
+                c1, c2 = 1 - b1 ** count, 1 - b2 ** count
+                params = tm(lambda p, m, v: p - lr * (m / c1) / (xnp.sqrt(v / c2) + eps),
+                            params, mu, nu)
+                return loss, params, {"count": count, "mu": mu, "nu": nu}
+        """)
+        exec(TRAIN_SRC)
+        params = init_params([64, 128, 64, 10])
+        opt = adam_init(params)
+        losses = []
+        for step in range(150):
+            loss, params, opt = train_step(params, opt, *batch(step))
+            losses.append(float(loss))
+        print(f"loss: step 0 {losses[0]:.4f} -> step 149 {losses[-1]:.4f}")
+        '''),
+        md("""
+        ## Save, then continue in two places
+
+        The checkpoint holds the parameters (a list of `(W, b)` tuples), the Adam state
+        (`count`, `mu`, `nu` pytrees) and the step.  Inside the zip everything is plain
+        NumPy: `manifest.json` lists each leaf's key path, dtype and shape.
+        """),
+        code('''
+        workdir = tempfile.mkdtemp()
+        ckpt = os.path.join(workdir, "step_150.ckpt")
+        checkpointing.save(ckpt, {"params": params, "opt": opt, "step": 150})
+        import zipfile
+        with zipfile.ZipFile(ckpt) as z:
+            manifest = json.loads(z.read("manifest.json"))
+        print(os.path.getsize(ckpt), "bytes;", len(manifest["leaves"]), "leaves, e.g.")
+        for leaf in manifest["leaves"][:3] + manifest["leaves"][-2:]:
+            print("  ", leaf["path"], leaf["dtype"], leaf["shape"])
+
+        # continue here, in memory
+        here = []
+        for step in range(150, 200):
+            loss, params_here, opt_here = train_step(params, opt, *batch(step))
+            params, opt = params_here, opt_here
+            here.append(float(loss))
+        '''),
+        code('''
+        child = TRAIN_SRC + textwrap.dedent("""
+            import json, sys
+            from xform import checkpointing
+            state = checkpointing.restore(sys.argv[1])       # no target: structure from the file
+            params, opt, start = state["params"], state["opt"], state["step"]
+            out = []
+            for step in range(start, start + 50):
+                loss, params, opt = train_step(params, opt, *batch(step))
+                out.append(float(loss))
+            print(json.dumps(out))
+        """)
+        r = subprocess.run([sys.executable, "-c", child, ckpt], capture_output=True, text=True,
+                           cwd=workdir)
+        assert r.returncode == 0, r.stderr[-2000:]
+        there = json.loads(r.stdout.strip().splitlines()[-1])
+        print("first losses here :", [round(v, 6) for v in here[:4]])
+        print("first losses there:", [round(v, 6) for v in there[:4]])
+        print("identical over 50 steps:", here == there)
+        assert here == there
+        '''),
+        md("""
+        ## Export `predict` once, call it from plain JAX
+
+        `export.symbolic_shape("b")` makes the batch size a dimension variable: the
+        artifact works for any batch.  xform traces with concrete shapes, so it lowers
+        the program at a few sample sizes, checks that every size-dependent number is a
+        polynomial in `b`, and writes shape-polymorphic StableHLO (dynamic ops plus
+        JAX's shape assertions).  The bytes are JAX's `Exported` flatbuffer; a process
+        that imports only JAX deserializes and calls them.
+        """),
+        code('''
+        b, = export.symbolic_shape("b")
+        exp = export.export(xform.jit(predict))(params, xform.ShapeDtypeStruct((b, 64), np.float32))
+        print(exp.in_avals[-1], "->", exp.out_avals[0])
+        blob_path = os.path.join(workdir, "predict.jaxexport")
+        with open(blob_path, "wb") as f:
+            f.write(exp.serialize())
+        np.save(os.path.join(workdir, "x.npy"), xte[:37])
+        print(exp.mlir_module()[:700], "...")
+        '''),
+        code('''
+        jax_child = textwrap.dedent("""
+            import sys, numpy as np
+            try:
+                import flatbuffers  # noqa: F401  (JAX's serializer needs it)
+            except ImportError:
+                print("SKIP: flatbuffers is not installed (pip install flatbuffers)")
+                raise SystemExit(0)
+            import jax
+            from jax import export
+            exp = export.deserialize(bytearray(open(sys.argv[1], "rb").read()))
+            n = exp.in_tree.num_leaves
+            leaves = [np.load(sys.argv[2] + f"/p{i}.npy") for i in range(n - 1)]
+            x = np.load(sys.argv[2] + "/x.npy")
+            (params, _), _ = exp.in_tree.unflatten(leaves + [x])
+            print("in_avals[-1]:", exp.in_avals[-1], " out_avals:", exp.out_avals)
+            np.save(sys.argv[2] + "/jax_out.npy", np.asarray(jax.jit(exp.call)(params, x)))
+            print("plain JAX called the xform artifact on a batch of", x.shape[0])
+        """)
+        for i, leaf in enumerate(xform.tree_util.tree_leaves(params)):
+            np.save(os.path.join(workdir, f"p{i}.npy"), np.asarray(leaf))
+        r = subprocess.run([sys.executable, "-c", jax_child, blob_path, workdir],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        print(r.stdout)
+        if "SKIP" not in r.stdout:
+            jax_out = np.load(os.path.join(workdir, "jax_out.npy"))
+            ours = np.asarray(predict(params, xte[:37]))
+            print("max |JAX(export) - xform| =", float(np.abs(jax_out - ours).max()))
+            assert np.allclose(jax_out, ours, atol=1e-5)
+        '''),
+        md("""
+        ## DLPack: zero-copy hand-off
+
+        `xform.dlpack.from_dlpack` views the producer's memory, and
+        `Array.__dlpack__` lets NumPy or JAX view ours -- no copies on CPU.
+        """),
+        code('''
+        import jax
+        from xform import dlpack
+        host = np.arange(6, dtype=np.float32)
+        x = dlpack.from_dlpack(host)
+        host[0] = 42.0
+        print("xform sees the NumPy write:", float(x[0]))
+        y = xform.jit(lambda v: v * 2)(x)
+        j = jax.dlpack.from_dlpack(y)
+        print("JAX views the same buffer:", j.unsafe_buffer_pointer() == y._buf.unsafe_buffer_pointer())
+        '''),
+    ]
+
+
 _CELLS = {name: globals()[name[3:]] for name in NOTEBOOKS if name[3:] in globals()}
 
 

@@ -4,7 +4,8 @@ import importlib as _importlib
 from primitives import _rules  # noqa: F401  (installs the AD/batching hooks)
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc", "custom", "remat", "jit", "random", "prng")
+             "collectives", "control_flow", "misc", "custom", "remat", "jit", "random", "prng",
+             "convolution", "windowed", "fft")
 
 for _fam in _FAMILIES:
     try:

@@ -505,6 +505,36 @@ from _linalg_specs import register_linalg_specs  # noqa: E402  (h-linalg13: deco
 
 register_linalg_specs(spec)
 
+# convolution / windowed reductions / FFT: specs in their own module (h-conv12)
+from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
+SPECS.update(_CONV_FFT_SPECS)
+# special functions (primitives/special.py): references are scipy.special in float64
+def _special_args(kinds, ints=()):
+    def gen(data, name):
+        dt = data.draw(st.sampled_from(F), label="dtype")
+        shape = data.draw(shapes())
+        rng = _rng(data)
+        out = []
+        for i, k in enumerate(kinds):
+            if i in ints:   # integer-valued float orders 0..4
+                out.append(rng.integers(0, 5, size=shape).astype(dt))
+            elif k == "unit01":
+                out.append(rng.uniform(0.02, 0.98, size=shape).astype(dt))
+            elif k == "pos_wide":
+                out.append(rng.uniform(0.1, 12.0, size=shape).astype(dt))
+            else:
+                out.append(values(rng, shape, dt, k))
+        return {}, out
+    return gen
+
+
+_register("polygamma", _special_args(("positive", "positive"), ints=(0,)), False, 64)
+_register("zeta", _special_args(("ge1", "positive")), False, 64)
+_register("igamma igammac igamma_grad_a", _special_args(("pos_wide", "pos_wide")), False, 512)
+_register("bessel_i0e bessel_i1e", unary(F, "normal"), False, 8)
+_register("regularized_incomplete_beta", _special_args(("pos_wide", "pos_wide", "unit01")),
+          False, 512)
+
 
 # ----------------------------------------------------------------- the checks
 

@@ -41,4 +41,11 @@ for _sub in ("tree_util", "nn", "scipy", "random", "debug", "ad_checkpoint", "te
     except ModuleNotFoundError as _e:
         if _e.name != f"xform.{_sub}":
             raise
+# xform.export, xform.checkpointing, xform.dlpack (pure Python at import; jaxlib on first use)
+for _sub in ("export", "checkpointing", "dlpack"):
+    try:
+        globals()[_sub] = _importlib.import_module(f"xform.{_sub}")
+    except ModuleNotFoundError as _e:
+        if _e.name != f"xform.{_sub}":
+            raise
 del _m, _sub, _importlib

@@ -84,7 +84,8 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, *, weak_type=False, sharding=None):
         try:
-            self.shape = tuple(int(d) for d in shape)
+            self.shape = tuple(d if getattr(type(d), "_is_symbolic_dim", False) else int(d)
+                               for d in shape)   # symbolic dims: xform.export
         except TypeError:
             raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of ints, got {shape!r}") \
                 from None

@@ -2,7 +2,8 @@
 import importlib as _importlib
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc", "random")
+             "collectives", "control_flow", "misc", "random",
+             "convolution", "windowed", "fft")
 
 for _fam in _FAMILIES:
     try:

@@ -2,6 +2,8 @@
 from xform.scipy import special  # noqa: F401
 from xform.scipy import optimize  # noqa: F401
 from xform.scipy import linalg  # noqa: F401,E402  (h-linalg13)
+from xform.scipy import signal  # noqa: F401
 
 __all__ = ["special"]
+__all__ += ["signal"]
 __all__ += ["optimize"]
