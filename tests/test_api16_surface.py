@@ -299,6 +299,11 @@ def test_dtypes_module():
     assert xd.iinfo("int8").max == jd.iinfo("int8").max
     with pytest.raises(ValueError):
         xd.itemsize_bits(None)
+    # typed PRNG keys are extended dtypes of kind prng_key
+    xk, jk = xform.random.key(0).dtype, jax.random.key(0).dtype
+    for xa, ja in ((xd.prng_key, jd.prng_key), (xd.extended, jd.extended),
+                   (np.floating, np.floating), (np.integer, np.integer)):
+        assert xd.issubdtype(xk, xa) == jd.issubdtype(jk, ja)
 
 
 def test_errors_typing_stages_modules():
