@@ -298,15 +298,22 @@ _guards = _Guards()
 def _guard(kinds, level):
     if level not in _LEVELS:
         raise ValueError(f"transfer_guard: level must be one of {_LEVELS}, got {level!r}")
+    global _active_guards
     old = [getattr(_guards, k) for k in kinds]
     for k in kinds:
         setattr(_guards, k, level)
-    _install_guard_hooks()
+    with _hooks_lock:
+        _active_guards += 1
+        _install_guard_hooks()
     try:
         yield
     finally:
         for k, v in zip(kinds, old):
             setattr(_guards, k, v)
+        with _hooks_lock:
+            _active_guards -= 1
+            if _active_guards == 0:
+                _uninstall_guard_hooks()   # unguarded code pays nothing
 
 
 def transfer_guard(new_val: str):
@@ -345,16 +352,34 @@ def check_transfer(kind: str, explicit: bool, what: str):
     _log.warning(msg)
 
 
-_hooks_installed = False
+_active_guards = 0
+_hooks_lock = threading.RLock()
+_originals: dict = {}   # (owner, attribute) -> the unwrapped value, while hooks are in
+
+
+_MISSING = object()
+
+
+def _set(owner, name, value):
+    _originals.setdefault((owner, name), owner.__dict__.get(name, _MISSING)
+                          if isinstance(owner, type) else getattr(owner, name))
+    setattr(owner, name, value)
+
+
+def _uninstall_guard_hooks():
+    for (owner, name), orig in _originals.items():
+        if orig is _MISSING:      # was inherited: drop our override
+            delattr(owner, name)
+        else:
+            setattr(owner, name, orig)
+    _originals.clear()
 
 
 def _install_guard_hooks():
-    """Wrap the conversion methods of Array and the entry points that move data, once
-    (only when a guard is first used, so unguarded programs pay nothing)."""
-    global _hooks_installed
-    if _hooks_installed:
+    """Wrap the conversion methods of Array and the entry points that move data while
+    at least one transfer guard is active (removed again after the last one exits)."""
+    if _originals:
         return
-    _hooks_installed = True
     A = core.Array
 
     def guard_d2h(name):
@@ -367,7 +392,7 @@ def _install_guard_hooks():
                 check_transfer("device_to_host", False,
                                f"{name} of an array {self.aval.str_short()} on a device")
             return orig(self, *args, **kwargs)
-        setattr(A, name, method)
+        _set(A, name, method)
 
     for n in ("__array__", "__float__", "__int__", "__complex__", "__bool__", "__index__",
               "item", "tolist"):
@@ -395,8 +420,9 @@ def _install_guard_hooks():
             return orig_get(x)
 
     import xform
-    _devices.device_put = xform.device_put = device_put
-    _devices.device_get = xform.device_get = device_get
+    for owner in (_devices, xform):
+        _set(owner, "device_put", device_put)
+        _set(owner, "device_get", device_get)
 
     orig_call = _jit.JitWrapped.__call__
 
@@ -414,7 +440,7 @@ def _install_guard_hooks():
                                        f"argument {i} of {getattr(self, '__name__', 'jit')} "
                                        f"is a host value of type {type(l).__name__}")
         return orig_call(self, *args, **kwargs)
-    _jit.JitWrapped.__call__ = call
+    _set(_jit.JitWrapped, "__call__", call)
 
 
 # ----------------------------------------------------------------- fwd_and_bwd
