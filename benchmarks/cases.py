@@ -742,5 +742,135 @@ def _report_record(ctx, f, arrays, name):
                 "skipped": {"xform": timing.reason_of(e)}}
 
 
+# ----------------------------------------------------------------- random (xform.random)
+
+RANDOM_LIBS = ("xform", "jax")
+
+
+def _random_mod(ctx, name):
+    import importlib
+    ctx.lib(name)
+    if name not in ("xform", "jax"):
+        raise Skip(f"{name} has no random module")
+    return importlib.import_module(f"{name}.random")
+
+
+@case("random/eager_split_normal8", "random", "eager: k, s = split(key); normal(s, (8,)) per "
+      "call (target: <= 0.5x JAX)", libs=RANDOM_LIBS)
+def random_eager_split_normal(ctx):
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name)
+        key = R.key(0)
+
+        def step():
+            k, s = R.split(key)
+            return L.block(R.normal(s, (8,)))
+        return step
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [8]})
+
+
+@case("random/jit_normal_1000x1000", "random", "jit(normal)(key) of f32[1000,1000] steady "
+      "state (target: <= 1.05x JAX)", libs=RANDOM_LIBS)
+def random_jit_normal(ctx):
+    n = ctx.size(1000, 200)
+
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name, "jit")
+        key = R.key(0)
+        f = L.jit(lambda k: R.normal(k, (n, n)))
+        return lambda: L.block(f(key))
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [n, n]})
+
+
+@case("random/first_call_jit_sampler", "random", "first call of a freshly jitted sampler "
+      "(trace + lower + compile + run of jit(lambda k: uniform(k, (128,)) * 2))",
+      libs=RANDOM_LIBS)
+def random_first_call(ctx):
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name, "jit")
+        key = R.key(0)
+
+        def first():
+            f = L.jit(lambda k: R.uniform(k, (128,)) * 2.0)   # a new function: a cache miss
+            return L.block(f(key))
+        return first
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [128]})
+# ----------------------------------------------------------------- linear algebra (h-linalg13)
+
+
+def _scipy_linalg(L):
+    """The scipy.linalg-like module of a library (cho_factor/cho_solve)."""
+    import importlib
+    return importlib.import_module({"xform": "xform.scipy.linalg", "jax": "jax.scipy.linalg",
+                                    "numpy": "scipy.linalg"}[L.name])
+
+
+def _spd(ctx, n, batch=()):
+    a = ctx.randn(*batch, n, n)
+    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n, dtype=F32)).astype(F32)
+
+
+def _linalg_jit(ctx, fn, arrays, params):
+    return steady_record(ctx, JIT_LIBS, _jit_case(ctx, fn, arrays), params)
+
+
+def _linalg_eager(ctx, fn, arrays, params):
+    def make(name):
+        L = ctx.lib(name)
+        args = [L.asarray(a) for a in arrays]
+        return lambda: L.block(fn(L, *args))
+    return steady_record(ctx, JIT_LIBS, make, params)
+
+
+def _cho(L, a, b):
+    sl = _scipy_linalg(L)
+    return sl.cho_solve(sl.cho_factor(a, lower=True), b)
+
+
+@case("linalg/cho_solve_512", "linalg", "jit(cho_solve(cho_factor(A), b)): SPD A f32[512,512], "
+      "b f32[512,8] (LAPACK potrf + trsm on every library)")
+def linalg_cho(ctx):
+    n = ctx.size(512, 128)
+    return _linalg_jit(ctx, _cho, [_spd(ctx, n), ctx.randn(n, 8)], {"n": n, "rhs": 8})
+
+
+@case("linalg/cho_solve_512_eager", "linalg", "cho_solve(cho_factor(A), b) eagerly, same data")
+def linalg_cho_eager(ctx):
+    n = ctx.size(512, 128)
+    return _linalg_eager(ctx, _cho, [_spd(ctx, n), ctx.randn(n, 8)], {"n": n, "rhs": 8})
+
+
+@case("linalg/svd_256", "linalg", "jit(svd)(x), f32[256,256] (LAPACK gesdd)")
+def linalg_svd(ctx):
+    n = ctx.size(256, 64)
+    return _linalg_jit(ctx, lambda L, x: L.np.linalg.svd(x), [ctx.randn(n, n)], {"n": n})
+
+
+@case("linalg/eigh_256", "linalg", "jit(eigh)(A), symmetric f32[256,256] (LAPACK syevd)")
+def linalg_eigh(ctx):
+    n = ctx.size(256, 64)
+    return _linalg_jit(ctx, lambda L, x: L.np.linalg.eigh(x), [_spd(ctx, n)], {"n": n})
+
+
+@case("linalg/batched_solve_64x32", "linalg", "jit(solve)(A, b): A f32[64,32,32], "
+      "b f32[64,32,1] (LAPACK getrf + trsm, batched)")
+def linalg_batched_solve(ctx):
+    b = ctx.size(64, 16)
+    arrays = [_spd(ctx, 32, (b,)), ctx.randn(b, 32, 1)]
+    return _linalg_jit(ctx, lambda L, a, y: L.np.linalg.solve(a, y), arrays,
+                       {"batch": b, "n": 32})
+
+
+@case("linalg/batched_solve_64x32_eager", "linalg", "solve(A, b) eagerly, same data")
+def linalg_batched_solve_eager(ctx):
+    b = ctx.size(64, 16)
+    arrays = [_spd(ctx, 32, (b,)), ctx.randn(b, 32, 1)]
+    return _linalg_eager(ctx, lambda L, a, y: L.np.linalg.solve(a, y), arrays,
+                         {"batch": b, "n": 32})
+
+
 EXPECTED_METRICS = {name: metrics for name, _, _, metrics, _, _ in CASES}
 CASE_LIBS = {name: libs for name, _, _, _, libs, _ in CASES}
