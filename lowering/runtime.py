@@ -44,7 +44,7 @@ def get_backend(backend=None):
         backend = config.jax_platform_name or None
     if isinstance(backend, str):
         backend = backend.lower()
-    elif backend is not None and not hasattr(backend, "devices"):       # a PJRT client is accepted as it is
+    elif backend is not None and not hasattr(backend, "devices"):   # a client passes as is
         raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
                         f"{backend!r} of type {type(backend).__name__}")
     try:
@@ -165,6 +165,9 @@ def device_put(x, device=None) -> Array:
     if isinstance(x, Array):
         if x._deleted:
             raise RuntimeError("device_put() of a deleted (donated) Array")
+        if x._npy is not None and x._npy.dtype.kind == "V" and x._npy.dtype.names:
+            # typed PRNG keys stay host values (their words are placed per compiled call)
+            return Array(x._npy, x.weak_type, committed=committed)
         if x._buf is not None and _buf_device(x._buf) == device:
             if committed and not x._committed:
                 return Array(x._npy, x.weak_type, x._buf, committed=True)
@@ -647,7 +650,7 @@ class KeyedCompiled:
                 if not prng.is_key_aval(core.get_aval(x)):
                     raise TypeError(f"compiled program expects a key array, got "
                                     f"{core.get_aval(x).str_short()}")
-                x = prng.to_words(np.asarray(x._value))
+                x = prng.to_words(np.asarray(x._value if isinstance(x, Array) else x))
             conv.append(x)
         outs = self.inner(*conv)
         return [Array(prng.to_struct(np.asarray(o)), False) if k else o
