@@ -352,6 +352,11 @@ def pmap_basics():
     xg = xform.grad(lambda a: xform.pmap(lambda b: X.psum(b ** 2, "i"), axis_name="i")(a).sum())(x)
     jg = jax.grad(lambda a: jax.pmap(lambda b: J.psum(b ** 2, "i"), axis_name="i")(a).sum())(x)
     close(xg, jg)
+    # nested pmap (JAX 0.10.2 rejects it: its pmap is a shard_map): checked with NumPy
+    z = np.arange(24, dtype=np.float32).reshape(2, 4, 3) + 1
+    nested = xform.pmap(xform.pmap(lambda a: a / X.psum(a, ("i", "j")) + X.psum(a, "j") *
+                                   X.axis_index("i"), axis_name="j"), axis_name="i")
+    close(nested(z), z / z.sum((0, 1)) + z.sum(1, keepdims=True) * np.arange(2.0, dtype=np.float32)[:, None, None])
     d = xform.device_put(np.ones((4, 3), np.float32))
     out = xform.pmap(lambda a: a + 1, donate_argnums=0)(d)
     close(out, np.full((4, 3), 2, np.float32))

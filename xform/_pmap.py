@@ -63,6 +63,12 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         if kwargs:
             raise TypeError("pmap: keyword arguments are not supported by the mapped "
                             "function; pass them positionally")
+        from interpreters import batching
+        if batching._axis_env.extra:
+            # nested inside another pmap/shard_map body (whose devices are taken):
+            # the inner map runs on each device as a named vmap -- the same values
+            # and the same collective semantics over ``axis_name``
+            return _nested(args)
         dyn = [a for i, a in enumerate(args) if i not in statics]
         leaves = tree_flatten(tuple(dyn))[0]
         ax = in_axes
@@ -107,6 +113,21 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
             j = jitted[key] = _build(fun, mesh, name, per, out_axes, statics, donate_argnums,
                                      len(args))
         return j(*args)
+
+    def _nested(args):
+        from xform._vmap import vmap
+        dyn_pos = [i for i in range(len(args)) if i not in statics]
+        ax = in_axes
+        if isinstance(ax, list):
+            ax = tuple(ax)
+        if isinstance(ax, tuple) and len(ax) == len(args) and statics:
+            ax = tuple(a for i, a in enumerate(ax) if i not in statics)
+
+        def g(*dyn):
+            it = iter(dyn)
+            return fun(*[args[i] if i in statics else next(it) for i in range(len(args))])
+        return vmap(g, in_axes=ax, out_axes=out_axes, axis_name=name,
+                    axis_size=axis_size)(*[args[i] for i in dyn_pos])
 
     return mapped
 
