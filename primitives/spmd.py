@@ -402,3 +402,38 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         final.insert(ca, n)
         return structural.reshape(y, tuple(final))
     return _tree_map(leaf, x)
+
+
+def pbroadcast(x, axis_name, source):
+    """Every position of the named axis gets position ``source``'s value (JAX's
+    definition: ``psum(where(axis_index == source, x, 0))``)."""
+    from primitives import collectives, elementwise
+    from primitives.collectives import _tree_map
+    names = _names(axis_name)
+    _check_bound(names, "pbroadcast")
+    n = collectives.axis_size(names)
+    if not 0 <= int(source) < n:
+        raise ValueError(f"pbroadcast: source {source} is out of range for axis {axis_name!r} "
+                         f"of size {n}")
+
+    def leaf(v):
+        aval = core.get_aval(v)
+        if isinstance(v, (int, float, complex, bool)):
+            v = collectives._full(v, aval)
+        idx = collectives.axis_index(axis_name)
+        is_src = elementwise.eq_p.bind(idx, np.asarray(int(source), np.int32))
+        from primitives import structural
+        mask = structural.broadcast_in_dim(is_src, aval.shape, ()) if aval.shape else is_src
+        zero = ad.zeros_like_aval(aval.update(weak_type=False))
+        masked = elementwise.select_n_p.bind(mask, zero, v)
+        return collectives.psum_p.bind(masked, axes=names, axis_index_groups=None)
+    return _tree_map(leaf, x)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the named axis with positional axis ``axis`` (whose size must equal the
+    named axis's): ``all_to_all`` with ``split_axis = concat_axis = axis``."""
+    return all_to_all(x, axis_name, axis, axis)
+
+
+__all__ += ["pbroadcast", "pswapaxes"]

@@ -272,6 +272,14 @@ def shard_map_permute_all_to_all_axis_index():
     w = f32(64, 8)
     both_shard_map(lambda a: X.all_to_all(a, "i", 0, 1),
                    lambda a: J.all_to_all(a, "i", 0, 1), 1, [("i",)], ("i",), w)
+    # JAX's pbroadcast has no CPU lowering: the oracle is its documented definition
+    both_shard_map(lambda a: X.pbroadcast(a, "i", 3),
+                   lambda a: J.psum(jjnp.where(J.axis_index("i") == 3, a, 0), "i"),
+                   1, [("i",)], ("i",), x)
+    both_shard_map(lambda a: X.pswapaxes(a, "i", 1), lambda a: J.pswapaxes(a, "i", 1),
+                   1, [("i",)], ("i",), x)
+    xr = xform.reshard(xform.device_put(x, XNS(XMESH, XP("x"))), XNS(XMESH, XP(None, "y")))
+    same_layout(xr, jax.device_put(x, JNS(JMESH, JP(None, "y"))))
     both_shard_map(lambda a: a * X.axis_index("y") + X.axis_index("x"),
                    lambda a: a * J.axis_index("y") + J.axis_index("x"), 2, [("x", "y")], ("x", "y"), x)
 

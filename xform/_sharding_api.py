@@ -17,7 +17,7 @@ from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
 from xform._shard_map import shard_map  # noqa: E402
 
-__all__ = ["Shard", "shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
+__all__ = ["Shard", "reshard", "shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
            "make_array_from_process_local_data", "P", "NamedSharding", "process_index",
            "process_count", "make_mesh", "set_mesh"]
 
@@ -272,3 +272,10 @@ def device_put_sharded_tree(x, device):
 def with_sharding_constraint(x, shardings):
     from xform._spmd_jit import with_sharding_constraint as w
     return w(x, shardings)
+
+
+def reshard(x, out_shardings):
+    """``x`` (a pytree) laid out as ``out_shardings``: a copy eagerly, a sharding
+    constraint inside ``jit``."""
+    from xform._spmd_jit import with_sharding_constraint as w
+    return w(x, out_shardings)

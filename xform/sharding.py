@@ -424,3 +424,12 @@ def _replica_ids(sharding, shape):
         out[d] = seen.get(k, 0)
         seen[k] = out[d] + 1
     return out
+
+
+def reshard(x, out_shardings):
+    """``x`` (a pytree) laid out as ``out_shardings`` (see ``xform.reshard``)."""
+    from xform._sharding_api import reshard as _r
+    return _r(x, out_shardings)
+
+
+__all__ += ["reshard"]
