@@ -190,6 +190,19 @@ def with_sharding_constraint_inside_jit():
 
 
 @case
+def lowered_text_has_annotations():
+    x = f32(16, 8)
+    f = xform.jit(lambda t: t.sum(1), in_shardings=XNS(XMESH, XP("x", "y")),
+                  out_shardings=XNS(XMESH, XP("x")))
+    low = f.lower(x)
+    text = low.as_text()
+    assert "sdy.mesh" in text and 'sdy.sharding<@mesh, [{"x"}, {"y"}]>' in text, text[:500]
+    assert "num_partitions = 8" in text
+    close(low.compile()(x), x.sum(1))
+    assert spec_eq(low.output_shardings.spec, ("x",))
+
+
+@case
 def jit_donation_sharded():
     x = f32(16, 8)
     xa = xform.device_put(x, XNS(XMESH, XP("x")))

@@ -59,15 +59,23 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     if f is None:
         return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                    axis_names=axis_names, check_vma=check_vma)
+    if not isinstance(axis_names, (set, frozenset, list, tuple)):
+        raise TypeError(f"shard_map: axis_names must be a set of mesh axis names, got "
+                        f"{axis_names!r}")
     if not callable(f):
         raise TypeError(f"shard_map: expected a callable, got {f!r}")
-    return _ShardMapped(f, mesh, in_specs, out_specs, bool(check_vma))
+    axis_names = frozenset(axis_names or ())
+    return _ShardMapped(f, mesh, in_specs, out_specs, bool(check_vma), axis_names)
 
 
 class _ShardMapped:
-    def __init__(self, f, mesh, in_specs, out_specs, check_vma):
+    def __init__(self, f, mesh, in_specs, out_specs, check_vma, axis_names=frozenset()):
         self._f, self._mesh, self._in, self._out, self._check = (f, mesh, in_specs, out_specs,
                                                                  check_vma)
+        # axis_names: the axes the body is manual over (default all).  xform makes every
+        # mesh axis manual; values are the same (the other axes only replicate), so the
+        # names are validated: specs may only split over them.
+        self._axis_names = axis_names
         self.__wrapped__ = f
         self.__name__ = getattr(f, "__name__", "shard_map_fun")
 
@@ -95,6 +103,16 @@ class _ShardMapped:
                                  "tuple with one entry (a pytree prefix) per argument.")
             specs = _spec_prefix(ins, args, "shard_map in_specs")
         specs = [s if s is not None else S.PartitionSpec() for s in specs]
+        if self._axis_names:
+            unknown = [a for a in self._axis_names if a not in mesh.shape]
+            if unknown:
+                raise ValueError(f"shard_map axis_names {sorted(self._axis_names)} name axes "
+                                 f"{unknown} that are not in the mesh {tuple(mesh.axis_names)}")
+            for s in specs:
+                bad = [a for a in s.axes() if a not in self._axis_names]
+                if bad:
+                    raise ValueError(f"shard_map in_specs {s} splits over mesh axes {bad}, "
+                                     f"which are not in axis_names {sorted(self._axis_names)}")
         for s in specs:
             for a in s.axes():
                 if a not in mesh.shape:
