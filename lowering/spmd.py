@@ -341,26 +341,43 @@ class SpmdCompiled:
         for i, (a, s) in enumerate(zip(self.in_avals, in_specs)):
             if s is None:
                 s = self._spec_of(self.exe.get_parameter_shardings(), i, a)
+                if s is None:
+                    raise NotImplementedError(
+                        f"XLA chose a layout for argument {i} ({a.str_short()}) that no "
+                        f"PartitionSpec over {mesh} describes; give in_shardings for it")
             self.in_shardings.append(S.NamedSharding(mesh, s))
         self.out_shardings = []
+        out_js = []
         for i, (a, s) in enumerate(zip(self.out_avals, out_specs)):
+            js = None
             if s is None:
                 s = self._spec_of(self.exe.get_output_shardings(), i, a)
+                if s is None:      # no named form over this mesh: keep XLA's own
+                    js = self._gspmd(self.exe.get_output_shardings()[i])
+                    out_js.append(js)
+                    self.out_shardings.append(from_jax(js))
+                    continue
             self.out_shardings.append(S.NamedSharding(mesh, s))
+            out_js.append(to_jax(self.out_shardings[-1]))
         self._in_js = [to_jax(s) for s in self.in_shardings]
-        self._handlers = [xc.array_result_handler(_fresh_aval(a.shape, a.dtype), to_jax(s), True,
+        self._handlers = [xc.array_result_handler(_fresh_aval(a.shape, a.dtype), js, True,
                                                   _skip_checks=True)
-                          for a, s in zip(self.out_avals, self.out_shardings)]
+                          for a, js in zip(self.out_avals, out_js)]
         self._out_weak = [a.weak_type for a in self.out_avals]
         self.donated = tuple(donated) if donated is not None else (False,) * len(self.in_avals)
 
     def _spec_of(self, protos, i, aval):
+        """XLA's chosen sharding as a PartitionSpec over the mesh (None: no such spec)."""
         S = _sh()
         if not protos:
             return S.PartitionSpec()
         hlo = xc.HloSharding.from_proto(protos[i])
-        spec = spec_from_hlo(hlo, self.mesh, len(aval.shape))
-        return spec if spec is not None else S.PartitionSpec()
+        return spec_from_hlo(hlo, self.mesh, len(aval.shape))
+
+    def _gspmd(self, proto):
+        from jax._src import sharding_impls
+        return sharding_impls.GSPMDSharding(tuple(self.mesh.devices.flat),
+                                            xc.HloSharding.from_proto(proto))
 
     def _arg(self, i, x):
         aval = self.in_avals[i]
