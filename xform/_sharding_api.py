@@ -105,6 +105,7 @@ _prev_device = Array.device
 Array.sharding = property(_array_sharding)
 Array.addressable_shards = property(_addressable_shards)
 Array.global_shards = property(_addressable_shards)
+Array.addressable_data = lambda self, index: self.addressable_shards[index].data
 Array.is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
 Array.is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable)
 Array.devices = _array_devices
