@@ -433,3 +433,19 @@ def reshard(x, out_shardings):
 
 
 __all__ += ["reshard"]
+
+
+def get_abstract_mesh():
+    """The current mesh (xform's meshes double as their abstract form)."""
+    return get_mesh()
+
+
+def use_abstract_mesh(mesh):
+    return set_mesh(mesh)
+
+
+def make_single_device_sharding(device):
+    return SingleDeviceSharding(device)
+
+
+__all__ += ["get_abstract_mesh", "use_abstract_mesh", "make_single_device_sharding"]
