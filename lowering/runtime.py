@@ -47,11 +47,31 @@ def get_backend(backend=None):
     elif backend is not None and not hasattr(backend, "devices"):   # a client passes as is
         raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
                         f"{backend!r} of type {type(backend).__name__}")
+    if not _synced[0]:
+        _sync_runtime_config()
     try:
         return _jax_get_backend(backend)
     except RuntimeError as e:
         raise ValueError(f"backend {backend!r} is not available ({e}); available: "
                          f"{_available_platforms()}") from None
+
+
+_synced = [False]
+
+
+def _sync_runtime_config():
+    """Options the runtime client reads when it is created (JAX's names), set with
+    ``xform.config.update`` before the first computation: forwarded once."""
+    _synced[0] = True
+    try:
+        n = config.jax_num_cpu_devices
+        if n is not None and n != -1:
+            jax.config.update("jax_num_cpu_devices", int(n))
+        impl = config.jax_cpu_collectives_implementation
+        if impl is not None:
+            jax.config.update("jax_cpu_collectives_implementation", impl)
+    except Exception:     # the client already exists (then the options cannot apply)
+        pass
 
 
 def _available_platforms():
