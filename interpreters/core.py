@@ -547,6 +547,8 @@ def _rebuild_array(value, weak_type):
 
 def _buffer_is_cpu(buf) -> bool:
     try:
+        if len(buf.sharding.device_set) > 1:   # sharded: eager ops run partitioned
+            return False
         return buf.platform() == "cpu" if callable(getattr(buf, "platform", None)) else \
             next(iter(buf.devices())).platform == "cpu"
     except Exception:

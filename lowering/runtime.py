@@ -723,6 +723,10 @@ def device_impl_hook(prim, args, params):
     """
     device, committed = None, None
     for a in args:
+        if type(a) is Array and a._buf is not None and len(a._buf.sharding.device_set) > 1:
+            from lowering import spmd          # an argument spans several devices
+            return spmd.eager_sharded(prim, args, params)
+    for a in args:
         if type(a) is Array and a._buf is not None:
             d = _buf_device(a._buf)
             if a._committed:

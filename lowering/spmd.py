@@ -63,9 +63,10 @@ def to_jax(s):
     """Our sharding -> jaxlib/jax's (used for buffers and result handlers)."""
     S = _sh()
     if isinstance(s, S.NamedSharding):
-        j = _to_jax_cache.get(s)
+        key = ("ns", s.mesh, tuple(s.spec))    # exact entries: P('y') vs P('y', None)
+        j = _to_jax_cache.get(key)
         if j is None:
-            j = _to_jax_cache[s] = _jsh.NamedSharding(jax_mesh(s.mesh), _jax_spec(s.spec))
+            j = _to_jax_cache[key] = _jsh.NamedSharding(jax_mesh(s.mesh), _jax_spec(s.spec))
         return j
     if isinstance(s, S.SingleDeviceSharding):
         return rt._sharding(s._device)
@@ -74,7 +75,8 @@ def to_jax(s):
 
 def from_jax(js):
     """jax's sharding of a buffer -> ours."""
-    r = _from_jax_cache.get(js)
+    key = (js, tuple(js.spec)) if isinstance(js, _jsh.NamedSharding) else js
+    r = _from_jax_cache.get(key)
     if r is not None:
         return r
     S = _sh()
@@ -86,7 +88,7 @@ def from_jax(js):
         r = S.SingleDeviceSharding(next(iter(js.device_set)))
     else:
         r = _OpaqueSharding(js)
-    _from_jax_cache[js] = r
+    _from_jax_cache[key] = r
     return r
 
 
@@ -428,3 +430,61 @@ class SpmdCompiled:
 
     def compiled_text(self):
         return self.exe.get_hlo_text()
+
+
+# ----------------------------------------------------------------- eager ops on sharded arrays
+
+_eager_sharded_cache: dict = {}
+
+
+def eager_sharded(prim, args, params):
+    """Run one primitive eagerly on sharded arguments as a partitioned program
+    (inputs keep their layouts, XLA chooses the outputs'), like JAX's eager ops."""
+    from interpreters import staging
+    from interpreters.ir import ClosedJaxpr
+    S = _sh()
+    mesh, specs = None, []
+    for a in args:
+        s = None
+        if type(a) is Array and a._buf is not None and is_sharded_buf(a._buf):
+            s = buf_sharding(a._buf)
+            if not isinstance(s, S.NamedSharding):
+                s = None
+            elif mesh is None:
+                mesh = s.mesh
+            elif s.mesh != mesh:
+                raise ValueError(f"{prim.name}: arguments are sharded over different meshes "
+                                 f"{mesh} and {s.mesh}; reshard one with device_put first.")
+        specs.append(s.spec if s is not None else S.PartitionSpec())
+    if mesh is None:                # no named layout: compute on the host
+        return _host_eval(prim, args, params)
+    avals = tuple(core.get_aval(a) for a in args)
+    pkey = rt._param_key(params)
+    key = (prim, pkey, avals, mesh, tuple(specs)) if pkey is not None else None
+    comp = _eager_sharded_cache.get(key) if key is not None else None
+    if comp is None:
+        def fun(*xs):
+            out = prim.bind(*xs, **params)
+            return list(out) if prim.multiple_results else [out]
+        with core.set_current_trace(core.EVAL_TRACE):
+            jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
+        closed = ClosedJaxpr(jaxpr, consts)
+        try:
+            comp = SpmdCompiled(closed, mesh, tuple(specs), (None,) * len(jaxpr.outvars), None,
+                                prim.name)
+        except NotImplementedError:
+            return _host_eval(prim, args, params)
+        if key is not None:
+            _eager_sharded_cache[key] = comp
+    outs = comp(*args)
+    return outs if prim.multiple_results else outs[0]
+
+
+def _host_eval(prim, args, params):
+    vals = [a._value if type(a) is Array else a for a in args]
+    out = prim.impl(*vals, **params)
+    weak = core._all_weak(args) if getattr(prim, "weak_rule", None) is None else \
+        prim.weak_rule(args, params)
+    if prim.multiple_results:
+        return [Array(o, weak) for o in out]
+    return Array(out, weak)

@@ -125,6 +125,13 @@ def visualize_and_eager_ops():
     text = buf.getvalue()
     assert "CPU 0" in text and "CPU 7" in text, text
     close(xnp.sin(xa) + 1, np.sin(x) + 1)        # eager ops on a sharded array
+    ja = jax.device_put(x, JNS(JMESH, JP("x", "y")))
+    for fx, fj in [(lambda t: xnp.sin(t) * 2 + 1, lambda t: jjnp.sin(t) * 2 + 1),
+                   (lambda t: t.sum(0), lambda t: t.sum(0)),
+                   (lambda t: t @ t, lambda t: t @ t)]:
+        same_layout(fx(xa), fj(ja))
+    close(xa[1:3], x[1:3])
+    assert float(xa.max()) == float(x.max())
 
 
 # ----------------------------------------------------------------- jit over meshes
