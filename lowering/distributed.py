@@ -8,8 +8,8 @@ collectives use jaxlib's gloo implementation (JAX's config name
 """
 from __future__ import annotations
 
-import jax
-import jax.distributed as _jd
+from jax._src import config as _jcfg   # _src: the real modules even under compat.alias_jax
+from jax._src import distributed as _jd
 
 
 def _client_exists() -> bool:
@@ -28,7 +28,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     if config.jax_cpu_collectives_implementation is not None:
         cpu_collectives = config.jax_cpu_collectives_implementation
     if cpu_collectives is not None:
-        jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
+        _jcfg.config.update("jax_cpu_collectives_implementation", cpu_collectives)
     _jd.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
                    process_id=process_id, local_device_ids=local_device_ids,
                    cluster_detection_method=cluster_detection_method,

@@ -17,10 +17,17 @@ import threading
 
 import numpy as np
 
+import types
+
 import jax  # noqa: F401
-import jax.core as _jcore
-import jax.sharding as _jsh
+from jax._src import core as _jcore   # _src: still the real modules under compat.alias_jax
+from jax._src.mesh import Mesh as _JMesh
+from jax._src.partition_spec import PartitionSpec as _JP
+from jax._src.sharding_impls import NamedSharding as _JNS, SingleDeviceSharding as _JSDS
 from jaxlib import xla_client as xc
+
+_jsh = types.SimpleNamespace(Mesh=_JMesh, PartitionSpec=_JP, NamedSharding=_JNS,
+                             SingleDeviceSharding=_JSDS)
 
 from interpreters import core
 from interpreters.core import Array, Tracer

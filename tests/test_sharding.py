@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import textwrap
 import sys
 
 import pytest
@@ -96,3 +97,28 @@ def test_two_processes_distributed_runtime():
                 p.communicate()
     for i, (rc, out, err) in enumerate(outs):
         assert rc == 0 and f"OK {i}" in out, f"process {i} failed (rc={rc}):\n{err[-3000:]}"
+
+
+def test_jax_alias_scripts_run_on_xform_sharding():
+    """`import jax` aliased to xform (compat.alias_jax): the everyday sharding imports
+    (jax.sharding, jax.experimental.mesh_utils, jax.experimental.shard_map) work."""
+    code = textwrap.dedent("""
+        import os; os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+        import numpy as np, xform
+        xform.compat.alias_jax()
+        import jax
+        from jax.experimental import mesh_utils
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        from jax.experimental.shard_map import shard_map
+        mesh = Mesh(mesh_utils.create_device_mesh((4, 2)), ("a", "b"))
+        x = jax.device_put(np.arange(16.0, dtype=np.float32), NamedSharding(mesh, P("a")))
+        out = shard_map(lambda v: jax.lax.psum(v, "a"), mesh, (P("a"),), P())(x)
+        assert np.allclose(np.asarray(out), np.arange(16.0).reshape(4, 4).sum(0))
+        assert x.sharding.spec == P("a")
+        print("OK")
+    """)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("XLA_FLAGS", None)
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0 and "OK" in p.stdout, p.stderr[-3000:]
