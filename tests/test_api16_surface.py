@@ -29,10 +29,8 @@ DOCUMENTED_EXCEPTIONS = {
     "make_array_from_single_device_arrays": "sharding",
     "remove_size_one_mesh_axis_from_type": "sharding", "auto_pcast": "sharding",
     "thread_guard": "multi-process",
-    # export / DLPack: issue 15
-    "export": "export", "dlpack": "dlpack",
-    # PRNG and its configuration: xform.random's issue
-    "random": "random", "default_prng_impl": "random", "enable_custom_prng": "random",
+    # PRNG configuration flags (xform.random has one implementation)
+    "default_prng_impl": "random", "enable_custom_prng": "random",
     "legacy_prng_key": "random", "threefry_partitionable": "random",
     "debug_key_reuse": "random",
     # mutable array references: a feature no issue asks for
