@@ -29,7 +29,7 @@ DOCUMENTED_EXCEPTIONS = {
     "make_array_from_single_device_arrays": "sharding",
     "remove_size_one_mesh_axis_from_type": "sharding", "auto_pcast": "sharding",
     "thread_guard": "multi-process",
-    # PRNG configuration flags (xform.random has one implementation)
+    # PRNG configuration flags: left to xform.random's issue
     "default_prng_impl": "random", "enable_custom_prng": "random",
     "legacy_prng_key": "random", "threefry_partitionable": "random",
     "debug_key_reuse": "random",
