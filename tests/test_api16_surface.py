@@ -483,3 +483,28 @@ def test_fwd_and_bwd_matches_jax_and_compiles_once():
     assert aux == {"n": 3} and b2(res, ct).shape == (4, 4)
     with pytest.raises(TypeError):
         xform.fwd_and_bwd(fx, argnums=5)(x, W)
+
+
+def test_transfer_guard_device_to_device_two_cpu_devices():
+    import subprocess
+    import sys
+    code = """
+import xform, xform.numpy as xnp
+d0, d1 = xform.devices()[:2]
+y = xform.device_put(xnp.ones(2), d0)
+with xform.transfer_guard_device_to_device('disallow_explicit'):
+    try:
+        xform.device_put(y, d1)
+    except RuntimeError as e:
+        assert 'device-to-device' in str(e)
+    else:
+        raise SystemExit('no error')
+with xform.transfer_guard_device_to_device('disallow'):   # explicit copies are allowed
+    assert xform.device_put(y, d1).devices() == {d1}
+print('ok')
+"""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -404,9 +404,18 @@ def _install_guard_hooks():
     @functools.wraps(orig_put)
     def device_put(x, *args, **kwargs):
         from xform.tree_util import tree_leaves
+        leaves = tree_leaves(x)
         if _guards.host_to_device != "allow" and any(
-                not isinstance(l, core.ArrayOps) for l in tree_leaves(x)):
+                not isinstance(l, core.ArrayOps) for l in leaves):
             check_transfer("host_to_device", True, "device_put of host values")
+        target = args[0] if args else kwargs.get("device")
+        if _guards.device_to_device != "allow" and target is not None and \
+                "lowering.runtime" in sys.modules:
+            get_device = sys.modules["lowering.runtime"].get_device
+            if any(type(l) is core.Array and l._buf is not None and
+                   get_device(l) != target for l in leaves):
+                check_transfer("device_to_device", True,
+                               f"device_put of device arrays to {target}")
         return orig_put(x, *args, **kwargs)
 
     @functools.wraps(orig_get)
