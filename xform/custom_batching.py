@@ -15,7 +15,9 @@ The rule gets the batch size, a pytree of bools matching the arguments (True: th
 leaf has the batch axis, at position 0) and the arguments; it returns the outputs and
 a pytree (or prefix) of bools saying which outputs carry a leading batch axis.
 Differentiation goes through ``fun``; the primal stays a ``custom_vmap`` call, so
-``vmap`` of ``grad`` still uses the rule for the primal part.  ``sequential_vmap(f)``
+``vmap`` of ``grad`` still uses the rule for the primal part, while tangents are
+``fun``'s own JVP batched as usual (JAX instead differentiates the rule under ``vmap``;
+the two agree whenever the rule computes what ``fun`` computes).  ``sequential_vmap(f)``
 is a ``custom_vmap`` whose rule maps ``f`` over the batch with ``lax.map``.
 """
 from __future__ import annotations
