@@ -217,8 +217,45 @@ def test_custom_vmap_matches_jax():
     xo, xt = xform.jvp(xf, (0.3, 2.0), (1.0, 0.5))
     jo, jt = jax.jvp(jf, (0.3, 2.0), (1.0, 0.5))
     np.testing.assert_allclose([xo, xt], [jo, jt], rtol=1e-6)
+    # vmap of jvp: JAX's semantics (the rule is differentiated, extra batching mapped)
+    t1, t0 = np.float32(1.0), np.float32(0.5)
+    for in_axes in ((0, None), (0, 0)):
+        y = x if in_axes[1] == 0 else np.float32(2.0)
+        got = xform.vmap(lambda a, b: xform.jvp(xf, (a, b), (t1, t0)), in_axes)(x, y)
+        want = jax.vmap(lambda a, b: jax.jvp(jf, (a, b), (t1, t0)), in_axes)(x, y)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    got = xform.jit(xform.vmap(lambda a, t: xform.jvp(xf, (a, 2.0), (t, 0.0))))(x, x)
+    want = jax.vmap(lambda a, t: jax.jvp(jf, (a, 2.0), (t, 0.0)))(x, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
     # reverse mode (JAX's custom_vmap has none): d/dx sin(x) y = cos(x) y
     np.testing.assert_allclose(xform.grad(xf)(0.3, 2.0), np.cos(0.3) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(xform.jit(xform.vmap(xform.grad(xf), (0, None)))(x, 2.0),
+                               np.cos(x) * 2.0, rtol=1e-6)
+
+
+def test_custom_vmap_integer_args_and_closures():
+    from xform.custom_batching import custom_vmap
+    w = xnp.asarray(3.0)
+
+    @custom_vmap
+    def f(x, n):
+        return x * n * w
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x, n):
+        return x * n * w, in_batched[0] or in_batched[1]
+    x = np.arange(3.0, dtype=np.float32)
+    np.testing.assert_allclose(xform.vmap(xform.grad(f), (0, None))(x, 2), np.full(3, 6.0))
+
+    def g(w_):            # closes over a differentiated value
+        h = custom_vmap(lambda x: x * w_)
+        h.def_vmap(lambda n, b, x: (x * w_, b[0]))
+        return h(2.0)
+    np.testing.assert_allclose(xform.grad(g)(3.0), 2.0)
+    with pytest.raises(ValueError, match="closes over a value batched"):
+        xform.vmap(xform.grad(g))(xnp.ones(3))
+    o, t = xform.jvp(f, (1.5, 2), (1.0, np.zeros((), xform.float0)))
+    assert float(o) == 9.0 and float(t) == 6.0
 
 
 def test_custom_vmap_errors_and_sequential():
