@@ -45,7 +45,7 @@ DOCUMENTED_EXCEPTIONS = {
     # configuration flags for features xform does not have
     "allow_f16_reductions": "flag", "array_garbage_collection_guard": "flag",
     "jax2tf_associative_scan_reductions": "flag", "softmax_custom_jvp": "flag",
-    "no_execution": "flag", "no_tracing": "flag", "make_user_context": "flag",
+    "no_execution": "flag", "make_user_context": "flag",
 }
 
 
@@ -545,3 +545,14 @@ print('ok')
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_no_tracing_matches_jax():
+    for mod, np_mod in ((jax, jnp), (xform, xnp)):
+        f = mod.jit(lambda x: x * 2)
+        f(1.0)
+        with mod.no_tracing(True):
+            assert float(f(2.0)) == 4.0                  # cache hit: fine
+            with pytest.raises(RuntimeError, match="no_tracing"):
+                f(np_mod.ones(3))                        # new shape: retrace refused
+        assert f(np_mod.ones(3)).shape == (3,)
