@@ -462,3 +462,37 @@ def test_qdwh_matches_jax():
         assert int(got[2]) == int(want[2]) and bool(got[3]) == bool(want[3])
         u, h = np.asarray(got[0]), np.asarray(got[1])
         np.testing.assert_allclose(u @ h, a, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["cholesky", "eigh", "svd", "qr_full_tall", "qr_wide",
+                                  pytest.param("lu", marks=pytest.mark.slow),
+                                  pytest.param("slogdet", marks=pytest.mark.slow),
+                                  pytest.param("trsolve_conj", marks=pytest.mark.slow)])
+def test_complex_batched_jvps_match_jax(name):
+    rng = np.random.default_rng(12)
+    a = _mat(rng, (2, 4, 4), np.complex128)
+    t = _mat(rng, (2, 4, 4), np.complex128)
+    spd = a @ _H(a) + 4 * np.eye(4)
+    th = t + _H(t)
+    cases = {
+        "cholesky": (xnp.linalg.cholesky, jnp.linalg.cholesky, spd, th),
+        "eigh": (lambda m: (xnp.linalg.eigh(m)[0], xnp.abs(xnp.linalg.eigh(m)[1])),
+                 lambda m: (jnp.linalg.eigh(m)[0], jnp.abs(jnp.linalg.eigh(m)[1])), spd, th),
+        "svd": (lambda m: xnp.abs(xnp.linalg.svd(m, full_matrices=False)[0]),
+                lambda m: jnp.abs(jnp.linalg.svd(m, full_matrices=False)[0]),
+                a[..., :3], t[..., :3]),
+        "qr_full_tall": (lambda m: xnp.linalg.qr(m, mode="complete"),
+                         lambda m: jnp.linalg.qr(m, mode="complete"), a[..., :3], t[..., :3]),
+        "qr_wide": (lambda m: xnp.linalg.qr(m), lambda m: jnp.linalg.qr(m), a[:, :3], t[:, :3]),
+        "lu": (lambda m: xlinalg.lu(m)[0], lambda m: jax.lax.linalg.lu(m)[0], a, t),
+        "slogdet": (xnp.linalg.slogdet, jnp.linalg.slogdet, a, t),
+        "trsolve_conj": (
+            lambda m: xlinalg.triangular_solve(m, a, lower=False, conjugate_a=True),
+            lambda m: jax.lax.linalg.triangular_solve(m, a, lower=False, conjugate_a=True),
+            a, t),
+    }
+    ours, theirs, x, tx = cases[name]
+    got = jax.tree_util.tree_leaves(xform.jvp(ours, (x,), (tx,)))
+    want = jax.tree_util.tree_leaves(jax.jvp(theirs, (x,), (tx,)))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9)

@@ -209,3 +209,28 @@ def test_custom_root_matches_jax():
     _cmp(xform.grad(rx)(2.0), jax.grad(rj)(2.0))
     _cmp(xform.jit(xform.grad(rx))(3.0), 0.5 / np.sqrt(3.0))
     _cmp(xform.vmap(rx)(np.array([2.0, 5.0])), np.sqrt([2.0, 5.0]))
+
+
+def test_has_aux_match_jax():
+    rng = np.random.default_rng(4)
+    a = _mat(rng, (3, 3)) + 3 * np.eye(3)
+    b = _mat(rng, (3,))
+
+    def solve_aux(np_, lax_):
+        return lambda m, y: lax_.custom_linear_solve(
+            lambda x: m @ x, y, solve=lambda _, z: (np_.linalg.solve(m, z), np_.sum(z)),
+            transpose_solve=lambda _, z: (np_.linalg.solve(m.T, z), np_.sum(z)), has_aux=True)
+    fx, fj = solve_aux(xnp, xform.lax), solve_aux(jnp, jax.lax)
+    _cmp(fx(a, b), fj(a, b))
+    _cmp(xform.grad(lambda m: xnp.sum(fx(m, b)[0]))(a), jax.grad(lambda m: jnp.sum(fj(m, b)[0]))(a))
+
+    def root_aux(np_, lax_):
+        def f(c):
+            def solve(g, x0):
+                return lax_.fori_loop(0, 40, lambda i, x: x - g(x) / (2 * x), x0), np_.asarray(7.0)
+            return lax_.custom_root(lambda x: x ** 2 - c, 1.0, solve, lambda g, y: y / g(1.0),
+                                    has_aux=True)
+        return f
+    rx, rj = root_aux(xnp, xform.lax), root_aux(jnp, jax.lax)
+    _cmp(rx(2.0), rj(2.0))
+    _cmp(xform.grad(lambda c: rx(c)[0])(2.0), jax.grad(lambda c: rj(c)[0])(2.0))
