@@ -719,5 +719,63 @@ def linalg_batched_solve_eager(ctx):
                          {"batch": b, "n": 32})
 
 
+# ----------------------------------------------------------------- random (xform.random)
+
+RANDOM_LIBS = ("xform", "jax")
+
+
+def _random_mod(ctx, name):
+    import importlib
+    ctx.lib(name)
+    if name not in ("xform", "jax"):
+        raise Skip(f"{name} has no random module")
+    return importlib.import_module(f"{name}.random")
+
+
+@case("random/eager_split_normal8", "random", "eager: k, s = split(key); normal(s, (8,)) per "
+      "call (target: <= 0.5x JAX)", libs=RANDOM_LIBS)
+def random_eager_split_normal(ctx):
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name)
+        key = R.key(0)
+
+        def step():
+            k, s = R.split(key)
+            return L.block(R.normal(s, (8,)))
+        return step
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [8]})
+
+
+@case("random/jit_normal_1000x1000", "random", "jit(normal)(key) of f32[1000,1000] steady "
+      "state (target: <= 1.05x JAX)", libs=RANDOM_LIBS)
+def random_jit_normal(ctx):
+    n = ctx.size(1000, 200)
+
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name, "jit")
+        key = R.key(0)
+        f = L.jit(lambda k: R.normal(k, (n, n)))
+        return lambda: L.block(f(key))
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [n, n]})
+
+
+@case("random/first_call_jit_sampler", "random", "first call of a freshly jitted sampler "
+      "(trace + lower + compile + run of jit(lambda k: uniform(k, (128,)) * 2))",
+      libs=RANDOM_LIBS)
+def random_first_call(ctx):
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name, "jit")
+        key = R.key(0)
+
+        def first():
+            f = L.jit(lambda k: R.uniform(k, (128,)) * 2.0)   # a new function: a cache miss
+            return L.block(f(key))
+        return first
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [128]})
+
+
 EXPECTED_METRICS = {name: metrics for name, _, _, metrics, _, _ in CASES}
 CASE_LIBS = {name: libs for name, _, _, _, libs, _ in CASES}

@@ -162,7 +162,7 @@ def quickstart():
 
         import xform
         import xform.numpy as xnp
-        from xform import nn
+        from xform import nn, random
         print("devices:", xform.devices())
         '''),
         md('''
@@ -208,10 +208,11 @@ def quickstart():
         X_train, Y_train = xnp.asarray(X[:n_train]), xnp.asarray(Y[:n_train])
         X_test, Y_test = xnp.asarray(X[n_train:]), xnp.asarray(Y[n_train:])
 
-        def init_params(sizes, seed=0):
-            rng = np.random.default_rng(seed)
-            return [(xnp.asarray(rng.normal(0, np.sqrt(2 / m), (m, n)).astype(np.float32)),
-                     xnp.zeros(n, xnp.float32)) for m, n in zip(sizes[:-1], sizes[1:])]
+        def init_params(sizes, key):
+            # xform.random: JAX's counter-based PRNG, the same bits as jax.random
+            keys = random.split(key, len(sizes) - 1)
+            return [(random.normal(k, (m, n)) * np.sqrt(2 / m), xnp.zeros(n, xnp.float32))
+                    for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
 
         def predict(params, x):
             for W, b in params[:-1]:
@@ -226,7 +227,9 @@ def quickstart():
         def accuracy(params, x, y):
             return float(xnp.mean(xnp.argmax(predict(params, x), axis=-1) == y))
 
-        params = init_params([64, 128, 10])
+        key = random.key(0)
+        key, init_key = random.split(key)
+        params = init_params([64, 128, 10], init_key)
         print("parameter shapes:", xform.tree_util.tree_map(lambda p: p.shape, params))
         print(f"initial loss {float(loss_fn(params, X_train, Y_train)):.3f}, "
               f"test accuracy {accuracy(params, X_test, Y_test):.3f}")
@@ -234,7 +237,9 @@ def quickstart():
         md('''
         ## Training with `jit(value_and_grad)`
         One SGD step is a pure function `params -> params`; `jit` traces it once
-        per input signature and compiles it with XLA.
+        per input signature and compiles it with XLA.  Randomness is explicit:
+        a key is split into a new key to carry forward and a subkey to consume
+        (here: one permutation of the training set per epoch), never reused.
         '''),
         code('''
         def sgd_step(params, x, y, lr=0.2):
@@ -247,8 +252,12 @@ def quickstart():
         losses, test_acc = [], []
         t0 = time.perf_counter()
         for epoch in range(20):
+            # split the key each epoch: a fresh, reproducible shuffle of the training set
+            key, shuffle_key = random.split(key)
+            order = random.permutation(shuffle_key, n_train)
+            Xs, Ys = X_train[order], Y_train[order]
             for i in range(0, n_train, batch):
-                params, loss = step(params, X_train[i:i + batch], Y_train[i:i + batch])
+                params, loss = step(params, Xs[i:i + batch], Ys[i:i + batch])
                 losses.append(float(loss))
             test_acc.append(accuracy(params, X_test, Y_test))
         print(f"{len(losses)} steps in {time.perf_counter() - t0:.2f} s; "
@@ -336,7 +345,8 @@ def quickstart():
         detail).  Here is the loss; in Jupyter it renders through `_repr_html_`:
         '''),
         code('''
-        xform.make_jaxpr(loss_fn)(init_params([4, 3, 10]), xnp.ones((2, 4)), xnp.zeros(2, xnp.int32))
+        xform.make_jaxpr(loss_fn)(init_params([4, 3, 10], random.key(1)), xnp.ones((2, 4)),
+                                  xnp.zeros(2, xnp.int32))
         '''),
     ]
 
