@@ -1455,6 +1455,9 @@ def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
     """``Q C``, ``Q^H C``, ``C Q`` or ``C Q^H`` for Q given by Householder reflectors."""
     a, taus, c = as_operand(a), as_operand(taus), as_operand(c)
     aa, ca = _aval(a), _aval(c)
+    if aa.ndim < 2 or ca.ndim < 2 or _aval(taus).ndim < 1:
+        raise ValueError(f"ormqr: a [..., m, n], taus [..., k] and c [..., rows, cols] expected, "
+                         f"got {aa.shape}, {_aval(taus).shape} and {ca.shape}")
     m = aa.shape[-2]
     k = _aval(taus).shape[-1]
     if (ca.shape[-2] if left else ca.shape[-1]) != m:

@@ -234,3 +234,32 @@ def test_has_aux_match_jax():
     rx, rj = root_aux(xnp, xform.lax), root_aux(jnp, jax.lax)
     _cmp(rx(2.0), rj(2.0))
     _cmp(xform.grad(lambda c: rx(c)[0])(2.0), jax.grad(lambda c: rj(c)[0])(2.0))
+
+
+def test_misuse_raises_user_facing_errors():
+    """Garbage arguments to every scipy.linalg / lax.linalg function: only TypeError,
+    ValueError, IndexError (not an internal one) or NotImplementedError."""
+    import inspect
+    import random
+    import warnings
+
+    from xform.lax import linalg as ll
+    bad = [None, "abc", object(), [1, "a"], 1.5, -3, True, 1j, (), np.ones(0), np.ones((2, 3)),
+           np.ones((2, 2, 2)), np.ones((0, 0)), np.eye(3), xnp.ones(()), xnp.ones((3,)),
+           xnp.ones((2,), xnp.int32)]
+    rng = random.Random(0)
+    for mod in (xsl, ll):
+        for name in sorted(dir(mod)):
+            f = getattr(mod, name)
+            if name.startswith("_") or not callable(f) or inspect.isclass(f):
+                continue
+            for _ in range(12):
+                args = [rng.choice(bad) for _ in range(rng.randint(0, 3))]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        f(*args)
+                    except (TypeError, ValueError, NotImplementedError) as e:
+                        del e
+                    except IndexError as e:
+                        assert "index out of range" not in str(e), (name, args, e)

@@ -198,6 +198,9 @@ def solve(a, b):
     xnp = _xnp()
     a, b = U.promote_dtypes_inexact(a, U.to_array(b))
     n = a.shape[-1]
+    if b.ndim == 0:
+        raise ValueError(f"jnp.linalg.solve: b must be a vector of length {n} or a batch of "
+                         f"(n, k) matrices, got a scalar (a has shape {a.shape})")
     if b.ndim == 1:
         if b.shape[0] != n:
             raise ValueError(f"jnp.linalg.solve: b of shape {b.shape} does not match a of "
@@ -637,7 +640,7 @@ def outer(x1, x2, /):
 def cross(x1, x2, /, *, axis=-1):
     """Cross product of 3-vectors along ``axis``."""
     x1, x2 = U.to_array(x1), U.to_array(x2)
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+    if x1.ndim == 0 or x2.ndim == 0 or x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError(f"jnp.linalg.cross: both inputs must have size 3 along axis {axis}, "
                          f"got shapes {x1.shape} and {x2.shape}")
     return _xnp().cross(x1, x2, axis=axis)
