@@ -278,13 +278,26 @@ def _slogdet_lu(a):
     return sign, logdet
 
 
+def _slogdet_qr(a):
+    """sign/log|det| from geqrf: the diagonal of R, and -1 per Householder reflection
+    actually made (tau != 0), as JAX's method='qr' (real inputs)."""
+    xnp = _xnp()
+    n = a.shape[-1]
+    r, taus = _D().geqrf(a)
+    diag = xnp.diagonal(r, axis1=-2, axis2=-1)
+    logdet = xnp.sum(xnp.log(xnp.abs(diag)), axis=-1)
+    sign = xnp.prod(xnp.sign(diag), axis=-1)
+    sign_taus = xnp.prod(xnp.where(taus[..., :n - 1] != 0, -1, 1), axis=-1).astype(sign.dtype)
+    return sign * sign_taus, logdet
+
+
 @functools.lru_cache(maxsize=None)
-def _slogdet_fn():
+def _slogdet_fn(method="lu"):
     import xform
 
     @xform.custom_jvp
     def f(a):
-        return _slogdet_lu(a)
+        return _slogdet_qr(a) if method == "qr" else _slogdet_lu(a)
 
     @f.defjvp
     def f_jvp(primals, tangents):
@@ -306,9 +319,12 @@ def _slogdet_fn():
 def slogdet(a, *, method=None):
     """``SlogdetResult(sign, logabsdet)`` of a square matrix via LU (method 'lu' or None)."""
     a = _matrix("slogdet", a, square=True)
-    if method not in (None, "lu"):
-        raise ValueError(f"jnp.linalg.slogdet: unknown method {method!r} (supported: 'lu')")
-    sign, logdet = _jitted(_slogdet_fn())(a)
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`), and 'qr'.")
+    if method == "qr" and a.dtype.kind == "c":
+        raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
+    sign, logdet = _jitted(_slogdet_fn(method or "lu"))(a)
     return SlogdetResult(sign, logdet)
 
 
