@@ -498,3 +498,20 @@ def test_complex_batched_jvps_match_jax(name):
     want = jax.tree_util.tree_leaves(jax.jvp(theirs, (x,), (tx,)))
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9)
+
+
+def test_eigh_degenerate_tangents_as_jax():
+    """Repeated eigenvalues: the guarded eigen-gap reciprocal gives JAX's exact inf/NaN
+    pattern for eigenvector tangents, while eigenvalue-only losses stay finite."""
+    a = np.diag([1.0, 1.0, 2.0]).astype(np.float32)
+    t = np.random.default_rng(13).standard_normal((3, 3)).astype(np.float32)
+    t = t + t.T
+    with np.errstate(all="ignore"):
+        got = np.asarray(xform.jvp(lambda m: xnp.linalg.eigh(m)[1], (a,), (t,))[1])
+    want = np.asarray(jax.jvp(lambda m: jnp.linalg.eigh(m)[1], (a,), (t,))[1])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-6)
+    g = xform.grad(lambda m: xnp.sum(xnp.linalg.eigh(m)[0] ** 2))(a)
+    np.testing.assert_allclose(np.asarray(g), np.diag([2.0, 2.0, 4.0]), atol=1e-6)
