@@ -877,7 +877,7 @@ _batch_unary(eigh_p)
 
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
-         subset_by_index=None):
+         subset_by_index=None, implementation=None):
     """Eigendecomposition of a Hermitian matrix: ``(v, w)`` with ascending ``w``."""
     x = as_operand(x)
     _check_matrix("eigh", _aval(x), square=True, arg="x")
@@ -1255,10 +1255,10 @@ hessenberg_p.def_impl(_hess_impl)
 _batch_unary(hessenberg_p)
 
 
-def hessenberg(x):
+def hessenberg(a):
     """Hessenberg reduction (LAPACK gehrd): ``(a, taus)``: H in the upper Hessenberg part,
     Householder reflectors below it."""
-    x = as_operand(x)
+    x = as_operand(a)
     _hess_abstract(_aval(x))
     return tuple(hessenberg_p.bind(x))
 
