@@ -514,14 +514,14 @@ def matrix_power(a, n: int):
     return result
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     """Number of singular values above ``tol`` (default ``S.max() * max(m, n) * eps``)."""
     U.check_arraylike("jnp.linalg.matrix_rank", M)
     M, = U.promote_dtypes_inexact(U.to_array(M))
     xnp = _xnp()
     if M.ndim < 2:
         return xnp.any(M != 0).astype(np.int32)
-    s = svd(M, compute_uv=False)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
             rtol = builtins.max(M.shape[-2:]) * float(np.finfo(s.dtype).eps)
@@ -667,7 +667,8 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
                          preferred_element_type=preferred_element_type)
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
     return _xnp().tensordot(x1, x2, axes, precision=precision,
                             preferred_element_type=preferred_element_type)
 
