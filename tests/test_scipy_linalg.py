@@ -263,3 +263,29 @@ def test_misuse_raises_user_facing_errors():
                         del e
                     except IndexError as e:
                         assert "index out of range" not in str(e), (name, args, e)
+
+
+def test_names_and_signatures_match_jax():
+    """Every public name of jax.numpy.linalg / jax.scipy.linalg (those the issue lists) /
+    jax.lax.linalg exists, with JAX's parameter names and kinds."""
+    import inspect
+
+    import jax.lax.linalg as jll
+    import jax.numpy.linalg as jnl
+    from xform.lax import linalg as xll
+    listed_scipy = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
+                    "eigh_tridiagonal", "expm", "expm_frechet", "funm", "hessenberg", "hilbert",
+                    "inv", "lu", "lu_factor", "lu_solve", "polar", "qr", "rsf2csf", "schur",
+                    "solve", "solve_triangular", "sqrtm", "svd", "toeplitz"]
+    groups = [(jnl, xnp.linalg, [n for n in dir(jnl) if not n.startswith("_")]),
+              (jsl, xsl, listed_scipy),
+              (jll, xll, [n for n in dir(jll) if not n.startswith("_")
+                          and callable(getattr(jll, n)) and not n.endswith("_p")
+                          and not inspect.isclass(getattr(jll, n))])]
+    for theirs, ours, names in groups:
+        for name in names:
+            assert hasattr(ours, name), f"{ours.__name__}.{name} is missing"
+            a = [(p.name, p.kind) for p in inspect.signature(getattr(theirs, name)).parameters.values()]
+            b = [(p.name, p.kind) for p in inspect.signature(getattr(ours, name)).parameters.values()]
+            assert a == b, (name, a, b)
+    assert len([n for n in dir(jnl) if not n.startswith("_")]) == 31
