@@ -434,6 +434,7 @@ def test_vmap_other_axes_match_jax():
         xnp.linalg.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))
 
 
+@pytest.mark.slow
 def test_lax_linalg_composites_match_jax():
     rng = np.random.default_rng(10)
     a = _mat(rng, (4, 3), np.float32)
@@ -454,6 +455,7 @@ def test_lax_linalg_composites_match_jax():
                    jax.lax.linalg.ormqr(h, taus, cc, left=left, transpose=tr), np.float32)
 
 
+@pytest.mark.slow
 def test_qdwh_matches_jax():
     rng = np.random.default_rng(11)
     for shape in [(5, 3), (4, 4)]:
