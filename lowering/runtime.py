@@ -44,7 +44,7 @@ def get_backend(backend=None):
         backend = config.jax_platform_name or None
     if isinstance(backend, str):
         backend = backend.lower()
-    elif backend is not None and not hasattr(backend, "devices"):   # a PJRT client as it is
+    elif backend is not None and not hasattr(backend, "devices"):   # a client passes as is
         raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
                         f"{backend!r} of type {type(backend).__name__}")
     try:

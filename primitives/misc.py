@@ -189,7 +189,32 @@ def _order_key_reversed(x):
     return ew.neg_p.bind(x)
 
 
-def _approx_k(name, operand, k, reduction_dimension, largest):
+def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, input_size_override):
+    """Results per row (XLA's ApproxTopKReductionOutputSize): k when aggregating, else the
+    size of the TPU algorithm's partial reduction (JAX returns that many, best first)."""
+    import math
+    if aggregate_to_topk:
+        return k
+    tiling = 1024 if rank == 1 else 128
+    if n <= tiling:
+        return n
+    if input_size_override >= 0 and n > input_size_override:
+        raise ValueError(f"reduction_input_size_override ({input_size_override}) must be at "
+                         f"least the reduced dimension size ({n})")
+    if recall_target >= 1.0:
+        return n
+    if k == 1:
+        return tiling
+    logical = input_size_override if input_size_override >= 0 else n
+    m = min(max(int((1.0 - k) / math.log(recall_target)), tiling), n)
+    log2_reduction = (logical // m).bit_length() - 1
+    if log2_reduction <= 0:
+        return n
+    return -(-(-(-n // tiling)) // (1 << log2_reduction)) * tiling
+
+
+def _approx_k(name, operand, k, reduction_dimension, largest, recall_target=0.95,
+              reduction_input_size_override=-1, aggregate_to_topk=True):
     from primitives.sorting import top_k
     x = as_operand(operand)
     a = core.get_aval(x)
@@ -208,6 +233,10 @@ def _approx_k(name, operand, k, reduction_dimension, largest):
     if k > a.shape[d]:
         raise ValueError(f"{name}: k ({k}) must be at most the reduced dimension size "
                          f"({a.shape[d]}) of operand {a.str_short()}")
+    if not 0 < recall_target <= 1:
+        raise ValueError(f"{name}: recall_target must be in (0, 1], got {recall_target}")
+    k = _approx_output_size(a.shape[d], a.ndim, k, float(recall_target),
+                            bool(aggregate_to_topk), operator.index(reduction_input_size_override))
     x = moveaxis(x, d, a.ndim - 1)
     if largest:
         vals, idx = top_k(x, k)
@@ -219,14 +248,18 @@ def _approx_k(name, operand, k, reduction_dimension, largest):
 
 def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
                  reduction_input_size_override=-1, aggregate_to_topk=True):
-    """The k largest values along ``reduction_dimension`` and their indices (exact here)."""
-    return _approx_k("approx_max_k", operand, k, reduction_dimension, True)
+    """The k largest values along ``reduction_dimension`` and their indices (exact here;
+    ``aggregate_to_topk=False``: as many as XLA's partial reduction keeps, best first)."""
+    return _approx_k("approx_max_k", operand, k, reduction_dimension, True, recall_target,
+                     reduction_input_size_override, aggregate_to_topk)
 
 
 def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
                  reduction_input_size_override=-1, aggregate_to_topk=True):
-    """The k smallest values along ``reduction_dimension`` and their indices (exact here)."""
-    return _approx_k("approx_min_k", operand, k, reduction_dimension, False)
+    """The k smallest values along ``reduction_dimension`` and their indices (exact here;
+    ``aggregate_to_topk=False``: as many as XLA's partial reduction keeps, best first)."""
+    return _approx_k("approx_min_k", operand, k, reduction_dimension, False, recall_target,
+                     reduction_input_size_override, aggregate_to_topk)
 
 
 def index_take(src, idxs, axes):

@@ -116,3 +116,17 @@ def test_issue_12_lax_names_exist():
     assert not missing, missing
     assert all(hasattr(jax.lax, n) for n in names)
     assert [int(t) for t in lax.FftType] == [int(t) for t in jax.lax.FftType]
+
+
+def test_approx_k_without_aggregation_matches_jax_shapes_and_values():
+    rng = np.random.default_rng(0)
+    for n, rank, k, r in [(3000, 1, 4, 0.95), (3000, 2, 4, 0.5), (5000, 2, 1, 0.9),
+                          (1000, 2, 50, 0.99), (300, 1, 3, 0.95), (20000, 1, 300, 0.9)]:
+        # distinct values: XLA's fallback does not order ties by index
+        shape = (n,) if rank == 1 else (2, n)
+        x = (rng.permutation(int(np.prod(shape))).reshape(shape) - n / 2).astype(np.float32)
+        for name in ("approx_max_k", "approx_min_k"):
+            ours = getattr(lax, name)(x, k, recall_target=r, aggregate_to_topk=False)
+            want = getattr(jax.lax, name)(x, k, recall_target=r, aggregate_to_topk=False)
+            for a, b in zip(ours, want):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -515,6 +515,10 @@ register_linalg_specs(spec)
 # convolution / windowed reductions / FFT: specs in their own module (h-conv12)
 from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
 SPECS.update(_CONV_FFT_SPECS)
+# host callbacks with results (h-api16); custom_vmap_call lowers its sub-program
+from _callback_specs import register_callback_specs  # noqa: E402
+register_callback_specs(spec, shapes, _rng, values, F)
+HIGHER_ORDER.add("custom_vmap_call")
 # special functions (primitives/special.py): references are scipy.special in float64
 def _special_args(kinds, ints=()):
     def gen(data, name):
