@@ -89,6 +89,18 @@ class Eqn:
         return f"Eqn({self.primitive.name}, {self.invars} -> {self.outvars})"
 
 
+class DebugInfo:
+    """What a program was traced from (the function's name), for printing."""
+
+    __slots__ = ("func_name",)
+
+    def __init__(self, func_name):
+        self.func_name = func_name
+
+    def __repr__(self):
+        return f"DebugInfo(func_name={self.func_name!r})"
+
+
 class Jaxpr:
     __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
 
@@ -300,8 +312,9 @@ def _d_join(sep, docs):
     return ("c", out)
 
 
-def _flat_fits(doc, room):
-    """Whether ``doc`` laid out flat takes at most ``room`` columns."""
+def _fits(doc, room):
+    """Whether ``doc`` laid out flat takes at most ``room`` columns (only the group
+    itself is measured, not what follows it)."""
     stack = [doc]
     while stack:
         d = stack.pop()
@@ -339,7 +352,7 @@ def _format_doc(doc, width=_WIDTH):
                 out.append("\n" + " " * ind)
                 col = ind
         elif kind == "g":
-            agenda.append((ind, flat or _flat_fits(d[1], width - col), d[1]))
+            agenda.append((ind, flat or _fits(d[1], width - col), d[1]))
         else:
             agenda.append((ind + d[1], flat, d[2]))
     return "".join(out)
@@ -549,19 +562,23 @@ _PP_RULES = {
     "mul": _drop_none("out_dtype"),
     "convert_element_type": _with_defaults(drop=("sharding",)),
 }
-for _n in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
-           "reduce_and", "reduce_or"):
-    _PP_RULES[_n] = _with_defaults(drop=(), out_sharding=None)
+_PP_RULES["reduce_sum"] = _with_defaults(out_sharding=None)
+_PP_RULES["reshape"] = _with_defaults(sharding=None)
 for _n in ("exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos", "tan",
            "sqrt", "rsqrt", "cbrt"):
     _PP_RULES[_n] = _drop_none("accuracy")
+
+
+# Primitives whose printed name differs from ours.
+_PP_NAMES = {"checkpoint": "remat2"}
 
 
 def _pp_eqn(eqn, names):
     rule = _PP_RULES.get(eqn.primitive.name)
     items = rule(eqn, names) if rule is not None else sorted(eqn.params.items())
     lhs = _pp_vars(eqn.outvars, names, shapes=True) if eqn.outvars else None
-    rhs = _d_cat(_d_text(eqn.primitive.name), _pp_params(items, names),
+    rhs = _d_cat(_d_text(_PP_NAMES.get(eqn.primitive.name, eqn.primitive.name)),
+                 _pp_params(items, names),
                  _d_text(" "), _pp_vars(eqn.invars, names))
     if not eqn.outvars:
         return rhs
@@ -582,10 +599,10 @@ def _pp_skeleton(jaxpr, names):
     eqns = _d_join(_d_brk("; "), [_pp_eqn(e, names) for e in jaxpr.eqns])
     outvars = _d_cat(_d_text("("), _pp_vars(jaxpr.outvars, names, sep=","),
                      _d_text(",)" if len(jaxpr.outvars) == 1 else ")"))
-    return _d_cat(_d_group(_d_nest(2, _d_cat(
+    return _d_group(_d_cat(_d_nest(2, _d_cat(
         _d_text("{ lambda "), constvars, _d_text("; "), invars, _d_text(". let"),
-        _d_nest(2, _d_cat(_d_brk(), eqns)), _d_brk(), _d_text("in "), outvars))),
-        _d_text(" }"))
+        _d_nest(2, _d_cat(_d_brk(), eqns)), _d_brk(), _d_text("in "), outvars)),
+        _d_text(" }")))
 
 
 def _subprograms(params):
