@@ -10,6 +10,7 @@ here.
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
@@ -418,11 +419,31 @@ def _param_str(v):
         return v.name
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
-    if callable(v) and hasattr(v, "__name__") and not isinstance(v, type):
-        return v.__name__
     if isinstance(v, frozenset):
         return "frozenset({" + ", ".join(repr(e) for e in sorted(v)) + "})"
-    return str(v)
+    # Like JAX: str() of the value, with object addresses masked so texts compare.
+    return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)), str(v))
+
+
+# Checkpoint policies JAX implements as objects print by their repr.
+_POLICY_REPRS = {
+    "dots_saveable": "DotsSaveable(only_if_no_batch_dims=False)",
+    "checkpoint_dots": "DotsSaveable(only_if_no_batch_dims=False)",
+    "dots_with_no_batch_dims_saveable": "DotsSaveable(only_if_no_batch_dims=True)",
+    "checkpoint_dots_with_no_batch_dims": "DotsSaveable(only_if_no_batch_dims=True)",
+}
+
+
+class _Shown:
+    """A param value printed as given text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
 
 
 def _pp_param_value(v, names):
@@ -551,6 +572,15 @@ def _with_defaults(drop=(), **add):
     return rule
 
 
+def _pp_checkpoint(eqn, names):
+    p = dict(eqn.params)
+    pol = p.get("policy")
+    name = getattr(pol, "__name__", None)
+    if name in _POLICY_REPRS and getattr(pol, "__module__", "").startswith("xform"):
+        p["policy"] = _Shown(_POLICY_REPRS[name])
+    return sorted(p.items())
+
+
 _PP_RULES = {
     "jit": _pp_jit,
     "pjit": _pp_jit,
@@ -559,6 +589,8 @@ _PP_RULES = {
     "custom_jvp_call": _pp_custom_jvp,
     "custom_vjp_call": _pp_custom_vjp,
     "scan": _with_defaults(drop=("linear",)),
+    "checkpoint": _pp_checkpoint,
+    "iota": _with_defaults(sharding=None),
     "mul": _drop_none("out_dtype"),
     "convert_element_type": _with_defaults(drop=("sharding",)),
 }

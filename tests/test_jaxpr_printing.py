@@ -24,6 +24,7 @@ B234 = np.ones((2, 3, 4), f32)
 B245 = np.ones((2, 4, 5), f32)
 I4 = np.arange(4, dtype=np.int32)
 I34 = np.arange(12, dtype=np.int32).reshape(3, 4)
+CONST = np.arange(4, dtype=f32) * 3
 
 _rules = {}
 
@@ -126,6 +127,19 @@ def corpus(lib):
         "custom_jvp_under_jit": (lib.jit(lambda a: _custom_jvp(lib)(a)), (V4,)),
         "custom_vjp": (lambda a: _custom_vjp(lib)(a), (V4,)),
         "grad_of_custom_vjp": (lib.grad(lambda a: jnp.sum(_custom_vjp(lib)(a))), (V4,)),
+        "checkpoint_policy": (lib.checkpoint(lambda a, b: jnp.sin(a @ b),
+                                             policy=lib.checkpoint_policies.dots_saveable),
+                              (X34, Y45)),
+        "checkpoint_function_policy": (lib.checkpoint(
+            jnp.sin, policy=lib.checkpoint_policies.nothing_saveable), (V4,)),
+        "closed_over_constant": (lambda a: a + CONST, (V4,)),
+        "iota": (lambda a: a + lax.iota(jnp.float32, 4), (V4,)),
+        "clamp": (lambda a, b, c: lax.clamp(a, b, c), (V4, V4, V4)),
+        "pad_rev": (lambda a: lax.rev(lax.pad(a, jnp.float32(0), ((1, 2, 0),)), (0,)), (V4,)),
+        "complex": (lambda a, b: lax.complex(a, b), (V4, V4)),
+        "reduce_precision_erf": (lambda a: lax.erf(lax.reduce_precision(a, 5, 10)), (V4,)),
+        "integer_pow_exp2_log1p": (lambda a: jnp.exp2(jnp.log1p(lax.integer_pow(a, 3))), (V4,)),
+        "map": (lambda xs: lax.map(jnp.sin, xs), (X34,)),
         # ---- cases that differ in the staged equations (strict xfails below)
         "scalar_broadcast": (lambda a: a * 3.0, (V4,)),
         "where": (lambda a, b: jnp.where(a > b, a, b), (X34, X34)),
@@ -136,9 +150,11 @@ def corpus(lib):
         "cond_forwarded_output": (lambda p, a, b: lax.cond(
             p, lambda u, v: (u @ v, u), lambda u, v: (u @ v + u @ v, u), a, b), (False, X34, Y45)),
         "grad_of_tanh_matmul": (lib.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w))), (Y45, X34)),
-        "checkpoint_policy": (lib.checkpoint(lambda a, b: jnp.sin(a @ b),
-                                             policy=lib.checkpoint_policies.dots_saveable),
-                              (X34, Y45)),
+        "cond_shared_operand": (lambda p, a, b: lax.cond(p, lambda u: u + b, lambda u: u - b, a),
+                                (True, V4, V4)),
+        "dynamic_slice": (lambda a, i: lax.dynamic_slice(a, (i,), (2,)), (V4, 1)),
+        "fori_dynamic_bound": (lambda n, a: lax.fori_loop(0, n, lambda i, c: c + c, a), (3, V4)),
+        "debug_print": (lambda a: (lib.debug.print("x {}", a), jnp.sin(a))[1], (V4,)),
     }
     return C
 
@@ -157,8 +173,13 @@ XFAIL = {
                              "cond; xform keeps it as a cond output",
     "grad_of_tanh_matmul": "xform's tanh JVP and dot_general transpose stage different "
                            "equations (1 - y*y via broadcast; preferred_element_type=None)",
-    "checkpoint_policy": "JAX's dots_saveable is a DotsSaveable object printed by its repr; "
-                         "xform's is a function",
+    "cond_shared_operand": "JAX passes an operand used as both a closed-over constant and an "
+                           "argument once; xform passes it twice",
+    "dynamic_slice": "JAX stages a convert_element_type of the start index; xform does not",
+    "fori_dynamic_bound": "xform stages convert_element_type of the loop bounds before the "
+                          "while; JAX passes them directly",
+    "debug_print": "JAX stages debug_print (fmt, in_tree, np_printoptions params); xform "
+                   "stages a generic debug_callback",
 }
 
 
