@@ -25,6 +25,7 @@ B245 = np.ones((2, 4, 5), f32)
 I4 = np.arange(4, dtype=np.int32)
 I34 = np.arange(12, dtype=np.int32).reshape(3, 4)
 CONST = np.arange(4, dtype=f32) * 3
+S = np.float32(2.5)
 
 _rules = {}
 
@@ -140,6 +141,20 @@ def corpus(lib):
         "reduce_precision_erf": (lambda a: lax.erf(lax.reduce_precision(a, 5, 10)), (V4,)),
         "integer_pow_exp2_log1p": (lambda a: jnp.exp2(jnp.log1p(lax.integer_pow(a, 3))), (V4,)),
         "map": (lambda xs: lax.map(jnp.sin, xs), (X34,)),
+        # scalar programs in the style of JAX's docs/jaxpr.md (weak literals, nested jit)
+        "doc_cond": (lambda a1, a2: lax.cond(a1 > 0., lambda x: x + 3., lambda x: x - 3., a2),
+                     (S, S)),
+        "doc_fori": (lambda a: lax.fori_loop(0, 5, lambda i, x: x + i, a), (S,)),
+        "doc_inner_jit": (lambda x: lib.jit(lambda y: jnp.sin(y) * 2.)(x) + 1., (S,)),
+        "python_float_args": (lambda x, y: x * y + x, (1.0, 2.0)),
+        "int_literal": (lambda x: x + 1, (np.int32(3),)),
+        "bool_scalar": (lambda x: jnp.logical_not(x), (True,)),
+        "grad_scalar": (lib.grad(lambda x: jnp.sin(x) * x), (S,)),
+        "grad_of_remat_scalar": (lib.grad(lib.checkpoint(lambda x: jnp.sin(jnp.sin(x)))), (S,)),
+        "while_scalar": (lambda x: lax.while_loop(lambda v: v < 10., lambda v: v * 2., x), (S,)),
+        "scan_no_xs": (lambda x: lax.scan(lambda c, _: (c * 2., c), x, None, length=3), (S,)),
+        "convert_f16": (lambda x: x.astype(jnp.float16), (S,)),
+        "grad_of_custom_jvp": (lib.grad(lambda x: _custom_jvp(lib)(x)), (S,)),
         # ---- cases that differ in the staged equations (strict xfails below)
         "scalar_broadcast": (lambda a: a * 3.0, (V4,)),
         "where": (lambda a, b: jnp.where(a > b, a, b), (X34, X34)),
@@ -155,6 +170,8 @@ def corpus(lib):
         "dynamic_slice": (lambda a, i: lax.dynamic_slice(a, (i,), (2,)), (V4, 1)),
         "fori_dynamic_bound": (lambda n, a: lax.fori_loop(0, n, lambda i, c: c + c, a), (3, V4)),
         "debug_print": (lambda a: (lib.debug.print("x {}", a), jnp.sin(a))[1], (V4,)),
+        "sum_of_scalar": (lambda a, b: jnp.sum(a + jnp.sin(b) * 3.), (S, S)),
+        "hessian_scalar": (lib.grad(lib.grad(lambda x: jnp.sin(x) * x)), (S,)),
     }
     return C
 
@@ -180,6 +197,9 @@ XFAIL = {
                           "while; JAX passes them directly",
     "debug_print": "JAX stages debug_print (fmt, in_tree, np_printoptions params); xform "
                    "stages a generic debug_callback",
+    "sum_of_scalar": "JAX stages reduce_sum[axes=()] for jnp.sum of a rank-0 array; xform "
+                     "elides it",
+    "hessian_scalar": "xform's second-order sin/cos JVP places the neg earlier than JAX's",
 }
 
 
