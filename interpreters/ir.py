@@ -125,6 +125,14 @@ class Jaxpr:
 
     __repr__ = __str__
 
+    def pretty_print(self, *, print_shapes=True, custom_pp_eqn_rules=True, width=80,
+                     use_color=False):
+        """The printed program (JAX's ``Jaxpr.pretty_print``): ``print_shapes=False``
+        drops binder types, ``custom_pp_eqn_rules=False`` prints every param sorted,
+        ``width`` is the line width; output is never colored."""
+        return pp_jaxpr(self, print_shapes=print_shapes,
+                        custom_pp_eqn_rules=custom_pp_eqn_rules, width=width)
+
     def _repr_html_(self):
         import html
         return f"<pre>{html.escape(str(self))}</pre>"
@@ -161,6 +169,10 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+    def pretty_print(self, **kwargs):
+        """See ``Jaxpr.pretty_print``."""
+        return self.jaxpr.pretty_print(**kwargs)
 
     def _repr_html_(self):
         import html
@@ -370,7 +382,9 @@ def _alpha_name(n):
 class _Names:
     """Globally unique names across nested programs, assigned in print order."""
 
-    def __init__(self, preset=None, reserved=()):
+    def __init__(self, preset=None, reserved=(), shapes=True, rules=True):
+        self.shapes = shapes
+        self.rules = rules
         self.names = dict(preset or {})
         self.reserved = set(reserved)
         self.count = 0
@@ -606,10 +620,11 @@ _PP_NAMES = {"checkpoint": "remat2"}
 
 
 def _pp_eqn(eqn, names):
-    rule = _PP_RULES.get(eqn.primitive.name)
+    rule = _PP_RULES.get(eqn.primitive.name) if names.rules else None
     items = rule(eqn, names) if rule is not None else sorted(eqn.params.items())
-    lhs = _pp_vars(eqn.outvars, names, shapes=True) if eqn.outvars else None
-    rhs = _d_cat(_d_text(_PP_NAMES.get(eqn.primitive.name, eqn.primitive.name)),
+    lhs = _pp_vars(eqn.outvars, names, shapes=names.shapes) if eqn.outvars else None
+    rhs = _d_cat(_d_text(_PP_NAMES.get(eqn.primitive.name, eqn.primitive.name)
+                         if names.rules else eqn.primitive.name),
                  _pp_params(items, names),
                  _d_text(" "), _pp_vars(eqn.invars, names))
     if not eqn.outvars:
@@ -626,8 +641,8 @@ def _pp_program(jaxpr, names):
 
 
 def _pp_skeleton(jaxpr, names):
-    constvars = _pp_vars(jaxpr.constvars, names, shapes=True)
-    invars = _pp_vars(jaxpr.invars, names, shapes=True)
+    constvars = _pp_vars(jaxpr.constvars, names, shapes=names.shapes)
+    invars = _pp_vars(jaxpr.invars, names, shapes=names.shapes)
     eqns = _d_join(_d_brk("; "), [_pp_eqn(e, names) for e in jaxpr.eqns])
     outvars = _d_cat(_d_text("("), _pp_vars(jaxpr.outvars, names, sep=","),
                      _d_text(",)" if len(jaxpr.outvars) == 1 else ")"))
@@ -644,7 +659,7 @@ def _subprograms(params):
                 yield _unjaxpr(x)
 
 
-def pp_jaxpr(jaxpr: Jaxpr) -> str:
+def pp_jaxpr(jaxpr: Jaxpr, *, print_shapes=True, custom_pp_eqn_rules=True, width=_WIDTH) -> str:
     """The program as JAX prints it (``str(jax.make_jaxpr(f)(...))``)."""
     import collections
     jaxpr = _unjaxpr(jaxpr)
@@ -675,7 +690,7 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
                     prog_names.setdefault(s, name.strip("<>"))
     name_counts = collections.Counter()
     shared = []
-    names = _Names(preset)
+    names = _Names(preset, shapes=print_shapes, rules=custom_pp_eqn_rules)
     for j, c in counts.items():
         if c == 1:
             continue
@@ -693,7 +708,7 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
         docs.append(_d_cat(_d_text(f"let {name} = "), _pp_skeleton(j, names),
                            _d_text(" in"), _d_brk()))
     docs.append(_pp_skeleton(jaxpr, names))
-    return _format_doc(_d_cat(*docs))
+    return _format_doc(_d_cat(*docs), width)
 
 
 # ----------------------------------------------------------------- construction helpers

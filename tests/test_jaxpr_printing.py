@@ -303,3 +303,17 @@ def _to_our_doc(d):
 def test_layout_engine_matches_jax_pretty_printer(doc, width):
     assert ir._format_doc(_to_our_doc(doc), width) == _to_jax_doc(doc).format(width=width,
                                                                               use_color=False)
+
+
+@pytest.mark.parametrize("kw", [dict(print_shapes=False), dict(width=40), dict(width=200)])
+def test_pretty_print_options_match_jax(kw):
+    fj, args = _JAX_CORPUS["cond"]
+    fx, _ = _XF_CORPUS["cond"]
+    ref = jax.make_jaxpr(fj)(*args).pretty_print(use_color=False, **kw)
+    ours = xform.make_jaxpr(fx)(*args).pretty_print(**kw)
+    assert normalise(ours) == normalise(ref) if kw.get("print_shapes", True) else ours == ref
+
+
+def test_raw_params_without_print_rules():
+    text = xform.make_jaxpr(lambda a, b: a @ b)(X34, Y45).pretty_print(custom_pp_eqn_rules=False)
+    assert "precision=None" in text and "dimension_numbers=(((1,), (0,)), ((), ()))" in text
