@@ -31,6 +31,7 @@ class ShapedArray:
     """An abstract value: what every tracer carries and every cache is keyed on."""
 
     __slots__ = ("shape", "dtype", "weak_type")
+    sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
