@@ -155,6 +155,9 @@ def corpus(lib):
         "scan_no_xs": (lambda x: lax.scan(lambda c, _: (c * 2., c), x, None, length=3), (S,)),
         "convert_f16": (lambda x: x.astype(jnp.float16), (S,)),
         "grad_of_custom_jvp": (lib.grad(lambda x: _custom_jvp(lib)(x)), (S,)),
+        "vmap_of_custom_jvp": (lib.vmap(lambda a: _custom_jvp(lib)(a)), (X34,)),
+        "vmap_of_custom_vjp": (lib.vmap(lambda a: _custom_vjp(lib)(a)), (X34,)),
+        "jit_grad_custom_vjp": (lib.jit(lib.grad(lambda a: jnp.sum(_custom_vjp(lib)(a)))), (V4,)),
         # ---- cases that differ in the staged equations (strict xfails below)
         "scalar_broadcast": (lambda a: a * 3.0, (V4,)),
         "where": (lambda a, b: jnp.where(a > b, a, b), (X34, X34)),
@@ -172,6 +175,7 @@ def corpus(lib):
         "debug_print": (lambda a: (lib.debug.print("x {}", a), jnp.sin(a))[1], (V4,)),
         "sum_of_scalar": (lambda a, b: jnp.sum(a + jnp.sin(b) * 3.), (S, S)),
         "hessian_scalar": (lib.grad(lib.grad(lambda x: jnp.sin(x) * x)), (S,)),
+        "nn_relu": (lib.nn.relu, (V4,)),
     }
     return C
 
@@ -200,6 +204,8 @@ XFAIL = {
     "sum_of_scalar": "JAX stages reduce_sum[axes=()] for jnp.sum of a rank-0 array; xform "
                      "elides it",
     "hessian_scalar": "xform's second-order sin/cos JVP places the neg earlier than JAX's",
+    "nn_relu": "JAX's relu is a custom_jvp around jit[name=relu] of max(x, 0.0); xform's "
+               "stages gt/select_n with converted literals",
 }
 
 
