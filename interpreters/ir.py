@@ -543,35 +543,22 @@ def _pp_broadcast_in_dim(eqn, names):
 
 
 def _pp_custom_jvp(eqn, names):
+    # JAX: name= (the primal function) first, rule shown by its function name,
+    # num_consts only when nonzero.
     p = dict(eqn.params)
     if not p.get("num_consts"):
         p.pop("num_consts", None)
-    call = p.get("call_jaxpr")
-    jvp = p.pop("jvp_jaxpr_fun", None)
-    if jvp is None:
-        jvp = p.pop("jvp_jaxpr_thunk", None)
-    if jvp is None:
-        jvp = p.pop("jvp", None)
-    p["jvp"] = _fn_name(jvp, "jvp")
-    for k in ("symbolic_zeros",):
-        p.setdefault(k, False)
-    p.pop("name", None)
-    return [("name", _fn_name(call, "f"))] + sorted(p.items())
+    p["jvp"] = _fn_name(p.get("jvp"), "jvp")
+    return [("name", _fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
 
 
 def _pp_custom_vjp(eqn, names):
     p = dict(eqn.params)
     if not p.get("num_consts"):
         p.pop("num_consts", None)
-    p.pop("out_trees", None)
-    call = p.get("call_jaxpr")
-    fwd = p.pop("fwd_jaxpr_thunk", None) or p.pop("fwd", None)
-    bwd = p.pop("bwd", None)
-    p["fwd"] = _fn_name(fwd, "fwd")
-    p["bwd"] = _fn_name(bwd, "bwd")
-    p.setdefault("symbolic_zeros", False)
-    p.pop("name", None)
-    return [("name", _fn_name(call, "f"))] + sorted(p.items())
+    p["fwd"] = _fn_name(p.get("fwd"), "fwd")
+    p["bwd"] = _fn_name(p.get("bwd"), "bwd")
+    return [("name", _fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
 
 
 def _drop_none(*keys):
