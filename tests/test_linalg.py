@@ -517,3 +517,24 @@ def test_eigh_degenerate_tangents_as_jax():
     np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-6)
     g = xform.grad(lambda m: xnp.sum(xnp.linalg.eigh(m)[0] ** 2))(a)
     np.testing.assert_allclose(np.asarray(g), np.diag([2.0, 2.0, 4.0]), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_tridiagonal_solve_perturb_singular_matches_jax(dtype, n):
+    """Singular and near-singular systems: finite answers equal to JAX's (jaxlib's kernel
+    under jit, our NumPy transcription of its algorithm eagerly)."""
+    import jax
+    rng = np.random.default_rng(n)
+    with x64_enabled():
+        dl, d, du = (rng.standard_normal((3, n)).astype(dtype) for _ in range(3))
+        dl[:, 0] = du[:, -1] = 0
+        d[0] = 0                       # batch member 0: zero diagonal
+        d[1], dl[1] = 0, 0             # batch member 1: the zero matrix's diagonal part
+        d[2] *= 1e-30                  # batch member 2: tiny pivots
+        b = rng.standard_normal((3, n, 2)).astype(dtype)
+        want = np.asarray(jax.lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True))
+        f = lambda *a: xform.lax.linalg.tridiagonal_solve(*a, perturb_singular=True)  # noqa
+        np.testing.assert_array_equal(np.asarray(xform.jit(f)(dl, d, du, b)), want)
+        np.testing.assert_allclose(np.asarray(f(dl, d, du, b)), want, rtol=1e-5, atol=1e-6)
+        assert np.isfinite(want).all()
