@@ -44,6 +44,7 @@ from interpreters.staging import StagingTrace, trace_to_jaxpr
 from primitives import elementwise as ew
 from primitives import structural as st
 from primitives._rules import bdim_at_front, moveaxis
+from primitives.custom import check_forward_evaluable
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
 
@@ -77,6 +78,7 @@ cond_p.impl_takes_arrays = True
 
 
 def _cond_impl(index, *ops, branches):
+    check_forward_evaluable(*branches)
     i = int(np.clip(int(np.asarray(index._value if isinstance(index, Array) else index)),
                     0, len(branches) - 1))
     outs = _eval(branches[i], *ops)
@@ -140,20 +142,24 @@ def _cond_partial_eval(trace, args, params):
     for b in branches:
         out_uk = [a or c for a, c in zip(out_uk, jt.partial_eval_jaxpr(b, unknowns, False)[2])]
     parts = [jt.partial_eval_jaxpr(b, unknowns, out_uk) for b in branches]
-    res_avals = [list(p[3]) for p in parts]
+    # Residuals that are just known operands are passed to the unknown cond as they are;
+    # only the others are computed by the known cond (one slot per branch, zeros in the
+    # other branches' slots).
+    computed = [[k for k, f in enumerate(p[4]) if f is None] for p in parts]
+    res_avals = [[p[3][k] for k in c] for p, c in zip(parts, computed)]
     all_res = [a for r in res_avals for a in r]
     known_ops = [a for a, u in zip(ops, unknowns) if not u]
     known_avals = [core.get_aval(a) for a in known_ops]
+    nk_ops = len(known_ops)
 
-    # Known cond: every branch returns its known outputs and all branches' residual
-    # slots (zeros in the other branches' slots).
     def known_branch(i):
         def f(*xs):
             outs = _eval(parts[i][0], *xs)
-            k = len(outs) - len(res_avals[i])
+            k = len(outs) - len(parts[i][3])
             res = []
             for j, r in enumerate(res_avals):
-                res += outs[k:] if j == i else [ad.zeros_like_aval(a) for a in r]
+                res += ([outs[k + m] for m in computed[i]] if j == i
+                        else [ad.zeros_like_aval(a) for a in r])
             return outs[:k] + res
         return f
     kbranches, kconsts = _branches_from_funs([known_branch(i) for i in range(len(branches))],
@@ -167,18 +173,23 @@ def _cond_partial_eval(trace, args, params):
     computed = [f is None for p in parts for f in p[4]]
     jt.note_residuals([r for r, c in zip(res_vals, computed) if c])
 
-    # Unknown cond: branch i reads its own residual slots.
+    # Unknown cond over (all residual slots, known operands, unknown operands): branch i
+    # reads its own slots and the operands it forwards.
     def unknown_branch(i):
         start = sum(len(r) for r in res_avals[:i])
 
         def f(*xs):
-            res = xs[start:start + len(res_avals[i])]
-            return _eval(parts[i][1], *res, *xs[len(all_res):])
+            slots = iter(xs[start:start + len(res_avals[i])])
+            kops = xs[len(all_res):len(all_res) + nk_ops]
+            res = [next(slots) if fw is None else kops[fw] for fw in parts[i][4]]
+            return _eval(parts[i][1], *res, *xs[len(all_res) + nk_ops:])
         return f
-    unknown_avals = all_res + [core.get_aval(a) for a, u in zip(ops, unknowns) if u]
+    unknown_avals = all_res + known_avals + [core.get_aval(a) for a, u in zip(ops, unknowns)
+                                             if u]
     ubranches, uconsts = _branches_from_funs(
         [unknown_branch(i) for i in range(len(branches))], unknown_avals)
-    u_args = [index] + uconsts + list(res_vals) + [a for a, u in zip(ops, unknowns) if u]
+    u_args = ([index] + uconsts + list(res_vals) + known_ops
+              + [a for a, u in zip(ops, unknowns) if u])
     out_avals = _cond_abstract(*[core.get_aval(a) for a in u_args], branches=ubranches)
     tracers = trace.add_eqn(cond_p, [trace.to_atom(a) for a in u_args], out_avals,
                             dict(branches=ubranches))
@@ -270,6 +281,7 @@ while_p.impl_takes_arrays = True
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    check_forward_evaluable(cond_jaxpr, body_jaxpr)
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     while bool(np.asarray(_value(_eval(cond_jaxpr, *cc, *carry)[0]))):
         carry = _eval(body_jaxpr, *bc, *carry)
@@ -469,6 +481,7 @@ def _index_leading(x, i):
 
 
 def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    check_forward_evaluable(jaxpr)
     consts, carry, xs = _split(args, num_consts, num_carry)
     out_avals = _scan_abstract(*[core.get_aval(a) for a in args], reverse=reverse, length=length,
                                jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,

@@ -24,8 +24,21 @@ from xform.numpy._util import lax
 # ----------------------------------------------------------------- NumPy re-exports
 
 ComplexWarning = np.exceptions.ComplexWarning
-array_repr = np.array_repr
-array_str = np.array_str
+def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
+    """``numpy.array_repr`` of an array-like (converted first, so misuse is a TypeError)."""
+    return np.array_repr(np.asarray(_as_array_like("array_repr", arr)), max_line_width,
+                         precision, suppress_small)
+
+
+def array_str(a, max_line_width=None, precision=None, suppress_small=None):
+    return np.array_str(np.asarray(_as_array_like("array_str", a)), max_line_width,
+                        precision, suppress_small)
+
+
+def _as_array_like(name, x):
+    from xform.numpy._util import check_arraylike
+    check_arraylike(name, x)
+    return x
 iterable = np.iterable
 object_ = np.object_
 save = np.save

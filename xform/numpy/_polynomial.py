@@ -179,6 +179,9 @@ def polyint(p, m=1, k=None):
     kk = U.to_array(0 if k is None else k)
     pa, kk = U.promote_dtypes_inexact(U.to_array(p), kk)
     pa, kk = _strong(pa), _strong(kk)
+    if pa.ndim != 1:
+        raise TypeError(f"polyint: p must be a 1-D array of polynomial coefficients, got "
+                        f"shape {pa.shape}")
     kk = S.atleast_1d(kk)
     if kk.shape[0] == 1 and m != 1:
         kk = U.broadcast_to_shape(lax().reshape(kk, ()), (m,))
