@@ -356,6 +356,9 @@ def test_typed_keys_are_arrays_of_key_dtype():
     assert_same(jr.wrap_key_data(jr.key_data(jks)), xr.wrap_key_data(data), "wrap_key_data")
     assert xr.key_impl(k) == jr.key_impl(jr.key(0)) == "threefry2x32"
     assert_same(jr.clone(jks), xr.clone(ks), "clone")
+    assert_same(jks.at[1].set(jr.key(9)), ks.at[1].set(xr.key(9)), ".at[].set")
+    assert_same(jax.jit(lambda a, i: a.at[i].set(jr.key(7)))(jks, 2),
+                xform.jit(lambda a, i: a.at[i].set(xr.key(7)))(ks, 2), "jit .at[].set")
     jaxpr = str(xform.make_jaxpr(lambda k: xr.normal(k))(k))
     assert "key<fry>[]" in jaxpr
 
