@@ -84,8 +84,59 @@ def _add_platform_index(text: str) -> str:
     return text[:end] + main + text[end:]
 
 
+def multi_platform_module(texts, name: str) -> str:
+    """One module for several platforms whose lowerings differ (JAX's convention):
+    ``main(%platform_index: i32, *args)`` runs a ``stablehlo.case`` over the
+    per-platform programs (each lowering's functions renamed ``_xf_p{i}_*``)."""
+    ir = _ir()
+    ops, sig = [], None
+    with _lock, _ctx():
+        for i, text in enumerate(texts):
+            m = ir.Module.parse(text)
+            names = [ir.StringAttr(op.attributes["sym_name"]).value
+                     for op in m.body.operations if "sym_name" in op.attributes]
+            for n in names:
+                ir.SymbolTable.replace_all_symbol_uses(n, f"_xf_p{i}_{n}", m.operation)
+            symtab = ir.SymbolTable(m.operation)
+            for op in list(m.body.operations):
+                if "sym_name" in op.attributes:
+                    n = ir.StringAttr(op.attributes["sym_name"]).value
+                    symtab.set_symbol_name(op, f"_xf_p{i}_{n}")
+                    if op.name == "func.func":
+                        op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+                    if n == "main":
+                        s_ = _func_types(op)
+                        if sig is not None and s_ != sig:
+                            raise ValueError("the per-platform lowerings have different "
+                                             "signatures")
+                        sig = s_
+            ops += [op.get_asm(print_generic_op_form=True, enable_debug_info=False)
+                    for op in m.body.operations]
+    ins, outs = sig
+    args = ['%plat: tensor<i32> {jax.global_constant = "_platform_index"}'] + \
+        [f"%a{i}: {t}" for i, t in enumerate(ins)]
+    regions = []
+    for i in range(len(texts)):
+        call = _call_text(f"_xf_p{i}_main", [f"%a{k}" for k in range(len(ins))], ins, outs,
+                          indent="        ")
+        ret = call[1].replace('"func.return"', '"stablehlo.return"')
+        regions.append("{\n" + call[0] + "\n" + ret + "\n      }")
+    res = ", ".join(outs)
+    n = len(outs)
+    lhs = "" if n == 0 else ("%c = " if n == 1 else f"%c:{n} = ")
+    rets = [] if n == 0 else (["%c"] if n == 1 else [f"%c#{k}" for k in range(n)])
+    main = (f"  func.func public @main({', '.join(args)}) -> ({res}) {{\n"
+            f'    {lhs}"stablehlo.case"(%plat) ({", ".join(regions)}) : (tensor<i32>) -> ({res})\n'
+            f'    "func.return"({", ".join(rets)}) : ({res}) -> ()\n  }}\n')
+    mod = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return (f"module @{mod} attributes {{mhlo.num_partitions = 1 : i32, "
+            f"mhlo.num_replicas = 1 : i32}} {{\n{main}" + "\n".join("  " + o for o in ops)
+            + "\n}\n")
+
+
 def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
-                     result_info=None, platform_index_arg: bool = False) -> bytes:
+                     result_info=None, platform_index_arg: bool = False,
+                     constraints=()) -> bytes:
     """VHLO bytecode of the StableHLO module ``text`` (a portable artifact)."""
     from jaxlib import _jax
     ir = _ir()
@@ -95,6 +146,9 @@ def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
         module = ir.Module.parse(text)
         module.operation.attributes["jax.uses_shape_polymorphism"] = \
             ir.BoolAttr.get(bool(uses_shape_polymorphism))
+        if constraints:     # symbolic constraints (JAX does not serialize them; we keep them)
+            module.operation.attributes["xform.symbolic_constraints"] = ir.ArrayAttr.get(
+                [ir.StringAttr.get(f"{d}\n{t}") for d, t in constraints])
         if result_info is not None:
             main = ir.SymbolTable(module.operation)["main"]
             attrs = list(ir.ArrayAttr(main.result_attrs)) if "res_attrs" in main.attributes \
@@ -123,6 +177,20 @@ def module_text(blob, *, debug_info: bool = False) -> str:
         return _deserialize(blob).operation.get_asm(enable_debug_info=debug_info)
 
 
+def module_constraints(blob):
+    """[(lhs - rhs, text)] recorded by ``serialize_module(constraints=...)``."""
+    ir = _ir()
+    with _lock, _ctx():
+        attrs = _deserialize(blob).operation.attributes
+        if "xform.symbolic_constraints" not in attrs:
+            return []
+        out = []
+        for a in ir.ArrayAttr(attrs["xform.symbolic_constraints"]):
+            d, t = ir.StringAttr(a).value.split("\n", 1)
+            out.append((d, t))
+        return out
+
+
 def _func_types(op):
     ir = _ir()
     ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
@@ -141,7 +209,7 @@ _counter = [0]
 
 
 @functools.lru_cache(maxsize=256)
-def specialize(blob: bytes, in_types: tuple, platform_index, prefix: str = ""):
+def specialize(blob: bytes, in_types: tuple, platform_index):
     """Refine the exported module ``blob`` for arguments of types ``in_types``.
 
     ``platform_index``: None, or the value of the leading platform-index
@@ -235,6 +303,14 @@ def _refine_error(msg: str) -> str:
     return f"Error refining shapes of the exported module: {msg}"
 
 
+def _ensure_kernels(platform):
+    """JAX's exports call jaxlib's LAPACK / cusolver FFI kernels by name: register them
+    with XLA (as our own linear-algebra lowering does) before compiling such a call."""
+    from lowering.rules_linalg_decomp import _ensure_targets
+    p = (platform or "cpu").lower()
+    _ensure_targets({"gpu": "cuda", "host": "cpu"}.get(p, p))
+
+
 @register("call_exported")
 def _call_exported_lowering(ctx, eqn, *args):
     exported = eqn.params["exported"]
@@ -244,6 +320,8 @@ def _call_exported_lowering(ctx, eqn, *args):
                                        exported._platform_index(ctx.module.platform))
     mod = ctx.module
     key = ("call_exported", exported.mlir_module_serialized, in_types, ctx.module.platform)
+    if any("custom_call" in o for o in ops):
+        _ensure_kernels(ctx.module.platform)
     if key not in mod.func_names:
         mod.func_names[key] = entry
         mod.functions.extend("  " + o for o in ops)

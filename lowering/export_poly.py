@@ -4,7 +4,9 @@ xform traces programs with concrete shapes only.  To export a program that
 works for every value of some dimension variables (``b`` in ``f32[b, 4]``) we
 
 1. lower it at the corners of a box of sample values (two unusual primes per
-   variable: 2**k lowerings for k variables) and once more at a check point;
+   variable: 2**k lowerings for k variables) and at two check points, one of
+   small sizes (a program that branches on a size between the scales is
+   rejected rather than silently specialised);
 2. require the texts to be identical except for numbers: every number that
    differs (a tensor dimension, or the value of a scalar constant such as the
    ``b * 4`` divisor of a mean) must be a multilinear polynomial in the
@@ -14,11 +16,12 @@ works for every value of some dimension variables (``b`` in ``f32[b, 4]``) we
    result shape is not implied by their operands get their dynamic forms
    (``broadcast_in_dim`` -> ``dynamic_broadcast_in_dim``, ``reshape`` ->
    ``dynamic_reshape``, ``iota`` -> ``dynamic_iota``, a splat ``constant`` ->
-   scalar + ``dynamic_broadcast_in_dim``) with the shape computed from the
-   dimension variables; a dimension-valued constant is computed from them;
+   scalar + ``dynamic_broadcast_in_dim``, ``dynamic_slice`` with symbolic sizes ->
+   clamped ``real_dynamic_slice``) with the shape computed from the dimension
+   variables; a dimension-valued constant is computed from them;
 4. each function computes the dimension variables it needs with
    ``get_dimension_size`` on an argument having that plain variable as a
-   dimension, and ``main`` checks JAX's shape assertions (``b >= 1``,
+   dimension (``main`` also solves ``k*b + c`` dimensions), and ``main`` checks JAX's shape assertions (``b >= 1``,
    consistent sizes) with ``shape_assertion`` custom calls carrying JAX's
    messages.
 
@@ -31,29 +34,48 @@ from __future__ import annotations
 
 import itertools
 import re
-import struct
 from fractions import Fraction
 
 import numpy as np
 
 # Two sample values per variable (and a check value): primes unlikely to be
-# sizes of their own in a program.
+# sizes of their own in a program.  A second, small check point catches programs
+# that branch on a size (``if x.shape[0] > 100``) between the two scales.
 _SAMPLES = [(1009, 1013, 1019), (1021, 1031, 1033), (1039, 1049, 1051), (1061, 1063, 1069)]
+_SMALL = (7, 11, 13, 17)
 MAX_VARS = 3
 
 _NUM = re.compile(r'"0x[0-9A-Fa-f]+"|\d+')
 _OPNAME = re.compile(r'"([a-z_]+\.[a-z_0-9]+)"\(')
 
 
-def sample_points(variables):
-    """[(dict var -> value)] for the 2**k corners, then the check point."""
+def sample_points(variables, constraints=()):
+    """[(dict var -> value)] for the 2**k corners, then the two check points.
+
+    ``constraints``: polynomials that must be >= 0 at every point (``a >= b`` is
+    ``a - b``); the variables take the sample rows in an order satisfying them.
+    """
     if len(variables) > MAX_VARS:
         raise ValueError(f"export: at most {MAX_VARS} dimension variables are supported, got "
                          f"{len(variables)} ({', '.join(variables)})")
-    corners = [dict(zip(variables, (_SAMPLES[j][bit] for j, bit in enumerate(bits))))
-               for bits in itertools.product((0, 1), repeat=len(variables))]
-    check = {v: _SAMPLES[j][2] for j, v in enumerate(variables)}
-    return corners + [check]
+    for order in itertools.permutations(range(len(variables))):
+        corners = [dict(zip(variables, (_SAMPLES[order[j]][bit] for j, bit in enumerate(bits))))
+                   for bits in itertools.product((0, 1), repeat=len(variables))]
+        check = {v: _SAMPLES[order[j]][2] for j, v in enumerate(variables)}
+        small = {v: _SMALL[order[j]] for j, v in enumerate(variables)}
+        points = corners + [check, small]
+        if all(_eval(c, p) >= 0 for c in constraints for p in points):
+            return points
+    raise ValueError("export: xform traces at sample sizes and cannot choose sizes that satisfy "
+                     "the symbolic constraints; it supports constraints that some ordering of "
+                     "the dimension variables satisfies (e.g. 'a >= b')")
+
+
+def _fits(poly, values, variables, points):
+    """``poly`` (fitted on the corners) reproduces ``values`` at the check points."""
+    n = 2 ** len(variables)
+    return poly is not None and all(_eval(poly, p) == v
+                                    for p, v in zip(points[n:], values[n:]))
 
 
 # ----------------------------------------------------------------- polynomials
@@ -61,12 +83,12 @@ def sample_points(variables):
 # (multilinear: each variable at most once).
 
 
-def _fit(variables, values):
-    """The multilinear polynomial through ``values`` (one per corner, in
+def _fit(variables, values, points):
+    """The multilinear polynomial through ``values`` (one per corner of ``points``, in
     ``sample_points`` order); None if its coefficients are not integers."""
     k = len(variables)
-    lo = [_SAMPLES[j][0] for j in range(k)]
-    hi = [_SAMPLES[j][1] for j in range(k)]
+    lo = [points[0][v] for v in variables]
+    hi = [points[2 ** (k - 1 - j)][v] for j, v in enumerate(variables)]
     # g_S: coefficients in u_j = (x_j - lo_j) / (hi_j - lo_j), by inclusion-exclusion
     poly = {}
     for S in itertools.product((0, 1), repeat=k):
@@ -116,7 +138,7 @@ def poly_str(poly):
     if not poly:
         return "0"
     parts = []
-    for m in sorted(poly, key=lambda m: (-len(m), m)):
+    for m in sorted(poly, key=lambda m: (len(m), m), reverse=True):   # JAX's order
         c = poly[m]
         if not m:
             s = str(abs(c))
@@ -126,7 +148,7 @@ def poly_str(poly):
             s = f"{abs(c)}*" + "*".join(m)
         parts.append(("- " if c < 0 else "+ ") + s)
     out = " ".join(parts)
-    return out[2:] if out.startswith("+ ") else "-" + out[2:]
+    return out[2:] if out.startswith("+ ") else out   # JAX prints "- b + a"
 
 
 def _is_const(poly):
@@ -171,7 +193,7 @@ class PolyError(ValueError):
     pass
 
 
-def generalize(texts, variables, arg_specs, spec_text, arg_paths):
+def generalize(texts, variables, arg_specs, spec_text, arg_paths, points, constraints=()):
     """The polymorphic module text from ``texts`` (lowerings at ``sample_points``).
 
     ``arg_specs``: per flat argument, its shape as polynomials (None dims are
@@ -179,9 +201,7 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
     listing for assertion messages.  Returns (text, result shapes as lists of
     polynomials or ints).
     """
-    corners = texts[:-1]
-    check = texts[-1]
-    points = sample_points(variables)
+    ncorners = 2 ** len(variables)
     lines = [t.splitlines() for t in texts]
     if len({len(ls) for ls in lines}) != 1:
         raise PolyError("export with symbolic shapes: the lowered program's structure depends "
@@ -189,7 +209,7 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
                         "only programs whose operations are the same for every size can be "
                         "exported shape-polymorphically")
     out_lines = []
-    ctx = _Rewriter(variables, arg_specs, spec_text, arg_paths)
+    ctx = _Rewriter(variables, arg_specs, spec_text, arg_paths, constraints)
     for i, line0 in enumerate(lines[0]):
         versions = [ls[i] for ls in lines]
         if all(v == line0 for v in versions):
@@ -211,23 +231,27 @@ def generalize(texts, variables, arg_specs, spec_text, arg_paths):
                 sym[k] = ("payload", vals)
                 continue
             ints = [int(v) for v in vals]
-            poly = _fit(variables, ints[:-1])
-            if poly is None or _eval(poly, points[-1]) != ints[-1]:
+            poly = _fit(variables, ints[:ncorners], points)
+            if not _fits(poly, ints, variables, points):
                 raise PolyError(f"export with symbolic shapes: a size in\n  {line0.strip()}\n"
                                 "is not a polynomial with integer coefficients of the dimension "
-                                "variables")
+                                "variables (floor division, powers, or Python control flow on "
+                                "a size cannot be exported shape-polymorphically)")
             if not _in_spans(pos, spans):
-                raise PolyError(f"export with symbolic shapes: the attribute of\n  "
-                                f"{line0.strip()}\ndepends on the dimension variables; xform "
-                                "cannot generalise this operation")
+                if '"stablehlo.dynamic_slice"' not in line0 and '"stablehlo.slice"' not in line0:
+                    raise PolyError(f"export with symbolic shapes: the attribute of\n  "
+                                    f"{line0.strip()}\ndepends on the dimension variables; "
+                                    "xform cannot generalise this operation")
+                sym[k] = ("attr", poly)       # a dynamic_slice size: see _dynamic_slice
+                continue
             sym[k] = poly
         out_lines.extend(ctx.rewrite(line0, positions, nums[0], sym, variables, points))
-    del corners, check
     return "\n".join(out_lines) + "\n", ctx.result_shapes
 
 
 class _Rewriter:
-    def __init__(self, variables, arg_specs, spec_text, arg_paths):
+    def __init__(self, variables, arg_specs, spec_text, arg_paths, constraints=()):
+        self.constraints = constraints       # [(polynomial that must be >= 0, text)]
         self.arg_paths = arg_paths
         self.variables = variables
         self.arg_specs = arg_specs
@@ -243,7 +267,7 @@ class _Rewriter:
         return f"%{base}{self.counter}"
 
     # -- function headers: remember argument types; compute the dimension variables
-    def _header(self, new_line):
+    def _header(self, new_line, is_main=False):
         """``new_line``: the header with '?v' markers; returns the lines to emit."""
         self.func_dims = {}
         self.func_args = []
@@ -262,7 +286,27 @@ class _Rewriter:
                                f'({self.arg_types[name]}) -> tensor<i32>')
                     self.func_dims[var] = n
                     break
+            if var not in self.func_dims and is_main:
+                self._solve_linear(vi, var, out)
         return out
+
+    def _solve_linear(self, vi, var, out):
+        """``var`` from an argument dimension ``k*var + c`` of main (e.g. ``2*b``)."""
+        for i, shape in enumerate(self.arg_specs):
+            for j, d in enumerate(shape):
+                if not isinstance(d, dict) or set(d) - {(var,), ()} or (var,) not in d:
+                    continue
+                k, c = d[(var,)], d.get((), 0)
+                name = self.func_args[i][0]
+                n = self.fresh("size_")
+                out.append(f'    {n} = "stablehlo.get_dimension_size"({name}) '
+                           f'{{dimension = {j} : i64}} : ({self.arg_types[name]}) -> tensor<i32>')
+                if c:
+                    n = self.binop("subtract", n, self.const_i32(c, out), out)
+                if k != 1:
+                    n = self.binop("divide", n, self.const_i32(k, out), out)
+                self.func_dims[var] = n
+                return
 
     def plain(self, line):
         if "func.func" in line:
@@ -345,7 +389,8 @@ class _Rewriter:
                 type_polys.append((pos, poly))
         pieces.append(line[last:])
         new = "".join(pieces)
-        payloads = {k: v for k, v in sym.items() if isinstance(v, tuple)}
+        attr_syms = {k for k, v in sym.items() if isinstance(v, tuple) and v[0] == "attr"}
+        payloads = {k: v for k, v in sym.items() if isinstance(v, tuple) and v[0] == "payload"}
         splat = None
         if payloads and type_polys and len(payloads) == 1:
             (_, (_, vals)), = payloads.items()
@@ -353,13 +398,17 @@ class _Rewriter:
             if splat is not None:
                 payloads = {}
         if "func.func" in line:
-            res = self._header(new)
+            res = self._header(new, " @main(" in line)
             if " @main(" in line:
                 self.result_shapes = self._result_shapes(line, sym, positions)
                 res += self._assertions(out)
             return res + out
         opm = _OPNAME.search(line)
         op = opm.group(1) if opm else ""
+        if attr_syms:
+            if op == "stablehlo.slice":
+                return self._slice(line, new, positions, nums0, sym, out)
+            return self._dynamic_slice(line, new, positions, nums0, sym, out)
         result_type = _strip(new.rsplit("->", 1)[-1].strip()) if "->" in new else ""
         res_dims = self._result_dims(line, positions, nums0, sym)
         lhs = line.split("=", 1)[0].strip() if "=" in line.split('"', 1)[0] else None
@@ -373,10 +422,12 @@ class _Rewriter:
             if any(d is None for d in decoded):
                 raise PolyError(f"export with symbolic shapes: the constant\n  {line.strip()}\n"
                                 "depends on the dimension variables and is not a scalar integer")
-            poly = _fit(variables, decoded[:-1])
-            if poly is None or _eval(poly, points[-1]) != decoded[-1]:
+            poly = _fit(variables, decoded[:2 ** len(variables)], points)
+            if not _fits(poly, decoded, variables, points):
                 raise PolyError(f"export with symbolic shapes: the constant\n  {line.strip()}\n"
-                                "is not a polynomial of the dimension variables")
+                                "is not a polynomial of the dimension variables (does the program "
+                                "branch on a size, e.g. `if x.shape[0] > n`? that cannot be "
+                                "exported shape-polymorphically)")
             v = self.poly_value(poly, out)
             out.append(f'    {lhs} = "stablehlo.convert"({v}) : (tensor<i32>) -> {result_type}')
             return out
@@ -418,6 +469,84 @@ class _Rewriter:
             out.append(f'    {lhs} = "stablehlo.dynamic_broadcast_in_dim"({s}, {shape}) '
                        f'{{broadcast_dimensions = array<i64>}} : (tensor<{elem}>, {st}) -> '
                        f'{result_type}')
+        return out
+
+    def _attr_list(self, line, name, positions, nums0, sym):
+        m = re.search(name + r" = array<i64: ([^>]*)>", line)
+        vals = []
+        for k, pos in enumerate(positions):
+            if m and m.start(1) <= pos < m.end(1):
+                v = sym.get(k)
+                vals.append(v[1] if isinstance(v, tuple) else int(nums0[k]))
+        return vals
+
+    def _slice(self, line, new, positions, nums0, sym, out):
+        """``slice`` with symbolic bounds -> ``real_dynamic_slice`` (refinement folds it)."""
+        lhs = line.split("=", 1)[0].strip()
+        x = re.search(r'"stablehlo.slice"\(([^)]*)\)', new).group(1).strip()
+        sig = new.rsplit(" : ", 1)[1]
+        in_type = sig[sig.index("(") + 1:sig.rindex(")")].strip()
+        result_type = sig.rsplit("->", 1)[1].strip()
+        vecs = [self.shape_tensor(self._attr_list(line, n, positions, nums0, sym), out)[0]
+                for n in ("start_indices", "limit_indices", "strides")]
+        t = f"tensor<{len(self._attr_list(line, 'strides', positions, nums0, sym))}xi32>"
+        out.append(f'    {lhs} = "stablehlo.real_dynamic_slice"({x}, {", ".join(vecs)}) : '
+                   f'({in_type}, {t}, {t}, {t}) -> {result_type}')
+        return out
+
+    def _dynamic_slice(self, line, new, positions, nums0, sym, out):
+        """``dynamic_slice`` with symbolic slice sizes -> ``real_dynamic_slice`` with the
+        start indices clamped into range as ``dynamic_slice`` does."""
+        lhs = line.split("=", 1)[0].strip()
+        operands = [o.strip() for o in
+                    re.search(r'"stablehlo.dynamic_slice"\(([^)]*)\)', new).group(1).split(",")]
+        sig = new.rsplit(" : ", 1)[1]
+        in_types = _split_types(sig[sig.index("(") + 1:sig.rindex(")")])
+        result_type = sig.rsplit("->", 1)[1].strip()
+        m = re.search(r"slice_sizes = array<i64: ([^>]*)>", line)
+        sizes = []
+        for k, pos in enumerate(positions):
+            if m.start(1) <= pos < m.end(1):
+                v = sym.get(k)
+                sizes.append(v[1] if isinstance(v, tuple) else int(nums0[k]))
+        x, idx = operands[0], operands[1:]
+        starts, size_parts = [], []
+        zero = self.const_i32(0, out)
+        for j, (i, size) in enumerate(zip(idx, sizes)):
+            if in_types[1 + j] != "tensor<i32>":
+                c = self.fresh()
+                out.append(f'    {c} = "stablehlo.convert"({i}) : ({in_types[1 + j]}) -> '
+                           'tensor<i32>')
+                i = c
+            dim = self.fresh()
+            out.append(f'    {dim} = "stablehlo.get_dimension_size"({x}) {{dimension = {j} : '
+                       f'i64}} : ({in_types[0]}) -> tensor<i32>')
+            sz = self.const_i32(size, out) if isinstance(size, int) else \
+                self.poly_value(size, out)
+            hi = self.binop("subtract", dim, sz, out)
+            st = self.fresh()
+            out.append(f'    {st} = "stablehlo.clamp"({zero}, {i}, {hi}) : (tensor<i32>, '
+                       'tensor<i32>, tensor<i32>) -> tensor<i32>')
+            for v, acc in ((st, starts), (sz, size_parts)):
+                r = self.fresh()
+                out.append(f'    {r} = "stablehlo.reshape"({v}) : (tensor<i32>) -> tensor<1xi32>')
+                acc.append(r)
+        n = len(sizes)
+        t = f"tensor<{n}xi32>"
+        vecs = []
+        for parts in (starts, size_parts):
+            c = self.fresh()
+            out.append(f'    {c} = "stablehlo.concatenate"({", ".join(parts)}) {{dimension = 0 : '
+                       f'i64}} : ({", ".join(["tensor<1xi32>"] * n)}) -> {t}')
+            vecs.append(c)
+        # limits = starts + sizes as vectors: once refinement makes the sizes constant,
+        # StableHLO's simplification turns this back into a dynamic_slice
+        limits = self.fresh()
+        out.append(f'    {limits} = "stablehlo.add"({vecs[0]}, {vecs[1]}) : ({t}, {t}) -> {t}')
+        strides = self.fresh()
+        out.append(f'    {strides} = "stablehlo.constant"() {{value = dense<1> : {t}}} : () -> {t}')
+        out.append(f'    {lhs} = "stablehlo.real_dynamic_slice"({x}, {vecs[0]}, {limits}, '
+                   f'{strides}) : ({in_types[0]}, {t}, {t}, {t}) -> {result_type}')
         return out
 
     def _result_dims(self, line, positions, nums0, sym):
@@ -503,6 +632,20 @@ class _Rewriter:
                        f"(= {{{k}}}) and the specification '{poly_str(d)}' (= {{{k + 1}}})."
                        + tail)
                 lines.append(self._assert(pred, values + [got, want], msg))
+        for diff, text in self.constraints:
+            got = self.poly_value(diff, lines) if isinstance(diff, dict) else \
+                self.const_i32(diff, lines)
+            zero = self.const_i32(0, lines)
+            pred = self.fresh()
+            lines.append(f'    {pred} = "stablehlo.compare"({got}, {zero}) '
+                         '{comparison_direction = #stablehlo<comparison_direction GE>, '
+                         'compare_type = #stablehlo<comparison_type SIGNED>} : '
+                         '(tensor<i32>, tensor<i32>) -> tensor<i1>')
+            k = len(values)
+            msg = (f"Input shapes do not match the symbolic shape constraint {text}. Expected "
+                   f"'{poly_str(diff) if isinstance(diff, dict) else diff}' to be greater or "
+                   f"equal to 0, but found {{{k}}}. " + tail)
+            lines.append(self._assert(pred, values + [got], msg))
         return lines
 
     def _assert(self, pred, values, msg):
@@ -511,6 +654,24 @@ class _Rewriter:
         return (f'    "stablehlo.custom_call"({pred}, {", ".join(values)}) {{api_version = 2 : i32, '
                 f'call_target_name = "shape_assertion", error_message = "{msg}", '
                 f'has_side_effect = true}} : ({types}) -> ()')
+
+
+def _split_types(s):
+    """'tensor<2x3xf32>, tensor<i32>' -> the types (commas inside <...> kept)."""
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
 
 
 def _plain(d):
@@ -548,7 +709,7 @@ def _strip(s):
 
 _NEEDS_SHAPE = {"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.iota",
                 "stablehlo.constant"}
-_NO_INFERENCE = {"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.pad",
-                 "stablehlo.gather", "stablehlo.scatter", "stablehlo.dynamic_update_slice",
+_NO_INFERENCE = {"stablehlo.pad",
+                 
                  "stablehlo.custom_call", "stablehlo.rng", "stablehlo.rng_bit_generator",
                  "stablehlo.reduce_window", "stablehlo.select_and_scatter", "stablehlo.fft"}

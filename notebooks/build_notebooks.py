@@ -1504,6 +1504,290 @@ def persistence():
     ]
 
 
+# ----------------------------------------------------------------- 13: Gaussian processes (linalg13)
+
+NOTEBOOKS = NOTEBOOKS + ("13_gaussian_process",)
+
+
+def gaussian_process():
+    return [
+        md("""
+        # Gaussian-process regression with `cholesky` + `cho_solve`
+
+        A GP prior $f \\sim \\mathcal{GP}(0, k)$ with an RBF kernel
+        $k(x, x') = s^2 \\exp(-(x - x')^2 / 2\\ell^2)$ and Gaussian noise $\\sigma^2$.
+        Everything needs one factorisation $K + \\sigma^2 I = L L^T$
+        (`xform.numpy.linalg.cholesky`, LAPACK `potrf` through XLA's FFI):
+
+        * negative log marginal likelihood
+          $\\tfrac12 y^T \\alpha + \\sum_i \\log L_{ii} + \\tfrac n2 \\log 2\\pi$ with
+          $\\alpha = $ `cho_solve((L, True), y)`;
+        * its gradient in the hyperparameters $(\\log s, \\log \\ell, \\log \\sigma)$ by
+          `xform.grad` -- reverse mode through the Cholesky factor (JAX's JVP rule,
+          transposed) and the triangular solves;
+        * the posterior mean $K_*^T \\alpha$ and variance
+          $\\mathrm{diag}(K_{**}) - \\|L^{-1} K_*\\|^2$ (`solve_triangular`).
+
+        The code is written against the JAX API: `import xform as jax` would run it.
+        """),
+        code('''
+        %matplotlib inline
+        import numpy as np
+        import matplotlib.pyplot as plt
+        import xform
+        import xform.numpy as jnp
+        from xform.scipy.linalg import cho_solve, solve_triangular
+
+        rng = np.random.default_rng(0)
+        x = np.sort(rng.uniform(-4, 4, 40)).astype(np.float32)
+        y = (np.sin(1.5 * x) + 0.3 * x + 0.15 * rng.standard_normal(40)).astype(np.float32)
+        xs = np.linspace(-5, 5, 200).astype(np.float32)
+
+        def rbf(a, b, log_s, log_l):
+            d = a[:, None] - b[None, :]
+            return jnp.exp(2 * log_s) * jnp.exp(-0.5 * d ** 2 / jnp.exp(2 * log_l))
+
+        def nll(theta, x, y):
+            log_s, log_l, log_noise = theta
+            K = rbf(x, x, log_s, log_l) + (jnp.exp(2 * log_noise) + 1e-5) * jnp.eye(x.shape[0])
+            L = jnp.linalg.cholesky(K)
+            alpha = cho_solve((L, True), y)
+            return (0.5 * y @ alpha + jnp.sum(jnp.log(jnp.diagonal(L)))
+                    + 0.5 * x.shape[0] * np.log(2 * np.pi))
+
+        theta0 = jnp.array([0.0, 0.0, -1.0])
+        print("nll(theta0) =", float(nll(theta0, x, y)))
+        print("grad        =", np.asarray(xform.grad(nll)(theta0, x, y)))
+        '''),
+        md("""
+        The same function in JAX (the oracle installed for tests) gives the same value and
+        gradient:
+        """),
+        code('''
+        import jax, jax.numpy as jjnp, jax.scipy.linalg as jsl
+        def nll_jax(theta, x, y):
+            log_s, log_l, log_noise = theta
+            d = x[:, None] - x[None, :]
+            K = (jjnp.exp(2 * log_s) * jjnp.exp(-0.5 * d ** 2 / jjnp.exp(2 * log_l))
+                 + (jjnp.exp(2 * log_noise) + 1e-5) * jjnp.eye(x.shape[0]))
+            L = jjnp.linalg.cholesky(K)
+            return (0.5 * y @ jsl.cho_solve((L, True), y) + jjnp.sum(jjnp.log(jjnp.diagonal(L)))
+                    + 0.5 * x.shape[0] * np.log(2 * np.pi))
+        t0 = np.array([0.0, 0.0, -1.0], np.float32)
+        print("value: ", float(nll(t0, x, y)), float(nll_jax(t0, x, y)))
+        print("grad:  ", np.asarray(xform.grad(nll)(t0, x, y)), np.asarray(jax.grad(nll_jax)(t0, x, y)))
+        assert np.allclose(xform.grad(nll)(t0, x, y), jax.grad(nll_jax)(t0, x, y), rtol=1e-4, atol=1e-4)
+        '''),
+        md("""
+        ## Fitting the hyperparameters by gradient descent
+
+        Adam on $\\theta = (\\log s, \\log \\ell, \\log \\sigma)$, one compiled step
+        (`jit(value_and_grad)`).
+        """),
+        code('''
+        @xform.jit
+        def step(theta, m, v, t):
+            val, g = xform.value_and_grad(nll)(theta, x, y)
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            mhat, vhat = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
+            return theta - 0.05 * mhat / (jnp.sqrt(vhat) + 1e-8), m, v, val
+
+        theta, m, v = theta0, jnp.zeros(3), jnp.zeros(3)
+        history = []
+        for t in range(1, 301):
+            theta, m, v, val = step(theta, m, v, float(t))
+            history.append(float(val))
+        s, l, noise = np.exp(np.asarray(theta))
+        print(f"nll {history[0]:.3f} -> {history[-1]:.3f};  s = {s:.3f}, l = {l:.3f}, noise = {noise:.3f}")
+        '''),
+        md("""
+        scikit-learn's GP (L-BFGS on the same marginal likelihood) lands on the same
+        hyperparameters:
+        """),
+        code('''
+        from sklearn.gaussian_process import GaussianProcessRegressor
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+        gp = GaussianProcessRegressor(ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(0.1),
+                                      normalize_y=False, n_restarts_optimizer=2, random_state=0)
+        gp.fit(x[:, None].astype(np.float64), y.astype(np.float64))
+        k = gp.kernel_
+        print(f"sklearn: s = {np.sqrt(k.k1.k1.constant_value):.3f}, l = {k.k1.k2.length_scale:.3f}, "
+              f"noise = {np.sqrt(k.k2.noise_level):.3f}")
+        print(f"xform:   s = {s:.3f}, l = {l:.3f}, noise = {noise:.3f}")
+        '''),
+        md("""
+        ## Posterior predictive
+        """),
+        code('''
+        @xform.jit
+        def posterior(theta, x, y, xs):
+            log_s, log_l, log_noise = theta
+            K = rbf(x, x, log_s, log_l) + (jnp.exp(2 * log_noise) + 1e-5) * jnp.eye(x.shape[0])
+            L = jnp.linalg.cholesky(K)
+            alpha = cho_solve((L, True), y)
+            Ks = rbf(x, xs, log_s, log_l)
+            mean = Ks.T @ alpha
+            w = solve_triangular(L, Ks, lower=True)
+            var = jnp.exp(2 * log_s) - jnp.sum(w ** 2, axis=0)
+            return mean, var
+
+        mean, var = map(np.asarray, posterior(theta, x, y, xs))
+        sd = np.sqrt(np.maximum(var + np.exp(2 * np.asarray(theta)[2]), 0))
+        sk_mean, sk_sd = gp.predict(xs[:, None].astype(np.float64), return_std=True)
+        print("max |mean - sklearn mean| =", float(np.abs(mean - sk_mean).max()))
+
+        fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 3.6))
+        ax0.plot(history)
+        ax0.set_xlabel("Adam step"); ax0.set_ylabel("negative log marginal likelihood")
+        ax1.fill_between(xs, mean - 2 * sd, mean + 2 * sd, alpha=0.25, label="±2 sd")
+        ax1.plot(xs, mean, label="posterior mean")
+        ax1.plot(xs, np.sin(1.5 * xs) + 0.3 * xs, "k--", lw=1, label="truth")
+        ax1.plot(x, y, "o", ms=3, label="data")
+        ax1.legend(loc="upper left", fontsize=8)
+        plt.tight_layout()
+        '''),
+        md("""
+        The optimiser and scikit-learn agree on the hyperparameters and the posterior mean;
+        the band widens away from the data as it should.  Swapping `import xform` for
+        `import jax` runs the same cells on JAX.
+        """),
+    ]
+
+
+# ----------------------------------------------------------------- 12: convolutions (conv12)
+
+NOTEBOOKS = NOTEBOOKS + ("12_convolutions",)
+
+
+def convolutions():
+    return [
+        md("""
+        # Convolutions, pooling and FFTs: a CNN on digits
+
+        `lax.conv_general_dilated` is XLA's general convolution (strides, padding
+        modes, lhs/rhs dilation, layouts as `('NHWC', 'HWIO', 'NHWC')`, feature and
+        batch groups); `lax.reduce_window` with `lax.max` is max pooling, exactly as
+        Flax and `jax.example_libraries.stax` write it.  Both are primitives with a
+        NumPy reference, an XLA lowering and JVP / transpose / batching rules, so
+        `jit(value_and_grad(...))` of a CNN compiles to one XLA program.
+
+        Below: the demo's second model (`python -m xform.demo --cnn`, code in
+        `xform/demo_cnn.py`) trained on scikit-learn's 8x8 digits, its gradient
+        checked against JAX, then FFT-based convolution.
+        """),
+        code("""
+        %matplotlib inline
+        import time
+        import numpy as np
+        import matplotlib.pyplot as plt
+
+        import xform
+        import xform.lax as lax
+        import xform.numpy as xnp
+        from xform import demo_cnn
+        (xtr, ytr), (xte, yte) = demo_cnn.load_digits_images()
+        print("train", xtr.shape, "test", xte.shape)
+        """),
+        md("""
+        ## The model
+        conv 3x3 (16) - relu - maxpool 2x2 - conv 3x3 (32) - relu - maxpool 2x2 - dense (10).
+        `cnn_predict` is ten lines of `lax` calls; the training step is
+        `jit(value_and_grad(loss))` plus SGD with momentum.
+        """),
+        code("""
+        import inspect
+        print(inspect.getsource(demo_cnn.cnn_predict))
+        params = demo_cnn.init_cnn(0)
+        print(xform.make_jaxpr(demo_cnn.cnn_predict)(params, xtr[:2]))
+        """),
+        md("""
+        ## Training under `jit(value_and_grad)`
+        """),
+        code("""
+        step = demo_cnn.make_step(lr=0.05)
+        velocity = xform.tree_util.tree_map(xnp.zeros_like, params)
+        rng = np.random.default_rng(1)
+        losses, accs = [], []
+        t0 = time.perf_counter()
+        for epoch in range(8):
+            order = rng.permutation(len(xtr))
+            for i in range(len(xtr) // 64):
+                idx = order[i * 64:(i + 1) * 64]
+                loss, params, velocity = step(params, velocity, xtr[idx], ytr[idx])
+                losses.append(float(loss))
+            accs.append(demo_cnn.accuracy(params, xte, yte))
+        print(f"8 epochs in {time.perf_counter() - t0:.1f} s; test accuracy {accs[-1]:.3f}")
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3))
+        a.plot(losses); a.set_yscale("log"); a.set_xlabel("step"); a.set_ylabel("loss")
+        b.plot(range(1, 9), accs, "o-"); b.set_xlabel("epoch"); b.set_ylabel("test accuracy")
+        plt.show()
+        """),
+        code("""
+        w1 = np.asarray(params["conv1"][0])          # (3, 3, 1, 16), HWIO
+        fig, axes = plt.subplots(2, 8, figsize=(10, 2.6))
+        for k, ax in enumerate(axes.flat):
+            ax.imshow(w1[:, :, 0, k], cmap="RdBu"); ax.axis("off")
+        fig.suptitle("first-layer filters after training")
+        plt.show()
+        """),
+        md("""
+        ## The gradient is JAX's
+        The same network written with `jax.lax` / `jax.nn` on the same parameters gives
+        the same loss and gradients (to float32 rounding): the convolution's transposes
+        (gradient convolutions) and max pooling's `select_and_scatter_add` follow XLA's
+        semantics.
+        """),
+        code("""
+        import jax, jax.numpy as jnp
+
+        def jax_loss(p, x, y):
+            for name in ("conv1", "conv2"):
+                w, b = p[name]
+                x = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                 dimension_numbers=demo_cnn.DN)
+                x = jax.lax.reduce_window(jax.nn.relu(x + b), -jnp.inf, jax.lax.max,
+                                          (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+            w, b = p["dense"]
+            logits = x.reshape(x.shape[0], -1) @ w + b
+            return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * jax.nn.one_hot(y, 10), -1))
+
+        p0 = demo_cnn.init_cnn(0)
+        g = xform.grad(demo_cnn.cnn_loss)(p0, xtr[:64], ytr[:64])
+        jg = jax.grad(jax_loss)({k: tuple(map(np.asarray, v)) for k, v in p0.items()},
+                                xtr[:64], ytr[:64])
+        for k in g:
+            print(k, [float(np.abs(np.asarray(a) - np.asarray(b)).max())
+                      for a, b in zip(g[k], jg[k])])
+        """),
+        md("""
+        ## FFTs: convolution theorem
+        `xform.numpy.fft` has all 18 functions of `jax.numpy.fft` on the `fft`
+        primitive (FFT / IFFT / RFFT / IRFFT over 1-3 axes).  Direct and FFT-based
+        convolution agree, and gradients flow through both.
+        """),
+        code("""
+        import xform.scipy.signal as signal
+        t = np.linspace(0, 1, 512, endpoint=False)
+        sig = (np.sin(2 * np.pi * 7 * t) + 0.5 * np.random.default_rng(0).standard_normal(512)
+               ).astype(np.float32)
+        kernel = np.hanning(31).astype(np.float32); kernel /= kernel.sum()
+        direct = signal.convolve(sig, kernel, mode="same")
+        viafft = signal.fftconvolve(sig, kernel, mode="same")
+        print("max |direct - fft|:", float(xnp.max(xnp.abs(direct - viafft))))
+        spectrum = xnp.abs(xnp.fft.rfft(sig))
+        freqs = xnp.fft.rfftfreq(512, d=1 / 512)
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3))
+        a.plot(t, sig, lw=0.5, label="noisy"); a.plot(t, direct, label="smoothed"); a.legend()
+        b.plot(freqs[:40], spectrum[:40]); b.set_xlabel("frequency (Hz)")
+        plt.show()
+        g = xform.grad(lambda k: xnp.sum(signal.fftconvolve(sig, k, mode="same") ** 2))(kernel)
+        g2 = xform.grad(lambda k: xnp.sum(signal.convolve(sig, k, mode="same") ** 2))(kernel)
+        print("gradient through FFT vs direct:", float(xnp.max(xnp.abs(g - g2))))
+        """),
+    ]
+
+
 _CELLS = {name: globals()[name[3:]] for name in NOTEBOOKS if name[3:] in globals()}
 
 

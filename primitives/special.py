@@ -62,8 +62,14 @@ def _gamma_domain(a, x):
     return (x < 0) | (a < 0) | ((a == 0) & (x == 0)) | np.isnan(a) | np.isnan(x)
 
 
+def _inf_a_nan(a, x):
+    """XLA's algorithm: a = inf with a finite x >= 1 gives inf - inf in the log prefactor."""
+    return (a == np.inf) & (x >= 1) & (x < np.inf)
+
+
 def _igamma_ref(a, x):
     out = _sp().gammainc(a, x)
+    out = np.where(_inf_a_nan(a, x), np.nan, out)
     out = np.where(x == 0, 0.0, out)
     out = np.where(x == np.inf, 1.0, out)
     return np.where(_gamma_domain(a, x), np.nan, out)
@@ -71,6 +77,7 @@ def _igamma_ref(a, x):
 
 def _igammac_ref(a, x):
     out = _sp().gammaincc(a, x)
+    out = np.where(_inf_a_nan(a, x), np.nan, out)
     out = np.where((x == np.inf) | (a == 0), 0.0, out)
     return np.where(_gamma_domain(a, x), np.nan, out)
 
@@ -88,8 +95,9 @@ def _igamma_grad_a_ref(a, x):
     for n in range(nmax):
         lt = (sa + n) * lx - sx - sp.gammaln(sa + n + 1)
         acc = acc + np.exp(lt) * (lx - sp.digamma(sa + n + 1))
-    out = np.where(x == 0, 0.0, acc)
-    return np.where(bad, np.nan, out)
+    out = np.where(bad, np.nan, acc)
+    out = np.where(x == 0, 0.0, out)   # before the domain check, as XLA's algorithm
+    return np.where((x < 0) | (a <= 0) | np.isnan(a) | np.isnan(x), np.nan, out)
 
 
 def _betainc_ref(a, b, x):

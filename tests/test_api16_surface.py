@@ -48,8 +48,6 @@ DOCUMENTED_EXCEPTIONS = {
     "allow_f16_reductions": "flag", "array_garbage_collection_guard": "flag",
     "jax2tf_associative_scan_reductions": "flag", "softmax_custom_jvp": "flag",
     "no_execution": "flag", "no_tracing": "flag", "make_user_context": "flag",
-    # AD convenience not yet written (see the report)
-    "fwd_and_bwd": "todo",
 }
 
 
@@ -299,6 +297,11 @@ def test_dtypes_module():
     assert xd.iinfo("int8").max == jd.iinfo("int8").max
     with pytest.raises(ValueError):
         xd.itemsize_bits(None)
+    # typed PRNG keys are extended dtypes of kind prng_key
+    xk, jk = xform.random.key(0).dtype, jax.random.key(0).dtype
+    for xa, ja in ((xd.prng_key, jd.prng_key), (xd.extended, jd.extended),
+                   (np.floating, np.floating), (np.integer, np.integer)):
+        assert xd.issubdtype(xk, xa) == jd.issubdtype(jk, ja)
 
 
 def test_errors_typing_stages_modules():
@@ -457,3 +460,28 @@ def test_custom_derivatives_and_version_modules():
     from xform.experimental import enable_x64
     with enable_x64():
         assert xnp.ones(1, dtype=float).dtype == np.float64
+
+
+def test_fwd_and_bwd_matches_jax_and_compiles_once():
+    x = np.ones((4, 4), np.float32)
+    W = np.arange(16.0, dtype=np.float32).reshape(4, 4) / 10
+    ct = np.arange(4.0, dtype=np.float32)
+    fx = lambda x, W: xnp.tanh(x @ W).sum(0)        # noqa: E731
+    fj = lambda x, W: jnp.tanh(x @ W).sum(0)        # noqa: E731
+    xf, xb = xform.fwd_and_bwd(fx, argnums=(0, 1))
+    jf, jb = jax.fwd_and_bwd(fj, argnums=(0, 1))
+    for _ in range(3):
+        y, res = xf(x, W)
+        got = xb(res, ct)
+    assert xb._cache_size() == 1
+    jy, jres = jf(x, W)
+    want = jb(jres, ct)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(jy), rtol=1e-6)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+    f2, b2 = xform.fwd_and_bwd(lambda x, W: (fx(x, W), {"n": 3}), argnums=1, has_aux=True,
+                               jitted=False)
+    y, res, aux = f2(x, W)
+    assert aux == {"n": 3} and b2(res, ct).shape == (4, 4)
+    with pytest.raises(TypeError):
+        xform.fwd_and_bwd(fx, argnums=5)(x, W)

@@ -44,8 +44,10 @@ def arrays(draw):
     return a
 
 
+typed_keys = st.builds(lambda seed, n: xform.random.split(xform.random.key(seed), n),
+                       st.integers(0, 2**31 - 1), st.integers(1, 3))
 leaves = st.one_of(arrays(), st.integers(-2**40, 2**40), st.floats(allow_nan=True),
-                   st.booleans())
+                   st.booleans(), typed_keys)
 pytrees = st.recursive(
     leaves,
     lambda kids: st.one_of(st.lists(kids, max_size=3), st.tuples(kids, kids),
@@ -147,6 +149,21 @@ def test_interrupted_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
     np.testing.assert_array_equal(ck.restore(p)["w"], old["w"])
 
 
+def test_typed_prng_keys_roundtrip(tmp_path):
+    keys = xform.random.split(xform.random.key(7), 3)
+    p = tmp_path / "k.ckpt"
+    ck.save(p, {"rng": keys, "raw": xform.random.PRNGKey(1)})
+    back = ck.restore(p)
+    assert str(back["rng"].dtype) == "key<fry>" and back["rng"].shape == (3,)
+    np.testing.assert_array_equal(xform.random.key_data(back["rng"]),
+                                  xform.random.key_data(keys))
+    np.testing.assert_array_equal(xform.random.normal(back["rng"][2], (4,)),
+                                  xform.random.normal(keys[2], (4,)))
+    assert back["raw"].dtype == np.uint32
+    with pytest.raises(ValueError, match=r"\['rng'\].*key<fry>.*uint32"):
+        ck.restore(p, target={"rng": np.zeros(3, np.uint32), "raw": np.zeros(2, np.uint32)})
+
+
 def test_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         ck.restore(tmp_path / "nope.ckpt")
@@ -161,3 +178,18 @@ def test_errors(tmp_path):
     ck.save(tmp_path / "z.ckpt", [1])
     with pytest.raises(ValueError, match="overwrite=False"):
         ck.save(tmp_path / "z.ckpt", [1], overwrite=False)
+
+
+def test_save_async_snapshots_then_writes(tmp_path):
+    w = np.arange(1000, dtype=np.float32)
+    tree = {"w": w, "v": xnp.ones(3), "step": 3}
+    fut = ck.save_async(tmp_path / "a.ckpt", tree)
+    w[:] = -1.0                       # mutating after the call does not change what is saved
+    assert fut.result(timeout=60) == str(tmp_path / "a.ckpt")
+    back = ck.restore(tmp_path / "a.ckpt", target=tree)
+    np.testing.assert_array_equal(back["w"], np.arange(1000, dtype=np.float32))
+    assert back["step"] == 3
+    bad = ck.save_async(tmp_path / "a.ckpt", tree, overwrite=True)
+    bad.result(timeout=60)
+    with pytest.raises(ValueError, match="overwrite=False"):
+        ck.save_async(tmp_path / "a.ckpt", tree, overwrite=False)

@@ -89,3 +89,11 @@ def test_shape_dtype_struct_parity(lib):
         len(m.ShapeDtypeStruct((), "float32"))
     out = m.eval_shape(lambda x: x.sum(0), s)
     assert (out.shape, out.dtype) == ((3,), np.dtype(np.float32))
+
+
+def test_conj_of_complex_matches_jax():
+    z = np.array([1 + 2j, -3.5 - 0.5j], np.complex64)
+    for f in (lambda m: m.conj(z), lambda m: m.conjugate(z * 2), lambda m: m.conj(1.5)):
+        got, want = f(xnp), f(jnp)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

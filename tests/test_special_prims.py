@@ -82,9 +82,12 @@ def test_float64_and_float16(name):
 
 
 EDGE = {
-    "igamma": [np.float32([0, 1, -1, 2, np.nan, 0, np.inf]),
-               np.float32([0, 0, 1, -1, 1, 2, np.inf])],
-    "igammac": [np.float32([0, 1, -1, 2, np.nan, 0, 3]), np.float32([0, 0, 1, -1, 1, 2, np.inf])],
+    "igamma": [np.float32([0, 1, -1, 2, np.nan, 0, np.inf, np.inf, np.inf, np.inf]),
+               np.float32([0, 0, 1, -1, 1, 2, np.inf, 0.5, 2, 0])],
+    "igammac": [np.float32([0, 1, -1, 2, np.nan, 0, 3, np.inf, np.inf, np.inf]),
+                np.float32([0, 0, 1, -1, 1, 2, np.inf, 0.5, 2, 0])],
+    "igamma_grad_a": [np.float32([np.inf, np.inf, 2, 0, 1, -1]),
+                      np.float32([0, 0.5, np.inf, 1, 0, 1])],
     "betainc": [np.float32([0, 1, 1, -1, 0, np.inf, 2]), np.float32([1, 0, 1, 1, 0, 2, np.inf]),
                 np.float32([0.5, 0.5, 1.5, 0.5, 0.5, 0.5, 0.3])],
     "bessel_i0e": [np.float32([0, np.inf, -np.inf, np.nan, -0.0])],

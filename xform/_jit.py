@@ -24,6 +24,7 @@ import functools
 import inspect
 import itertools
 import logging
+import threading
 import weakref
 
 import numpy as np
@@ -42,6 +43,9 @@ __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
 _log = logging.getLogger("xform")
 _state = core._state
+_tracing: dict = {}               # (cache id, key) -> (thread id, Event) of a trace running
+_tracing_lock = threading.Lock()
+_compiling: dict = {}             # id(entry) -> Lock held while that entry compiles
 _CACHE_SIZE = 1024
 
 # ----------------------------------------------------------------- flags read on every call
@@ -584,8 +588,34 @@ class JitWrapped:
             raise ValueError(f"jit({self._name}): static arguments must be hashable and "
                              f"comparable: {e}") from None
         if entry is None:
-            entry = self._trace(key, args, kwargs, info)
+            entry = self._trace_once(key, args, kwargs, info)
         return entry, leaves
+
+    def _trace_once(self, key, args, kwargs, info):
+        """Trace on a cache miss -- once: a thread that finds the same function being
+        traced for the same key by another thread waits for that entry instead of
+        tracing (and compiling) it again.  A recursive trace on the same thread
+        proceeds (and fails as it would have)."""
+        me = threading.get_ident()
+        slot = (id(self._cache), key)
+        with _tracing_lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                return entry
+            owner = _tracing.get(slot)
+            if owner is None:
+                _tracing[slot] = (me, threading.Event())
+        if owner is not None:
+            if owner[0] == me:
+                return self._trace(key, args, kwargs, info)
+            owner[1].wait()
+            entry = self._cache.get(key)
+            return entry if entry is not None else self._trace_once(key, args, kwargs, info)
+        try:
+            return self._trace(key, args, kwargs, info)
+        finally:   # also on errors and KeyboardInterrupt
+            with _tracing_lock:
+                _tracing.pop(slot)[1].set()
 
     def _call_general(self, args, kwargs):
         entry, leaves = self._get_entry(args, kwargs)
@@ -672,13 +702,23 @@ class JitWrapped:
         return None
 
     def _compile(self, entry):
-        closed = passes.simplify(entry.closed)
-        donated = (False,) * len(entry.const_args) + entry.donated
-        device = self._target_device()
-        entry.compiled = compile_program(closed, donated, device, self._name)
-        entry.dev_consts = tuple(_to_device(c, getattr(entry.compiled, "device", None))
-                                 for c in entry.const_args)
-        return entry.compiled
+        with _tracing_lock:      # one lock per entry: concurrent first calls compile once
+            lock = _compiling.setdefault(id(entry), threading.Lock())
+        try:
+            with lock:
+                if entry.compiled is not None:
+                    return entry.compiled
+                closed = passes.simplify(entry.closed)
+                donated = (False,) * len(entry.const_args) + entry.donated
+                device = self._target_device()
+                compiled = compile_program(closed, donated, device, self._name)
+                entry.dev_consts = tuple(_to_device(c, getattr(compiled, "device", None))
+                                         for c in entry.const_args)
+                entry.compiled = compiled
+                return compiled
+        finally:
+            with _tracing_lock:
+                _compiling.pop(id(entry), None)
 
     def _debug_check(self, entry, leaves, outs):
         from primitives.jit import check_outputs_or_rerun

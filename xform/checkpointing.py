@@ -31,9 +31,10 @@ Atomic writes: the zip is written to a temporary file in the destination's
 directory, flushed and fsync'ed, then ``os.replace``'d onto ``path`` (atomic on
 POSIX and Windows); an interrupted save leaves the previous checkpoint intact.
 
-Typed PRNG key arrays are not handled specially: ``xform.random``'s typed keys
-had not landed when this was written; raw ``uint32`` key data (what
-``random.PRNGKey`` returns) round-trips like any array.
+Typed PRNG key arrays (``xform.random.key``) are stored as their ``uint32`` key
+data with the dtype (``key<fry>``) and the implementation's name in the
+manifest, and come back as typed keys (``random.wrap_key_data``); raw
+``uint32`` keys (``random.PRNGKey``) round-trip like any array.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ import numpy as np
 
 from interpreters import tree_util as _tu
 
-__all__ = ["save", "restore", "FORMAT", "VERSION"]
+__all__ = ["save", "save_async", "restore", "FORMAT", "VERSION"]
 
 FORMAT = "xform.checkpoint"
 VERSION = 1
@@ -72,6 +73,13 @@ def _dtype_from_name(name):
         return np.dtype(getattr(ml_dtypes, name))
     except AttributeError:
         raise ValueError(f"checkpoint uses unknown dtype {name!r}") from None
+
+
+def _is_key(x) -> bool:
+    """A typed PRNG key array (``xform.random.key``): an extended dtype."""
+    from interpreters.dtypes import is_extended
+    dt = getattr(x, "dtype", None)
+    return dt is not None and not isinstance(dt, np.dtype) and is_extended(dt)
 
 
 def _leaf_to_numpy(path, x):
@@ -125,6 +133,29 @@ def save(path, pytree, *, overwrite: bool = True) -> None:
 
     ``overwrite=False``: a ValueError if ``path`` exists.
     """
+    _write(*_prepare(path, pytree, overwrite, copy=False))
+
+
+def save_async(path, pytree, *, overwrite: bool = True):
+    """Like ``save``, but only the snapshot (device -> host copies of the leaves) happens
+    now; the file is written by a background thread.  Returns a
+    ``concurrent.futures.Future`` (``.result()`` waits and re-raises a failure)."""
+    import concurrent.futures
+    import threading
+    job = _prepare(path, pytree, overwrite, copy=True)
+    fut = concurrent.futures.Future()
+
+    def run():
+        try:
+            _write(*job)
+            fut.set_result(os.fspath(path))
+        except BaseException as e:        # noqa: BLE001  (reported through the future)
+            fut.set_exception(e)
+    threading.Thread(target=run, name="xform-checkpoint-save", daemon=False).start()
+    return fut
+
+
+def _prepare(path, pytree, overwrite, copy):
     path = os.fspath(path)
     if os.path.isdir(path):
         raise ValueError(f"save(): {path!r} is a directory; give a file path "
@@ -136,6 +167,14 @@ def save(path, pytree, *, overwrite: bool = True) -> None:
     leaves_meta, arrays = [], []
     for i, (kp, x) in enumerate(with_path):
         p = _tu.keystr(kp) or "<root>"
+        if _is_key(x):        # typed PRNG keys: their uint32 key data + the impl's name
+            from xform import random as _random
+            words = np.asarray(_random.key_data(x))
+            leaves_meta.append({"path": p, "file": f"arrays/{i}.npy", "dtype": str(x.dtype),
+                                "shape": list(x.shape), "python": None,
+                                "key_impl": str(_random.key_impl(x))})
+            arrays.append(words)
+            continue
         a, py = _leaf_to_numpy(p, x)
         dt = a.dtype
         if not _npy_native(dt):
@@ -145,11 +184,15 @@ def save(path, pytree, *, overwrite: bool = True) -> None:
             stored = np.array(a, order="C", copy=True).view(_RAW_BITS[dt.itemsize]) \
                 .reshape(a.shape)
         else:
-            stored = a
+            stored = np.array(a, copy=True) if copy else a
         leaves_meta.append({"path": p, "file": f"arrays/{i}.npy", "dtype": dt.name,
                             "shape": list(a.shape), "python": py})
         arrays.append(stored)
     manifest = {"format": FORMAT, "version": VERSION, "tree": tree, "leaves": leaves_meta}
+    return path, manifest, leaves_meta, arrays
+
+
+def _write(path, manifest, leaves_meta, arrays):
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
@@ -202,6 +245,12 @@ def _read(path):
         leaves = []
         for meta in manifest["leaves"]:
             a = np.load(io.BytesIO(z.read(meta["file"])), allow_pickle=False)
+            if meta.get("key_impl"):
+                if list(a.shape[:len(meta["shape"])]) != list(meta["shape"]):
+                    raise ValueError(f"restore(): corrupt checkpoint: key leaf {meta['path']} "
+                                     f"has key data of shape {a.shape}")
+                leaves.append((meta, a))
+                continue
             dt = _dtype_from_name(meta["dtype"])
             if a.dtype != dt:
                 a = a.view(dt).reshape(a.shape)
@@ -233,6 +282,9 @@ def _build(node, leaves):
 
 
 def _to_value(meta, a, as_numpy):
+    if meta.get("key_impl"):
+        from xform import random as _random
+        return _random.wrap_key_data(a, impl=meta["key_impl"])
     if meta.get("python"):
         return {"bool": bool, "int": int, "float": float, "complex": complex}[meta["python"]](
             a[()])
@@ -266,19 +318,27 @@ def restore(path, target=None, *, as_numpy: bool = False):
     for (meta, a), (kp, t) in zip(leaves, t_with_path):
         p = meta["path"]
         t_shape = tuple(np.shape(t)) if not hasattr(t, "shape") else tuple(t.shape)
-        if tuple(a.shape) != t_shape:
-            raise ValueError(f"restore(): leaf {p} has shape {tuple(a.shape)} in the checkpoint "
+        a_shape = tuple(meta["shape"])
+        if a_shape != t_shape:
+            raise ValueError(f"restore(): leaf {p} has shape {a_shape} in the checkpoint "
                              f"but {t_shape} in target")
         t_dtype = _target_dtype(t)
-        if t_dtype is not None and np.dtype(t_dtype) != a.dtype:
-            raise ValueError(f"restore(): leaf {p} has dtype {a.dtype.name} in the checkpoint but "
-                             f"{np.dtype(t_dtype).name} in target")
+        if t_dtype is not None and _dtype_str(t_dtype) != meta["dtype"]:
+            raise ValueError(f"restore(): leaf {p} has dtype {meta['dtype']} in the checkpoint "
+                             f"but {_dtype_str(t_dtype)} in target")
         out.append(_to_value(meta, a, as_numpy))
     return t_def.unflatten(out)
 
 
 def _normalize(tree):
     return json.loads(json.dumps(tree))
+
+
+def _dtype_str(dt):
+    from interpreters.dtypes import is_extended
+    if not isinstance(dt, np.dtype) and is_extended(dt):
+        return str(dt)
+    return np.dtype(dt).name
 
 
 def _target_dtype(t):

@@ -121,9 +121,13 @@ class _JaxAliasFinder(importlib.abc.MetaPathFinder):
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_SHIMS[fullname]),
                                                   is_package=False)
         xname = "xform" + fullname[len("jax"):]
+        if xname in sys.modules:
+            mod = sys.modules[xname]
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(xname),
+                                                  is_package=hasattr(mod, "__path__"))
         try:
             spec = importlib.util.find_spec(xname)
-        except ModuleNotFoundError:
+        except (ModuleNotFoundError, ValueError):
             spec = None
         if spec is None:
             raise ModuleNotFoundError(

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from interpreters import core, ir, staging
+from interpreters import core, ir
 from interpreters import tree_util as _tu
 from interpreters.core import ShapedArray
 from lowering import export_flatbuf as _fb
@@ -33,7 +33,7 @@ from lowering import export_flatbuf as _fb
 __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic_shape",
            "symbolic_args_specs", "default_export_platform", "call", "call_exported",
            "register_pytree_node_serialization", "register_namedtuple_serialization",
-           "minimum_supported_calling_convention_version",
+           "minimum_supported_calling_convention_version", "is_symbolic_dim",
            "maximum_supported_calling_convention_version", "SymbolicScope"]
 
 def _em():
@@ -59,6 +59,23 @@ class SymbolicScope:
             raise ValueError("The symbolic constraints should be a sequence of strings. "
                              f"Got {constraints_str!r}")
         self.constraints = tuple(constraints_str)
+        self._parsed = []             # (lhs - rhs as a _DimExpr or int, text): must be >= 0
+        for c in self.constraints:
+            if not isinstance(c, str):
+                raise ValueError(f"The symbolic constraints should be strings, got {c!r}")
+            for op in (">=", "<=", "=="):
+                if op in c:
+                    lhs, rhs = c.split(op, 1)
+                    break
+            else:
+                raise ValueError("Constraint parsing error: must contain one of '==' or '>=' "
+                                 "or '<='")
+            lhs, rhs = _parse_dim(lhs, self), _parse_dim(rhs, self)
+            if op == "==":
+                self._parsed.append(("==", _lift(lhs) - rhs, c))
+            else:
+                diff = _lift(lhs) - rhs if op == ">=" else _lift(rhs) - lhs
+                self._parsed.append((">=", diff, c))
 
     def __repr__(self):
         return f"SymbolicScope({list(self.constraints)})"
@@ -162,7 +179,8 @@ class _DimExpr:
         def mono(m):
             return "*".join(v if p == 1 else f"{v}^{p}" for v, p in m)
         parts = []
-        for m in sorted(self.terms, key=lambda m: (-sum(p for _, p in m), m)):
+        # JAX's order: higher degree first, then monomials in decreasing order ("- b + a")
+        for m in sorted(self.terms, key=lambda m: (sum(p for _, p in m), m), reverse=True):
             c = self.terms[m]
             if not m:
                 s = str(abs(c))
@@ -172,7 +190,7 @@ class _DimExpr:
                 s = f"{abs(c)}*{mono(m)}"
             parts.append(("- " if c < 0 else "+ ") + s)
         out = " ".join(parts) if parts else "0"
-        return out[2:] if out.startswith("+ ") else "-" + out[2:]
+        return out[2:] if out.startswith("+ ") else out   # JAX prints "- b + a"
 
     __repr__ = __str__
 
@@ -315,22 +333,13 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
         if s is None:
             out.append(ShapeDtypeStruct(shape, dtype))
         else:
-            out.append(_SymbolicSDS(symbolic_shape(s, scope=scope, like=shape), dtype))
+            out.append(ShapeDtypeStruct(symbolic_shape(s, scope=scope, like=shape), dtype))
     return tree.unflatten(out)
 
 
-class _SymbolicSDS:
-    """A ShapeDtypeStruct whose shape has dimension variables."""
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
-
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype, self.weak_type, self.sharding = tuple(shape), np.dtype(dtype), \
-            False, None
-
-    ndim = property(lambda self: len(self.shape))
-
-    def __repr__(self):
-        return f"ShapeDtypeStruct(shape=({', '.join(map(str, self.shape))}), dtype={self.dtype.name})"
+def is_symbolic_dim(p) -> bool:
+    """True for a symbolic dimension (a dimension variable expression)."""
+    return isinstance(p, _DimExpr)
 
 
 def _is_symbolic(shape):
@@ -410,7 +419,7 @@ def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_a
                          f"`{serialized_name}`. Previous registration was for type "
                          f"`{_deserialization_registry[serialized_name][0]}`.")
     if from_children is None:
-        kind = _tu._dispatch_get(nodetype) if hasattr(_tu, "_dispatch_get") else None
+        kind = _tu._registry.get(nodetype)
         if kind is None or getattr(kind, "unflatten", None) is None:
             raise ValueError("If `from_children` is not present, you must call first"
                              f"`jax.tree_util.register_pytree_node` for `{nodetype}`")
@@ -501,21 +510,35 @@ def _tree_from_data(node):
 _FLOAT0 = np.dtype([("float0", np.void, 0)])
 
 
+def _is_key_dtype(dt) -> bool:
+    from interpreters.dtypes import is_extended
+    return not isinstance(dt, np.dtype) and is_extended(dt)
+
+
 def _aval_to_data(a):
-    name = "float0" if np.dtype(a.dtype) == _FLOAT0 else np.dtype(a.dtype).name
+    if _is_key_dtype(a.dtype):
+        name = str(a.dtype)
+    else:
+        name = "float0" if np.dtype(a.dtype) == _FLOAT0 else np.dtype(a.dtype).name
     return (tuple(str(d) for d in a.shape), name)
 
 
 def _physical(aval):
-    """float0 values travel as bool (``i1``) tensors, as in JAX."""
+    """What travels in the module (JAX's physical representation): float0 as bool
+    (``i1``) tensors, typed PRNG keys as their ``uint32[..., 2]`` key data."""
+    if _is_key_dtype(aval.dtype):
+        return ShapedArray(tuple(aval.shape) + tuple(aval.dtype.key_shape), aval.dtype.physical)
     return ShapedArray(aval.shape, np.bool_, aval.weak_type) if aval.dtype == _FLOAT0 else aval
 
 
 def _aval_from_data(d, scope):
     shape_strs, dtype = d
     if dtype.startswith("key<"):
-        raise ValueError(f"the serialized Exported has an argument of PRNG key dtype {dtype}; "
-                         "xform.export supports array dtypes only")
+        from primitives.prng import KEY_DTYPE
+        if dtype != str(KEY_DTYPE):
+            raise ValueError(f"the serialized Exported has an argument of PRNG key dtype "
+                             f"{dtype}; xform supports {KEY_DTYPE} (threefry2x32) keys only")
+        return ShapedArray(tuple(_parse_dim(s, scope) for s in shape_strs), KEY_DTYPE)
     if dtype == "float0":
         from interpreters.dtypes import float0
         dt = float0
@@ -608,6 +631,23 @@ class Exported:
         if self._call_fn is None:
             self._call_fn = call(self)
         return self._call_fn(*args, **kwargs)
+
+    def _symbolic_constraints(self):
+        """[(lhs - rhs as a dimension expression, text)]: the ``>=`` constraints of the
+        input shapes' scopes, else those recorded in the module (xform's artifacts)."""
+        if getattr(self, "_constraints", None) is None:
+            found, seen = [], set()
+            for a in self.in_avals:
+                for d in a.shape:
+                    sc = getattr(d, "scope", None)
+                    if isinstance(d, _DimExpr) and sc is not None and id(sc) not in seen:
+                        seen.add(id(sc))
+                        found += [(diff, text) for op, diff, text in sc._parsed if op == ">="]
+            if not found and self.uses_global_constants:
+                found = [(diff, text) for diff, text in
+                         _em().module_constraints(self.mlir_module_serialized)]
+            self._constraints = found
+        return self._constraints
 
     def _platform_index(self, lowering_platform):
         """The value of the platform-index argument for ``lowering_platform`` (None if the
@@ -753,7 +793,20 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
                         raise ValueError(f"export: the symbolic dimension {d} has a power of a "
                                          "variable; only multilinear dimensions are supported")
     variables.sort()
-    points = export_poly.sample_points(variables)
+    constraints, seen = [], set()
+    for leaf in leaves:
+        for d in getattr(leaf, "shape", ()):
+            scope = getattr(d, "scope", None)
+            if isinstance(d, _DimExpr) and scope is not None and id(scope) not in seen:
+                seen.add(id(scope))
+                for op, diff, text in scope._parsed:
+                    if op == "==":
+                        raise ValueError(
+                            f"export: the equality constraint {text!r} is not supported by "
+                            "xform (it traces at sample sizes); use '>=' / '<=' constraints or "
+                            "express one dimension through the other in the shapes")
+                    constraints.append((_dim_poly(diff), text))
+    points = export_poly.sample_points(variables, [c for c, _ in constraints])
     texts, first = [], None
     for env in points:
         def concrete(x):
@@ -763,14 +816,24 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
             dims = tuple(_eval_dim(d, env) for d in shape)
             return ShapeDtypeStruct(dims, x.dtype)
         a = _tu.tree_map(concrete, args_specs,
-                         is_leaf=lambda x: isinstance(x, (_SymbolicSDS, ShapeDtypeStruct)))
+                         is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
         k = _tu.tree_map(concrete, kwargs_specs,
-                         is_leaf=lambda x: isinstance(x, (_SymbolicSDS, ShapeDtypeStruct)))
+                         is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
         traced = fun_jit.trace(*a, **k)
         closed = passes.simplify(_unhoist(traced._entry.closed, traced._entry.const_args))
         if first is None:
             first = (closed, traced._entry.out_tree)
-        lowered = lowering.lower_module(closed, name=f"jit_{fun_jit._name}", debug_info=False)
+        lowered = lowering.lower_module(closed, name=f"jit_{fun_jit._name}", debug_info=False,
+                                        platform=_lowering_platform(platforms[0]))
+        if first[0] is closed:
+            for p in platforms[1:]:
+                other = lowering.lower_module(closed, name=f"jit_{fun_jit._name}",
+                                              debug_info=False, platform=_lowering_platform(p))
+                if other.text != lowered.text:
+                    raise ValueError(
+                        f"export: {fun_jit._name} lowers differently for {platforms[0]} and "
+                        f"{p} (platform-specific kernels); with symbolic shapes export for one "
+                        "platform at a time")
         if lowered.host_callbacks:
             raise ValueError("Cannot serialize code with custom calls whose targets have no "
                              "compatibility guarantees: the function uses Python host callbacks.")
@@ -782,9 +845,11 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
                          for p, leaf in zip(paths, leaves)
                          if _is_symbolic(getattr(leaf, "shape", ())))
     text, result_shapes = export_poly.generalize(texts, variables, arg_specs, spec_text,
-                                                       paths)
+                                                       paths, points, constraints)
     blob = _em().serialize_module(text, uses_shape_polymorphism=True,
                                          result_info=_result_info(out_tree),
+                                         constraints=[(export_poly.poly_str(c), t)
+                                                      for c, t in constraints],
                                          platform_index_arg=len(platforms) > 1)
     in_avals = [ShapedArray(tuple(getattr(leaf, "shape", ())), np.dtype(leaf.dtype))
                 for leaf in leaves]
@@ -851,6 +916,10 @@ def _unhoist(closed, const_args):
     return ir.ClosedJaxpr(jaxpr, list(closed.consts) + list(const_args))
 
 
+def _lowering_platform(p):
+    return "gpu" if p in ("cuda", "rocm") else p
+
+
 def _result_info(out_tree):
     paths = [_tu.keystr(p) for p, _ in _tu.tree_flatten_with_path(
         out_tree.unflatten([0] * out_tree.num_leaves))[0]]
@@ -865,17 +934,29 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
         if a.dtype == _FLOAT0:
             raise ValueError("export: float0 arguments/results (cotangents of integer values) "
                              "cannot be exported; differentiate with respect to float inputs")
-    lowered = lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
-                                    platform=platforms[0] if platforms[0] != "cuda" else "gpu")
-    if lowered.host_callbacks:
-        raise ValueError(
-            f"Cannot serialize code with custom calls whose targets have no compatibility "
-            f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
-            "pure_callback, ...), which cannot be part of an exported artifact.")
-    blob = _em().serialize_module(lowered.text, result_info=_result_info(out_tree),
-                                         platform_index_arg=len(platforms) > 1)
-    in_avals = [a.strip_weak_type() for a in closed.in_avals]
-    out_avals = list(closed.out_avals)
+    logical = closed
+    from primitives import prng
+    if prng.jaxpr_has_keys(closed):        # typed PRNG keys travel as their key data
+        closed = prng.physicalize_closed(closed)
+    lowereds = [lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
+                                      platform=_lowering_platform(p)) for p in platforms]
+    for lowered in lowereds:
+        if lowered.host_callbacks:
+            raise ValueError(
+                f"Cannot serialize code with custom calls whose targets have no compatibility "
+                f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
+                "pure_callback, ...), which cannot be part of an exported artifact.")
+    texts = [lw.text for lw in lowereds]
+    info = _result_info(out_tree)
+    if len(set(texts)) <= 1:
+        blob = _em().serialize_module(texts[0], result_info=info,
+                                      platform_index_arg=len(platforms) > 1)
+    else:     # platform-specific lowerings (e.g. LAPACK vs cusolver): a case on the index
+        text = _em().multi_platform_module(texts, f"jit_{name}")
+        blob = _em().serialize_module(text, result_info=info)
+    in_avals = [a.strip_weak_type() for a in logical.in_avals]
+    out_avals = list(logical.out_avals)
+    closed = logical
 
     def get_vjp(primal: Exported) -> Exported:
         def flat_primal(*xs):
@@ -915,7 +996,7 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks) -> Export
 
     def spec(a, is_float):
         dt = a.dtype if is_float else np.dtype(bool)
-        return _SymbolicSDS(a.shape, dt) if _is_symbolic(a.shape) else ShapeDtypeStruct(a.shape, dt)
+        return ShapeDtypeStruct(a.shape, dt)
     specs = [spec(a, True) for a in primal.in_avals] + \
             [spec(a, f) for a, f in zip(primal.out_avals, out_float)]
     exp = export(jit(fun_vjp), platforms=platforms, disabled_checks=disabled_checks)(*specs)
@@ -956,6 +1037,7 @@ def _call_abstract_eval(*in_avals, exported):
                          f"{len(exported.in_avals)} arrays, got {len(in_avals)}")
     symbolic = False
     for i, (exp, act) in enumerate(zip(exported.in_avals, in_avals)):
+        exp = _physical(exp)
         if len(exp.shape) != len(act.shape):
             raise ValueError(f"Rank mismatch for {_pp_arg(exported, i)}: expected "
                              f"{_shape_str(exp.shape)} and called with {_shape_str(act.shape)}")
@@ -993,11 +1075,11 @@ def _check_dim_vars(exported, in_avals):
     specs = ",".join(f"{_pp_arg(exported, i)}.shape = {_shape_str(a.shape)}"
                      for i, a in enumerate(exported.in_avals) if _is_symbolic(a.shape))
 
-    def fail(what):
+    def fail(what, head="Input shapes do not match the polymorphic shapes specification. "):
         obtained = "".join(f"'{v}' = {env[v]} from specification '{v}' for dimension "
                            f"{_pp_arg(exported, *origin[v])} (= {env[v]}), " for v in env)
         raise ValueError(
-            "Input shapes do not match the polymorphic shapes specification. " + what +
+            head + what +
             f" Using the following polymorphic shapes specifications: {specs}. Obtained "
             f"dimension variables: {obtained}. Please see "
             "https://docs.jax.dev/en/latest/export/shape_poly.html#shape-assertion-errors for "
@@ -1041,6 +1123,15 @@ def _check_dim_vars(exported, in_avals):
             if got != val:
                 fail(f"Found inconsistency between dimension size {_pp_arg(exported, i, k)} "
                      f"(= {val}) and the specification '{d}' (= {got}).")
+    for diff, text in exported._symbolic_constraints():
+        if isinstance(diff, str):
+            diff = _parse_dim(diff, None)
+        terms = diff.terms if isinstance(diff, _DimExpr) else {(): int(diff)}
+        if all(v in env for m in terms for v, _ in m):
+            got = sum(c * _eval_mono(m, env) for m, c in terms.items())
+            if got < 0:
+                fail(f"Expected '{diff}' to be greater or equal to 0, but found {got}. ",
+                     head=f"Input shapes do not match the symbolic shape constraint {text}. ")
 
 
 def _eval_mono(m, env):
@@ -1070,7 +1161,6 @@ def _call_batch(axis_data, vals, dims, *, exported):
     """No batching rule in JAX; here: a loop (``lax.map``) over the batch."""
     from primitives.control_flow import map as _lax_map
     from primitives._rules import moveaxis
-    size = axis_data.size
     batched = [moveaxis(v, d, 0) if d is not None else v for v, d in zip(vals, dims)]
     which = [d is not None for d in dims]
 
@@ -1079,7 +1169,6 @@ def _call_batch(axis_data, vals, dims, *, exported):
         full = [next(it) if w else v for v, w in zip(batched, which)]
         return list(call_exported_p.bind(*full, exported=exported))
     outs = _lax_map(one, [v for v, w in zip(batched, which) if w])
-    del size
     return list(outs), [0] * len(outs)
 
 
@@ -1116,6 +1205,8 @@ def call(exported: Exported):
 
     f_flat.defvjp(fwd, bwd)
 
+    has_keys = any(_is_key_dtype(a.dtype) for a in exported.in_avals + exported.out_avals)
+
     def f_imported(*args, **kwargs):
         leaves, in_tree = _tu.tree_flatten((args, kwargs))
         if in_tree != exported.in_tree:
@@ -1128,8 +1219,19 @@ def call(exported: Exported):
                   else core.Array(np.asarray(x)) for x in leaves]
         leaves = [np.zeros(np.shape(x), np.bool_) if getattr(x, "dtype", None) == _FLOAT0 else x
                   for x in leaves]
-        res = f_flat(*leaves)
-        return exported.out_tree.unflatten(list(res))
+        if has_keys:
+            from xform import random as _random
+            leaves = [_random.key_data(x) if _is_key_dtype(getattr(x, "dtype", None)) else x
+                      for x in leaves]
+        if core.current_trace() is core.EVAL_TRACE and not any(
+                isinstance(x, core.Tracer) for x in leaves):
+            res = list(call_exported_p.bind(*leaves, exported=exported))  # eager: no AD needed
+        else:
+            res = list(f_flat(*leaves))
+        if has_keys:
+            res = [_random.wrap_key_data(r) if _is_key_dtype(a.dtype) else r
+                   for r, a in zip(res, exported.out_avals)]
+        return exported.out_tree.unflatten(res)
     return f_imported
 
 

@@ -7,3 +7,7 @@ from xform.scipy import signal  # noqa: F401
 __all__ = ["special"]
 __all__ += ["signal"]
 __all__ += ["optimize"]
+from xform.scipy import stats  # noqa: F401,E402  (h-scipy12)
+__all__ += ["stats"]
+from xform.scipy import cluster, integrate, interpolate, ndimage  # noqa: F401,E402  (h-scipy12)
+__all__ += ["cluster", "integrate", "interpolate", "ndimage"]

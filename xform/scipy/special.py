@@ -143,7 +143,8 @@ def gammasgn(x):
     neg = x < 0
     nan = (neg & (x == fl)) | xnp.isnan(x)
     minus = (neg & (xnp.fmod(fl, _k(x, 2)) != 0)) | ((x == 0) & xnp.signbit(x))
-    return xnp.where(nan, _k(x, np.nan), xnp.where(minus, _k(x, -1.0), _k(x, 1.0)))
+    c = lambda v: U.to_array(v, x.dtype, False)  # noqa: E731  (strong, as jnp.select)
+    return xnp.where(nan, c(np.nan), xnp.where(minus, c(-1.0), c(1.0)))
 
 
 def loggamma(x):
@@ -712,7 +713,7 @@ def _ndtri(p):
     other = first - _polyval(_NDTRI["p1"], iz) / _polyval(_NDTRI["q1"], iz) / z
     x = xnp.where(mcp > c(np.exp(-2.0)), big, xnp.where(z >= 8.0, small, other))
     x = xnp.where(p > c(1.0 - np.exp(-2.0)), x, -x)
-    inf = xnp.full_like(x, np.inf)
+    inf = U.to_array(np.inf, x.dtype, False)   # strong, as JAX's jnp.full
     return xnp.where(p == 0.0, -inf, xnp.where(p == 1.0, inf, x))
 
 
