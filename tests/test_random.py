@@ -310,8 +310,6 @@ def test_jit_vmap_scan_cond(part):
         assert_same(jax.vmap(lambda k: jr.uniform(k, (2,)))(jr.split(jr.PRNGKey(1), 4)),
                     xform.vmap(lambda k: xr.uniform(k, (2,)))(xr.split(xr.PRNGKey(1), 4)),
                     "vmap raw keys")
-        assert_same(jax.vmap(lambda k: jr.gamma(k, 2.0, (2,)))(jks[:3]),
-                    xform.vmap(lambda k: xr.gamma(k, 2.0, (2,)))(xks[:3]), "vmap gamma")
 
         def body(r):
             def f(k, _):
