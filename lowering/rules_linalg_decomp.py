@@ -47,6 +47,7 @@ _TARGETS = {
     ("gehrd", "cpu"): "lapack_{p}gehrd_ffi",
     ("sytrd", "cpu"): "lapack_{p}sytrd_ffi",      # {c,z}: hetrd
     ("gtsv", "cpu"): "lapack_{p}gtsv_ffi",
+    ("gtsv_perturbed", "cpu"): "tridiagonal_solve_perturbed_ffi",   # every dtype, one target
     # CUDA (jaxlib's cuda plugin, cusolver): the same kernels; dtype from the operands.
     ("potrf", "cuda"): "cusolver_potrf_ffi",
     ("getrf", "cuda"): "cusolver_getrf_ffi",
@@ -579,6 +580,10 @@ def _tridiagonal_solve(ctx, eqn, dl, d, du, b):
     da = ctx.in_avals[1]
     nb = ba.ndim - 2
     batch = ba.shape[:-2]
+    if eqn.params["perturb_singular"]:
+        (x,) = _ffi_call(ctx, "gtsv_perturbed", ba.dtype, [dl, d, du, b],
+                         [(ba.shape, ba.dtype)], nb)
+        return [x]
     res = _ffi_call(ctx, "gtsv", ba.dtype, [dl, d, du, b],
                     [(da.shape, da.dtype)] * 3 + [(ba.shape, ba.dtype), (batch, np.int32)], nb,
                     aliases=[(0, 0), (1, 1), (2, 2), (3, 3)])

@@ -877,7 +877,7 @@ _batch_unary(eigh_p)
 
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
-         subset_by_index=None):
+         subset_by_index=None, implementation=None):
     """Eigendecomposition of a Hermitian matrix: ``(v, w)`` with ascending ``w``."""
     x = as_operand(x)
     _check_matrix("eigh", _aval(x), square=True, arg="x")
@@ -1255,10 +1255,10 @@ hessenberg_p.def_impl(_hess_impl)
 _batch_unary(hessenberg_p)
 
 
-def hessenberg(x):
+def hessenberg(a):
     """Hessenberg reduction (LAPACK gehrd): ``(a, taus)``: H in the upper Hessenberg part,
     Householder reflectors below it."""
-    x = as_operand(x)
+    x = as_operand(a)
     _hess_abstract(_aval(x))
     return tuple(hessenberg_p.bind(x))
 
@@ -1326,6 +1326,8 @@ def _tds_abstract(dl, d, du, b, *, perturb_singular):
 def _tds_impl(dl, d, du, b, *, perturb_singular):
     dl, d, du, b = (np.asarray(v) for v in (dl, d, du, b))
     m = d.shape[-1]
+    if perturb_singular:
+        return _tds_loop(lambda *a: (_solve_perturbed(*a),), dl, d, du, b)
 
     def one(l_, d_, u_, b_):
         if b_.size == 0:
@@ -1337,6 +1339,98 @@ def _tds_impl(dl, d, du, b, *, perturb_singular):
             x = np.full_like(b_, np.nan)
         return (x,)
     return _tds_loop(one, dl, d, du, b)
+
+
+def _perturb_pivot(perturb, pivot, row, real):
+    """Grow a tiny pivot (jaxlib's perturbed tridiagonal kernel): add ``perturb`` (doubling
+    it each time) while the pivot is too small for ``row / pivot`` to stay finite, or scale
+    pivot and row up when the pivot is subnormal-tiny but safe.  Returns (pivot, row)."""
+    fi = np.finfo(real)
+    tiny, small = fi.tiny, real(1) / fi.max
+    safemin = tiny if small < tiny else small * (real(1) + fi.eps)
+    bignum = real(1) / safemin
+    one = real(1)
+    abs_p = np.abs(pivot)
+    if abs_p >= one:
+        return pivot, row
+    perturb = np.copysign(max(np.abs(perturb), safemin), np.real(pivot)).astype(real)
+    max_factor = np.abs(row).max() if row.size else real(0)
+    while abs_p < one:
+        if abs_p < safemin:
+            if abs_p == 0 or max_factor * safemin > abs_p:
+                pivot, perturb = pivot + perturb, perturb * real(2)
+            else:
+                return pivot * bignum, row * bignum
+        elif max_factor > abs_p * bignum:
+            pivot, perturb = pivot + perturb, perturb * real(2)
+        else:
+            break
+        abs_p = np.abs(pivot)
+    return pivot, row
+
+
+def _solve_perturbed(dl, d, du, b):
+    """Gaussian elimination with partial pivoting on a tridiagonal system whose near-zero
+    pivots are perturbed (by multiples of eps * max|U|) instead of failing: finite
+    solutions for singular systems, as ``tridiagonal_solve(perturb_singular=True)`` gives."""
+    n, dt = d.shape[0], b.dtype
+    real = np.dtype(np.finfo(dt).dtype).type
+    x = b.astype(dt, copy=True)
+    if n == 0:
+        return x
+    if n == 1:
+        p, row = _perturb_pivot(real(np.finfo(real).eps) * np.abs(d[0]), d[0], x[0], real)
+        x[0] = row / p
+        return x
+    u = np.zeros((n, 3), dt)
+    u[0, 0], u[0, 1] = d[0], du[0]
+    max_u = max(np.abs(u[0, 0]), np.abs(u[0, 1]))
+    scale1 = np.abs(u[0, 0]) + np.abs(u[0, 1])
+    for k in range(n - 1):
+        u[k + 1, 0] = d[k + 1]
+        scale2 = np.abs(dl[k + 1]) + np.abs(u[k + 1, 0])
+        if k < n - 2:
+            scale2 = scale2 + np.abs(du[k + 1])
+        if dl[k + 1] == 0:
+            scale1 = scale2
+            u[k + 1, 1], u[k, 2] = du[k + 1], 0
+            x[k + 1] = b[k + 1]
+        else:
+            piv1 = real(0) if u[k, 0] == 0 else np.abs(u[k, 0]) / scale1
+            piv2 = np.abs(dl[k + 1]) / scale2
+            if piv2 <= piv1:             # no row exchange
+                scale1 = scale2
+                factor = dl[k + 1] / u[k, 0]
+                u[k + 1, 0] -= factor * u[k, 1]
+                u[k + 1, 1], u[k, 2] = du[k + 1], 0
+                x[k + 1] = b[k + 1] - factor * x[k]
+            else:                         # exchange rows k and k + 1
+                factor = u[k, 0] / dl[k + 1]
+                utmp = u[k, 1]
+                u[k, 0] = dl[k + 1]
+                u[k + 1, 0] = utmp - factor * d[k + 1]
+                u[k, 1] = d[k + 1]
+                if k < n - 2:
+                    u[k, 2] = du[k + 1]
+                    u[k + 1, 1] = -factor * du[k + 1]
+                x[k + 1] = x[k] - factor * b[k + 1]
+                x[k] = b[k + 1]
+                scale1 = np.abs(u[k + 1, 0]) + np.abs(u[k + 1, 1])
+        if k < n - 2:
+            max_u = max(max_u, *np.abs(u[k]))
+    max_u = max(max_u, np.abs(u[n - 1, 0]))
+    perturb = real(np.finfo(real).eps) * max_u
+    for k in range(n - 1, -1, -1):      # back substitution
+        row = x[k].copy()
+        if k <= n - 2:
+            row = row - u[k, 1] * x[k + 1]
+        if k <= n - 3:
+            row = row - u[k, 2] * x[k + 2]
+        p = u[k, 0]
+        pert = perturb if k == n - 1 else np.copysign(perturb, np.real(p))
+        p, row = _perturb_pivot(pert, p, row, real)
+        x[k] = row * (dt.type(1) / p)
+    return x
 
 
 def _tds_loop(one, dl, d, du, b):
@@ -1411,11 +1505,9 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
     """Solve the tridiagonal system T x = b (LAPACK gtsv); ``dl[..., 0]`` and ``du[..., -1]``
     must be zero (they are ignored)."""
     dl, d, du, b = (as_operand(v) for v in (dl, d, du, b))
-    if perturb_singular:
-        raise NotImplementedError("tridiagonal_solve(perturb_singular=True) is not supported; "
-                                  "use the default (singular systems give NaNs)")
-    _tds_abstract(*(_aval(v) for v in (dl, d, du, b)), perturb_singular=False)
-    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=False)
+    perturb_singular = bool(perturb_singular)
+    _tds_abstract(*(_aval(v) for v in (dl, d, du, b)), perturb_singular=perturb_singular)
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=perturb_singular)
 
 
 # ================================================================= composites JAX's lax.linalg exposes
@@ -1455,6 +1547,9 @@ def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
     """``Q C``, ``Q^H C``, ``C Q`` or ``C Q^H`` for Q given by Householder reflectors."""
     a, taus, c = as_operand(a), as_operand(taus), as_operand(c)
     aa, ca = _aval(a), _aval(c)
+    if aa.ndim < 2 or ca.ndim < 2 or _aval(taus).ndim < 1:
+        raise ValueError(f"ormqr: a [..., m, n], taus [..., k] and c [..., rows, cols] expected, "
+                         f"got {aa.shape}, {_aval(taus).shape} and {ca.shape}")
     m = aa.shape[-2]
     k = _aval(taus).shape[-1]
     if (ca.shape[-2] if left else ca.shape[-1]) != m:
