@@ -645,6 +645,13 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
     updates at out-of-range positions are dropped (``mode='clip'``: clamped)."""
     from primitives.indexing import GatherScatterMode as M
     x = U.to_array(x)
+    if dtypes.is_extended(x.dtype):     # typed PRNG keys: update their uint32 words
+        from xform import random as R
+        if op != "set" or not dtypes.is_extended(getattr(values, "dtype", None)):
+            raise TypeError(f"x.at[...].{op} on a key array of dtype {x.dtype}: only .set "
+                            "with key values is supported")
+        idx = (idx if isinstance(idx, tuple) else (idx,)) + (slice(None),)
+        return R.wrap_key_data(_apply(R.key_data(x), idx, R.key_data(values), op, mode))
     m = _mode(mode, f"x.at[...].{op}")
     if op == "divide" and x.dtype.kind in "iub":
         raise TypeError("x.at[...].divide() on an integer array: use floor division or cast "
