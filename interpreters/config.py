@@ -41,6 +41,7 @@ _DEFAULTS = {
     "jax_cpu_enable_async_dispatch": True,
     "jax_dynamic_shapes": False,
     "jax_legacy_prng_key": "allow",
+    "jax_enable_custom_prng": False,
     "jax_enable_checks": False,
     "jax_raise_persistent_cache_errors": False,
 }

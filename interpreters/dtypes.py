@@ -43,12 +43,23 @@ float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
 float0 = np.dtype([("float0", np.void, 0)])
 
 _FLOAT8_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-                 "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4", "float8_e8m0fnu")
+                 "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4", "float8_e8m0fnu",
+                 # 4- and 6-bit floats behave like the 8-bit ones (no implicit promotion)
+                 "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
 # 8-bit floats: floating per issubdtype; they absorb weak int/float but never
 # promote implicitly with any other strong dtype.
 _float8s = tuple(np.dtype(getattr(ml_dtypes, n)) for n in _FLOAT8_NAMES if hasattr(ml_dtypes, n))
 _custom_floats = (bfloat16,) + _float8s  # outside numpy's np.floating hierarchy
 _custom_float_types = frozenset(d.type for d in _custom_floats)
+# Sub-byte integers (ml_dtypes; NumPy kind 'V'): signed/unsigned integers for issubdtype,
+# weak Python ints promote to them, and they promote to nothing else (as in JAX).
+_NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("int1", "int2", "int4")
+                       if hasattr(ml_dtypes, n))
+_NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("uint1", "uint2", "uint4")
+                         if hasattr(ml_dtypes, n))
+_narrow_ints = _NARROW_SIGNED + _NARROW_UNSIGNED
+_narrow_signed_types = frozenset(d.type for d in _NARROW_SIGNED)
+_narrow_unsigned_types = frozenset(d.type for d in _NARROW_UNSIGNED)
 
 # Python scalar type -> its (non-canonical, x64) dtype, as numpy sees it.
 python_scalar_dtypes = {bool: bool_, int: int64, float: float64, complex: complex128}
@@ -146,7 +157,7 @@ def canonicalize_dtype(dtype) -> np.dtype:
 # Dtypes that may appear as values (anything else is rejected by dtype_of).
 _valid_dtypes = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                            float16, float32, float64, complex64, complex128, float0,
-                           *_custom_floats])
+                           *_custom_floats, *_narrow_ints])
 
 
 _valid_canon_cache: dict = {}
@@ -158,6 +169,8 @@ def _canonical_valid(dt: np.dtype, x) -> np.dtype:
         return _valid_canon_cache[dt]
     except KeyError:
         pass
+    if dt in extended_by_struct:   # concrete values of an extended dtype (typed keys)
+        return extended_by_struct[dt]
     if dt not in _valid_dtypes:
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid array type; "
                         "only numeric (and bool) dtypes are supported")
@@ -215,24 +228,27 @@ _STRONG = {"b1": bool_, "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64
            "i8": int8, "i16": int16, "i32": int32, "i64": int64,
            "bf16": bfloat16, "f16": float16, "f32": float32, "f64": float64,
            "c64": complex64, "c128": complex128,
-           **{d.name: d for d in _float8s}}
+           **{d.name: d for d in _float8s}, **{d.name: d for d in _narrow_ints}}
 _WEAK = {"i*": int64, "f*": float64, "c*": complex128}
 _NODE_DTYPE = {**_STRONG, **_WEAK}
 _DTYPE_NODE = {d: n for n, d in _STRONG.items()}
 _WEAK_NODE_OF_KIND = {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}
 _F8_NODES = tuple(d.name for d in _float8s)
+_NARROW_NODES = tuple(d.name for d in _narrow_ints)
 
 
 def _lattice(strict: bool, x64: bool) -> dict:
     """Each node -> the nodes directly above it."""
     if strict:  # only weak types promote, and only into their own kind
         out = {n: [] for n in _STRONG}
-        out["i*"] = ["f*", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64"]
+        out["i*"] = ["f*", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64",
+                     *_NARROW_NODES]
         out["f*"] = ["c*", *_F8_NODES, "bf16", "f16", "f32", "f64"]
         out["c*"] = ["c64", "c128"]
         return out
     return {
-        "b1": ["i*"], "i*": ["u8", "i8"],
+        "b1": ["i*"], "i*": ["u8", "i8", *_NARROW_NODES],
+        **{n: [] for n in _NARROW_NODES},
         "u8": ["i16", "u16"], "u16": ["i32", "u32"],
         "u32": ["i64", "u64"] if x64 else ["i32", "u64"], "u64": ["f*"],
         "i8": ["i16"], "i16": ["i32"], "i32": ["i64"], "i64": ["f*"],
@@ -343,7 +359,16 @@ def lattice_result_type(*args) -> tuple:
     """
     if not args:
         raise ValueError("at least one array or dtype is required")
-    return _lattice_of_pairs(*_promotion_mode(), tuple(map(_dtype_and_weak, args)))
+    pairs = tuple(map(_dtype_and_weak, args))
+    if any(isinstance(d, ExtendedDType) for d, _ in pairs):
+        dts = {d for d, _ in pairs}
+        if len(dts) == 1:
+            return pairs[0][0], False
+        raise TypeError("operation does not accept dtypes "
+                        + ", ".join(str(getattr(d, "name", d)) for d, _ in pairs)
+                        + ": typed PRNG key arrays combine only with key arrays of the "
+                        "same dtype")
+    return _lattice_of_pairs(*_promotion_mode(), pairs)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -391,11 +416,20 @@ def _issubdtype_cached(a, b) -> bool:
     b = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
     if a in _custom_float_types:
         return a is b or b in _ANCESTORS_OF_CUSTOM_FLOAT
+    if a in _narrow_signed_types:
+        return a is b or b in (np.signedinteger, np.integer, np.number, np.generic)
+    if a in _narrow_unsigned_types:
+        return a is b or b in (np.unsignedinteger, np.integer, np.number, np.generic)
     return bool(np.issubdtype(a, b))
 
 
 def issubdtype(a, b) -> bool:
     """``np.issubdtype`` that also counts bfloat16 / float8 as ``np.floating``."""
+    if isinstance(a, ExtendedDType) or isinstance(b, ExtendedDType):
+        if isinstance(b, ExtendedDType):
+            return a == b
+        # extended dtypes belong only to the abstract ``extended`` / ``prng_key`` classes
+        return getattr(b, "__name__", None) in ("extended", "prng_key")
     try:
         return _issubdtype_cached(a, b)
     except TypeError:  # unhashable (e.g. an object carrying a dtype)

@@ -12,6 +12,8 @@ become the program's constants -- the residuals.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from interpreters import core, errors
@@ -19,6 +21,7 @@ from interpreters.core import Array, ShapedArray, Tracer
 from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 
 record_source_info = True
+_name_scopes = threading.local()   # .stack: xform.named_scope names, outermost first
 
 
 class StagingTracer(Tracer):
@@ -132,7 +135,9 @@ def _source_info():
     f = errors.user_frame(3)
     if f is None:
         return None
-    return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+    scopes = getattr(_name_scopes, "stack", None)
+    name = "/".join(scopes + [f.f_code.co_name]) if scopes else f.f_code.co_name
+    return (f.f_code.co_filename, f.f_lineno, name)
 
 
 def trace_to_jaxpr(fun, in_avals, name: str = "staging"):

@@ -38,6 +38,18 @@ _ELEMENT_TYPES = {
     np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN", np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
     np.dtype(np.complex64): "complex<f32>", np.dtype(np.complex128): "complex<f64>",
 }
+# The other narrow types of ml_dtypes (jnp.int2, float8_e4m3fnuz, float4_e2m1fn, ...).
+for _name, _mlir in (("int2", "i2"), ("uint2", "ui2"), ("float8_e4m3fnuz", "f8E4M3FNUZ"),
+                     ("float8_e5m2fnuz", "f8E5M2FNUZ"), ("float8_e4m3b11fnuz", "f8E4M3B11FNUZ"),
+                     ("float8_e4m3", "f8E4M3"), ("float8_e3m4", "f8E3M4"),
+                     ("float8_e8m0fnu", "f8E8M0FNU"), ("float4_e2m1fn", "f4E2M1FN"),
+                     ("float6_e2m3fn", "f6E2M3FN"), ("float6_e3m2fn", "f6E3M2FN")):
+    if hasattr(ml_dtypes, _name):
+        _ELEMENT_TYPES[np.dtype(getattr(ml_dtypes, _name))] = _mlir
+_NARROW_FLOATS = frozenset(d for d in _ELEMENT_TYPES if d.kind == "V" and
+                           _ELEMENT_TYPES[d][0] in "fb")
+_NARROW_INTS = frozenset(d for d in _ELEMENT_TYPES if d.kind == "V" and
+                         _ELEMENT_TYPES[d][0] in "iu")
 
 
 def element_type(dtype) -> str:
@@ -59,9 +71,7 @@ def aval_type(aval) -> str:
 
 def is_float(dtype) -> bool:
     dtype = np.dtype(dtype)
-    return dtype.kind == "f" or dtype in (np.dtype(ml_dtypes.bfloat16),
-                                          np.dtype(ml_dtypes.float8_e4m3fn),
-                                          np.dtype(ml_dtypes.float8_e5m2))
+    return dtype.kind == "f" or dtype in _NARROW_FLOATS
 
 
 def is_complex(dtype) -> bool:
@@ -73,7 +83,7 @@ def compare_type(dtype) -> str:
     dtype = np.dtype(dtype)
     if is_float(dtype) or is_complex(dtype):
         return "FLOAT"
-    if dtype.kind == "i" or dtype == np.dtype(ml_dtypes.int4):
+    if dtype.kind == "i" or (dtype in _NARROW_INTS and _ELEMENT_TYPES[dtype][0] == "i"):
         return "SIGNED"
     return "UNSIGNED"  # unsigned ints and bool
 
@@ -81,8 +91,8 @@ def compare_type(dtype) -> str:
 def dense_literal(x) -> str:
     """Bit-exact payload for ``dense<...>``: little-endian bytes in hex (i1/i4: a byte each)."""
     x = np.ascontiguousarray(x)
-    if x.dtype == np.bool_ or x.dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)):
-        x = x.astype(np.int8)
+    if x.dtype == np.bool_ or x.dtype in _NARROW_INTS:
+        x = x.astype(np.int8 if _ELEMENT_TYPES.get(x.dtype, "i")[0] == "i" else np.uint8)
     if x.dtype.byteorder == ">":
         x = x.astype(x.dtype.newbyteorder("<"))
     return '"0x' + x.tobytes().hex().upper() + '"'
@@ -128,9 +138,12 @@ def _load_rule_modules():
                           rules_reductions, rules_sorting, rules_structural)
     from lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
     from lowering import rules_indexing  # noqa: F401  (gather, scatter)
+    from lowering import rules_callbacks  # noqa: F401  (pure_callback, io_callback)
     from lowering import rules_random  # noqa: F401  (threefry2x32)
     from lowering import rules_special  # noqa: F401  (special functions)
     from lowering import rules_linalg_decomp  # noqa: F401  (LAPACK/cusolver decompositions)
+    from lowering import rules_convolution, rules_windowed, rules_fft, rules_misc  # noqa: F401
+    from lowering import export_mlir  # noqa: F401  (call_exported: inlines an exported module)
 
 
 def sync_rules() -> dict:

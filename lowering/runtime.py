@@ -44,6 +44,9 @@ def get_backend(backend=None):
         backend = config.jax_platform_name or None
     if isinstance(backend, str):
         backend = backend.lower()
+    elif backend is not None and not hasattr(backend, "devices"):   # a client passes as is
+        raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
+                        f"{backend!r} of type {type(backend).__name__}")
     try:
         return _jax_get_backend(backend)
     except RuntimeError as e:
@@ -162,6 +165,9 @@ def device_put(x, device=None) -> Array:
     if isinstance(x, Array):
         if x._deleted:
             raise RuntimeError("device_put() of a deleted (donated) Array")
+        if x._npy is not None and x._npy.dtype.kind == "V" and x._npy.dtype.names:
+            # typed PRNG keys stay host values (their words are placed per compiled call)
+            return Array(x._npy, x.weak_type, committed=committed)
         if x._buf is not None and _buf_device(x._buf) == device:
             if committed and not x._committed:
                 return Array(x._npy, x.weak_type, x._buf, committed=True)
@@ -231,7 +237,31 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
             _exe_cache.move_to_end(key)
             _cache_stats["hits"] += 1
             return exe
-    _cache_stats["misses"] += 1
+        # One compilation per program: a thread finding it being compiled waits for it.
+        pending = _in_flight.get(key)
+        if pending is None:
+            _in_flight[key] = threading.Event()
+    if pending is not None:
+        pending.wait()
+        with _cache_lock:
+            exe = _exe_cache.get(key)
+            if exe is not None:
+                _cache_stats["hits"] += 1
+                return exe
+        return compile_text(text, device, donated, host_callbacks)   # the compiler failed
+    try:
+        return _compile_uncached(key, text, device, donated, host_callbacks)
+    finally:   # also on errors and KeyboardInterrupt: later calls may compile again
+        with _cache_lock:
+            _in_flight.pop(key).set()
+
+
+_in_flight: dict = {}
+
+
+def _compile_uncached(key, text, device, donated, host_callbacks):
+    with _cache_lock:
+        _cache_stats["misses"] += 1
     client = device.client
     try:
         opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
@@ -610,7 +640,7 @@ class KeyedCompiled:
                 if not prng.is_key_aval(core.get_aval(x)):
                     raise TypeError(f"compiled program expects a key array, got "
                                     f"{core.get_aval(x).str_short()}")
-                x = prng.to_words(np.asarray(x._value))
+                x = prng.to_words(np.asarray(x._value if isinstance(x, Array) else x))
             conv.append(x)
         outs = self.inner(*conv)
         return [Array(prng.to_struct(np.asarray(o)), False) if k else o

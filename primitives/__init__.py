@@ -4,7 +4,8 @@ import importlib as _importlib
 from primitives import _rules  # noqa: F401  (installs the AD/batching hooks)
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc", "custom", "remat", "jit", "random", "prng")
+             "collectives", "control_flow", "misc", "custom", "remat", "jit", "random", "prng",
+             "convolution", "windowed", "fft")
 
 for _fam in _FAMILIES:
     try:
@@ -13,5 +14,6 @@ for _fam in _FAMILIES:
         if _e.name != f"primitives.{_fam}":
             raise
 _importlib.import_module("primitives.linalg_decomp")  # h-linalg13: decompositions (lax.linalg)
+_importlib.import_module("primitives.linear_solve")  # h-linalg13: custom_linear_solve
 del _fam, _importlib
 from primitives import special  # noqa: E402,F401  (special functions: igamma, zeta, ...)

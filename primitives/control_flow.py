@@ -168,7 +168,10 @@ def _cond_partial_eval(trace, args, params):
         kvals = cond_p.bind(index, *kconsts, *known_ops, branches=kbranches)
     nk = nout - sum(out_uk)
     known_outs, res_vals = kvals[:nk], kvals[nk:]
-    jt.note_residuals(res_vals)
+    # Residual slots a branch computed were chosen by the policy; slots that just forward
+    # an operand are left to the enclosing split (as for scan carries).
+    computed = [f is None for p in parts for f in p[4]]
+    jt.note_residuals([r for r, c in zip(res_vals, computed) if c])
 
     # Unknown cond over (all residual slots, known operands, unknown operands): branch i
     # reads its own slots and the operands it forwards.
@@ -353,8 +356,11 @@ ad.jvp_rules[while_p] = _while_jvp
 _WHILE_REVERSE_MSG = (
     "Reverse-mode differentiation does not work for lax.while_loop (its trip count is "
     "only known at run time, so its residuals cannot be stored). Use lax.fori_loop "
-    "with static (Python int) bounds or lax.scan, which are reverse-differentiable; "
-    "forward mode (xform.jvp, xform.linearize) works for while_loop.")
+    "with static (Python int) bounds or lax.scan, which are reverse-differentiable, or give "
+    "the loop a static bound on its trip count, lax.while_loop(cond_fun, body_fun, init, "
+    "max_steps=N), which makes it reverse-differentiable (xform's extension; add "
+    "checkpoint='sqrt' for O(sqrt(N)) memory); forward mode (xform.jvp, xform.linearize) "
+    "works for any while_loop.")
 
 
 def _while_partial_eval(trace, args, params):
@@ -587,7 +593,7 @@ def _scan_partial_eval(trace, args, params):
         elif f is not None and f >= len(kc) + len(kca):
             kind.append(("xs", f - len(kc) - len(kca)))
         else:
-            kind.append(("stack", None))
+            kind.append(("stack", f))   # f: a known carry index (loop-variant input) or None
     n_kout = len(known.out_avals) - len(res_avals)
     kj = known.jaxpr
     keep = list(range(n_kout)) + [n_kout + k for k, (t, _) in enumerate(kind) if t == "stack"]
@@ -598,7 +604,12 @@ def _scan_partial_eval(trace, args, params):
     nkca = len(kca)
     n_ky = n_kout - nkca
     kcarry, kys, stacked = kouts[:nkca], kouts[nkca:nkca + n_ky], kouts[nkca + n_ky:]
-    jt.note_residuals(stacked)
+    # Under a remat policy, residuals the body's split computed were chosen by the policy
+    # and stay saved; stacked *carries* were not (the body saves its inputs by default),
+    # so the enclosing split applies the policy to this scan equation for them: under
+    # nothing_saveable the whole known scan is recomputed in the backward pass, as in JAX.
+    stack_fwd = [f for t, f in kind if t == "stack"]
+    jt.note_residuals([r for r, f in zip(stacked, stack_fwd) if f is None])
 
     # Unknown scan: consts = [forwarded const residuals, unknown consts],
     # carry = unknown carry, xs = [unknown xs, forwarded xs residuals, stacked residuals].
@@ -918,12 +929,23 @@ def _cast_carry(leaves, avals):
 # ----------------------------------------------------------------- while_loop
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
     """``while cond_fun(val): val = body_fun(val)`` as one ``while`` primitive.
 
-    Forward-differentiable (jvp) and batchable; not reverse-differentiable (use
-    ``fori_loop`` with static bounds or ``scan`` for that).
+    Forward-differentiable (jvp, linearize) and batchable.  Like JAX's, it is not
+    reverse-differentiable -- unless ``max_steps`` (a static int) bounds the trip count:
+    then the loop runs as one bounded loop of ``max_steps`` trips whose trips after
+    ``cond_fun`` turns false skip ``body_fun`` (a ``cond``), and ``grad``/``vjp`` work.
+    The loop stops after ``max_steps`` trips even if ``cond_fun`` is still true.
+    ``checkpoint`` (with ``max_steps``) trades compute for memory in reverse mode:
+    ``None`` stores every trip's residuals (O(max_steps) memory); ``"sqrt"`` splits the
+    trips into ~sqrt(max_steps) fixed segments, stores only each segment's carry and
+    recomputes a segment during the backward pass (O(sqrt(max_steps)) memory, about one
+    extra forward pass of compute); an int ``k`` uses segments of ``k`` trips.
     """
+    if max_steps is None and checkpoint is not None:
+        raise ValueError("lax.while_loop: checkpoint= needs max_steps= (a static bound on "
+                         "the trip count)")
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
     tu = _tu()
@@ -952,6 +974,10 @@ def while_loop(cond_fun, body_fun, init_val):
                         f"output type(s) [{got}]. Reduce it with .all()/.any() or compare "
                         "to get a bool[].")
     leaves = _cast_carry(leaves, avals)
+    if max_steps is not None:
+        from primitives.bounded_while import bounded_while
+        return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
+                             checkpoint)
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
     return tu.tree_unflatten(tree, outs)

@@ -101,7 +101,7 @@ def _remat_partial_eval(trace, args, params):
         kvals = eval_jaxpr(known.jaxpr, known.consts, *known_args)
     nk = len(kvals) - len(res_avals)
     known_outs, res = kvals[:nk], kvals[nk:]
-    jt.note_residuals([r for r, f in zip(res, res_fwd) if f is None])
+    jt.note_residuals([r for r, f in zip(res, res_fwd) if f is None])  # not forwarded inputs
     atoms = [trace.to_atom(r) for r in res] + \
         [trace.to_atom(a) for a, u in zip(args, unknown_in) if u]
     tracers = trace.add_eqn(remat_p, atoms, list(unknown.out_avals),

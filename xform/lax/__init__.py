@@ -2,7 +2,8 @@
 import importlib as _importlib
 
 _FAMILIES = ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-             "collectives", "control_flow", "misc", "random")
+             "collectives", "control_flow", "misc", "random",
+             "convolution", "windowed", "fft")
 
 for _fam in _FAMILIES:
     try:
@@ -17,3 +18,4 @@ del _fam, _importlib
 
 from primitives.special import *  # noqa: E402,F401,F403  (polygamma, igamma, betainc, ...)
 from xform.lax import linalg  # noqa: E402,F401  (h-linalg13: xform.lax.linalg)
+from xform.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401  (h-linalg13)

@@ -194,3 +194,12 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     classes = lax().broadcasted_iota(x.dtype if x.dtype.kind in "iu" else dtypes.default_int_dtype(),
                                      shape, ax)
     return U.to_array(F.equal(xe, classes), dt, False)
+
+# the rest of jax.nn (h-scipy12)
+from xform.nn._extra import (dot_product_attention, get_scaled_dot_general_config,  # noqa: E402
+                             log1mexp, logmeanexp, scaled_dot_general, scaled_matmul,
+                             sparse_sigmoid, squareplus)
+from xform.nn import initializers  # noqa: E402,F401
+__all__ += ["dot_product_attention", "get_scaled_dot_general_config", "log1mexp", "logmeanexp",
+            "scaled_dot_general", "scaled_matmul", "sparse_sigmoid", "squareplus",
+            "initializers"]

@@ -35,6 +35,8 @@ from xform.numpy._ufuncs import __all__ as _u_all
 from xform.numpy import _linalg, _ufuncs as _F, _reductions as _R
 
 from xform._array_type import Array as ndarray  # noqa: E402  (isinstance: concrete or traced)
+from xform.numpy._signal import convolve, correlate  # noqa: F401,E402
+from xform.numpy import fft  # noqa: F401,E402
 
 # constants
 pi = _np.pi
@@ -178,3 +180,4 @@ from xform.numpy import _extra as _extra  # noqa: E402
 for _n in _extra.__all__:
     globals()[_n] = getattr(_extra, _n)
 __all__ = sorted(set(__all__) | set(_extra.__all__))
+__all__ = sorted(set(__all__) | {"convolve", "correlate", "fft"})

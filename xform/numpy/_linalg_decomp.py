@@ -207,15 +207,39 @@ def solve(a, b):
     if b.shape[-2] != n:
         raise ValueError(f"jnp.linalg.solve: incompatible shapes a {a.shape} and b {b.shape}: "
                          f"b must be (..., {n}, k) (or a vector of length {n})")
-    batch = U.broadcast_shapes(a.shape[:-2], b.shape[:-2], name="jnp.linalg.solve")
+    try:
+        batch = U.broadcast_shapes(a.shape[:-2], b.shape[:-2], name="jnp.linalg.solve")
+    except TypeError as e:   # JAX: ValueError
+        raise ValueError(f"jnp.linalg.solve: batch dimensions of a {a.shape} and b {b.shape} "
+                         f"do not broadcast ({e})") from None
     a = xnp.broadcast_to(a, batch + a.shape[-2:])
     b = xnp.broadcast_to(b, batch + b.shape[-2:])
     return _solve(a, b)
 
 
+@functools.lru_cache(maxsize=None)
+def _jitted(fn):
+    """``fn`` compiled once per shape (as JAX jits its jnp.linalg functions): an eager call
+    is one cached XLA executable instead of one dispatch per step and a re-trace of the
+    custom_linear_solve programs."""
+    import xform
+    return xform.jit(fn)
+
+
 def _solve(a, b):
-    lu_, _, perm = _D().lu(a)
-    return _lu_solve(lu_, perm, b)
+    return _jitted(_solve_impl)(a, b)
+
+
+def _solve_impl(a, b):
+    """a x = b for matching batch dims, as JAX: one LU of stop_gradient(a) serves the solve
+    and its transpose, and custom_linear_solve differentiates it implicitly (A^-1 b)."""
+    import xform
+    from xform.lax._solves import custom_linear_solve
+    xnp = _xnp()
+    lu_, _, perm = _D().lu(xform.lax.stop_gradient(a))
+    return custom_linear_solve(lambda x: xnp.matmul(a, x, precision="highest"), b,
+                               solve=lambda _, x: _lu_solve(lu_, perm, x, 0),
+                               transpose_solve=lambda _, x: _lu_solve(lu_, perm, x, 1))
 
 
 def inv(a):
@@ -281,8 +305,35 @@ def slogdet(a, *, method=None):
     a = _matrix("slogdet", a, square=True)
     if method not in (None, "lu"):
         raise ValueError(f"jnp.linalg.slogdet: unknown method {method!r} (supported: 'lu')")
-    sign, logdet = _slogdet_fn()(a)
+    sign, logdet = _jitted(_slogdet_fn())(a)
     return SlogdetResult(sign, logdet)
+
+
+def _cofactor_solve(a, b):
+    """``(det(a), adj(a) @ b)``, well defined for singular ``a`` (JAX's construction):
+    with a = P L U, the last pivot of U is replaced by 1 / (product of the others), so
+    rank n-1 matrices get their rank-1 adjugate; lower rank gives zeros."""
+    xnp = _xnp()
+    D = _D()
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu_, piv, perm = D.lu(a)
+    diag = xnp.diagonal(lu_, axis1=-2, axis2=-1)
+    sign = _parity_sign(piv, a.dtype)
+    partial_det = xnp.cumprod(diag, axis=-1) * sign[..., None]
+    lu_ = lu_.at[..., -1, -1].set(1.0 / partial_det[..., -2])
+    d = xnp.ones(b.shape[:-1], b.dtype)[..., None]
+    d = D.triangular_solve(lu_, d, left_side=True, lower=False)[..., 0]
+    bad = xnp.any(xnp.isnan(d) | xnp.isinf(d), axis=-1)[..., None, None]
+    x = xnp.where(bad, xnp.zeros_like(b), b)
+    x = xnp.take_along_axis(x, perm[..., :, None], axis=-2)
+    x = D.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    x = xnp.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]),
+                        axis=-2)
+    x = D.triangular_solve(lu_, x, left_side=True, lower=False)
+    x = xnp.where(bad, xnp.zeros_like(x), x)
+    return partial_det[..., -1], x
 
 
 @functools.lru_cache(maxsize=None)
@@ -292,24 +343,33 @@ def _det_fn():
     @xform.custom_jvp
     def f(a):
         xnp = _xnp()
-        lu_, piv, _ = _D().lu(a)
-        diag = xnp.diagonal(lu_, axis1=-2, axis2=-1)
-        return _parity_sign(piv, a.dtype) * xnp.prod(diag, axis=-1)
+        sign, logdet = _slogdet_lu(a)
+        return sign * xnp.exp(logdet).astype(sign.dtype)
 
     @f.defjvp
     def f_jvp(primals, tangents):
         a, = primals
         g, = tangents
-        xnp = _xnp()
-        y = f(a)
-        return y, y * xnp.trace(_solve(a, g), axis1=-1, axis2=-2)
+        y, z = _cofactor_solve(a, g)
+        return y, _xnp().trace(z, axis1=-1, axis2=-2)
     return f
 
 
+def _det_small(a):
+    """2x2 / 3x3 closed forms (as JAX)."""
+    if a.shape[-1] == 2:
+        return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+    return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] + a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0]
+            + a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] - a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0]
+            - a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] - a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
+
+
 def det(a):
-    """Determinant of a square matrix (via LU)."""
+    """Determinant (closed forms for 2x2/3x3, else via LU, as JAX; JAX's singular-safe JVP)."""
     a = _matrix("det", a, square=True)
-    return _det_fn()(a)
+    if a.shape[-1] in (2, 3):
+        return _det_small(a)
+    return _jitted(_det_fn())(a)
 
 
 def _default_rtol(a, s_dtype):
@@ -403,8 +463,6 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         resid = xnp.sum(xnp.abs(b - xnp.matmul(a, x)) ** 2, axis=0)
     if vec:
         x = x[:, 0]
-        if resid.size == 1 or not numpy_resid:
-            resid = resid[0] if resid.ndim and resid.shape[0] == 1 and not numpy_resid else resid
     return x, resid, rank, s
 
 

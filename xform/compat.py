@@ -1,0 +1,191 @@
+"""``xform.compat.alias_jax()``: make ``import jax`` in third-party code resolve to xform.
+
+Libraries written against JAX's public API (optax, ...) then run on xform unchanged::
+
+    import xform
+    xform.compat.alias_jax()      # before importing the library
+    import optax                  # its `import jax`, `jax.numpy`, `jax.tree` ... are xform
+
+or run a whole script that way: ``python -m xform.run script.py [args]``.
+
+What it does:
+
+* ``sys.modules["jax"]`` becomes a proxy module whose attributes are xform's
+  (``jax.jit`` is ``xform.jit``, ``jax.Array`` is ``xform.Array``, ``jax.__version__`` is
+  xform's version, so version-gated library code takes its conservative branch);
+* ``import jax.X.Y`` for every public ``X.Y`` resolves to ``xform.X.Y`` (the same module
+  object): ``jax.numpy``, ``jax.lax``, ``jax.tree``, ``jax.tree_util``, ``jax.nn``,
+  ``jax.scipy.*``, ``jax.random``, ``jax.dtypes``, ``jax.typing``, ``jax.flatten_util``,
+  ``jax.experimental``, ``jax.example_libraries.*``, ...;
+* ``jax.sharding`` is a small module holding only the ``Sharding`` type (for
+  annotations); xform has no multi-device sharding;
+* xform's own runtime keeps using the real jax/jaxlib runtime layer: it is loaded
+  *before* the alias is installed, its ``jax._src`` modules stay where they are, and the
+  real public ``jax`` modules are stashed (``unalias_jax()`` puts them back).
+
+What it does not cover: anything xform does not implement raises ImportError /
+AttributeError naming the missing ``jax`` name (sharding/pmap/shard_map, export,
+``jax._src`` internals, ``jax.extend``); code that already imported the real jax keeps
+it (install the alias first); real JAX and aliased libraries cannot share one process
+(run the JAX side in another process to compare).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+
+__all__ = ["alias_jax", "unalias_jax", "is_aliased"]
+
+# Real-jax module names left in sys.modules (xform's runtime layer lives on them).
+_KEEP_PREFIXES = ("jax._src", "jax.extend", "jax.lib", "jax.interpreters", "jax.core",
+                  "jax._")
+_stash: dict = {}
+_finder = None
+
+
+def _sharding_shim():
+    mod = types.ModuleType("jax.sharding")
+    mod.__doc__ = ("xform's stand-in for jax.sharding: only the Sharding type, for "
+                   "annotations. xform has no multi-device sharding.")
+
+    class Sharding:
+        """Abstract type of shardings (xform creates none)."""
+
+        def __init__(self, *a, **k):
+            raise NotImplementedError("xform has no multi-device sharding: "
+                                      "jax.sharding.Sharding cannot be instantiated")
+    Sharding.__module__ = "jax.sharding"
+    mod.Sharding = Sharding
+
+    def __getattr__(name):
+        raise AttributeError(f"jax.sharding.{name} is not available: xform's jax alias has "
+                             "no multi-device sharding (only the Sharding type)")
+    mod.__getattr__ = __getattr__
+    return mod
+
+
+_SHIMS = {"jax.sharding": _sharding_shim}
+
+
+class _JaxProxy(types.ModuleType):
+    """The module ``jax`` resolves to: xform's attributes (plus the compat shims)."""
+
+    def __getattr__(self, name):
+        import xform
+        try:
+            return getattr(xform, name)
+        except AttributeError:
+            pass
+        full = f"jax.{name}"
+        if full in _SHIMS:
+            return importlib.import_module(full)
+        raise AttributeError(f"module 'jax' (aliased to xform) has no attribute {name!r}: "
+                             f"xform does not provide jax.{name}")
+
+    def __dir__(self):
+        import xform
+        return sorted(set(dir(xform)) | {k.split(".", 1)[1] for k in _SHIMS})
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, target):
+        self.target = target
+
+    def create_module(self, spec):
+        mod = self.target() if callable(self.target) else importlib.import_module(self.target)
+        self._spec = getattr(mod, "__spec__", None)
+        return mod
+
+    def exec_module(self, module):
+        # the import system set module.__spec__ to the alias's spec: keep xform's own
+        if self._spec is not None and not callable(self.target):
+            module.__spec__ = self._spec
+
+
+class _JaxAliasFinder(importlib.abc.MetaPathFinder):
+    """``jax.X.Y`` -> the module ``xform.X.Y`` (or a compat shim)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not (fullname == "jax" or fullname.startswith("jax.")):
+            return None
+        if fullname == "jax":
+            return importlib.machinery.ModuleSpec("jax", _AliasLoader(_proxy),
+                                                  is_package=True)
+        if fullname.startswith(_KEEP_PREFIXES):
+            return None            # the real module (already imported by the runtime)
+        if fullname in _SHIMS:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_SHIMS[fullname]),
+                                                  is_package=False)
+        xname = "xform" + fullname[len("jax"):]
+        if xname in sys.modules:
+            mod = sys.modules[xname]
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(xname),
+                                                  is_package=hasattr(mod, "__path__"))
+        try:
+            spec = importlib.util.find_spec(xname)
+        except (ModuleNotFoundError, ValueError):
+            spec = None
+        if spec is None:
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: `import jax` is aliased to xform "
+                f"(xform.compat.alias_jax) and xform has no {xname!r}", name=fullname)
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(xname),
+                                              is_package=spec.submodule_search_locations
+                                              is not None)
+
+
+_PROXY = None
+
+
+def _proxy():
+    global _PROXY
+    if _PROXY is None:
+        import xform
+        p = _JaxProxy("jax", "JAX's API, served by xform (xform.compat.alias_jax)")
+        p.__path__ = []            # a package: `import jax.numpy` goes through the finder
+        p.__version__ = xform.__version__
+        p.__xform_alias__ = True
+        _PROXY = p
+    return _PROXY
+
+
+def is_aliased() -> bool:
+    """True while ``import jax`` resolves to xform."""
+    return getattr(sys.modules.get("jax"), "__xform_alias__", False)
+
+
+def alias_jax() -> types.ModuleType:
+    """Install the alias (idempotent); returns the ``jax`` proxy module.
+
+    Loads xform's runtime layer (the real jax runtime, jaxlib) first, then moves the
+    real public ``jax`` modules aside so that later imports of ``jax`` and its public
+    submodules find xform's."""
+    global _finder
+    if is_aliased():
+        return sys.modules["jax"]
+    import lowering.runtime  # noqa: F401  (real jax runtime loaded before the swap)
+    for name in list(sys.modules):
+        if (name == "jax" or name.startswith("jax.")) and not name.startswith(_KEEP_PREFIXES):
+            _stash[name] = sys.modules.pop(name)
+    _finder = _JaxAliasFinder()
+    sys.meta_path.insert(0, _finder)
+    sys.modules["jax"] = _proxy()
+    return sys.modules["jax"]
+
+
+def unalias_jax() -> None:
+    """Remove the alias and put the real jax modules back (modules imported under the
+    alias keep the xform objects they bound)."""
+    global _finder
+    if _finder is not None and _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
+    _finder = None
+    for name in list(sys.modules):
+        if (name == "jax" or name.startswith("jax.")) and not name.startswith(_KEEP_PREFIXES):
+            del sys.modules[name]
+    sys.modules.update(_stash)
+    _stash.clear()

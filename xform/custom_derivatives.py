@@ -1,0 +1,25 @@
+"""``xform.custom_derivatives``: JAX's module of the same name."""
+from xform._custom_derivatives import (SymbolicZero, closure_convert, custom_gradient,  # noqa
+                                       custom_jvp, custom_vjp)
+
+__all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
+           "zero_from_primal"]
+
+
+def zero_from_primal(val, symbolic_zeros=False):
+    """Zero tangents shaped like ``val`` (float0 for integer leaves)."""
+    import numpy as np
+
+    from interpreters import ad, core
+    from xform import numpy as jnp
+    from xform.tree_util import tree_map
+
+    def z(x):
+        aval = core.get_aval(x)
+        t = ad.tangent_aval(aval)
+        if symbolic_zeros:
+            return SymbolicZero(t)
+        if t.dtype == ad.float0:
+            return np.zeros(t.shape, ad.float0)
+        return jnp.zeros(t.shape, t.dtype)
+    return tree_map(z, val)

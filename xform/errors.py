@@ -1,0 +1,40 @@
+"""``xform.errors``: the exception types JAX users catch (``jax.errors``)."""
+from interpreters import errors as _e
+from interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa
+                                 TracerBoolConversionError, TracerIntegerConversionError,
+                                 UnexpectedTracerError)
+
+__all__ = ["ConcretizationTypeError", "TracerArrayConversionError",
+           "TracerBoolConversionError", "TracerIntegerConversionError",
+           "UnexpectedTracerError", "NonConcreteBooleanIndexError", "JAXTypeError",
+           "JAXIndexError", "JaxRuntimeError", "JaxprTypeError", "KeyReuseError",
+           "InconclusiveDimensionOperation"]
+
+
+def _get(name, default):
+    return getattr(_e, name, None) or default
+
+
+JAXTypeError = _e.XformTypeError   # base of ConcretizationTypeError & co, as in JAX
+
+
+class JAXIndexError(IndexError):
+    """An IndexError raised by xform."""
+
+
+NonConcreteBooleanIndexError = _get("NonConcreteBooleanIndexError",
+                                    type("NonConcreteBooleanIndexError", (JAXIndexError,),
+                                         {"__doc__": "Boolean-mask indexing with a traced "
+                                                     "mask (the result shape is unknown)."}))
+
+
+class JaxRuntimeError(RuntimeError):
+    """An error raised while running a compiled program."""
+
+
+JaxprTypeError = _e.JaxprTypeError
+KeyReuseError = _e.KeyReuseError
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A symbolic-dimension comparison could not be decided."""

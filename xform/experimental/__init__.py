@@ -1,0 +1,22 @@
+"""``xform.experimental``: JAX's experimental names that xform provides
+(``io_callback``; ``enable_x64``/``disable_x64`` contexts)."""
+import contextlib as _contextlib
+
+from xform._callbacks import io_callback  # noqa: F401
+
+__all__ = ["io_callback", "enable_x64", "disable_x64"]
+
+
+@_contextlib.contextmanager
+def enable_x64(new_val: bool = True):
+    """Inside this context 64-bit dtypes are enabled (``jax_enable_x64``)."""
+    from interpreters.config import config
+    with config.override("jax_enable_x64", bool(new_val)):
+        yield
+
+
+@_contextlib.contextmanager
+def disable_x64():
+    """Inside this context 64-bit dtypes are disabled."""
+    with enable_x64(False):
+        yield

@@ -1,0 +1,3 @@
+"""``xform.version``: the package version."""
+__version__ = "0.1.0"
+_version = __version__
