@@ -283,6 +283,8 @@ def _dynamic_scalar_getitem(x, exp):
             continue
         if _is_scalar_index(e):
             n = x.shape[ax]
+            if n == 0:
+                raise IndexError(f"index is out of bounds for axis {ax} with size 0")
             i = _Plan._index_array(e, n, ax)
             out_axes.append(pos)
             starts.append((pos, i))
