@@ -298,14 +298,20 @@ def _name_for(i):
     return s
 
 
-def _pp_param(v, names, indent):
+_PP_WIDTH = 80   # JAX's pretty-printer width: a jaxpr that fits is printed on one line
+
+
+def _pp_param(v, names, indent, col=None):
+    """A parameter value; ``indent``: the indentation of the line the parameter starts on
+    (its item line when params are broken), ``col``: the column it starts at."""
     if isinstance(v, ClosedJaxpr):
-        return _pp(v.jaxpr, names, indent + 2)
+        return _pp(v.jaxpr, names, indent + 2, col)
     if isinstance(v, Jaxpr):
-        return _pp(v, names, indent + 2)
+        return _pp(v, names, indent + 2, col)
     if isinstance(v, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-        inner = ("\n" + " " * (indent + 2)).join(_pp_param(x, names, indent) for x in v)
-        return "(\n" + " " * (indent + 2) + inner + "\n" + " " * indent + ")"
+        inner = ("\n" + " " * (indent + 4)).join(
+            _pp_param(x, names, indent + 2, indent + 4) for x in v)
+        return "(\n" + " " * (indent + 4) + inner + "\n" + " " * (indent + 2) + ")"
     if isinstance(v, np.dtype):
         return v.name
     if callable(v) and hasattr(v, "__name__"):
@@ -313,28 +319,38 @@ def _pp_param(v, names, indent):
     return str(v)
 
 
-def _pp(jaxpr: Jaxpr, names: _Names, indent: int) -> str:
+def _pp(jaxpr: Jaxpr, names: _Names, indent: int, col=None) -> str:
+    """``indent``: the indentation of the jaxpr's body (equations at ``indent + 4``);
+    ``col``: the column its ``{`` starts at (for the one-line form, as JAX)."""
     def decl(v):
         return f"{names(v)}:{v.aval.str_short()}"
 
     pad = " " * indent
     head = "{ lambda " + " ".join(decl(v) for v in jaxpr.constvars) + "; " + \
         " ".join(decl(v) for v in jaxpr.invars) + ". let"
-    lines = [head]
+    eqns = []
     for eqn in jaxpr.eqns:
         lhs = " ".join(decl(v) for v in eqn.outvars)
         params = ""
         if eqn.params:
-            items = [f"{k}={_pp_param(v, names, indent + 4)}" for k, v in sorted(eqn.params.items())]
+            items = []
+            for k, v in sorted(eqn.params.items()):
+                items.append(f"{k}={_pp_param(v, names, indent + 4, indent + 7 + len(k))}")
             joined = " ".join(items)
             if "\n" in joined or len(joined) > 70:
                 params = "[\n" + "\n".join(pad + "      " + it for it in items) + "\n" + pad + "    ]"
             else:
                 params = "[" + joined + "]"
         rhs = " ".join(names(a) for a in eqn.invars)
-        lines.append(f"{pad}    {lhs} = {eqn.primitive.name}{params} {rhs}".rstrip())
+        eqns.append(f"{lhs} = {eqn.primitive.name}{params} {rhs}".rstrip().lstrip())
     outs = ", ".join(names(a) for a in jaxpr.outvars)
-    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
+    if all("\n" not in e for e in eqns):
+        # as JAX prints it: `{ lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = ... in (c,) }`
+        flat = f"{head} {'; '.join(eqns)} {tail}"
+        if (indent if col is None else col) + len(flat) <= _PP_WIDTH:
+            return flat
+    lines = [head] + [f"{pad}    {e}" for e in eqns] + [f"{pad}  {tail}"]
     return "\n".join(lines)
 
 

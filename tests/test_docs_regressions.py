@@ -40,3 +40,27 @@ def test_static_int_out_of_bounds_grad_and_fill():
     _same(xnp.asarray(x).at[11].get(mode="fill", fill_value=np.nan),
           jnp.asarray(x).at[11].get(mode="fill", fill_value=jnp.nan))
     _same(xnp.arange(10)[11], jnp.arange(10)[11])
+
+
+# jit-compilation / jaxpr pages: JAX prints a jaxpr that fits in 80 columns on one line
+# (`{ lambda ; a:i32[3]. let  in (a,) }`) and indents tuples of branch jaxprs by two more.
+def _pp_programs(j, jn):
+    return [
+        (lambda x: x, (np.arange(3, dtype=np.int32),)),
+        (lambda: (), ()),
+        (lambda x: (x, x), (np.ones(2, np.float32),)),
+        (jn.sin, (np.float32(1),)),
+        (lambda x: jn.sin(x) * 2.0, (np.float32(1),)),
+        (lambda x: j.lax.cond(x > 0, lambda y: jn.sin(y) * 2.0, lambda y: y + 1.0, x),
+         (np.float32(1),)),
+        (lambda x: j.lax.cond(x > 0, lambda y: jn.sin(y) * 2.0 * 3.0, lambda y: jn.sin(y) * 2.0,
+                              x), (np.float32(1),)),
+        (lambda x: j.lax.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, x), (np.float32(1),)),
+    ]
+
+
+@pytest.mark.parametrize("k", range(8))
+def test_jaxpr_text_layout_matches_jax(k):
+    xf, args = _pp_programs(xform, xnp)[k]
+    jf, _ = _pp_programs(jax, jnp)[k]
+    assert str(xform.make_jaxpr(xf)(*args)) == str(jax.make_jaxpr(jf)(*args))
