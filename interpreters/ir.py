@@ -271,14 +271,15 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
 
 
 class _Names:
-    def __init__(self):
+    def __init__(self, drop=()):
         self.names = {}
         self.count = 0
+        self.drop = drop   # variables printed as ``_`` (never read), as JAX does
 
     def __call__(self, v):
         if isinstance(v, Literal):
             return v.pretty()
-        if isinstance(v, DropVar):
+        if isinstance(v, DropVar) or v in self.drop:
             return "_"
         n = self.names.get(v)
         if n is None:
@@ -354,8 +355,18 @@ def _pp(jaxpr: Jaxpr, names: _Names, indent: int, col=None) -> str:
     return "\n".join(lines)
 
 
+def _unused_outvars(jaxpr: Jaxpr) -> set:
+    """Equation outputs of ``jaxpr`` (top level only) that nothing reads."""
+    used = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
+    drop = set()
+    for eqn in reversed(jaxpr.eqns):
+        drop.update(v for v in eqn.outvars if v not in used)
+        used.update(v for v in eqn.invars if not isinstance(v, Literal))
+    return drop
+
+
 def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    return _pp(jaxpr, _Names(), 0)
+    return _pp(jaxpr, _Names(_unused_outvars(jaxpr)), 0)
 
 
 # ----------------------------------------------------------------- construction helpers

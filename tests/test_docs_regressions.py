@@ -56,11 +56,27 @@ def _pp_programs(j, jn):
         (lambda x: j.lax.cond(x > 0, lambda y: jn.sin(y) * 2.0 * 3.0, lambda y: jn.sin(y) * 2.0,
                               x), (np.float32(1),)),
         (lambda x: j.lax.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, x), (np.float32(1),)),
+        # Custom_derivative_rules page: an equation output nothing reads prints as `_`
+        (j.grad(lambda x: jn.log(1.0 + jn.exp(x))), (np.float32(3),)),
+        (lambda x: j.lax.cond(x > 0, lambda v: (v * 2.0, jn.sin(v)), lambda v: (v, v), x)[0],
+         (np.float32(1),)),
     ]
 
 
-@pytest.mark.parametrize("k", range(8))
+@pytest.mark.parametrize("k", range(10))
 def test_jaxpr_text_layout_matches_jax(k):
     xf, args = _pp_programs(xform, xnp)[k]
     jf, _ = _pp_programs(jax, jnp)[k]
     assert str(xform.make_jaxpr(xf)(*args)) == str(jax.make_jaxpr(jf)(*args))
+
+
+# Custom_derivative_rules page: `f.defvjp(f_fwd, f_bwd)` as a cell's last line shows
+# nothing in JAX (it returns None); defjvp returns the rule (usable as a decorator).
+def test_defvjp_defjvp_return_values():
+    for m in (xform, jax):
+        f = m.custom_vjp(lambda x: x)
+        assert f.defvjp(lambda x: (x, None), lambda r, c: (c,)) is None
+        g = m.custom_jvp(lambda x: x)
+        rule = lambda p, t: (p[0], t[0])  # noqa: E731
+        assert g.defjvp(rule) is rule
+        assert g.defjvps(lambda t, a, x: t) is None

@@ -252,8 +252,7 @@ class custom_vjp:
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         self.fwd = fwd
         self.bwd = bwd
-        self.symbolic_zeros = symbolic_zeros
-        return fwd, bwd
+        self.symbolic_zeros = symbolic_zeros   # returns None, as JAX's defvjp
 
     def __call__(self, *args, **kwargs):
         name = getattr(self.fun, "__name__", "fun")
