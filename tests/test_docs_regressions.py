@@ -80,3 +80,40 @@ def test_defvjp_defjvp_return_values():
         rule = lambda p, t: (p[0], t[0])  # noqa: E731
         assert g.defjvp(rule) is rule
         assert g.defjvps(lambda t, a, x: t) is None
+
+
+# control-flow page: `lax.fori_loop(0, 10, lambda i, x: x + i, 0)` is weakly typed in JAX
+# (Python-int bounds give a weakly typed index); the repr shows it.
+@pytest.mark.parametrize("bounds,init", [((0, 10), 0), ((0, 10), 0.0), ((0, 10), "i32"),
+                                         (("i32", 10), 0), ((2, 2), 1), ((0, 3), "f32")])
+def test_fori_loop_weak_type(bounds, init):
+    def args(m):
+        conv = lambda v: m.numpy.int32(0) if v == "i32" else \
+            m.numpy.float32(1) if v == "f32" else v  # noqa: E731
+        return conv(bounds[0]), conv(bounds[1]), conv(init)
+    lo, up, x0 = args(xform)
+    got = xform.lax.fori_loop(lo, up, lambda i, x: x + i, x0)
+    lo, up, x0 = args(jax)
+    want = jax.lax.fori_loop(lo, up, lambda i, x: x + i, x0)
+    assert repr(got) == repr(want)
+    assert repr(xform.jit(lambda: xform.lax.fori_loop(0, 4, lambda i, x: x + i, 0))()) == \
+        repr(jax.jit(lambda: jax.lax.fori_loop(0, 4, lambda i, x: x + i, 0))())
+
+
+# vmapped_log_probs page catches the ValueError JAX raises for an un-batched function called
+# on a batch: operands of different ranks that do not broadcast (jnp-level) -> ValueError,
+# equal ranks -> TypeError (from the lax operation), jnp.where -> ValueError.
+@pytest.mark.parametrize("op", ["multiply", "add", "arctan2", "less", "where", "maximum"])
+@pytest.mark.parametrize("shapes", [((3,), (3, 2)), ((3,), (2,)), ((2, 3), (4, 2, 2)),
+                                    ((), (2,), (3,))])
+def test_broadcast_error_types(op, shapes):
+    def call(m):
+        args = [m.numpy.ones(s) for s in shapes]
+        if op == "where":
+            return m.numpy.where(args[0] > 0, *(args[1:] + [0.0] * (3 - len(args)))[:2])
+        return getattr(m.numpy, op)(*args[:2]) if len(args) == 2 else \
+            getattr(m.numpy, op)(args[1], args[2])
+    with pytest.raises(Exception) as want:
+        call(jax)
+    with pytest.raises(want.type):
+        call(xform)
