@@ -117,3 +117,51 @@ def test_broadcast_error_types(op, shapes):
         call(jax)
     with pytest.raises(want.type):
         call(xform)
+
+
+# complex-differentiation / autodiff pages print `grad(f)(3.)`: JAX's gradients of a weakly
+# typed output are weakly typed (the seed has the output's type), and jacfwd/jacrev bases
+# keep the weak type of their inputs / outputs.
+_WEAK_CASES = [
+    lambda m, n: m.grad(lambda x: x * 2.0)(3.0),
+    lambda m, n: m.grad(n.sin, holomorphic=True)(3.0 + 4j),
+    lambda m, n: m.grad(n.conjugate, holomorphic=True)(3.0 + 4j),
+    lambda m, n: m.grad(lambda x: n.sin(x) * 2)(n.float32(1.0)),
+    lambda m, n: m.jacfwd(n.cos)(1.0),
+    lambda m, n: m.jacrev(n.cos)(1.0),
+    lambda m, n: m.jacrev(lambda x: x * n.float32(2))(1.0),
+    lambda m, n: m.grad(lambda x: 2 * x)(n.array(1.0)),
+    lambda m, n: m.grad(lambda x: 2 * x)(n.asarray(np.float32(1.0))),
+    lambda m, n: m.value_and_grad(lambda x: x * 3.0)(2.0),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_WEAK_CASES)))
+def test_gradient_weak_types(k):
+    got = _WEAK_CASES[k](xform, xnp)
+    want = _WEAK_CASES[k](jax, jnp)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert xform.typeof(g).weak_type == jax.typeof(w).weak_type
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+# gradient-checkpointing page (`print_fwd_bwd`): the function returned by vjp is a pytree
+# whose leaves are its residuals (JAX's is a `Partial`), so it can be flattened, rebuilt
+# from traced leaves and passed to jit.
+def test_vjp_function_is_a_pytree():
+    def f(m):
+        return lambda x, w: m.numpy.sin(x) * w
+    x, w, ct = np.float32(0.7), np.arange(3, dtype=np.float32), np.ones(3, np.float32)
+    _, jf = jax.vjp(f(jax), x, w)
+    want = jf(ct)
+    _, xf = xform.vjp(f(xform), x, w)
+    leaves, tree = xform.tree.flatten(xf)
+    assert leaves and all(isinstance(v, xform.Array) for v in leaves)
+    rebuilt = xform.tree.unflatten(tree, leaves)
+    for got in (rebuilt(ct), xform.jit(lambda g, c: g(c))(xf, ct),
+                xform.jit(lambda *a: xform.tree.unflatten(tree, a[:-1])(a[-1]))(*leaves, ct)):
+        for g, w_ in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w_), rtol=1e-6)
+    bwd = xform.make_jaxpr(lambda *a: xform.tree.unflatten(tree, a[:-1])(a[-1]))(*leaves, ct)
+    assert len(bwd.jaxpr.invars) == len(leaves) + 1
