@@ -165,3 +165,17 @@ def test_vjp_function_is_a_pytree():
             np.testing.assert_allclose(np.asarray(g), np.asarray(w_), rtol=1e-6)
     bwd = xform.make_jaxpr(lambda *a: xform.tree.unflatten(tree, a[:-1])(a[-1]))(*leaves, ct)
     assert len(bwd.jaxpr.invars) == len(leaves) + 1
+
+
+# external-callbacks page: an Array repr whose dtype does not fit on the last line is laid
+# out as JAX does it; empty arrays show their shape.
+@pytest.mark.parametrize("make", [
+    lambda n: n.asarray(np.sin(np.arange(5, dtype=np.float32))), lambda n: n.arange(10.0),
+    lambda n: n.arange(20), lambda n: n.ones((3, 4)), lambda n: n.zeros((0,)),
+    lambda n: n.zeros((2, 0)), lambda n: n.asarray(3.0), lambda n: n.float32(3),
+    lambda n: n.arange(2000.0), lambda n: n.asarray(np.full((4, 7), 1 / 3, np.float32)),
+    lambda n: n.array([1 + 2j, 3.5 - 1j]), lambda n: n.array([True, False]),
+    lambda n: n.arange(6, dtype=n.uint8).reshape(2, 3), lambda n: n.asarray(2.0) * n.ones(8),
+    lambda n: n.asarray(np.linspace(0, 1, 7, dtype=np.float32))])
+def test_array_repr_layout(make):
+    assert repr(make(xnp)) == repr(make(jnp))
