@@ -179,3 +179,17 @@ def test_vjp_function_is_a_pytree():
     lambda n: n.asarray(np.linspace(0, 1, 7, dtype=np.float32))])
 def test_array_repr_layout(make):
     assert repr(make(xnp)) == repr(make(jnp))
+
+
+# Common_Gotchas page: a traced boolean mask raises JAX's NonConcreteBooleanIndexError
+# (an IndexError subclass), in reads and in .at updates.
+@pytest.mark.parametrize("fn", [lambda n: (lambda x: x[x > 0]),
+                                lambda n: (lambda x: x.at[x > 0].set(0.0)),
+                                lambda n: (lambda x: n.sum(x[x > 0]))])
+def test_traced_boolean_mask_error_class(fn):
+    x = np.arange(-2.0, 3.0, dtype=np.float32)
+    with pytest.raises(jax.errors.NonConcreteBooleanIndexError):
+        jax.jit(fn(jnp))(x)
+    with pytest.raises(xform.errors.NonConcreteBooleanIndexError):
+        xform.jit(fn(xnp))(x)
+    assert issubclass(xform.errors.NonConcreteBooleanIndexError, IndexError)

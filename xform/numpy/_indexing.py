@@ -381,7 +381,9 @@ class _Plan:
             if isinstance(e, np.ndarray) and e.dtype == np.bool_:
                 ents.extend(np.nonzero(e))
             elif isinstance(e, ArrayOps) and e.dtype == dtypes.bool_:
-                raise IndexError("boolean mask indices must be concrete: a traced mask has a "
+                from xform.errors import NonConcreteBooleanIndexError   # an IndexError
+                raise NonConcreteBooleanIndexError(
+                                 "boolean mask indices must be concrete: a traced mask has a "
                                  "data-dependent result shape. Use xform.numpy.where(mask, x, "
                                  "0) instead.")
             else:
