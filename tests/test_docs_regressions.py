@@ -193,3 +193,39 @@ def test_traced_boolean_mask_error_class(fn):
     with pytest.raises(xform.errors.NonConcreteBooleanIndexError):
         xform.jit(fn(xnp))(x)
     assert issubclass(xform.errors.NonConcreteBooleanIndexError, IndexError)
+
+
+# Custom_derivative_rules page: outside any transformation a custom_jvp / custom_vjp function
+# is just its Python function (JAX prints {'a': 1.0, ...} with a Python float); under
+# grad / jit / vmap the rules still apply.
+def test_custom_derivatives_top_level_call_is_plain():
+    def build(m):
+        n = m.numpy
+
+        @m.custom_jvp
+        def f(pt):
+            return {"a": pt[0] ** 2, "b": (n.sin(pt[0]), n.cos(pt[1]))}
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (pt,), (dt,) = primals, tangents
+            return f(pt), {"a": 10.0 * dt[0], "b": (n.cos(pt[0]) * dt[0], -n.sin(pt[1]) * dt[1])}
+
+        @m.custom_vjp
+        def k(x):
+            return x * 2.0
+
+        k.defvjp(lambda x: (k(x), None), lambda r, c: (7.0 * c,))
+        return f, k
+    xf, xk = build(xform)
+    jf, jk = build(jax)
+    pt = (1.0, 2.0)
+    got, want = xf(pt), jf(pt)
+    assert type(got["a"]) is type(want["a"]) is float and got["a"] == want["a"]
+    assert type(xk(3.0)) is type(jk(3.0)) is float
+    for g, w in [(xform.grad(lambda p: xf(p)["a"])(pt), jax.grad(lambda p: jf(p)["a"])(pt)),
+                 (xform.jit(lambda p: xf(p)["b"])(pt), jax.jit(lambda p: jf(p)["b"])(pt)),
+                 (xform.grad(xk)(3.0), jax.grad(jk)(3.0)),
+                 (xform.vmap(xk)(np.ones(2, np.float32)), jax.vmap(jk)(np.ones(2, np.float32)))]:
+        for a, b in zip(xform.tree.leaves(g), jax.tree.leaves(w)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
