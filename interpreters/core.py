@@ -31,6 +31,7 @@ class ShapedArray:
     """An abstract value: what every tracer carries and every cache is keyed on."""
 
     __slots__ = ("shape", "dtype", "weak_type")
+    sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
@@ -552,6 +553,8 @@ def _rebuild_array(value, weak_type):
 
 def _buffer_is_cpu(buf) -> bool:
     try:
+        if len(buf.sharding.device_set) > 1:   # sharded: eager ops run partitioned
+            return False
         return buf.platform() == "cpu" if callable(getattr(buf, "platform", None)) else \
             next(iter(buf.devices())).platform == "cpu"
     except Exception:

@@ -303,7 +303,9 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                dimension_numbers, feature_group_count, batch_group_count, precision,
                preferred_element_type):
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    out_aval = _conv_abstract(core.get_aval(lhs), core.get_aval(rhs),
+    # the operands' own dtypes: get_aval would canonicalize float64 to float32 (x64 off)
+    out_aval = _conv_abstract(core.ShapedArray(lhs.shape, lhs.dtype),
+                              core.ShapedArray(rhs.shape, rhs.dtype),
                               window_strides=window_strides, padding=padding,
                               lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
                               dimension_numbers=dimension_numbers,

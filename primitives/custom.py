@@ -112,6 +112,13 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _keep_names(old_jaxpr, new_jaxpr, *rules):
+    """A batched custom call keeps the user's function and rule names (for printing)."""
+    new_jaxpr.jaxpr.debug_info = old_jaxpr.jaxpr.debug_info
+    for old, new in rules:
+        new.__name__ = getattr(old, "__name__", new.__name__)
+
+
 def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts,
                            symbolic_zeros):
     vals = _at_front(axis_data, vals, dims)
@@ -130,6 +137,7 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
         m = len(outs) // 2
         return outs[:m], outs[m:]
 
+    _keep_names(call_jaxpr, closed, (jvp, batched_jvp))
     outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=closed, jvp=batched_jvp,
                                   num_consts=len(consts) + num_consts,
                                   symbolic_zeros=symbolic_zeros)
@@ -207,6 +215,7 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_c
     def batched_bwd(res, cts):
         return bwd_lifted(*res, *cts)
 
+    _keep_names(call_jaxpr, closed, (fwd, batched_fwd), (bwd, batched_bwd))
     outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=closed, fwd=batched_fwd,
                                   bwd=batched_bwd, num_consts=len(consts) + num_consts,
                                   symbolic_zeros=symbolic_zeros)

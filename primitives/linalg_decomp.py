@@ -877,7 +877,7 @@ _batch_unary(eigh_p)
 
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
-         subset_by_index=None):
+         subset_by_index=None, implementation=None):
     """Eigendecomposition of a Hermitian matrix: ``(v, w)`` with ascending ``w``."""
     x = as_operand(x)
     _check_matrix("eigh", _aval(x), square=True, arg="x")
@@ -1255,10 +1255,10 @@ hessenberg_p.def_impl(_hess_impl)
 _batch_unary(hessenberg_p)
 
 
-def hessenberg(x):
+def hessenberg(a):
     """Hessenberg reduction (LAPACK gehrd): ``(a, taus)``: H in the upper Hessenberg part,
     Householder reflectors below it."""
-    x = as_operand(x)
+    x = as_operand(a)
     _hess_abstract(_aval(x))
     return tuple(hessenberg_p.bind(x))
 
@@ -1455,6 +1455,9 @@ def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
     """``Q C``, ``Q^H C``, ``C Q`` or ``C Q^H`` for Q given by Householder reflectors."""
     a, taus, c = as_operand(a), as_operand(taus), as_operand(c)
     aa, ca = _aval(a), _aval(c)
+    if aa.ndim < 2 or ca.ndim < 2 or _aval(taus).ndim < 1:
+        raise ValueError(f"ormqr: a [..., m, n], taus [..., k] and c [..., rows, cols] expected, "
+                         f"got {aa.shape}, {_aval(taus).shape} and {ca.shape}")
     m = aa.shape[-2]
     k = _aval(taus).shape[-1]
     if (ca.shape[-2] if left else ca.shape[-1]) != m:

@@ -67,8 +67,8 @@ def _rng(data):
 def _conv_gen(data, name):
     from xform.lax import conv_dimension_numbers, padtype_to_pads
     rng = _rng(data)
-    dt = np.dtype(data.draw(st.sampled_from(["float32", "float16", "int32", "complex64"]),
-                            label="dtype"))
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float64", "float16", "int32",
+                                             "complex64", "complex128"]), label="dtype"))
     lhs, rhs, kw = random_conv(rng)
     dn = conv_dimension_numbers(lhs.shape, rhs.shape, kw["dimension_numbers"])
     pads = kw["padding"]

@@ -46,6 +46,20 @@ def cases(optax, jnp):
         "adam_huber": (optax.adam(1e-2), "huber"),
         "adam_sigmoid_bce": (optax.adam(1e-2), "bce"),
         "adam_logistic_onehot": (optax.adam(1e-2), "xent_onehot"),
+        # beyond the common set
+        "noisy_sgd": (optax.noisy_sgd(1e-2, key=0), "xent"),      # xform.random == JAX's bits
+        "lion": (optax.lion(1e-3), "xent"),
+        "nadam": (optax.nadam(1e-2), "xent"),
+        "radam": (optax.radam(1e-2), "xent"),
+        "adabelief": (optax.adabelief(1e-2), "xent"),
+        "amsgrad": (optax.amsgrad(1e-2), "xent"),
+        "multi_transform": (optax.multi_transform(
+            {"a": optax.adam(1e-2), "b": optax.sgd(1e-2)},
+            lambda p: {k: "a" if k.startswith("w") else "b" for k in p}), "xent"),
+        "inject_hyperparams": (optax.inject_hyperparams(optax.adam)(learning_rate=1e-2),
+                               "xent"),
+        "schedule_free_adamw": (optax.contrib.schedule_free_adamw(1e-2), "xent"),
+        "zero_nans_sgd": (optax.chain(optax.zero_nans(), optax.sgd(0.1)), "xent"),
     }
 
 

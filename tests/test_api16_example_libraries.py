@@ -267,8 +267,11 @@ def mnist_classifier_fromscratch(m, num_epochs):
     return history
 
 
-@pytest.mark.parametrize("example", [mnist_classifier, mnist_classifier_fromscratch])
-@pytest.mark.parametrize("epochs", [1, pytest.param(10, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("example,epochs", [
+    (mnist_classifier_fromscratch, 1),
+    pytest.param(mnist_classifier, 1, marks=pytest.mark.slow),   # stax: covered fast above
+    pytest.param(mnist_classifier, 10, marks=pytest.mark.slow),
+    pytest.param(mnist_classifier_fromscratch, 10, marks=pytest.mark.slow)])
 def test_mnist_examples_same_losses_as_jax(example, epochs):
     want = example(JAX, epochs)
     got = example(XF, epochs)

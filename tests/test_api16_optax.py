@@ -51,8 +51,11 @@ def test_optax_same_parameters_as_jax(tmp_path, which):
     assert sorted(got) == sorted(want)
     bad = []
     for k in sorted(want):
-        scale = np.max(np.abs(want[k])) + 1e-6
-        err = np.max(np.abs(got[k] - want[k])) / scale
+        if not np.array_equal(np.isnan(got[k]), np.isnan(want[k])):
+            bad.append(f"{k}: NaNs at different places")
+            continue
+        scale = np.nanmax(np.abs(want[k])) + 1e-6
+        err = np.nanmax(np.abs(got[k] - want[k])) / scale
         if not err <= 1e-4:
             bad.append(f"{k}: max rel err {err:.2e}")
     assert not bad, "optax under xform differs from JAX:\n" + "\n".join(bad)
@@ -73,16 +76,8 @@ assert jnp is xform.numpy and jax.tree_util is xform.tree_util and tree is xform
 assert xform.numpy.__spec__.name == "xform.numpy"
 assert jax.jit is xform.jit and jax.Array is xform.Array
 assert float(jax.jit(lambda x: jnp.sin(x) * 2)(0.5)) > 0
-try:
-    import jax.distributed
-except ImportError as e:
-    assert "xform" in str(e)
-else:
-    raise SystemExit("jax.distributed should not import")
-try:
-    jax.pmap
-except AttributeError as e:
-    assert "xform" in str(e)
+import jax.distributed                     # h-shard14: xform provides these now
+assert jax.distributed is xform.distributed and jax.pmap is xform.pmap
 isinstance(1, jax.sharding.Sharding)
 y = xform.device_put(jnp.ones(3))          # the runtime layer still works
 xform.compat.unalias_jax()

@@ -127,6 +127,8 @@ def test_matches_jax(dt):
         (lambda m: xnp.linalg.svd(m), lambda m: jnp.linalg.svd(m), a),
         (lambda m: xnp.linalg.qr(m, mode="complete"), lambda m: jnp.linalg.qr(m, "complete"), a),
         (lambda m: xnp.linalg.slogdet(m), lambda m: jnp.linalg.slogdet(m), sq),
+        (lambda m: xnp.linalg.slogdet(m.real, method="qr"),
+         lambda m: jnp.linalg.slogdet(m.real, method="qr"), sq),
         (lambda m: xnp.linalg.det(m), lambda m: jnp.linalg.det(m), sq),
         (lambda m: xnp.linalg.inv(m), lambda m: jnp.linalg.inv(m), sq),
         (lambda m: xnp.linalg.pinv(m), lambda m: jnp.linalg.pinv(m), a),
@@ -432,6 +434,7 @@ def test_vmap_other_axes_match_jax():
         xnp.linalg.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))
 
 
+@pytest.mark.slow
 def test_lax_linalg_composites_match_jax():
     rng = np.random.default_rng(10)
     a = _mat(rng, (4, 3), np.float32)
@@ -452,6 +455,7 @@ def test_lax_linalg_composites_match_jax():
                    jax.lax.linalg.ormqr(h, taus, cc, left=left, transpose=tr), np.float32)
 
 
+@pytest.mark.slow
 def test_qdwh_matches_jax():
     rng = np.random.default_rng(11)
     for shape in [(5, 3), (4, 4)]:
@@ -462,3 +466,54 @@ def test_qdwh_matches_jax():
         assert int(got[2]) == int(want[2]) and bool(got[3]) == bool(want[3])
         u, h = np.asarray(got[0]), np.asarray(got[1])
         np.testing.assert_allclose(u @ h, a, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["cholesky", "eigh", "svd", "qr_full_tall", "qr_wide",
+                                  pytest.param("lu", marks=pytest.mark.slow),
+                                  pytest.param("slogdet", marks=pytest.mark.slow),
+                                  pytest.param("trsolve_conj", marks=pytest.mark.slow)])
+def test_complex_batched_jvps_match_jax(name):
+    rng = np.random.default_rng(12)
+    a = _mat(rng, (2, 4, 4), np.complex128)
+    t = _mat(rng, (2, 4, 4), np.complex128)
+    spd = a @ _H(a) + 4 * np.eye(4)
+    th = t + _H(t)
+    cases = {
+        "cholesky": (xnp.linalg.cholesky, jnp.linalg.cholesky, spd, th),
+        "eigh": (lambda m: (xnp.linalg.eigh(m)[0], xnp.abs(xnp.linalg.eigh(m)[1])),
+                 lambda m: (jnp.linalg.eigh(m)[0], jnp.abs(jnp.linalg.eigh(m)[1])), spd, th),
+        "svd": (lambda m: xnp.abs(xnp.linalg.svd(m, full_matrices=False)[0]),
+                lambda m: jnp.abs(jnp.linalg.svd(m, full_matrices=False)[0]),
+                a[..., :3], t[..., :3]),
+        "qr_full_tall": (lambda m: xnp.linalg.qr(m, mode="complete"),
+                         lambda m: jnp.linalg.qr(m, mode="complete"), a[..., :3], t[..., :3]),
+        "qr_wide": (lambda m: xnp.linalg.qr(m), lambda m: jnp.linalg.qr(m), a[:, :3], t[:, :3]),
+        "lu": (lambda m: xlinalg.lu(m)[0], lambda m: jax.lax.linalg.lu(m)[0], a, t),
+        "slogdet": (xnp.linalg.slogdet, jnp.linalg.slogdet, a, t),
+        "trsolve_conj": (
+            lambda m: xlinalg.triangular_solve(m, a, lower=False, conjugate_a=True),
+            lambda m: jax.lax.linalg.triangular_solve(m, a, lower=False, conjugate_a=True),
+            a, t),
+    }
+    ours, theirs, x, tx = cases[name]
+    got = jax.tree_util.tree_leaves(xform.jvp(ours, (x,), (tx,)))
+    want = jax.tree_util.tree_leaves(jax.jvp(theirs, (x,), (tx,)))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9)
+
+
+def test_eigh_degenerate_tangents_as_jax():
+    """Repeated eigenvalues: the guarded eigen-gap reciprocal gives JAX's exact inf/NaN
+    pattern for eigenvector tangents, while eigenvalue-only losses stay finite."""
+    a = np.diag([1.0, 1.0, 2.0]).astype(np.float32)
+    t = np.random.default_rng(13).standard_normal((3, 3)).astype(np.float32)
+    t = t + t.T
+    with np.errstate(all="ignore"):
+        got = np.asarray(xform.jvp(lambda m: xnp.linalg.eigh(m)[1], (a,), (t,))[1])
+    want = np.asarray(jax.jvp(lambda m: jnp.linalg.eigh(m)[1], (a,), (t,))[1])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-6)
+    g = xform.grad(lambda m: xnp.sum(xnp.linalg.eigh(m)[0] ** 2))(a)
+    np.testing.assert_allclose(np.asarray(g), np.diag([2.0, 2.0, 4.0]), atol=1e-6)

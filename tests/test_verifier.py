@@ -44,6 +44,10 @@ HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "c
 # their lowering is the identity on the physical words, checked bit for bit against JAX
 # eager, under jit and vmap in tests/test_random.py.
 HIGHER_ORDER |= {"random_wrap", "random_unwrap", "random_clone"}
+# h-shard14: collectives and shard_map lower only inside partitioned programs (many
+# devices); they are checked against JAX on 8 devices in tests/test_sharding.py.
+HIGHER_ORDER = HIGHER_ORDER | {"psum", "pmax", "pmin", "all_gather", "reduce_scatter",
+                               "axis_index", "ppermute", "all_to_all", "shard_map"}
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -546,6 +550,19 @@ _register("bessel_i0e bessel_i1e", unary(F, "normal"), False, 2)
 # the continued fraction's float64 error vs scipy: up to ~100 ulps measured
 _register("regularized_incomplete_beta", _special_args(("pos_wide", "pos_wide", "unit01")),
           False, 64)
+
+
+
+
+def _sharding_constraint_spec(data, name):   # h-shard14: identity on one device
+    import xform.sharding as xs
+    mesh = xs.make_mesh((1,), ("d",))
+    dt = data.draw(st.sampled_from(F + SI), label="dtype")
+    x = values(_rng(data), data.draw(shapes()), dt, "normal")
+    return {"sharding": xs.NamedSharding(mesh, xs.PartitionSpec())}, [x]
+
+
+_register("sharding_constraint", _sharding_constraint_spec, True)
 
 
 # ----------------------------------------------------------------- the checks

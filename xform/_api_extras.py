@@ -42,7 +42,7 @@ __all__ = ["float0", "named_call", "named_scope", "ensure_compile_time_eval", "t
            "enable_checks", "transfer_guard", "transfer_guard_host_to_device",
            "transfer_guard_device_to_host", "transfer_guard_device_to_device",
            "effects_barrier", "copy_to_host_async", "process_count", "process_index",
-           "process_indices", "host_count", "host_id", "host_ids", "fwd_and_bwd"]
+           "process_indices", "host_count", "host_id", "host_ids", "fwd_and_bwd", "no_tracing"]
 
 _log = logging.getLogger("xform")
 
@@ -404,9 +404,18 @@ def _install_guard_hooks():
     @functools.wraps(orig_put)
     def device_put(x, *args, **kwargs):
         from xform.tree_util import tree_leaves
+        leaves = tree_leaves(x)
         if _guards.host_to_device != "allow" and any(
-                not isinstance(l, core.ArrayOps) for l in tree_leaves(x)):
+                not isinstance(l, core.ArrayOps) for l in leaves):
             check_transfer("host_to_device", True, "device_put of host values")
+        target = args[0] if args else kwargs.get("device")
+        if _guards.device_to_device != "allow" and target is not None and \
+                "lowering.runtime" in sys.modules:
+            get_device = sys.modules["lowering.runtime"].get_device
+            if any(type(l) is core.Array and l._buf is not None and
+                   get_device(l) != target for l in leaves):
+                check_transfer("device_to_device", True,
+                               f"device_put of device arrays to {target}")
         return orig_put(x, *args, **kwargs)
 
     @functools.wraps(orig_get)
@@ -534,3 +543,52 @@ def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
     if jitted:
         return jit(fwd), jit(bwd)
     return fwd, bwd
+
+
+# ----------------------------------------------------------------- no_tracing
+
+
+class _NoTracing(threading.local):
+    def __init__(self):
+        self.depth = 0
+
+
+_no_tracing_state = _NoTracing()
+_no_tracing_users = 0
+
+
+@contextlib.contextmanager
+def no_tracing(new_val: bool = True):
+    """Inside this context (with ``True``), a ``jit`` cache miss -- tracing the function
+    again -- raises RuntimeError instead (to catch unexpected retracing)."""
+    global _no_tracing_users
+    from xform import _jit
+    if not new_val:
+        old, _no_tracing_state.depth = _no_tracing_state.depth, 0
+        try:
+            yield
+        finally:
+            _no_tracing_state.depth = old
+        return
+    with _hooks_lock:
+        if _no_tracing_users == 0:
+            orig = _jit.JitWrapped._trace
+
+            @functools.wraps(orig)
+            def _trace(self, *args, **kwargs):
+                if _no_tracing_state.depth:
+                    raise RuntimeError(f"re-tracing function {getattr(self, '__name__', 'fun')}"
+                                       " for `jit`, but 'no_tracing' is set")
+                return orig(self, *args, **kwargs)
+            _trace._xform_orig = orig
+            _jit.JitWrapped._trace = _trace
+        _no_tracing_users += 1
+    _no_tracing_state.depth += 1
+    try:
+        yield
+    finally:
+        _no_tracing_state.depth -= 1
+        with _hooks_lock:
+            _no_tracing_users -= 1
+            if _no_tracing_users == 0:
+                _jit.JitWrapped._trace = _jit.JitWrapped._trace._xform_orig

@@ -472,7 +472,9 @@ class JitWrapped:
             self._set_mono(entry, args)
             try:
                 outs = entry.compiled(*entry.dev_consts, *args)
-            except TypeError:
+            except TypeError as e:
+                if type(e).__name__ == "ShardedArgument":
+                    return self._sharded(args, kwargs)
                 self._check_leaked(args)
                 raise
             if core._debug_checks_on:
@@ -494,7 +496,9 @@ class JitWrapped:
                 self._set_tree_mono(entry, treedef, leaves)
             try:
                 outs = entry.compiled(*entry.dev_consts, *leaves)
-            except TypeError:
+            except TypeError as e:
+                if type(e).__name__ == "ShardedArgument":
+                    return self._sharded(args, kwargs)
                 self._check_leaked(leaves)
                 raise
             if core._debug_checks_on:
@@ -617,9 +621,22 @@ class JitWrapped:
             with _tracing_lock:
                 _tracing.pop(slot)[1].set()
 
+    def _sharded(self, args, kwargs):
+        """Arguments laid out over several devices: the partitioned path (XLA chooses
+        the output shardings)."""
+        sj = self.__dict__.get("_sharded_jit")
+        if sj is None:
+            from xform._spmd_jit import ShardedJit
+            sj = self.__dict__["_sharded_jit"] = ShardedJit(self)
+        return sj(*args, **kwargs)
+
     def _call_general(self, args, kwargs):
         entry, leaves = self._get_entry(args, kwargs)
         if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
+            for x in leaves:
+                if type(x) is Array and x._buf is not None and not x._deleted and \
+                        len(x._buf.sharding.device_set) > 1:
+                    return self._sharded(args, kwargs)
             if entry.compiled is None:
                 self._compile(entry)
             outs = entry.compiled(*entry.dev_consts, *leaves)
@@ -714,6 +731,10 @@ class JitWrapped:
                 compiled = compile_program(closed, donated, device, self._name)
                 entry.dev_consts = tuple(_to_device(c, getattr(compiled, "device", None))
                                          for c in entry.const_args)
+                try:
+                    compiled._route_sharded = True    # sharded args: partitioned path
+                except AttributeError:
+                    pass
                 entry.compiled = compiled
                 return compiled
         finally:
@@ -937,6 +958,11 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
               donate_argnums=donate_argnums, donate_argnames=donate_argnames,
               keep_unused=keep_unused, device=device, backend=backend, inline=inline,
               compiler_options=compiler_options)
+    if in_shardings is not None or out_shardings is not None:
+        from xform._spmd_jit import ShardedJit
+        kw.update(in_shardings=None, out_shardings=None)
+        make = lambda f: ShardedJit(JitWrapped(f, **kw), in_shardings, out_shardings)  # noqa
+        return make if fun is None else make(fun)
     if fun is None:
         return lambda f: JitWrapped(f, **kw)
     return JitWrapped(fun, **kw)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from interpreters import core
 from interpreters import tree_util as tu
-from interpreters.ir import ClosedJaxpr, eval_jaxpr
+from interpreters.ir import eval_jaxpr
 from interpreters.jaxpr_transforms import transpose_jaxpr
-from primitives.custom import hoist_consts, trace_flat
+from primitives.custom import trace_flat
 from primitives.linear_solve import LinearSolveTuple, linear_solve_p
 
 __all__ = ["custom_linear_solve", "custom_root"]
@@ -54,18 +54,17 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric: bool 
     b_leaves = _as_arrays(b_leaves)
     avals = _avals(b_leaves)
 
-    def traced(fn, what, aux=False):
+    def traced(fn, what):
         flat, store = _flat_fun(fn, b_tree)
         closed, consts = trace_flat(flat, avals, name=what)
-        if aux:
-            return closed, consts, store["tree"]
         _check_tree(what, store["tree"], b_tree)
         return closed, consts
 
     matvec_c, matvec_k = traced(matvec, "matvec")
 
     aux = None
-    if has_aux:   # aux values are passed through (not differentiated), as in JAX
+    if has_aux:   # aux values are passed through, not differentiated (as JAX); computing
+        # them costs one extra call of solve outside the primitive
         import xform
         aux = tu.tree_map(xform.lax.stop_gradient, solve(matvec, b)[1])
         user_solve = solve
@@ -114,7 +113,6 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux: bool = False):
     s_c, s_k = trace_flat(s_flat, avals, name="solve")
     out_tree = s_store["tree"]
     n = len(g_leaves)
-    nf = len(f_k)
 
     def f_at(params, xs):
         return eval_jaxpr(f_c.jaxpr, f_c.consts, *params, *xs)
@@ -141,6 +139,5 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux: bool = False):
         from xform import numpy as xnp
         return sol, sol_dot + [xnp.zeros_like(a) for a in aux]
 
-    del nf
     outs = root(list(f_k), list(s_k), list(g_leaves))
     return tu.tree_unflatten(out_tree, list(outs))

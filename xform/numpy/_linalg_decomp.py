@@ -198,6 +198,9 @@ def solve(a, b):
     xnp = _xnp()
     a, b = U.promote_dtypes_inexact(a, U.to_array(b))
     n = a.shape[-1]
+    if b.ndim == 0:
+        raise ValueError(f"jnp.linalg.solve: b must be a vector of length {n} or a batch of "
+                         f"(n, k) matrices, got a scalar (a has shape {a.shape})")
     if b.ndim == 1:
         if b.shape[0] != n:
             raise ValueError(f"jnp.linalg.solve: b of shape {b.shape} does not match a of "
@@ -275,13 +278,26 @@ def _slogdet_lu(a):
     return sign, logdet
 
 
+def _slogdet_qr(a):
+    """sign/log|det| from geqrf: the diagonal of R, and -1 per Householder reflection
+    actually made (tau != 0), as JAX's method='qr' (real inputs)."""
+    xnp = _xnp()
+    n = a.shape[-1]
+    r, taus = _D().geqrf(a)
+    diag = xnp.diagonal(r, axis1=-2, axis2=-1)
+    logdet = xnp.sum(xnp.log(xnp.abs(diag)), axis=-1)
+    sign = xnp.prod(xnp.sign(diag), axis=-1)
+    sign_taus = xnp.prod(xnp.where(taus[..., :n - 1] != 0, -1, 1), axis=-1).astype(sign.dtype)
+    return sign * sign_taus, logdet
+
+
 @functools.lru_cache(maxsize=None)
-def _slogdet_fn():
+def _slogdet_fn(method="lu"):
     import xform
 
     @xform.custom_jvp
     def f(a):
-        return _slogdet_lu(a)
+        return _slogdet_qr(a) if method == "qr" else _slogdet_lu(a)
 
     @f.defjvp
     def f_jvp(primals, tangents):
@@ -303,9 +319,12 @@ def _slogdet_fn():
 def slogdet(a, *, method=None):
     """``SlogdetResult(sign, logabsdet)`` of a square matrix via LU (method 'lu' or None)."""
     a = _matrix("slogdet", a, square=True)
-    if method not in (None, "lu"):
-        raise ValueError(f"jnp.linalg.slogdet: unknown method {method!r} (supported: 'lu')")
-    sign, logdet = _jitted(_slogdet_fn())(a)
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`), and 'qr'.")
+    if method == "qr" and a.dtype.kind == "c":
+        raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
+    sign, logdet = _jitted(_slogdet_fn(method or "lu"))(a)
     return SlogdetResult(sign, logdet)
 
 
@@ -495,14 +514,14 @@ def matrix_power(a, n: int):
     return result
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     """Number of singular values above ``tol`` (default ``S.max() * max(m, n) * eps``)."""
     U.check_arraylike("jnp.linalg.matrix_rank", M)
     M, = U.promote_dtypes_inexact(U.to_array(M))
     xnp = _xnp()
     if M.ndim < 2:
         return xnp.any(M != 0).astype(np.int32)
-    s = svd(M, compute_uv=False)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
             rtol = builtins.max(M.shape[-2:]) * float(np.finfo(s.dtype).eps)
@@ -637,7 +656,7 @@ def outer(x1, x2, /):
 def cross(x1, x2, /, *, axis=-1):
     """Cross product of 3-vectors along ``axis``."""
     x1, x2 = U.to_array(x1), U.to_array(x2)
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+    if x1.ndim == 0 or x2.ndim == 0 or x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError(f"jnp.linalg.cross: both inputs must have size 3 along axis {axis}, "
                          f"got shapes {x1.shape} and {x2.shape}")
     return _xnp().cross(x1, x2, axis=axis)
@@ -648,7 +667,8 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
                          preferred_element_type=preferred_element_type)
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
     return _xnp().tensordot(x1, x2, axes, precision=precision,
                             preferred_element_type=preferred_element_type)
 

@@ -61,7 +61,7 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
     c = _mat("cho_solve", c)
     U.check_arraylike("cho_solve", b)
     c, b = U.promote_dtypes_inexact(c, U.to_array(b))
-    if c.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
+    if b.ndim == 0 or c.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
         raise ValueError(f"cho_solve: incompatible shapes c {c.shape} and b {b.shape}")
     xnp = _xnp()
     vec = b.ndim == 1
@@ -97,7 +97,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
     U.check_arraylike("lu_solve", b)
     lu_, b = U.promote_dtypes_inexact(lu_, U.to_array(b))
     n = lu_.shape[-1]
-    if b.shape[0 if b.ndim == 1 else -2] != n:
+    if b.ndim == 0 or b.shape[0 if b.ndim == 1 else -2] != n:
         raise ValueError(f"lu_solve: incompatible shapes lu {lu_.shape} and b {b.shape}")
     perm = _D().lu_pivots_to_permutation(piv, n)
     vec = b.ndim == 1
