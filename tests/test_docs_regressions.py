@@ -231,3 +231,32 @@ def test_custom_derivatives_top_level_call_is_plain():
                  (xform.vmap(xk)(np.ones(2, np.float32)), jax.vmap(jk)(np.ones(2, np.float32)))]:
         for a, b in zip(xform.tree.leaves(g), jax.tree.leaves(w)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+# thinking_in_jax page: `np.allclose(norm(X), jit(norm)(X), atol=1e-6)` is True in JAX; the
+# eager float32 reductions must be about as accurate as XLA's (not sequential f32 sums).
+def test_eager_reductions_accuracy_like_xla():
+    rng = np.random.RandomState(1701)
+    xn = rng.rand(10000, 10)
+
+    def norm(m):
+        def f(x):
+            x = x - x.mean(0)
+            return x / x.std(0)
+        return f
+    x = xnp.array(xn)
+    np.testing.assert_allclose(np.asarray(norm(xnp)(x)), np.asarray(xform.jit(norm(xnp))(x)),
+                               atol=1e-6)
+    exact = xn.astype(np.float32).astype(np.float64).sum(0)
+    for dt, tol in ((np.float32, 1e-6), (np.complex64, 1e-6)):
+        v = xn.astype(dt)
+        got = np.asarray(xnp.sum(xnp.asarray(v), 0))
+        assert np.abs(got - exact).max() / np.abs(exact).max() < tol
+        want = np.asarray(jnp.sum(jnp.asarray(v), 0))
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(xnp.cumsum(xnp.asarray(xn.astype(np.float32)), 0))[-1],
+                               exact, rtol=1e-6)
+    b = xnp.asarray(xn[:100].astype(np.float32)).astype(xnp.bfloat16)
+    np.testing.assert_allclose(np.asarray(xnp.sum(b, 0)).astype(np.float32),
+                               np.asarray(jnp.sum(jnp.asarray(np.asarray(b)), 0)).astype(np.float32),
+                               rtol=1e-2)
