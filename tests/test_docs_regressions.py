@@ -121,7 +121,8 @@ def test_broadcast_error_types(op, shapes):
 
 # complex-differentiation / autodiff pages print `grad(f)(3.)`: JAX's gradients of a weakly
 # typed output are weakly typed (the seed has the output's type), and jacfwd/jacrev bases
-# keep the weak type of their inputs / outputs; a C->R gradient is not weak.
+# keep the weak type of their inputs / outputs; a C->R gradient is not weak; the
+# cotangent of a weakly typed real input is weak.
 _WEAK_CASES = [
     lambda m, n: m.grad(lambda x: x * 2.0)(3.0),
     lambda m, n: m.grad(n.sin, holomorphic=True)(3.0 + 4j),
@@ -129,8 +130,10 @@ _WEAK_CASES = [
     lambda m, n: m.grad(lambda x: n.sin(x) * 2)(n.float32(1.0)),
     lambda m, n: m.jacfwd(n.cos)(1.0),
     lambda m, n: m.jacrev(n.cos)(1.0),
-    # (not yet: JAX's weak->strong promotion inserts convert_element_type, whose transpose
-    # makes m.jacrev(lambda x: x * n.float32(2))(1.0) weakly typed)
+    lambda m, n: m.jacrev(lambda x: x * n.float32(2))(1.0),
+    lambda m, n: m.grad(lambda p: n.sin(p[0]) + p[0] * p[1] ** 2)((1.0, 0.0)),
+    lambda m, n: m.grad(lambda x: m.pure_callback(
+        lambda v: np.float32(v), m.ShapeDtypeStruct((), np.float32), n.float32(0)) + x)(1.0),
     lambda m, n: m.grad(lambda z: n.real(z) ** 2 + n.imag(z) ** 2)(3.0 + 4j),
     lambda m, n: m.grad(lambda x: 2 * x)(n.array(1.0)),
     lambda m, n: m.grad(lambda x: 2 * x)(n.asarray(np.float32(1.0))),

@@ -310,6 +310,8 @@ class VJPFunction:
                     ct = as_value(np.asarray(ct, expected.dtype))
                 vals.append(ct)
         in_cts = [_instantiate(c) for c in self._lin.transpose(vals)]
+        if self._in_avals is not None:
+            in_cts = [_weak_like(c, a) for c, a in zip(in_cts, self._in_avals)]
         return tuple(tree_unflatten(self._in_tree, in_cts))
 
     def __str__(self):
@@ -343,6 +345,20 @@ def _vjp_unflatten(static, residuals):
 from xform.tree_util import register_pytree_node as _register  # noqa: E402
 
 _register(VJPFunction, _vjp_flatten, _vjp_unflatten)
+
+
+def _weak_like(ct, aval):
+    """The cotangent of a weakly typed real primal is weakly typed, as JAX's (there every
+    weak->strong step is a convert_element_type whose transpose restores the weak type);
+    complex primals are left alone (JAX's C->R gradients come back strong)."""
+    if not getattr(aval, "weak_type", False) or not dtypes.is_float(aval.dtype) or \
+            not isinstance(ct, (Array, Tracer)):
+        return ct
+    ca = core.get_aval(ct)
+    if ca.weak_type or ca.dtype != aval.dtype:
+        return ct
+    from primitives.elementwise import convert_element_type_p
+    return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=True)
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -617,7 +633,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         in_avals = [core.get_aval(x) for x in leaves]
 
         def pull(*cts):
-            return [_instantiate(c) for c in lin.transpose(list(cts))]
+            return [_weak_like(_instantiate(c), a)
+                    for c, a in zip(lin.transpose(list(cts)), in_avals)]
 
         jac = _map_basis(pull, basis)                      # each: (M, *in_shape)
         per_in = [_split_rows(j, m, [a.size for a in out_avals],
