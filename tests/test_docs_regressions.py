@@ -1,6 +1,7 @@
 """Regressions found by running JAX's own documentation pages with ``import jax``
 pointing at xform (each test names the page); every expectation is checked against JAX."""
 import jax
+import jax.ad_checkpoint  # noqa: F401
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -263,3 +264,37 @@ def test_eager_reductions_accuracy_like_xla():
     np.testing.assert_allclose(np.asarray(xnp.sum(b, 0)).astype(np.float32),
                                np.asarray(jnp.sum(jnp.asarray(np.asarray(b)), 0)).astype(np.float32),
                                rtol=1e-2)
+
+
+# gradient-checkpointing page: print_saved_residuals lists arguments first (in argument
+# order), then computed values in program order, as JAX does.
+@pytest.mark.parametrize("policy", [None, "dots", "names"])
+def test_saved_residuals_order(policy):
+    def build(m):
+        n = m.numpy
+
+        def g(W, x):
+            y = n.dot(W, x)
+            if policy == "names":
+                y = m.ad_checkpoint.checkpoint_name(y, "y")
+            return n.sin(y)
+
+        def f(W1, W2, W3, x):
+            return g(W3, g(W2, g(W1, x))).sum()
+        if policy == "dots":
+            f = m.checkpoint(f, policy=m.checkpoint_policies.dots_with_no_batch_dims_saveable)
+        elif policy == "names":
+            f = m.checkpoint(f, policy=m.checkpoint_policies.save_only_these_names("y"))
+        return f
+    rng = np.random.RandomState(0)
+    args = (rng.randn(5, 4), rng.randn(6, 5), rng.randn(7, 6), rng.randn(4))
+    args = tuple(a.astype(np.float32) for a in args)
+
+    def summary(res):
+        return [(tuple(a.shape), d.split(" from ")[0] if not d.startswith("from") else d)
+                for a, d in res]
+    import xform.ad_checkpoint  # noqa: F401
+    got = summary(xform.ad_checkpoint.saved_residuals(build(xform), *args))
+    from jax._src.ad_checkpoint import saved_residuals as jax_saved_residuals
+    want = summary(jax_saved_residuals(build(jax), *args))
+    assert got == want
