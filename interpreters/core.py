@@ -520,13 +520,18 @@ class Array(ArrayOps):
             return (f"Array({v.shape}, dtype={extended_by_struct[v.dtype].name}) overlaying:\n"
                     f"{words}")
         prefix = "Array("
-        if v.size == 0 and v.ndim > 0:
+        dtype_str = f"dtype={v.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        line_width = np.get_printoptions()["linewidth"]
+        if v.size == 0:
             body = f"[], shape={v.shape}"
         else:
-            body = np.array2string(v, separator=", ", prefix=prefix, threshold=1000)
-        extra = ", weak_type=True" if self.weak_type else ""
-        name = v.dtype.name
-        return f"{prefix}{body}, dtype={name}{extra})"
+            body = np.array2string(v, prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=line_width)
+        # JAX's layout: when the dtype does not fit on the last line, the separator is
+        # len(prefix) spaces (sic, on the same line)
+        last_line_len = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line_len + len(dtype_str) + 2 > line_width else " "
+        return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self):
         v = np.asarray(self._value)

@@ -1096,11 +1096,15 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     lo_s, up_s = _static_int(lower), _static_int(upper)
     if lo_s is not None and up_s is not None:
         n = max(up_s - lo_s, 0)
-        lower_a = Array(np.asarray(lo_s, dt), la.weak_type and ua.weak_type)
+        # As in JAX, concrete bounds are taken as Python ints: the index is a weakly
+        # typed default-int scalar (and stays weak in the loop).
+        dt_i = dtypes.canonicalize_dtype(np.int64)
+        lower_a = Array(np.asarray(lo_s, dt_i), True)
+        one = Array(np.asarray(1, dt_i), True)
 
         def step(carry, _):
             i, x = carry
-            return (ew.add_p.bind(i, np.asarray(1, dt)), body_fun(i, x)), None
+            return (ew.add_p.bind(i, one), body_fun(i, x)), None
         if unroll is None:
             unroll = 1
         (_, out), _ = scan(step, (lower_a, init_val), None, length=n, unroll=unroll)

@@ -255,8 +255,9 @@ class VJPFunction:
     cotangents.  ``.jaxpr`` is the linear (forward) program; ``transpose_jaxpr()``
     stages and returns the backward program."""
 
-    def __init__(self, lin: ad.LinearFunction, in_tree, out_tree, out_avals):
+    def __init__(self, lin: ad.LinearFunction, in_tree, out_tree, out_avals, in_avals=None):
         self._lin = lin
+        self._in_avals = in_avals
         self._in_tree = in_tree
         self._out_tree = out_tree
         self._out_avals = out_avals
@@ -308,13 +309,56 @@ class VJPFunction:
                 if ca.dtype != expected.dtype:  # a weakly typed Python scalar
                     ct = as_value(np.asarray(ct, expected.dtype))
                 vals.append(ct)
-        in_cts = self._lin.transpose(vals)
-        return tuple(tree_unflatten(self._in_tree, [_instantiate(c) for c in in_cts]))
+        in_cts = [_instantiate(c) for c in self._lin.transpose(vals)]
+        if self._in_avals is not None:
+            in_cts = [_weak_like(c, a) for c, a in zip(in_cts, self._in_avals)]
+        return tuple(tree_unflatten(self._in_tree, in_cts))
 
     def __str__(self):
         return str(self._lin.jaxpr)
 
     __repr__ = __str__
+
+
+class _VJPStatic:
+    """The non-array part of a ``VJPFunction`` (its pytree aux data; compared by identity)."""
+
+    def __init__(self, fn):
+        lin = fn._lin
+        self.parts = (lin.jaxpr, lin.in_avals, lin.out_avals, lin.in_mask, lin.out_mask,
+                      fn._in_tree, fn._out_tree, fn._out_avals, fn._in_avals)
+
+
+def _vjp_flatten(fn):
+    return tuple(fn._lin.residuals), _VJPStatic(fn)
+
+
+def _vjp_unflatten(static, residuals):
+    jaxpr, in_avals, out_avals, in_mask, out_mask, in_tree, out_tree, o_avals, i_avals = \
+        static.parts
+    lin = ad.LinearFunction(jaxpr, list(residuals), in_avals, out_avals, in_mask, out_mask)
+    return VJPFunction(lin, in_tree, out_tree, o_avals, i_avals)
+
+
+# As in JAX (whose vjp returns a ``Partial``), the pullback is a pytree whose leaves are the
+# residuals: it can be passed through jit / tree_flatten (gradient-checkpointing page).
+from xform.tree_util import register_pytree_node as _register  # noqa: E402
+
+_register(VJPFunction, _vjp_flatten, _vjp_unflatten)
+
+
+def _weak_like(ct, aval):
+    """The cotangent of a weakly typed real primal is weakly typed, as JAX's (there every
+    weak->strong step is a convert_element_type whose transpose restores the weak type);
+    complex primals are left alone (JAX's C->R gradients come back strong)."""
+    if not getattr(aval, "weak_type", False) or not dtypes.is_float(aval.dtype) or \
+            not isinstance(ct, (Array, Tracer)):
+        return ct
+    ca = core.get_aval(ct)
+    if ca.weak_type or ca.dtype != aval.dtype:
+        return ct
+    from primitives.elementwise import convert_element_type_p
+    return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=True)
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -326,7 +370,8 @@ def vjp(fun, *primals, has_aux=False):
     outs, lin = ad.linearize_flat(flat, leaves)
     out_tree = store["tree"]
     # in_tree describes the tuple of primals; vjp_fn returns that tuple.
-    fn = VJPFunction(lin, in_tree, out_tree, [core.get_aval(o) for o in outs])
+    fn = VJPFunction(lin, in_tree, out_tree, [core.get_aval(o) for o in outs],
+                     [core.get_aval(x) for x in leaves])
     res = (tree_unflatten(out_tree, outs), fn)
     return res + (store["aux"],) if has_aux else res
 
@@ -405,7 +450,10 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, name):
         _check_scalar(ans)
         _check_output_dtype_rev("grad", holomorphic, ans)
         a = core.get_aval(ans)
-        g = vjp_fn(as_value(np.ones((), a.dtype)))
+        # the seed 1 has the output's type, weak type included (as JAX's: a weakly typed
+        # output gives weakly typed gradients, e.g. grad(lambda x: 2. * x)(3.))
+        g = vjp_fn(Array(np.ones((), a.dtype), a.weak_type) if a.weak_type
+                   else as_value(np.ones((), a.dtype)))
         g = g[0] if isinstance(argnums, int) else g
         return ((ans, aux) if has_aux else ans), g
     return value_and_grad_f
@@ -464,7 +512,9 @@ def _std_basis(avals):
         dt = a.dtype
         eye = np.zeros((n, s), dt)
         eye[np.arange(off, off + s), np.arange(s)] = 1
-        out.append(as_value(eye.reshape((n,) + a.shape)))
+        eye = eye.reshape((n,) + a.shape)
+        # weakly typed like its aval (JAX's basis keeps weak types: jacfwd(sin)(1.) is weak)
+        out.append(Array(eye, True) if getattr(a, "weak_type", False) else as_value(eye))
         off += s
     return out, n
 
@@ -580,11 +630,13 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         out_avals = [core.get_aval(o) for o in y]
         basis, m = _std_basis(out_avals)
 
+        in_avals = [core.get_aval(x) for x in leaves]
+
         def pull(*cts):
-            return [_instantiate(c) for c in lin.transpose(list(cts))]
+            return [_weak_like(_instantiate(c), a)
+                    for c, a in zip(lin.transpose(list(cts)), in_avals)]
 
         jac = _map_basis(pull, basis)                      # each: (M, *in_shape)
-        in_avals = [core.get_aval(x) for x in leaves]
         per_in = [_split_rows(j, m, [a.size for a in out_avals],
                               [a.shape for a in out_avals], None) for j in jac]
         blocks = [[per_in[j][i] for j in range(len(in_avals))] for i in range(len(out_avals))]

@@ -179,23 +179,22 @@ def saved_residuals(f, *args, **kwargs):
 
     jaxpr, consts = trace_to_jaxpr(probe, [core.get_aval(x) for x in leaves],
                                    name="saved_residuals")
-    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
     arg_names = _arg_names(f, args, kwargs, in_tree)
-    out = []
-    for atom in jaxpr.outvars:
-        if not isinstance(atom, Var):
-            out.append((atom.aval, "from a literal"))
-        elif atom in jaxpr.constvars:
-            out.append((atom.aval, "from a constant"))
-        elif atom in jaxpr.invars:
-            out.append((atom.aval, f"from the argument {arg_names[jaxpr.invars.index(atom)]}"))
-        else:
-            e = producer[atom]
-            src = _src(e)
-            if e.primitive is name_p:
-                out.append((atom.aval, f"named '{e.params['name']}' from {src}"))
-            else:
-                out.append((atom.aval, f"output of {e.primitive.name} from {src}"))
+    # JAX's order: literals, constants, arguments (in argument order), then the values
+    # computed by the program in program order -- each saved value once.
+    out = [(a.aval, "from a literal") for a in jaxpr.outvars if not isinstance(a, Var)]
+    saved = {a for a in jaxpr.outvars if isinstance(a, Var)}
+    out += [(v.aval, "from a constant") for v in jaxpr.constvars if v in saved]
+    out += [(v.aval, f"from the argument {arg_names[i]}")
+            for i, v in enumerate(jaxpr.invars) if v in saved]
+    for e in jaxpr.eqns:
+        for v in e.outvars:
+            if v in saved:
+                src = _src(e)
+                if e.primitive is name_p:
+                    out.append((v.aval, f"named '{e.params['name']}' from {src}"))
+                else:
+                    out.append((v.aval, f"output of {e.primitive.name} from {src}"))
     return out
 
 

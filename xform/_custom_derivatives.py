@@ -83,6 +83,13 @@ def _avals_str(avals):
     return "[" + ", ".join(a.str_short() for a in avals) + "]"
 
 
+def _eager(dyn):
+    """True at the top level (no transformation active, no traced argument): there, as in
+    JAX, a custom_jvp / custom_vjp function is just its Python function."""
+    return core.current_trace() is core.EVAL_TRACE and not any(
+        isinstance(x, core.Tracer) for x in tree_flatten(tuple(dyn))[0])
+
+
 def _stage_primal(fun, static, dyn):
     """Stage ``fun`` over the flattened differentiable args: (closed, consts, leaves,
     in_tree, out_tree)."""
@@ -171,6 +178,8 @@ class custom_jvp:
             raise _MissingRule(f"No JVP defined for custom_jvp function {name} using defjvp.")
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split_nondiff(self.nondiff_argnums, args)
+        if _eager(dyn):
+            return self.fun(*args)
         closed, consts, leaves, in_tree, out_tree = _stage_primal(self.fun, static, dyn)
         out_avals = closed.out_avals
         rule, symbolic = self.jvp, self.symbolic_zeros
@@ -260,8 +269,7 @@ class custom_vjp:
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         self.fwd = fwd
         self.bwd = bwd
-        self.symbolic_zeros = symbolic_zeros
-        return fwd, bwd
+        self.symbolic_zeros = symbolic_zeros   # returns None, as JAX's defvjp
 
     def __call__(self, *args, **kwargs):
         name = getattr(self.fun, "__name__", "fun")
@@ -269,6 +277,8 @@ class custom_vjp:
             raise _MissingRule(f"No VJP defined for custom_vjp function {name} using defvjp.")
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split_nondiff(self.nondiff_argnums, args)
+        if _eager(dyn):
+            return self.fun(*args)
         closed, consts, leaves, in_tree, out_tree = _stage_primal(self.fun, static, dyn)
         out_avals = closed.out_avals
         in_avals = [core.get_aval(x) for x in leaves]

@@ -246,7 +246,14 @@ def promote_shapes(name, *args):
     s0 = shapes[0]
     if all(s == s0 for s in shapes):
         return list(args)
-    out = broadcast_shapes(*shapes, name=name)
+    out = broadcast_shapes_or_none(*shapes)
+    if out is None:
+        # As in JAX: operands of different (non-scalar) ranks are broadcast by jnp first
+        # (ValueError); equal ranks reach the lax operation (TypeError naming it).
+        if len({len(s) for s in shapes if s}) > 1 or name == "where":
+            raise ValueError("Incompatible shapes for broadcasting: "
+                             f"shapes={[tuple(s) for s in shapes]}")
+        out = broadcast_shapes(*shapes, name=name)
     return [broadcast_to_shape(a, out) for a in args]
 
 
