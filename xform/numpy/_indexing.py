@@ -197,26 +197,21 @@ def _axes_of(exp):
 
 def _static_ints(entries, shape, mode):
     """The index rule for static integers.  A Python (or NumPy scalar) integer out of
-    bounds, or any static integer when an explicit ``mode`` is given, becomes a 0-d index
-    array and so follows the index-array rules (JAX: reads clamp / fill, updates drop).
-    In-bounds static ints are kept."""
+    bounds raises ``IndexError`` -- unless an explicit ``mode`` is given, which is always
+    honoured: the integer is then an index array (clamped / filled / dropped).  Returns
+    the entries with static ints kept (in bounds or ``mode is None``) or turned into
+    0-d index arrays (explicit mode)."""
     ints = [k for k, e in enumerate(entries) if _is_basic(e) and isinstance(e, int)]
     if not ints:
         return entries
     if mode is not None:
         return [np.asarray(e) if k in ints else e for k, e in enumerate(entries)]
-    # the j-th static int of the expanded index is entries[ints[j]] (Ellipsis only adds slices)
-    in_bounds = [-shape[ax] <= e < shape[ax] for ax, e in _axes_of(_expand(entries, len(shape)))
-                 if _is_basic(e) and isinstance(e, int)]
-    if all(in_bounds):
-        return entries
-    # As in JAX: an out-of-bounds static integer is treated like an integer index array
-    # (negative values wrap once, then reads clamp and updates are dropped).
-    out = list(entries)
-    for k, ok in zip(ints, in_bounds):
-        if not ok:
-            out[k] = np.asarray(out[k])
-    return out
+    for ax, e in _axes_of(_expand(entries, len(shape))):
+        if _is_basic(e) and isinstance(e, int):
+            n = shape[ax]
+            if not -n <= e < n:
+                raise IndexError(f"index {e} is out of bounds for axis {ax} with size {n}")
+    return entries
 
 
 def _host_scalars(entries, shape, mode, scatter):
@@ -310,8 +305,8 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
             unique_indices=False):
     """``x[idx]`` (and ``x.at[idx].get(...)``).
 
-    Index rule (the same eager and under ``jit``, as in JAX): integers -- static, concrete
-    arrays or traced --
+    Index rule (the same eager and under ``jit``): a static Python integer out of
+    bounds raises ``IndexError``; integer *arrays* -- concrete or traced -- follow JAX:
     negative values wrap once, out-of-range ones are clamped (``mode='fill'``: give
     ``fill_value``).  An explicit ``mode`` applies to every integer index.
     """
