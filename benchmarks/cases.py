@@ -543,6 +543,103 @@ def transformer(ctx):
                                                   "mlp": 4 * D})
 
 
+# ----------------------------------------------------------------- dense compute (h-conv12)
+
+
+def _lax_of(L):
+    """The lax module matching a Lib (``xform.lax`` / ``jax.lax``)."""
+    import importlib
+    return importlib.import_module("jax.lax" if L.name == "jax" else "xform.lax")
+
+
+def convnet_params(ctx, side, c1=16, c2=32):
+    pooled = side // 4
+    return {"conv1": (ctx.randn(3, 3, 1, c1, scale=1 / 3), ctx.randn(c1, scale=0.1)),
+            "conv2": (ctx.randn(3, 3, c1, c2, scale=1 / math.sqrt(9 * c1)),
+                      ctx.randn(c2, scale=0.1)),
+            "dense": (ctx.randn(pooled * pooled * c2, 10,
+                                scale=1 / math.sqrt(pooled * pooled * c2)),
+                      ctx.randn(10, scale=0.1))}
+
+
+def convnet_loss(L, params, x, y):
+    """conv3x3-relu-maxpool2 x2, dense; NHWC / HWIO; softmax cross-entropy."""
+    lax = _lax_of(L)
+    for name in ("conv1", "conv2"):
+        w, b = params[name]
+        x = lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        x = lax.reduce_window(L.relu(x + b), -L.np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                              "VALID")
+    w, b = params["dense"]
+    logits = x.reshape(x.shape[0], -1) @ w + b
+    return -L.np.mean(L.np.sum(L.log_softmax(logits) * y, axis=-1))
+
+
+def _convnet_sgd(params, grads, lr=0.01):
+    return {k: (params[k][0] - lr * grads[k][0], params[k][1] - lr * grads[k][1])
+            for k in params}
+
+
+def _convnet_args(ctx):
+    side, batch = ctx.size(28, 8), 64
+    return side, batch, convnet_params(ctx, side), ctx.randn(batch, side, side, 1), \
+        ctx.one_hot(batch, 10)
+
+
+def _as_lib_tree(L, tree, put):
+    conv = L.put if put else L.asarray
+    return {k: tuple(conv(a) for a in v) for k, v in tree.items()}
+
+
+@case("steady/convnet_train_step", "steady", "jit(SGD step) of a CNN (conv3x3x16-relu-"
+      "maxpool-conv3x3x32-relu-maxpool-dense), 28x28x1 inputs (quick: 8x8), batch 64",
+      libs=("xform", "jax"))
+def convnet_step(ctx):
+    side, batch, params, x, y = _convnet_args(ctx)
+
+    def make(name):
+        L = ctx.lib(name, "jit", "grad", "relu", "log_softmax")
+        step = L.jit(lambda p, xx, yy: _convnet_sgd(
+            p, L.grad(lambda q: convnet_loss(L, q, xx, yy))(p)))
+        args = [_as_lib_tree(L, params, True), L.put(x), L.put(y)]
+        return lambda: L.block(step(*args))
+    return steady_record(ctx, ("xform", "jax"), make, {"side": side, "batch": batch})
+
+
+@case("eager/convnet_grad", "eager", "value_and_grad of the steady/convnet_train_step CNN "
+      "loss without jit (op-by-op dispatch of convs, pooling and their gradients)",
+      libs=("xform", "xform_dev", "jax"))
+def convnet_eager(ctx):
+    side, batch, params, x, y = _convnet_args(ctx)
+
+    def make(name):
+        L = ctx.lib(name, "value_and_grad", "relu", "log_softmax")
+        f = L.value_and_grad(lambda q, xx, yy: convnet_loss(L, q, xx, yy))
+        put = name != "xform"
+        args = [_as_lib_tree(L, params, put), (L.put if put else L.asarray)(x),
+                (L.put if put else L.asarray)(y)]
+        return lambda: L.block(f(*args))
+    return steady_record(ctx, ("xform", "xform_dev", "jax"), make,
+                         {"side": side, "batch": batch})
+
+
+@case("steady/fft_2^16", "steady", "jit(fft) of 2**16 complex64 points (quick: 2**12); "
+      "NumPy: numpy.fft.fft (complex128 internally)")
+def fft_case(ctx):
+    n = 2 ** ctx.size(16, 12)
+    x = (ctx.randn(n) + 1j * ctx.randn(n)).astype(np.complex64)
+
+    def make(name):
+        if name == "numpy":
+            return lambda: np.fft.fft(x)
+        L = ctx.lib(name, "jit")
+        f = L.jit(L.np.fft.fft)
+        xa = L.put(x)
+        return lambda: L.block(f(xa))
+    return steady_record(ctx, STEADY_LIBS, make, {"n": n})
+
+
 # ----------------------------------------------------------------- memory
 
 MEMORY_METHOD = ("sum of shape x itemsize over saved_residuals(f, params, x): xform "
@@ -643,6 +740,136 @@ def _report_record(ctx, f, arrays, name):
     except Exception as e:  # noqa: BLE001
         return {"params": {}, "metrics": {"dispatch_report": {}},
                 "skipped": {"xform": timing.reason_of(e)}}
+
+
+# ----------------------------------------------------------------- random (xform.random)
+
+RANDOM_LIBS = ("xform", "jax")
+
+
+def _random_mod(ctx, name):
+    import importlib
+    ctx.lib(name)
+    if name not in ("xform", "jax"):
+        raise Skip(f"{name} has no random module")
+    return importlib.import_module(f"{name}.random")
+
+
+@case("random/eager_split_normal8", "random", "eager: k, s = split(key); normal(s, (8,)) per "
+      "call (target: <= 0.5x JAX)", libs=RANDOM_LIBS)
+def random_eager_split_normal(ctx):
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name)
+        key = R.key(0)
+
+        def step():
+            k, s = R.split(key)
+            return L.block(R.normal(s, (8,)))
+        return step
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [8]})
+
+
+@case("random/jit_normal_1000x1000", "random", "jit(normal)(key) of f32[1000,1000] steady "
+      "state (target: <= 1.05x JAX)", libs=RANDOM_LIBS)
+def random_jit_normal(ctx):
+    n = ctx.size(1000, 200)
+
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name, "jit")
+        key = R.key(0)
+        f = L.jit(lambda k: R.normal(k, (n, n)))
+        return lambda: L.block(f(key))
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [n, n]})
+
+
+@case("random/first_call_jit_sampler", "random", "first call of a freshly jitted sampler "
+      "(trace + lower + compile + run of jit(lambda k: uniform(k, (128,)) * 2))",
+      libs=RANDOM_LIBS)
+def random_first_call(ctx):
+    def make(name):
+        R = _random_mod(ctx, name)
+        L = ctx.lib(name, "jit")
+        key = R.key(0)
+
+        def first():
+            f = L.jit(lambda k: R.uniform(k, (128,)) * 2.0)   # a new function: a cache miss
+            return L.block(f(key))
+        return first
+    return steady_record(ctx, RANDOM_LIBS, make, {"shape": [128]})
+# ----------------------------------------------------------------- linear algebra (h-linalg13)
+
+
+def _scipy_linalg(L):
+    """The scipy.linalg-like module of a library (cho_factor/cho_solve)."""
+    import importlib
+    return importlib.import_module({"xform": "xform.scipy.linalg", "jax": "jax.scipy.linalg",
+                                    "numpy": "scipy.linalg"}[L.name])
+
+
+def _spd(ctx, n, batch=()):
+    a = ctx.randn(*batch, n, n)
+    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n, dtype=F32)).astype(F32)
+
+
+def _linalg_jit(ctx, fn, arrays, params):
+    return steady_record(ctx, JIT_LIBS, _jit_case(ctx, fn, arrays), params)
+
+
+def _linalg_eager(ctx, fn, arrays, params):
+    def make(name):
+        L = ctx.lib(name)
+        args = [L.asarray(a) for a in arrays]
+        return lambda: L.block(fn(L, *args))
+    return steady_record(ctx, JIT_LIBS, make, params)
+
+
+def _cho(L, a, b):
+    sl = _scipy_linalg(L)
+    return sl.cho_solve(sl.cho_factor(a, lower=True), b)
+
+
+@case("linalg/cho_solve_512", "linalg", "jit(cho_solve(cho_factor(A), b)): SPD A f32[512,512], "
+      "b f32[512,8] (LAPACK potrf + trsm on every library)")
+def linalg_cho(ctx):
+    n = ctx.size(512, 128)
+    return _linalg_jit(ctx, _cho, [_spd(ctx, n), ctx.randn(n, 8)], {"n": n, "rhs": 8})
+
+
+@case("linalg/cho_solve_512_eager", "linalg", "cho_solve(cho_factor(A), b) eagerly, same data")
+def linalg_cho_eager(ctx):
+    n = ctx.size(512, 128)
+    return _linalg_eager(ctx, _cho, [_spd(ctx, n), ctx.randn(n, 8)], {"n": n, "rhs": 8})
+
+
+@case("linalg/svd_256", "linalg", "jit(svd)(x), f32[256,256] (LAPACK gesdd)")
+def linalg_svd(ctx):
+    n = ctx.size(256, 64)
+    return _linalg_jit(ctx, lambda L, x: L.np.linalg.svd(x), [ctx.randn(n, n)], {"n": n})
+
+
+@case("linalg/eigh_256", "linalg", "jit(eigh)(A), symmetric f32[256,256] (LAPACK syevd)")
+def linalg_eigh(ctx):
+    n = ctx.size(256, 64)
+    return _linalg_jit(ctx, lambda L, x: L.np.linalg.eigh(x), [_spd(ctx, n)], {"n": n})
+
+
+@case("linalg/batched_solve_64x32", "linalg", "jit(solve)(A, b): A f32[64,32,32], "
+      "b f32[64,32,1] (LAPACK getrf + trsm, batched)")
+def linalg_batched_solve(ctx):
+    b = ctx.size(64, 16)
+    arrays = [_spd(ctx, 32, (b,)), ctx.randn(b, 32, 1)]
+    return _linalg_jit(ctx, lambda L, a, y: L.np.linalg.solve(a, y), arrays,
+                       {"batch": b, "n": 32})
+
+
+@case("linalg/batched_solve_64x32_eager", "linalg", "solve(A, b) eagerly, same data")
+def linalg_batched_solve_eager(ctx):
+    b = ctx.size(64, 16)
+    arrays = [_spd(ctx, 32, (b,)), ctx.randn(b, 32, 1)]
+    return _linalg_eager(ctx, lambda L, a, y: L.np.linalg.solve(a, y), arrays,
+                         {"batch": b, "n": 32})
 
 
 EXPECTED_METRICS = {name: metrics for name, _, _, metrics, _, _ in CASES}

@@ -31,10 +31,16 @@ class ShapedArray:
     """An abstract value: what every tracer carries and every cache is keyed on."""
 
     __slots__ = ("shape", "dtype", "weak_type")
+    sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = dtype if isinstance(dtype, ExtendedDType) else np.dtype(dtype)
+        if isinstance(dtype, ExtendedDType):
+            self.dtype = dtype
+        else:
+            dt = np.dtype(dtype)
+            # a structured dtype that represents an extended one (concrete key arrays)
+            self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
         self.weak_type = bool(weak_type)
 
     @property
@@ -224,6 +230,11 @@ class ArrayOps:
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
+        if type(self) is Array and self._npy is not None:
+            # concrete host values: rows directly (what ``self[i]`` computes, without
+            # binding slice + reshape per row); e.g. ``k1, k2 = random.split(key)``
+            v, w = self._npy, self.weak_type
+            return (Array(v[i, ...], w) for i in range(v.shape[0]))
         return (self[i] for i in range(self.shape[0]))
 
 
@@ -518,7 +529,10 @@ class Array(ArrayOps):
         return f"{prefix}{body}, dtype={name}{extra})"
 
     def __str__(self):
-        return str(np.asarray(self._value))
+        v = np.asarray(self._value)
+        if v.dtype.kind == "V" and v.dtype in extended_by_struct:   # typed keys, as JAX
+            return repr(self)
+        return str(v)
 
     def _repr_html_(self):
         import html
@@ -534,6 +548,8 @@ def _rebuild_array(value, weak_type):
 
 def _buffer_is_cpu(buf) -> bool:
     try:
+        if len(buf.sharding.device_set) > 1:   # sharded: eager ops run partitioned
+            return False
         return buf.platform() == "cpu" if callable(getattr(buf, "platform", None)) else \
             next(iter(buf.devices())).platform == "cpu"
     except Exception:

@@ -169,6 +169,8 @@ def _canonical_valid(dt: np.dtype, x) -> np.dtype:
         return _valid_canon_cache[dt]
     except KeyError:
         pass
+    if dt in extended_by_struct:   # concrete values of an extended dtype (typed keys)
+        return extended_by_struct[dt]
     if dt not in _valid_dtypes:
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid array type; "
                         "only numeric (and bool) dtypes are supported")
@@ -357,7 +359,16 @@ def lattice_result_type(*args) -> tuple:
     """
     if not args:
         raise ValueError("at least one array or dtype is required")
-    return _lattice_of_pairs(*_promotion_mode(), tuple(map(_dtype_and_weak, args)))
+    pairs = tuple(map(_dtype_and_weak, args))
+    if any(isinstance(d, ExtendedDType) for d, _ in pairs):
+        dts = {d for d, _ in pairs}
+        if len(dts) == 1:
+            return pairs[0][0], False
+        raise TypeError("operation does not accept dtypes "
+                        + ", ".join(str(getattr(d, "name", d)) for d, _ in pairs)
+                        + ": typed PRNG key arrays combine only with key arrays of the "
+                        "same dtype")
+    return _lattice_of_pairs(*_promotion_mode(), pairs)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -414,6 +425,11 @@ def _issubdtype_cached(a, b) -> bool:
 
 def issubdtype(a, b) -> bool:
     """``np.issubdtype`` that also counts bfloat16 / float8 as ``np.floating``."""
+    if isinstance(a, ExtendedDType) or isinstance(b, ExtendedDType):
+        if isinstance(b, ExtendedDType):
+            return a == b
+        # extended dtypes belong only to the abstract ``extended`` / ``prng_key`` classes
+        return getattr(b, "__name__", None) in ("extended", "prng_key")
     try:
         return _issubdtype_cached(a, b)
     except TypeError:  # unhashable (e.g. an object carrying a dtype)

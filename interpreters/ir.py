@@ -10,6 +10,7 @@ here.
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
@@ -60,14 +61,7 @@ class Literal:
 
     def pretty(self):
         v = np.asarray(self.val)
-        if v.dtype == np.bool_:
-            s = "True" if v else "False"
-        elif v.dtype.kind in "iu":
-            s = str(int(v))
-        elif v.dtype.kind == "c":
-            s = repr(complex(v))
-        else:
-            s = repr(float(v))
+        s = str(v.item()) if v.ndim == 0 else "[...]"
         return f"{s}:{self.aval.str_short()}"
 
 
@@ -96,6 +90,18 @@ class Eqn:
         return f"Eqn({self.primitive.name}, {self.invars} -> {self.outvars})"
 
 
+class DebugInfo:
+    """What a program was traced from (the function's name), for printing."""
+
+    __slots__ = ("func_name",)
+
+    def __init__(self, func_name):
+        self.func_name = func_name
+
+    def __repr__(self):
+        return f"DebugInfo(func_name={self.func_name!r})"
+
+
 class Jaxpr:
     __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
 
@@ -118,6 +124,14 @@ class Jaxpr:
         return pp_jaxpr(self)
 
     __repr__ = __str__
+
+    def pretty_print(self, *, print_shapes=True, custom_pp_eqn_rules=True, width=80,
+                     use_color=False):
+        """The printed program (JAX's ``Jaxpr.pretty_print``): ``print_shapes=False``
+        drops binder types, ``custom_pp_eqn_rules=False`` prints every param sorted,
+        ``width`` is the line width; output is never colored."""
+        return pp_jaxpr(self, print_shapes=print_shapes,
+                        custom_pp_eqn_rules=custom_pp_eqn_rules, width=width)
 
     def _repr_html_(self):
         import html
@@ -155,6 +169,10 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+    def pretty_print(self, **kwargs):
+        """See ``Jaxpr.pretty_print``."""
+        return self.jaxpr.pretty_print(**kwargs)
 
     def _repr_html_(self):
         import html
@@ -268,12 +286,116 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
 
 
 # ----------------------------------------------------------------- pretty printing
+#
+# The printed form follows JAX's: a small Wadler/Lindig-style document layout
+# (text, breaks, groups, nesting) at width 80, so a short program prints on one
+# line and a long one breaks every equation; names are global across nested
+# programs; per-primitive tables below hide default-valued params and print
+# params in JAX's order and format.
+
+_WIDTH = 80
+
+
+def _d_text(s):
+    return ("t", s)
+
+
+def _d_cat(*docs):
+    return ("c", [d for d in docs if d is not None])
+
+
+def _d_brk(s=" "):
+    return ("b", s)
+
+
+def _d_group(doc):
+    return ("g", doc)
+
+
+def _d_nest(n, doc):
+    return ("n", n, doc)
+
+
+def _d_join(sep, docs):
+    out = []
+    for i, d in enumerate(docs):
+        if i:
+            out.append(sep)
+        out.append(d)
+    return ("c", out)
+
+
+def _fits(doc, room):
+    """Whether ``doc`` laid out flat takes at most ``room`` columns (only the group
+    itself is measured, not what follows it)."""
+    stack = [doc]
+    while stack:
+        d = stack.pop()
+        kind = d[0]
+        if kind == "t" or kind == "b":
+            room -= len(d[1])
+            if room < 0:
+                return False
+        elif kind == "c":
+            stack.extend(reversed(d[1]))
+        elif kind == "g":
+            stack.append(d[1])
+        else:
+            stack.append(d[2])
+    return room >= 0
+
+
+def _format_doc(doc, width=_WIDTH):
+    out = []
+    col = 0
+    agenda = [(0, False, doc)]          # (indent, flat?, doc)
+    while agenda:
+        ind, flat, d = agenda.pop()
+        kind = d[0]
+        if kind == "t":
+            out.append(d[1])
+            col += len(d[1])
+        elif kind == "c":
+            agenda.extend((ind, flat, x) for x in reversed(d[1]))
+        elif kind == "b":
+            if flat:
+                out.append(d[1])
+                col += len(d[1])
+            else:
+                out.append("\n" + " " * ind)
+                col = ind
+        elif kind == "g":
+            agenda.append((ind, flat or _fits(d[1], width - col), d[1]))
+        else:
+            agenda.append((ind + d[1], flat, d[2]))
+    return "".join(out)
+
+
+def _alpha_name(n):
+    s = ""
+    while not s or n:
+        n, i = divmod(n, 26)
+        s = chr(97 + i) + s
+    return s
 
 
 class _Names:
-    def __init__(self):
-        self.names = {}
+    """Globally unique names across nested programs, assigned in print order."""
+
+    def __init__(self, preset=None, reserved=(), shapes=True, rules=True):
+        self.shapes = shapes
+        self.rules = rules
+        self.names = dict(preset or {})
+        self.reserved = set(reserved)
         self.count = 0
+        self.shared = {}            # Jaxpr -> name of a hoisted ``let`` program
+
+    def fresh(self):
+        while True:
+            n = _alpha_name(self.count)
+            self.count += 1
+            if n not in self.reserved:
+                return n
 
     def __call__(self, v):
         if isinstance(v, Literal):
@@ -282,64 +404,298 @@ class _Names:
             return "_"
         n = self.names.get(v)
         if n is None:
-            n = _name_for(self.count)
-            self.count += 1
-            self.names[v] = n
+            n = self.names[v] = self.fresh()
         return n
 
+    def suggest(self, for_vars, like_vars):
+        """Name ``for_vars`` (an inner program's binders) like ``like_vars``."""
+        if len(for_vars) != len(like_vars):
+            return
+        used = set()
+        for f, l in zip(for_vars, like_vars):
+            if (isinstance(l, Var) and l not in used and isinstance(f, Var)
+                    and f not in self.names):
+                used.add(l)
+                self.names[f] = self(l)
 
-def _name_for(i):
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    s = ""
-    i += 1
-    while i > 0:
-        i, r = divmod(i - 1, 26)
-        s = letters[r] + s
-    return s
+
+def _aval_str(a):
+    return a.str_short()
 
 
-def _pp_param(v, names, indent):
-    if isinstance(v, ClosedJaxpr):
-        return _pp(v.jaxpr, names, indent + 2)
-    if isinstance(v, Jaxpr):
-        return _pp(v, names, indent + 2)
-    if isinstance(v, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-        inner = ("\n" + " " * (indent + 2)).join(_pp_param(x, names, indent) for x in v)
-        return "(\n" + " " * (indent + 2) + inner + "\n" + " " * indent + ")"
+def _pp_vars(vs, names, sep="", shapes=False):
+    items = [_d_text(f"{names(v)}:{_aval_str(v.aval)}" if shapes else names(v)) for v in vs]
+    return _d_nest(2, _d_group(_d_join(_d_cat(_d_text(sep), _d_group(_d_brk())), items)))
+
+
+def _param_str(v):
     if isinstance(v, np.dtype):
         return v.name
-    if callable(v) and hasattr(v, "__name__"):
-        return v.__name__
-    return str(v)
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v).name
+    if isinstance(v, frozenset):
+        return "frozenset({" + ", ".join(repr(e) for e in sorted(v)) + "})"
+    # Like JAX: str() of the value, with object addresses masked so texts compare.
+    return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)), str(v))
 
 
-def _pp(jaxpr: Jaxpr, names: _Names, indent: int) -> str:
-    def decl(v):
-        return f"{names(v)}:{v.aval.str_short()}"
-
-    pad = " " * indent
-    head = "{ lambda " + " ".join(decl(v) for v in jaxpr.constvars) + "; " + \
-        " ".join(decl(v) for v in jaxpr.invars) + ". let"
-    lines = [head]
-    for eqn in jaxpr.eqns:
-        lhs = " ".join(decl(v) for v in eqn.outvars)
-        params = ""
-        if eqn.params:
-            items = [f"{k}={_pp_param(v, names, indent + 4)}" for k, v in sorted(eqn.params.items())]
-            joined = " ".join(items)
-            if "\n" in joined or len(joined) > 70:
-                params = "[\n" + "\n".join(pad + "      " + it for it in items) + "\n" + pad + "    ]"
-            else:
-                params = "[" + joined + "]"
-        rhs = " ".join(names(a) for a in eqn.invars)
-        lines.append(f"{pad}    {lhs} = {eqn.primitive.name}{params} {rhs}".rstrip())
-    outs = ", ".join(names(a) for a in jaxpr.outvars)
-    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
-    return "\n".join(lines)
+# Checkpoint policies JAX implements as objects print by their repr.
+_POLICY_REPRS = {
+    "dots_saveable": "DotsSaveable(only_if_no_batch_dims=False)",
+    "checkpoint_dots": "DotsSaveable(only_if_no_batch_dims=False)",
+    "dots_with_no_batch_dims_saveable": "DotsSaveable(only_if_no_batch_dims=True)",
+    "checkpoint_dots_with_no_batch_dims": "DotsSaveable(only_if_no_batch_dims=True)",
+}
 
 
-def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    return _pp(jaxpr, _Names(), 0)
+class _Shown:
+    """A param value printed as given text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
+def _pp_param_value(v, names):
+    if isinstance(v, tuple) and v and all(isinstance(j, (Jaxpr, ClosedJaxpr)) for j in v):
+        return _d_group(_d_cat(
+            _d_nest(2, _d_cat(_d_text("("), _d_brk(""),
+                              _d_join(_d_brk(), [_pp_program(j, names) for j in v]))),
+            _d_brk(""), _d_text(")")))
+    if isinstance(v, (Jaxpr, ClosedJaxpr)):
+        return _pp_program(v, names)
+    return _d_text(_param_str(v))
+
+
+def _pp_params(items, names):
+    if not items:
+        return None
+    return _d_group(_d_cat(
+        _d_nest(2, _d_cat(_d_text("["), _d_brk(""), _d_join(
+            _d_brk(), [_d_cat(_d_text(f"{k}="), _pp_param_value(v, names)) for k, v in items]))),
+        _d_brk(""), _d_text("]")))
+
+
+# -- per-primitive param printing (JAX's pp rules): each entry maps the params to
+#    the ordered (key, value) pairs JAX prints, given the equation and the names.
+
+def _sorted_items(params, drop=(), add=None):
+    p = {k: v for k, v in params.items() if k not in drop}
+    if add:
+        for k, v in add.items():
+            p.setdefault(k, v)
+    return sorted(p.items())
+
+
+def _unjaxpr(v):
+    return v.jaxpr if isinstance(v, ClosedJaxpr) else v
+
+
+def _fn_name(v, default):
+    if v is None:
+        return default
+    if isinstance(v, (Jaxpr, ClosedJaxpr)):
+        di = _unjaxpr(v).debug_info
+        return getattr(di, "func_name", None) or default
+    return getattr(v, "__name__", None) or default
+
+
+def _pp_jit(eqn, names):
+    p = dict(eqn.params)
+    p.pop("inline", None)
+    if not any(p.get("donated_invars", ()) or ()):
+        p.pop("donated_invars", None)
+    if not p.get("keep_unused", False):
+        p.pop("keep_unused", None)
+    for k in ("in_shardings", "out_shardings", "in_layouts", "out_layouts",
+              "compiler_options_kvs", "ctx_mesh", "device", "backend"):
+        if k in p and (p[k] is None or (isinstance(p[k], (tuple, list)) and
+                                        all(x is None for x in p[k]))):
+            p.pop(k)
+    inner = p.get("jaxpr")
+    if inner is not None and _unjaxpr(inner) not in names.shared:
+        names.suggest(_unjaxpr(inner).invars, eqn.invars)
+        names.suggest(_unjaxpr(inner).outvars, eqn.outvars)
+    name = p.pop("name", None)
+    items = sorted(p.items())
+    return ([("name", name)] if name is not None else []) + items
+
+
+def _pp_dot_general(eqn, names):
+    p = {k: v for k, v in eqn.params.items() if v is not None}
+    p.pop("out_sharding", None)
+    (lc, rc), (lb, rb) = p["dimension_numbers"]
+    p["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return sorted(p.items())
+
+
+def _pp_broadcast_in_dim(eqn, names):
+    p = dict(eqn.params)
+    if not p.get("broadcast_dimensions"):
+        p.pop("broadcast_dimensions", None)
+    p.pop("shape", None)
+    p.pop("sharding", None)
+    return sorted(p.items())
+
+
+def _pp_custom_jvp(eqn, names):
+    # JAX: name= (the primal function) first, rule shown by its function name,
+    # num_consts only when nonzero.
+    p = dict(eqn.params)
+    if not p.get("num_consts"):
+        p.pop("num_consts", None)
+    p["jvp"] = _fn_name(p.get("jvp"), "jvp")
+    return [("name", _fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
+
+
+def _pp_custom_vjp(eqn, names):
+    p = dict(eqn.params)
+    if not p.get("num_consts"):
+        p.pop("num_consts", None)
+    p["fwd"] = _fn_name(p.get("fwd"), "fwd")
+    p["bwd"] = _fn_name(p.get("bwd"), "bwd")
+    return [("name", _fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
+
+
+def _drop_none(*keys):
+    def rule(eqn, names):
+        return sorted((k, v) for k, v in eqn.params.items() if not (k in keys and v is None))
+    return rule
+
+
+def _with_defaults(drop=(), **add):
+    def rule(eqn, names):
+        return _sorted_items(eqn.params, drop, add)
+    return rule
+
+
+def _pp_checkpoint(eqn, names):
+    p = dict(eqn.params)
+    pol = p.get("policy")
+    name = getattr(pol, "__name__", None)
+    if name in _POLICY_REPRS and getattr(pol, "__module__", "").startswith("xform"):
+        p["policy"] = _Shown(_POLICY_REPRS[name])
+    return sorted(p.items())
+
+
+_PP_RULES = {
+    "jit": _pp_jit,
+    "pjit": _pp_jit,
+    "dot_general": _pp_dot_general,
+    "broadcast_in_dim": _pp_broadcast_in_dim,
+    "custom_jvp_call": _pp_custom_jvp,
+    "custom_vjp_call": _pp_custom_vjp,
+    "scan": _with_defaults(drop=("linear",)),
+    "checkpoint": _pp_checkpoint,
+    "iota": _with_defaults(sharding=None),
+    "mul": _drop_none("out_dtype"),
+    "convert_element_type": _with_defaults(drop=("sharding",)),
+}
+_PP_RULES["reduce_sum"] = _with_defaults(out_sharding=None)
+_PP_RULES["reshape"] = _with_defaults(sharding=None)
+for _n in ("exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos", "tan",
+           "sqrt", "rsqrt", "cbrt"):
+    _PP_RULES[_n] = _drop_none("accuracy")
+
+
+# Primitives whose printed name differs from ours.
+_PP_NAMES = {"checkpoint": "remat2"}
+
+
+def _pp_eqn(eqn, names):
+    rule = _PP_RULES.get(eqn.primitive.name) if names.rules else None
+    items = rule(eqn, names) if rule is not None else sorted(eqn.params.items())
+    lhs = _pp_vars(eqn.outvars, names, shapes=names.shapes) if eqn.outvars else None
+    rhs = _d_cat(_d_text(_PP_NAMES.get(eqn.primitive.name, eqn.primitive.name)
+                         if names.rules else eqn.primitive.name),
+                 _pp_params(items, names),
+                 _d_text(" "), _pp_vars(eqn.invars, names))
+    if not eqn.outvars:
+        return rhs
+    return _d_cat(lhs, _d_text(" = "), rhs)
+
+
+def _pp_program(jaxpr, names):
+    jaxpr = _unjaxpr(jaxpr)
+    shared = names.shared.get(jaxpr)
+    if shared is not None:
+        return _d_text(shared)
+    return _pp_skeleton(jaxpr, names)
+
+
+def _pp_skeleton(jaxpr, names):
+    constvars = _pp_vars(jaxpr.constvars, names, shapes=names.shapes)
+    invars = _pp_vars(jaxpr.invars, names, shapes=names.shapes)
+    eqns = _d_join(_d_brk("; "), [_pp_eqn(e, names) for e in jaxpr.eqns])
+    outvars = _d_cat(_d_text("("), _pp_vars(jaxpr.outvars, names, sep=","),
+                     _d_text(",)" if len(jaxpr.outvars) == 1 else ")"))
+    return _d_group(_d_cat(_d_nest(2, _d_cat(
+        _d_text("{ lambda "), constvars, _d_text("; "), invars, _d_text(". let"),
+        _d_nest(2, _d_cat(_d_brk(), eqns)), _d_brk(), _d_text("in "), outvars)),
+        _d_text(" }")))
+
+
+def _subprograms(params):
+    for v in params.values():
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, (Jaxpr, ClosedJaxpr)):
+                yield _unjaxpr(x)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, *, print_shapes=True, custom_pp_eqn_rules=True, width=_WIDTH) -> str:
+    """The program as JAX prints it (``str(jax.make_jaxpr(f)(...))``)."""
+    import collections
+    jaxpr = _unjaxpr(jaxpr)
+    # Top-level outputs nobody reads print as ``_``.
+    preset = {}
+    used = {a for a in jaxpr.outvars if isinstance(a, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if v not in used:
+                preset[v] = "_"
+        used.update(a for a in eqn.invars if isinstance(a, Var))
+    # Sub-programs used more than once, or longer than 10 equations, are printed
+    # first as ``let name = { ... } in`` and referred to by name.
+    counts = collections.Counter()
+    prog_names = {}
+    queue = collections.deque([jaxpr])
+    while queue:
+        j = queue.popleft()
+        counts[j] += 1
+        if j is not jaxpr and len(j.eqns) > 10:
+            counts[j] += 1
+        for eqn in j.eqns:
+            name = eqn.params.get("name")
+            subs = list(_subprograms(eqn.params))
+            queue.extend(subs)
+            if isinstance(name, str):
+                for s in subs:
+                    prog_names.setdefault(s, name.strip("<>"))
+    name_counts = collections.Counter()
+    shared = []
+    names = _Names(preset, shapes=print_shapes, rules=custom_pp_eqn_rules)
+    for j, c in counts.items():
+        if c == 1:
+            continue
+        name = prog_names.get(j, "jaxpr")
+        k = name_counts[name]
+        if k > 0:
+            name_counts[name] += 1
+            name += str(k)
+        name_counts[name] += 1
+        names.reserved.add(name)
+        names.shared[j] = name
+        shared.append((name, j))
+    docs = []
+    for name, j in shared:
+        docs.append(_d_cat(_d_text(f"let {name} = "), _pp_skeleton(j, names),
+                           _d_text(" in"), _d_brk()))
+    docs.append(_pp_skeleton(jaxpr, names))
+    return _format_doc(_d_cat(*docs), width)
 
 
 # ----------------------------------------------------------------- construction helpers

@@ -244,9 +244,10 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate, policy=None):
         known_trace.invalidate()
     unknown = Jaxpr([], list(ujaxpr.constvars) + list(ujaxpr.invars), ujaxpr.outvars,
                     ujaxpr.eqns, ujaxpr.debug_info)
-    if policy is not None:
+    const_res = _input_independent(kjaxpr, kjaxpr.outvars[len(known_outs):])
+    if policy is not None or const_res:
         kjaxpr, unknown = _rematerialize(kjaxpr, unknown, len(known_outs), len(residuals),
-                                         policy, chosen)
+                                         policy or _save_all, chosen or set(), const_res)
     nres = len(kjaxpr.outvars) - len(known_outs)
     kpos = {v: i for i, v in enumerate(kjaxpr.invars)}
     res_fwd = tuple(kpos.get(r) if isinstance(r, Var) else None
@@ -256,13 +257,36 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate, policy=None):
     return _pe_memo.put(key, closed, out)
 
 
-def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen):
+def _save_all(*_, **__):
+    return True
+
+
+def _input_independent(kjaxpr, residuals) -> frozenset:
+    """Residuals (and what they are computed from) that depend on no input of the known
+    program: values built from literals alone, like ``broadcast_in_dim 1.1``.  Saving
+    them would store a constant per loop iteration; the unknown program recomputes them
+    instead (they cost nothing to rebuild and XLA folds them)."""
+    from interpreters import passes
+    from interpreters.ir import Literal
+    indep = set()
+    for e in kjaxpr.eqns:
+        if (e.outvars and not passes.eqn_effectful(e)
+                and all(type(a) is Literal or a in indep for a in e.invars)
+                and not any(isinstance(v, ClosedJaxpr) for v in e.params.values())):
+            indep.update(e.outvars)
+    if not any(isinstance(r, Var) and r in indep for r in residuals):
+        return frozenset()
+    return frozenset(indep)
+
+
+def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute_vars=()):
     """Apply a checkpoint policy to a split.
 
     ``kjaxpr``: known inputs -> [known outputs, residuals]; ``ujaxpr``: [residuals,
     unknown inputs] -> unknown outputs.  A residual is *saved* when it is a known input
     or constant, a residual chosen by a nested split, an effectful equation's output,
-    or the output of an equation the policy allows; otherwise its equation is copied
+    or the output of an equation the policy allows; otherwise (and always for
+    ``recompute_vars``, values computed from literals alone) its equation is copied
     (with fresh variables) to the front of the unknown program, recursively.  Returns
     the new pair, the known program now returning [known outputs, saved values].
     """
@@ -279,7 +303,8 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen):
             continue
         seen.add(v)
         e = producer.get(v)
-        if (v in free or v in chosen or passes.eqn_effectful(e)
+        if v not in recompute_vars and (
+                v in free or v in chosen or passes.eqn_effectful(e)
                 or policy(e.primitive, *[a.aval for a in e.invars], **e.params)):
             saved.append(v)
             saved_set.add(v)

@@ -142,7 +142,9 @@ def _load_rule_modules():
     from lowering import rules_random  # noqa: F401  (threefry2x32)
     from lowering import rules_special  # noqa: F401  (special functions)
     from lowering import rules_linalg_decomp  # noqa: F401  (LAPACK/cusolver decompositions)
-    from lowering import rules_convolution, rules_windowed, rules_fft  # noqa: F401
+    from lowering import rules_spmd  # noqa: F401  (sharding constraints, shard_map, collectives)
+    from lowering import rules_convolution, rules_windowed, rules_fft, rules_misc  # noqa: F401
+    from lowering import export_mlir  # noqa: F401  (call_exported: inlines an exported module)
 
 
 def sync_rules() -> dict:

@@ -1,12 +1,17 @@
 """Lowering rules: ``conv_general_dilated`` -> ``stablehlo.convolution``.
 
+Complex convolutions are expanded into three real ones (Gauss's trick, as JAX does on CPU
+and GPU: XLA:GPU has no complex convolution and XLA:CPU's is a slow loop).
+
 Dimension numbers are written in StableHLO's compact form
 ``[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]``: for each axis of a tensor, its role
 (batch/feature/in/out) or its spatial index.
 """
 from __future__ import annotations
 
-from lowering.mlir import i64_array, register
+import numpy as np
+
+from lowering.mlir import i64_array, register, tensor_type
 from lowering.rules_linalg import _precision_name
 
 
@@ -40,5 +45,22 @@ def conv_attrs(p, nsp):
 @register("conv_general_dilated")
 def _conv(ctx, eqn, lhs, rhs):
     out = ctx.out_avals[0]
-    nsp = ctx.in_avals[0].ndim - 2
-    return [ctx.op1("stablehlo.convolution", [lhs, rhs], out, conv_attrs(eqn.params, nsp))]
+    la, ra = ctx.in_avals
+    nsp = la.ndim - 2
+    attrs = conv_attrs(eqn.params, nsp)
+    if np.dtype(la.dtype).kind != "c":
+        return [ctx.op1("stablehlo.convolution", [lhs, rhs], out, attrs)]
+    part = np.float32 if np.dtype(la.dtype) == np.complex64 else np.float64
+    opart = np.float32 if np.dtype(out.dtype) == np.complex64 else np.float64
+    re = lambda x, a: ctx.op1("stablehlo.real", [x], tensor_type(a.shape, part))
+    im = lambda x, a: ctx.op1("stablehlo.imag", [x], tensor_type(a.shape, part))
+    xr, xi, yr, yi = re(lhs, la), im(lhs, la), re(rhs, ra), im(rhs, ra)
+    lt, rt = tensor_type(la.shape, part), tensor_type(ra.shape, part)
+    ot = tensor_type(out.shape, opart)
+    conv = lambda a, b: ctx.op1("stablehlo.convolution", [a, b], ot, attrs)
+    k1 = conv(ctx.op1("stablehlo.add", [xr, xi], lt), yr)
+    k2 = conv(xr, ctx.op1("stablehlo.subtract", [yi, yr], rt))
+    k3 = conv(xi, ctx.op1("stablehlo.add", [yr, yi], rt))
+    real = ctx.op1("stablehlo.subtract", [k1, k3], ot)
+    imag = ctx.op1("stablehlo.add", [k1, k2], ot)
+    return [ctx.op1("stablehlo.complex", [real, imag], out)]

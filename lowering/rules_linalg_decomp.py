@@ -47,6 +47,7 @@ _TARGETS = {
     ("gehrd", "cpu"): "lapack_{p}gehrd_ffi",
     ("sytrd", "cpu"): "lapack_{p}sytrd_ffi",      # {c,z}: hetrd
     ("gtsv", "cpu"): "lapack_{p}gtsv_ffi",
+    ("gtsv_perturbed", "cpu"): "tridiagonal_solve_perturbed_ffi",   # every dtype, one target
     # CUDA (jaxlib's cuda plugin, cusolver): the same kernels; dtype from the operands.
     ("potrf", "cuda"): "cusolver_potrf_ffi",
     ("getrf", "cuda"): "cusolver_getrf_ffi",
@@ -85,9 +86,11 @@ def _attrs(kernel, platform, **opts) -> dict:
         if kernel == "gehrd":
             return {"low": "1 : i32", "high": f"{opts['n']} : i32"}
         return {}
-    if platform == "cuda":
-        if kernel in ("potrf", "syevd", "sytrd"):
+    if platform == "cuda":   # attribute schemas of jaxlib's cusolver FFI handlers
+        if kernel in ("potrf", "sytrd"):
             return {"lower": _BOOL(opts["lower"])}
+        if kernel == "syevd":
+            return {"lower": _BOOL(opts["lower"]), "algorithm": "0 : ui8"}
         if kernel == "gesvd":
             return {"full_matrices": _BOOL(opts["full"]), "compute_uv": _BOOL(opts["compute_uv"]),
                     "transposed": "false"}
@@ -455,6 +458,11 @@ def _svd(ctx, eqn, x):
     ushape = (m, m) if (full or not cuv) else (m, k)
     vshape = (n, n) if (full or not cuv) else (k, n)
     kernel = "gesvd" if p["algorithm"] == "QR" else "gesdd"
+    if _platform(ctx) == "cuda":
+        kernel = "gesvd"
+        if m < n:   # cusolver gesvd needs m >= n: JAX transposes (row-major); not done here
+            raise NotImplementedError(f"svd of a wide matrix {a.shape} on CUDA is not "
+                                      "supported yet; svd the transpose instead")
     _, s, u, vt, info = _ffi_call(
         ctx, kernel, a.dtype, [x],
         [(a.shape, a.dtype), (batch + (k,), rdt), (batch + ushape, a.dtype),
@@ -553,11 +561,15 @@ def _tridiagonal(ctx, eqn, x):
     batch, n = a.shape[:-2], a.shape[-1]
     r = _real_dt(a.dtype)
     k = max(n - 1, 0)
-    c, d, e, tau, _ = _ffi_call(ctx, "sytrd", a.dtype, [x],
-                                [(a.shape, a.dtype), (batch + (n,), r), (batch + (k,), r),
-                                 (batch + (k,), a.dtype), (batch, np.int32)], nb,
-                                aliases=[(0, 0)], lower=eqn.params["lower"])
-    return [c, d, e, tau]
+    c, d, e, tau, info = _ffi_call(ctx, "sytrd", a.dtype, [x],
+                                   [(a.shape, a.dtype), (batch + (n,), r), (batch + (k,), r),
+                                    (batch + (k,), a.dtype), (batch, np.int32)], nb,
+                                   aliases=[(0, 0)], lower=eqn.params["lower"])
+    ok = _ok(ctx, info, batch)
+    return [_nan_unless(ctx, ok, c, a.shape, a.dtype, nb),
+            _nan_unless(ctx, ok, d, batch + (n,), r, nb),
+            _nan_unless(ctx, ok, e, batch + (k,), r, nb),
+            _nan_unless(ctx, ok, tau, batch + (k,), a.dtype, nb)]
 
 
 @register("tridiagonal_solve")
@@ -568,8 +580,23 @@ def _tridiagonal_solve(ctx, eqn, dl, d, du, b):
     da = ctx.in_avals[1]
     nb = ba.ndim - 2
     batch = ba.shape[:-2]
+    if eqn.params["perturb_singular"]:
+        (x,) = _ffi_call(ctx, "gtsv_perturbed", ba.dtype, [dl, d, du, b],
+                         [(ba.shape, ba.dtype)], nb)
+        return [x]
     res = _ffi_call(ctx, "gtsv", ba.dtype, [dl, d, du, b],
                     [(da.shape, da.dtype)] * 3 + [(ba.shape, ba.dtype), (batch, np.int32)], nb,
                     aliases=[(0, 0), (1, 1), (2, 2), (3, 3)])
     x, info = res[3], res[4]
     return [_nan_unless(ctx, _ok(ctx, info, batch), x, ba.shape, ba.dtype, nb)]
+
+
+@register("custom_linear_solve")
+def _custom_linear_solve(ctx, eqn, *args):
+    """The solve program, inlined (its derivatives were resolved before lowering)."""
+    p = eqn.params
+    lens = p["const_lengths"]
+    start = lens[0] + lens[1]
+    solve_consts = list(args[start:start + lens[2]])
+    b = list(args[sum(lens):])
+    return lower_subjaxpr(ctx, p["jaxprs"][2], solve_consts + b)

@@ -44,11 +44,34 @@ def get_backend(backend=None):
         backend = config.jax_platform_name or None
     if isinstance(backend, str):
         backend = backend.lower()
+    elif backend is not None and not hasattr(backend, "devices"):   # a client passes as is
+        raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
+                        f"{backend!r} of type {type(backend).__name__}")
+    if not _synced[0]:
+        _sync_runtime_config()
     try:
         return _jax_get_backend(backend)
     except RuntimeError as e:
         raise ValueError(f"backend {backend!r} is not available ({e}); available: "
                          f"{_available_platforms()}") from None
+
+
+_synced = [False]
+
+
+def _sync_runtime_config():
+    """Options the runtime client reads when it is created (JAX's names), set with
+    ``xform.config.update`` before the first computation: forwarded once."""
+    _synced[0] = True
+    try:
+        n = config.jax_num_cpu_devices
+        if n is not None and n != -1:
+            jax.config.update("jax_num_cpu_devices", int(n))
+        impl = config.jax_cpu_collectives_implementation
+        if impl is not None:
+            jax.config.update("jax_cpu_collectives_implementation", impl)
+    except Exception:     # the client already exists (then the options cannot apply)
+        pass
 
 
 def _available_platforms():
@@ -162,6 +185,9 @@ def device_put(x, device=None) -> Array:
     if isinstance(x, Array):
         if x._deleted:
             raise RuntimeError("device_put() of a deleted (donated) Array")
+        if x._npy is not None and x._npy.dtype.kind == "V" and x._npy.dtype.names:
+            # typed PRNG keys stay host values (their words are placed per compiled call)
+            return Array(x._npy, x.weak_type, committed=committed)
         if x._buf is not None and _buf_device(x._buf) == device:
             if committed and not x._committed:
                 return Array(x._npy, x.weak_type, x._buf, committed=True)
@@ -231,7 +257,31 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
             _exe_cache.move_to_end(key)
             _cache_stats["hits"] += 1
             return exe
-    _cache_stats["misses"] += 1
+        # One compilation per program: a thread finding it being compiled waits for it.
+        pending = _in_flight.get(key)
+        if pending is None:
+            _in_flight[key] = threading.Event()
+    if pending is not None:
+        pending.wait()
+        with _cache_lock:
+            exe = _exe_cache.get(key)
+            if exe is not None:
+                _cache_stats["hits"] += 1
+                return exe
+        return compile_text(text, device, donated, host_callbacks)   # the compiler failed
+    try:
+        return _compile_uncached(key, text, device, donated, host_callbacks)
+    finally:   # also on errors and KeyboardInterrupt: later calls may compile again
+        with _cache_lock:
+            _in_flight.pop(key).set()
+
+
+_in_flight: dict = {}
+
+
+def _compile_uncached(key, text, device, donated, host_callbacks):
+    with _cache_lock:
+        _cache_stats["misses"] += 1
     client = device.client
     try:
         opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
@@ -309,6 +359,11 @@ def _blocking_execute(exe):
     return execute
 
 
+class ShardedArgument(TypeError):
+    """A multi-device Array reached a single-device program whose caller (jit)
+    takes the partitioned path for it instead."""
+
+
 class Compiled:
     """A compiled program: call it with Arrays, NumPy arrays or Python scalars.
 
@@ -321,7 +376,7 @@ class Compiled:
 
     __slots__ = ("_exe", "_text", "in_avals", "out_avals", "donated_invars", "device",
                  "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
-                 "_sh", "_devlist", "_execute", "__weakref__")
+                 "_sh", "_devlist", "_execute", "_route_sharded", "__weakref__")
 
     def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed,
                  synchronous=False):
@@ -332,6 +387,7 @@ class Compiled:
         self.donated_invars = tuple(donated_invars)
         self.device = device
         self._committed = committed
+        self._route_sharded = False
         self._n = len(self.in_avals)
         self._specs = [(a.shape, a.dtype, _jax_aval(a.shape, a.dtype)) for a in self.in_avals]
         sh = self._sh = _sharding(device)
@@ -479,6 +535,10 @@ class Compiled:
                     raise RuntimeError(f"argument {i}: Array has been deleted (donated).")
                 if tuple(b.shape) != shape or np.dtype(b.dtype) != dtype:
                     raise TypeError(self._mismatch(i, f"{x.aval.str_short()}"))
+                if len(b.sharding.device_set) > 1:       # a sharded Array
+                    if self._route_sharded:
+                        raise ShardedArgument(i)
+                    return _put_numpy(np.asarray(x._value), self.device)   # gather it
                 if _buf_device(b) == self.device:
                     return b
                 if x._committed and self._committed:
@@ -610,7 +670,7 @@ class KeyedCompiled:
                 if not prng.is_key_aval(core.get_aval(x)):
                     raise TypeError(f"compiled program expects a key array, got "
                                     f"{core.get_aval(x).str_short()}")
-                x = prng.to_words(np.asarray(x._value))
+                x = prng.to_words(np.asarray(x._value if isinstance(x, Array) else x))
             conv.append(x)
         outs = self.inner(*conv)
         return [Array(prng.to_struct(np.asarray(o)), False) if k else o
@@ -662,6 +722,10 @@ def device_impl_hook(prim, args, params):
     error; uncommitted ones follow the committed one (or the first device seen).
     """
     device, committed = None, None
+    for a in args:
+        if type(a) is Array and a._buf is not None and len(a._buf.sharding.device_set) > 1:
+            from lowering import spmd          # an argument spans several devices
+            return spmd.eager_sharded(prim, args, params)
     for a in args:
         if type(a) is Array and a._buf is not None:
             d = _buf_device(a._buf)

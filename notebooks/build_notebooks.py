@@ -162,7 +162,7 @@ def quickstart():
 
         import xform
         import xform.numpy as xnp
-        from xform import nn
+        from xform import nn, random
         print("devices:", xform.devices())
         '''),
         md('''
@@ -208,10 +208,11 @@ def quickstart():
         X_train, Y_train = xnp.asarray(X[:n_train]), xnp.asarray(Y[:n_train])
         X_test, Y_test = xnp.asarray(X[n_train:]), xnp.asarray(Y[n_train:])
 
-        def init_params(sizes, seed=0):
-            rng = np.random.default_rng(seed)
-            return [(xnp.asarray(rng.normal(0, np.sqrt(2 / m), (m, n)).astype(np.float32)),
-                     xnp.zeros(n, xnp.float32)) for m, n in zip(sizes[:-1], sizes[1:])]
+        def init_params(sizes, key):
+            # xform.random: JAX's counter-based PRNG, the same bits as jax.random
+            keys = random.split(key, len(sizes) - 1)
+            return [(random.normal(k, (m, n)) * np.sqrt(2 / m), xnp.zeros(n, xnp.float32))
+                    for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
 
         def predict(params, x):
             for W, b in params[:-1]:
@@ -226,7 +227,9 @@ def quickstart():
         def accuracy(params, x, y):
             return float(xnp.mean(xnp.argmax(predict(params, x), axis=-1) == y))
 
-        params = init_params([64, 128, 10])
+        key = random.key(0)
+        key, init_key = random.split(key)
+        params = init_params([64, 128, 10], init_key)
         print("parameter shapes:", xform.tree_util.tree_map(lambda p: p.shape, params))
         print(f"initial loss {float(loss_fn(params, X_train, Y_train)):.3f}, "
               f"test accuracy {accuracy(params, X_test, Y_test):.3f}")
@@ -234,7 +237,9 @@ def quickstart():
         md('''
         ## Training with `jit(value_and_grad)`
         One SGD step is a pure function `params -> params`; `jit` traces it once
-        per input signature and compiles it with XLA.
+        per input signature and compiles it with XLA.  Randomness is explicit:
+        a key is split into a new key to carry forward and a subkey to consume
+        (here: one permutation of the training set per epoch), never reused.
         '''),
         code('''
         def sgd_step(params, x, y, lr=0.2):
@@ -247,8 +252,12 @@ def quickstart():
         losses, test_acc = [], []
         t0 = time.perf_counter()
         for epoch in range(20):
+            # split the key each epoch: a fresh, reproducible shuffle of the training set
+            key, shuffle_key = random.split(key)
+            order = random.permutation(shuffle_key, n_train)
+            Xs, Ys = X_train[order], Y_train[order]
             for i in range(0, n_train, batch):
-                params, loss = step(params, X_train[i:i + batch], Y_train[i:i + batch])
+                params, loss = step(params, Xs[i:i + batch], Ys[i:i + batch])
                 losses.append(float(loss))
             test_acc.append(accuracy(params, X_test, Y_test))
         print(f"{len(losses)} steps in {time.perf_counter() - t0:.2f} s; "
@@ -336,7 +345,8 @@ def quickstart():
         detail).  Here is the loss; in Jupyter it renders through `_repr_html_`:
         '''),
         code('''
-        xform.make_jaxpr(loss_fn)(init_params([4, 3, 10]), xnp.ones((2, 4)), xnp.zeros(2, xnp.int32))
+        xform.make_jaxpr(loss_fn)(init_params([4, 3, 10], random.key(1)), xnp.ones((2, 4)),
+                                  xnp.zeros(2, xnp.int32))
         '''),
     ]
 
@@ -1303,6 +1313,583 @@ def mixed_precision():
         `all_finite` + `select_tree` skip the (rare) steps whose scaled gradients
         overflowed, and `DynamicLossScale.adjust` halves the scale after them.
         '''),
+    ]
+
+
+# ----------------------------------------------------------------- 06: persistence (export15)
+
+NOTEBOOKS = NOTEBOOKS + ("06_persistence",)
+
+
+def persistence():
+    return [
+        md("""
+        # Programs and state that outlive the process
+
+        Three pieces, each checked in a *fresh Python process* below:
+
+        * **checkpoints** -- `xform.checkpointing.save(path, pytree)` /
+          `restore(path, target=None)`: a zip of `.npy` arrays plus a JSON manifest of
+          the tree, dtypes and key paths (no pickle), written atomically (temporary
+          file + rename);
+        * **`xform.export`** -- `export(jit(f))(*shapes)` stores the lowered StableHLO as
+          a portable, versioned artifact with its calling convention, in **JAX's
+          serialization format**: plain `jax.export.deserialize` can load and call it;
+        * **DLPack** -- zero-copy exchange of arrays with NumPy / JAX.
+
+        We train the demo MLP (digits, 64-128-64-10) with Adam, save parameters **and
+        optimizer state**, restore them in a new process and check that training
+        continues with *identical* losses.
+        """),
+        code('''
+        import json, os, subprocess, sys, tempfile, textwrap
+        import numpy as np
+        import xform
+        import xform.numpy as xnp
+        from xform import checkpointing, export
+
+        # The training code, as source, so the fresh process below runs the very same step.
+        TRAIN_SRC = textwrap.dedent("""
+            import numpy as np
+            import xform
+            import xform.numpy as xnp
+            from xform.demo import load_digits_split, init_params, predict, loss_fn
+
+            (xtr, ytr), (xte, yte) = load_digits_split()
+            BATCH = 128
+
+            def batch(step):                      # deterministic data order
+                idx = np.random.default_rng(step).choice(len(xtr), BATCH, replace=False)
+                return xtr[idx], ytr[idx]
+
+            def adam_init(params):
+                zeros = xform.tree_util.tree_map(xnp.zeros_like, params)
+                return {"count": xnp.zeros((), xnp.int32), "mu": zeros, "nu": zeros}
+
+            @xform.jit
+            def train_step(params, opt, x, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+                loss, g = xform.value_and_grad(loss_fn)(params, x, y)
+                tm = xform.tree_util.tree_map
+                count = opt["count"] + 1
+                mu = tm(lambda m, g: b1 * m + (1 - b1) * g, opt["mu"], g)
+                nu = tm(lambda v, g: b2 * v + (1 - b2) * g * g, opt["nu"], g)
+                c1, c2 = 1 - b1 ** count, 1 - b2 ** count
+                params = tm(lambda p, m, v: p - lr * (m / c1) / (xnp.sqrt(v / c2) + eps),
+                            params, mu, nu)
+                return loss, params, {"count": count, "mu": mu, "nu": nu}
+        """)
+        exec(TRAIN_SRC)
+        params = init_params([64, 128, 64, 10])
+        opt = adam_init(params)
+        losses = []
+        for step in range(150):
+            loss, params, opt = train_step(params, opt, *batch(step))
+            losses.append(float(loss))
+        print(f"loss: step 0 {losses[0]:.4f} -> step 149 {losses[-1]:.4f}")
+        '''),
+        md("""
+        ## Save, then continue in two places
+
+        The checkpoint holds the parameters (a list of `(W, b)` tuples), the Adam state
+        (`count`, `mu`, `nu` pytrees) and the step.  Inside the zip everything is plain
+        NumPy: `manifest.json` lists each leaf's key path, dtype and shape.
+        """),
+        code('''
+        workdir = tempfile.mkdtemp()
+        ckpt = os.path.join(workdir, "step_150.ckpt")
+        checkpointing.save(ckpt, {"params": params, "opt": opt, "step": 150})
+        import zipfile
+        with zipfile.ZipFile(ckpt) as z:
+            manifest = json.loads(z.read("manifest.json"))
+        print(os.path.getsize(ckpt), "bytes;", len(manifest["leaves"]), "leaves, e.g.")
+        for leaf in manifest["leaves"][:3] + manifest["leaves"][-2:]:
+            print("  ", leaf["path"], leaf["dtype"], leaf["shape"])
+
+        # continue here, in memory
+        here = []
+        for step in range(150, 200):
+            loss, params_here, opt_here = train_step(params, opt, *batch(step))
+            params, opt = params_here, opt_here
+            here.append(float(loss))
+        '''),
+        code('''
+        child = TRAIN_SRC + textwrap.dedent("""
+            import json, sys
+            from xform import checkpointing
+            state = checkpointing.restore(sys.argv[1])       # no target: structure from the file
+            params, opt, start = state["params"], state["opt"], state["step"]
+            out = []
+            for step in range(start, start + 50):
+                loss, params, opt = train_step(params, opt, *batch(step))
+                out.append(float(loss))
+            print(json.dumps(out))
+        """)
+        r = subprocess.run([sys.executable, "-c", child, ckpt], capture_output=True, text=True,
+                           cwd=workdir)
+        assert r.returncode == 0, r.stderr[-2000:]
+        there = json.loads(r.stdout.strip().splitlines()[-1])
+        print("first losses here :", [round(v, 6) for v in here[:4]])
+        print("first losses there:", [round(v, 6) for v in there[:4]])
+        print("identical over 50 steps:", here == there)
+        assert here == there
+        '''),
+        md("""
+        ## Export `predict` once, call it from plain JAX
+
+        `export.symbolic_shape("b")` makes the batch size a dimension variable: the
+        artifact works for any batch.  xform traces with concrete shapes, so it lowers
+        the program at a few sample sizes, checks that every size-dependent number is a
+        polynomial in `b`, and writes shape-polymorphic StableHLO (dynamic ops plus
+        JAX's shape assertions).  The bytes are JAX's `Exported` flatbuffer; a process
+        that imports only JAX deserializes and calls them.
+        """),
+        code('''
+        b, = export.symbolic_shape("b")
+        exp = export.export(xform.jit(predict))(params, xform.ShapeDtypeStruct((b, 64), np.float32))
+        print(exp.in_avals[-1], "->", exp.out_avals[0])
+        blob_path = os.path.join(workdir, "predict.jaxexport")
+        with open(blob_path, "wb") as f:
+            f.write(exp.serialize())
+        np.save(os.path.join(workdir, "x.npy"), xte[:37])
+        print(exp.mlir_module()[:700], "...")
+        '''),
+        code('''
+        jax_child = textwrap.dedent("""
+            import sys, numpy as np
+            try:
+                import flatbuffers  # noqa: F401  (JAX's serializer needs it)
+            except ImportError:
+                print("SKIP: flatbuffers is not installed (pip install flatbuffers)")
+                raise SystemExit(0)
+            import jax
+            from jax import export
+            exp = export.deserialize(bytearray(open(sys.argv[1], "rb").read()))
+            n = exp.in_tree.num_leaves
+            leaves = [np.load(sys.argv[2] + f"/p{i}.npy") for i in range(n - 1)]
+            x = np.load(sys.argv[2] + "/x.npy")
+            (params, _), _ = exp.in_tree.unflatten(leaves + [x])
+            print("in_avals[-1]:", exp.in_avals[-1], " out_avals:", exp.out_avals)
+            np.save(sys.argv[2] + "/jax_out.npy", np.asarray(jax.jit(exp.call)(params, x)))
+            print("plain JAX called the xform artifact on a batch of", x.shape[0])
+        """)
+        for i, leaf in enumerate(xform.tree_util.tree_leaves(params)):
+            np.save(os.path.join(workdir, f"p{i}.npy"), np.asarray(leaf))
+        r = subprocess.run([sys.executable, "-c", jax_child, blob_path, workdir],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        print(r.stdout)
+        if "SKIP" not in r.stdout:
+            jax_out = np.load(os.path.join(workdir, "jax_out.npy"))
+            ours = np.asarray(predict(params, xte[:37]))
+            print("max |JAX(export) - xform| =", float(np.abs(jax_out - ours).max()))
+            assert np.allclose(jax_out, ours, atol=1e-5)
+        '''),
+        md("""
+        ## DLPack: zero-copy hand-off
+
+        `xform.dlpack.from_dlpack` views the producer's memory, and
+        `Array.__dlpack__` lets NumPy or JAX view ours -- no copies on CPU.
+        """),
+        code('''
+        import jax
+        from xform import dlpack
+        host = np.arange(6, dtype=np.float32)
+        x = dlpack.from_dlpack(host)
+        host[0] = 42.0
+        print("xform sees the NumPy write:", float(x[0]))
+        y = xform.jit(lambda v: v * 2)(x)
+        j = jax.dlpack.from_dlpack(y)
+        print("JAX views the same buffer:", j.unsafe_buffer_pointer() == y._buf.unsafe_buffer_pointer())
+        '''),
+    ]
+
+
+# ----------------------------------------------------------------- 13: Gaussian processes (linalg13)
+
+NOTEBOOKS = NOTEBOOKS + ("13_gaussian_process",)
+
+
+def gaussian_process():
+    return [
+        md("""
+        # Gaussian-process regression with `cholesky` + `cho_solve`
+
+        A GP prior $f \\sim \\mathcal{GP}(0, k)$ with an RBF kernel
+        $k(x, x') = s^2 \\exp(-(x - x')^2 / 2\\ell^2)$ and Gaussian noise $\\sigma^2$.
+        Everything needs one factorisation $K + \\sigma^2 I = L L^T$
+        (`xform.numpy.linalg.cholesky`, LAPACK `potrf` through XLA's FFI):
+
+        * negative log marginal likelihood
+          $\\tfrac12 y^T \\alpha + \\sum_i \\log L_{ii} + \\tfrac n2 \\log 2\\pi$ with
+          $\\alpha = $ `cho_solve((L, True), y)`;
+        * its gradient in the hyperparameters $(\\log s, \\log \\ell, \\log \\sigma)$ by
+          `xform.grad` -- reverse mode through the Cholesky factor (JAX's JVP rule,
+          transposed) and the triangular solves;
+        * the posterior mean $K_*^T \\alpha$ and variance
+          $\\mathrm{diag}(K_{**}) - \\|L^{-1} K_*\\|^2$ (`solve_triangular`).
+
+        The code is written against the JAX API: `import xform as jax` would run it.
+        """),
+        code('''
+        %matplotlib inline
+        import numpy as np
+        import matplotlib.pyplot as plt
+        import xform
+        import xform.numpy as jnp
+        from xform.scipy.linalg import cho_solve, solve_triangular
+
+        rng = np.random.default_rng(0)
+        x = np.sort(rng.uniform(-4, 4, 40)).astype(np.float32)
+        y = (np.sin(1.5 * x) + 0.3 * x + 0.15 * rng.standard_normal(40)).astype(np.float32)
+        xs = np.linspace(-5, 5, 200).astype(np.float32)
+
+        def rbf(a, b, log_s, log_l):
+            d = a[:, None] - b[None, :]
+            return jnp.exp(2 * log_s) * jnp.exp(-0.5 * d ** 2 / jnp.exp(2 * log_l))
+
+        def nll(theta, x, y):
+            log_s, log_l, log_noise = theta
+            K = rbf(x, x, log_s, log_l) + (jnp.exp(2 * log_noise) + 1e-5) * jnp.eye(x.shape[0])
+            L = jnp.linalg.cholesky(K)
+            alpha = cho_solve((L, True), y)
+            return (0.5 * y @ alpha + jnp.sum(jnp.log(jnp.diagonal(L)))
+                    + 0.5 * x.shape[0] * np.log(2 * np.pi))
+
+        theta0 = jnp.array([0.0, 0.0, -1.0])
+        print("nll(theta0) =", float(nll(theta0, x, y)))
+        print("grad        =", np.asarray(xform.grad(nll)(theta0, x, y)))
+        '''),
+        md("""
+        The same function in JAX (the oracle installed for tests) gives the same value and
+        gradient:
+        """),
+        code('''
+        import jax, jax.numpy as jjnp, jax.scipy.linalg as jsl
+        def nll_jax(theta, x, y):
+            log_s, log_l, log_noise = theta
+            d = x[:, None] - x[None, :]
+            K = (jjnp.exp(2 * log_s) * jjnp.exp(-0.5 * d ** 2 / jjnp.exp(2 * log_l))
+                 + (jjnp.exp(2 * log_noise) + 1e-5) * jjnp.eye(x.shape[0]))
+            L = jjnp.linalg.cholesky(K)
+            return (0.5 * y @ jsl.cho_solve((L, True), y) + jjnp.sum(jjnp.log(jjnp.diagonal(L)))
+                    + 0.5 * x.shape[0] * np.log(2 * np.pi))
+        t0 = np.array([0.0, 0.0, -1.0], np.float32)
+        print("value: ", float(nll(t0, x, y)), float(nll_jax(t0, x, y)))
+        print("grad:  ", np.asarray(xform.grad(nll)(t0, x, y)), np.asarray(jax.grad(nll_jax)(t0, x, y)))
+        assert np.allclose(xform.grad(nll)(t0, x, y), jax.grad(nll_jax)(t0, x, y), rtol=1e-4, atol=1e-4)
+        '''),
+        md("""
+        ## Fitting the hyperparameters by gradient descent
+
+        Adam on $\\theta = (\\log s, \\log \\ell, \\log \\sigma)$, one compiled step
+        (`jit(value_and_grad)`).
+        """),
+        code('''
+        @xform.jit
+        def step(theta, m, v, t):
+            val, g = xform.value_and_grad(nll)(theta, x, y)
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            mhat, vhat = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
+            return theta - 0.05 * mhat / (jnp.sqrt(vhat) + 1e-8), m, v, val
+
+        theta, m, v = theta0, jnp.zeros(3), jnp.zeros(3)
+        history = []
+        for t in range(1, 301):
+            theta, m, v, val = step(theta, m, v, float(t))
+            history.append(float(val))
+        s, l, noise = np.exp(np.asarray(theta))
+        print(f"nll {history[0]:.3f} -> {history[-1]:.3f};  s = {s:.3f}, l = {l:.3f}, noise = {noise:.3f}")
+        '''),
+        md("""
+        scikit-learn's GP (L-BFGS on the same marginal likelihood) lands on the same
+        hyperparameters:
+        """),
+        code('''
+        from sklearn.gaussian_process import GaussianProcessRegressor
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+        gp = GaussianProcessRegressor(ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(0.1),
+                                      normalize_y=False, n_restarts_optimizer=2, random_state=0)
+        gp.fit(x[:, None].astype(np.float64), y.astype(np.float64))
+        k = gp.kernel_
+        print(f"sklearn: s = {np.sqrt(k.k1.k1.constant_value):.3f}, l = {k.k1.k2.length_scale:.3f}, "
+              f"noise = {np.sqrt(k.k2.noise_level):.3f}")
+        print(f"xform:   s = {s:.3f}, l = {l:.3f}, noise = {noise:.3f}")
+        '''),
+        md("""
+        ## Posterior predictive
+        """),
+        code('''
+        @xform.jit
+        def posterior(theta, x, y, xs):
+            log_s, log_l, log_noise = theta
+            K = rbf(x, x, log_s, log_l) + (jnp.exp(2 * log_noise) + 1e-5) * jnp.eye(x.shape[0])
+            L = jnp.linalg.cholesky(K)
+            alpha = cho_solve((L, True), y)
+            Ks = rbf(x, xs, log_s, log_l)
+            mean = Ks.T @ alpha
+            w = solve_triangular(L, Ks, lower=True)
+            var = jnp.exp(2 * log_s) - jnp.sum(w ** 2, axis=0)
+            return mean, var
+
+        mean, var = map(np.asarray, posterior(theta, x, y, xs))
+        sd = np.sqrt(np.maximum(var + np.exp(2 * np.asarray(theta)[2]), 0))
+        sk_mean, sk_sd = gp.predict(xs[:, None].astype(np.float64), return_std=True)
+        print("max |mean - sklearn mean| =", float(np.abs(mean - sk_mean).max()))
+
+        fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 3.6))
+        ax0.plot(history)
+        ax0.set_xlabel("Adam step"); ax0.set_ylabel("negative log marginal likelihood")
+        ax1.fill_between(xs, mean - 2 * sd, mean + 2 * sd, alpha=0.25, label="±2 sd")
+        ax1.plot(xs, mean, label="posterior mean")
+        ax1.plot(xs, np.sin(1.5 * xs) + 0.3 * xs, "k--", lw=1, label="truth")
+        ax1.plot(x, y, "o", ms=3, label="data")
+        ax1.legend(loc="upper left", fontsize=8)
+        plt.tight_layout()
+        '''),
+        md("""
+        The optimiser and scikit-learn agree on the hyperparameters and the posterior mean;
+        the band widens away from the data as it should.  Swapping `import xform` for
+        `import jax` runs the same cells on JAX.
+        """),
+    ]
+
+
+# ----------------------------------------------------------------- 12: convolutions (conv12)
+
+NOTEBOOKS = NOTEBOOKS + ("12_convolutions",)
+
+
+def convolutions():
+    return [
+        md("""
+        # Convolutions, pooling and FFTs: a CNN on digits
+
+        `lax.conv_general_dilated` is XLA's general convolution (strides, padding
+        modes, lhs/rhs dilation, layouts as `('NHWC', 'HWIO', 'NHWC')`, feature and
+        batch groups); `lax.reduce_window` with `lax.max` is max pooling, exactly as
+        Flax and `jax.example_libraries.stax` write it.  Both are primitives with a
+        NumPy reference, an XLA lowering and JVP / transpose / batching rules, so
+        `jit(value_and_grad(...))` of a CNN compiles to one XLA program.
+
+        Below: the demo's second model (`python -m xform.demo --cnn`, code in
+        `xform/demo_cnn.py`) trained on scikit-learn's 8x8 digits, its gradient
+        checked against JAX, then FFT-based convolution.
+        """),
+        code("""
+        %matplotlib inline
+        import time
+        import numpy as np
+        import matplotlib.pyplot as plt
+
+        import xform
+        import xform.lax as lax
+        import xform.numpy as xnp
+        from xform import demo_cnn
+        (xtr, ytr), (xte, yte) = demo_cnn.load_digits_images()
+        print("train", xtr.shape, "test", xte.shape)
+        """),
+        md("""
+        ## The model
+        conv 3x3 (16) - relu - maxpool 2x2 - conv 3x3 (32) - relu - maxpool 2x2 - dense (10).
+        `cnn_predict` is ten lines of `lax` calls; the training step is
+        `jit(value_and_grad(loss))` plus SGD with momentum.
+        """),
+        code("""
+        import inspect
+        print(inspect.getsource(demo_cnn.cnn_predict))
+        params = demo_cnn.init_cnn(0)
+        print(xform.make_jaxpr(demo_cnn.cnn_predict)(params, xtr[:2]))
+        """),
+        md("""
+        ## Training under `jit(value_and_grad)`
+        """),
+        code("""
+        step = demo_cnn.make_step(lr=0.05)
+        velocity = xform.tree_util.tree_map(xnp.zeros_like, params)
+        rng = np.random.default_rng(1)
+        losses, accs = [], []
+        t0 = time.perf_counter()
+        for epoch in range(8):
+            order = rng.permutation(len(xtr))
+            for i in range(len(xtr) // 64):
+                idx = order[i * 64:(i + 1) * 64]
+                loss, params, velocity = step(params, velocity, xtr[idx], ytr[idx])
+                losses.append(float(loss))
+            accs.append(demo_cnn.accuracy(params, xte, yte))
+        print(f"8 epochs in {time.perf_counter() - t0:.1f} s; test accuracy {accs[-1]:.3f}")
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3))
+        a.plot(losses); a.set_yscale("log"); a.set_xlabel("step"); a.set_ylabel("loss")
+        b.plot(range(1, 9), accs, "o-"); b.set_xlabel("epoch"); b.set_ylabel("test accuracy")
+        plt.show()
+        """),
+        code("""
+        w1 = np.asarray(params["conv1"][0])          # (3, 3, 1, 16), HWIO
+        fig, axes = plt.subplots(2, 8, figsize=(10, 2.6))
+        for k, ax in enumerate(axes.flat):
+            ax.imshow(w1[:, :, 0, k], cmap="RdBu"); ax.axis("off")
+        fig.suptitle("first-layer filters after training")
+        plt.show()
+        """),
+        md("""
+        ## The gradient is JAX's
+        The same network written with `jax.lax` / `jax.nn` on the same parameters gives
+        the same loss and gradients (to float32 rounding): the convolution's transposes
+        (gradient convolutions) and max pooling's `select_and_scatter_add` follow XLA's
+        semantics.
+        """),
+        code("""
+        import jax, jax.numpy as jnp
+
+        def jax_loss(p, x, y):
+            for name in ("conv1", "conv2"):
+                w, b = p[name]
+                x = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                 dimension_numbers=demo_cnn.DN)
+                x = jax.lax.reduce_window(jax.nn.relu(x + b), -jnp.inf, jax.lax.max,
+                                          (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+            w, b = p["dense"]
+            logits = x.reshape(x.shape[0], -1) @ w + b
+            return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * jax.nn.one_hot(y, 10), -1))
+
+        p0 = demo_cnn.init_cnn(0)
+        g = xform.grad(demo_cnn.cnn_loss)(p0, xtr[:64], ytr[:64])
+        jg = jax.grad(jax_loss)({k: tuple(map(np.asarray, v)) for k, v in p0.items()},
+                                xtr[:64], ytr[:64])
+        for k in g:
+            print(k, [float(np.abs(np.asarray(a) - np.asarray(b)).max())
+                      for a, b in zip(g[k], jg[k])])
+        """),
+        md("""
+        ## FFTs: convolution theorem
+        `xform.numpy.fft` has all 18 functions of `jax.numpy.fft` on the `fft`
+        primitive (FFT / IFFT / RFFT / IRFFT over 1-3 axes).  Direct and FFT-based
+        convolution agree, and gradients flow through both.
+        """),
+        code("""
+        import xform.scipy.signal as signal
+        t = np.linspace(0, 1, 512, endpoint=False)
+        sig = (np.sin(2 * np.pi * 7 * t) + 0.5 * np.random.default_rng(0).standard_normal(512)
+               ).astype(np.float32)
+        kernel = np.hanning(31).astype(np.float32); kernel /= kernel.sum()
+        direct = signal.convolve(sig, kernel, mode="same")
+        viafft = signal.fftconvolve(sig, kernel, mode="same")
+        print("max |direct - fft|:", float(xnp.max(xnp.abs(direct - viafft))))
+        spectrum = xnp.abs(xnp.fft.rfft(sig))
+        freqs = xnp.fft.rfftfreq(512, d=1 / 512)
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3))
+        a.plot(t, sig, lw=0.5, label="noisy"); a.plot(t, direct, label="smoothed"); a.legend()
+        b.plot(freqs[:40], spectrum[:40]); b.set_xlabel("frequency (Hz)")
+        plt.show()
+        g = xform.grad(lambda k: xnp.sum(signal.fftconvolve(sig, k, mode="same") ** 2))(kernel)
+        g2 = xform.grad(lambda k: xnp.sum(signal.convolve(sig, k, mode="same") ** 2))(kernel)
+        print("gradient through FFT vs direct:", float(xnp.max(xnp.abs(g - g2))))
+        """),
+    ]
+
+
+# ----------------------------------------------------------------- 14: many devices (shard14)
+
+NOTEBOOKS = NOTEBOOKS + ("14_many_devices",)
+
+
+def many_devices():
+    return [
+        md("""
+        # Many devices: data- and tensor-parallel training on 8 CPU devices
+
+        XLA's SPMD partitioner splits one program over a *mesh* of devices; xform
+        annotates programs with JAX's sharding API and lets XLA do the rest.  On a
+        laptop, 8 virtual CPU devices stand in for 8 accelerators: the flag must be
+        set before the first computation.
+        """),
+        code("""
+        import os
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+        import numpy as np
+        import xform, xform.numpy as xnp
+        from xform.sharding import NamedSharding, PartitionSpec as P
+        print(xform.devices())
+        """),
+        md("""
+        ## Sharded arrays
+
+        A `NamedSharding(mesh, P(...))` says which mesh axis splits which array dimension.
+        `device_put` lays an array out that way; each device holds one *shard*.
+        """),
+        code("""
+        mesh = xform.make_mesh((2, 4), ("x", "y"))
+        a = xform.device_put(np.arange(64.0, dtype=np.float32).reshape(8, 8),
+                             NamedSharding(mesh, P("x", "y")))
+        print(a.sharding)
+        for s in a.addressable_shards[:3]:
+            print(s.device, s.index, s.data.shape)
+        xform.debug.visualize_array_sharding(a)
+        """),
+        md("""
+        ## A training step, two ways
+
+        The same MLP step, compiled once with the batch split over all 8 devices
+        (data parallel), and once on the 2x4 mesh with the batch split over `x` and the
+        hidden units over `y` (tensor parallel).  Both give the single-device losses.
+        """),
+        code("""
+        def loss(p, x, y):
+            h = xnp.tanh(x @ p["w1"] + p["b1"])
+            return ((h @ p["w2"] - y) ** 2).mean()
+
+        def step(p, x, y):
+            l, g = xform.value_and_grad(loss)(p, x, y)
+            return xform.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), l
+
+        r = np.random.default_rng(0)
+        params = {"w1": (r.standard_normal((16, 32)) * 0.3).astype(np.float32),
+                  "b1": np.zeros(32, np.float32),
+                  "w2": (r.standard_normal((32, 4)) * 0.3).astype(np.float32)}
+        x = r.standard_normal((64, 16)).astype(np.float32)
+        y = r.standard_normal((64, 4)).astype(np.float32)
+
+        dmesh = xform.make_mesh((8,), ("data",))
+        rep, rows = NamedSharding(dmesh, P()), NamedSharding(dmesh, P("data"))
+        dp_step = xform.jit(step, in_shardings=(rep, rows, rows), out_shardings=(rep, rep))
+
+        tp_params = {"w1": NamedSharding(mesh, P(None, "y")), "b1": NamedSharding(mesh, P("y")),
+                     "w2": NamedSharding(mesh, P("y", None))}
+        batch = NamedSharding(mesh, P("x"))
+        tp_step = xform.jit(step, in_shardings=(tp_params, batch, batch),
+                            out_shardings=(tp_params, NamedSharding(mesh, P())))
+
+        single, dp, tp = xform.jit(step), dp_step, tp_step
+        p1 = p2 = p3 = params
+        for i in range(5):
+            p1, l1 = single(p1, x, y)
+            p2, l2 = dp(p2, x, y)
+            p3, l3 = tp(p3, x, y)
+            print(f"step {i}: single {float(l1):.6f}  data-parallel {float(l2):.6f}  "
+                  f"tensor-parallel {float(l3):.6f}")
+        print("w1 on the 2x4 mesh:", p3["w1"].sharding.spec,
+              "shard shape", p3["w1"].addressable_shards[0].data.shape)
+        xform.debug.visualize_array_sharding(p3["w1"])
+        """),
+        md("""
+        ## Per-device code: `shard_map` and collectives
+
+        `shard_map` runs a function on each device's block; collectives
+        (`psum`, `pmean`, `all_gather`, `ppermute`, ...) become StableHLO collectives.
+        The data-parallel gradient written by hand: local gradients, then a mean over
+        the `data` axis.
+        """),
+        code("""
+        grads = xform.shard_map(lambda p, x, y: xform.lax.pmean(xform.grad(loss)(p, x, y), "data"),
+                                mesh=dmesh, in_specs=(P(), P("data"), P("data")),
+                                out_specs=P())(params, x, y)
+        ref = xform.grad(loss)(params, x, y)
+        print("max |shard_map grad - grad|:",
+              max(float(xnp.max(xnp.abs(grads[k] - ref[k]))) for k in ref))
+        ring = xform.shard_map(lambda v: xform.lax.ppermute(v, "data", [(i, (i + 1) % 8) for i in range(8)]),
+                               mesh=dmesh, in_specs=P("data"), out_specs=P("data"))
+        print(ring(np.arange(8.0, dtype=np.float32)))
+        """),
     ]
 
 

@@ -14,5 +14,7 @@ for _fam in _FAMILIES:
         if _e.name != f"primitives.{_fam}":
             raise
 _importlib.import_module("primitives.linalg_decomp")  # h-linalg13: decompositions (lax.linalg)
+_importlib.import_module("primitives.spmd")  # h-shard14: sharding constraints, shard_map
+_importlib.import_module("primitives.linear_solve")  # h-linalg13: custom_linear_solve
 del _fam, _importlib
 from primitives import special  # noqa: E402,F401  (special functions: igamma, zeta, ...)

@@ -44,6 +44,7 @@ from interpreters.staging import StagingTrace, trace_to_jaxpr
 from primitives import elementwise as ew
 from primitives import structural as st
 from primitives._rules import bdim_at_front, moveaxis
+from primitives.custom import check_forward_evaluable
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
 
@@ -77,6 +78,7 @@ cond_p.impl_takes_arrays = True
 
 
 def _cond_impl(index, *ops, branches):
+    check_forward_evaluable(*branches)
     i = int(np.clip(int(np.asarray(index._value if isinstance(index, Array) else index)),
                     0, len(branches) - 1))
     outs = _eval(branches[i], *ops)
@@ -140,20 +142,24 @@ def _cond_partial_eval(trace, args, params):
     for b in branches:
         out_uk = [a or c for a, c in zip(out_uk, jt.partial_eval_jaxpr(b, unknowns, False)[2])]
     parts = [jt.partial_eval_jaxpr(b, unknowns, out_uk) for b in branches]
-    res_avals = [list(p[3]) for p in parts]
+    # Residuals that are just known operands are passed to the unknown cond as they are;
+    # only the others are computed by the known cond (one slot per branch, zeros in the
+    # other branches' slots).
+    computed = [[k for k, f in enumerate(p[4]) if f is None] for p in parts]
+    res_avals = [[p[3][k] for k in c] for p, c in zip(parts, computed)]
     all_res = [a for r in res_avals for a in r]
     known_ops = [a for a, u in zip(ops, unknowns) if not u]
     known_avals = [core.get_aval(a) for a in known_ops]
+    nk_ops = len(known_ops)
 
-    # Known cond: every branch returns its known outputs and all branches' residual
-    # slots (zeros in the other branches' slots).
     def known_branch(i):
         def f(*xs):
             outs = _eval(parts[i][0], *xs)
-            k = len(outs) - len(res_avals[i])
+            k = len(outs) - len(parts[i][3])
             res = []
             for j, r in enumerate(res_avals):
-                res += outs[k:] if j == i else [ad.zeros_like_aval(a) for a in r]
+                res += ([outs[k + m] for m in computed[i]] if j == i
+                        else [ad.zeros_like_aval(a) for a in r])
             return outs[:k] + res
         return f
     kbranches, kconsts = _branches_from_funs([known_branch(i) for i in range(len(branches))],
@@ -162,20 +168,28 @@ def _cond_partial_eval(trace, args, params):
         kvals = cond_p.bind(index, *kconsts, *known_ops, branches=kbranches)
     nk = nout - sum(out_uk)
     known_outs, res_vals = kvals[:nk], kvals[nk:]
-    jt.note_residuals(res_vals)
+    # Residual slots a branch computed were chosen by the policy; slots that just forward
+    # an operand are left to the enclosing split (as for scan carries).
+    computed = [f is None for p in parts for f in p[4]]
+    jt.note_residuals([r for r, c in zip(res_vals, computed) if c])
 
-    # Unknown cond: branch i reads its own residual slots.
+    # Unknown cond over (all residual slots, known operands, unknown operands): branch i
+    # reads its own slots and the operands it forwards.
     def unknown_branch(i):
         start = sum(len(r) for r in res_avals[:i])
 
         def f(*xs):
-            res = xs[start:start + len(res_avals[i])]
-            return _eval(parts[i][1], *res, *xs[len(all_res):])
+            slots = iter(xs[start:start + len(res_avals[i])])
+            kops = xs[len(all_res):len(all_res) + nk_ops]
+            res = [next(slots) if fw is None else kops[fw] for fw in parts[i][4]]
+            return _eval(parts[i][1], *res, *xs[len(all_res) + nk_ops:])
         return f
-    unknown_avals = all_res + [core.get_aval(a) for a, u in zip(ops, unknowns) if u]
+    unknown_avals = all_res + known_avals + [core.get_aval(a) for a, u in zip(ops, unknowns)
+                                             if u]
     ubranches, uconsts = _branches_from_funs(
         [unknown_branch(i) for i in range(len(branches))], unknown_avals)
-    u_args = [index] + uconsts + list(res_vals) + [a for a, u in zip(ops, unknowns) if u]
+    u_args = ([index] + uconsts + list(res_vals) + known_ops
+              + [a for a, u in zip(ops, unknowns) if u])
     out_avals = _cond_abstract(*[core.get_aval(a) for a in u_args], branches=ubranches)
     tracers = trace.add_eqn(cond_p, [trace.to_atom(a) for a in u_args], out_avals,
                             dict(branches=ubranches))
@@ -267,6 +281,7 @@ while_p.impl_takes_arrays = True
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    check_forward_evaluable(cond_jaxpr, body_jaxpr)
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     while bool(np.asarray(_value(_eval(cond_jaxpr, *cc, *carry)[0]))):
         carry = _eval(body_jaxpr, *bc, *carry)
@@ -341,8 +356,11 @@ ad.jvp_rules[while_p] = _while_jvp
 _WHILE_REVERSE_MSG = (
     "Reverse-mode differentiation does not work for lax.while_loop (its trip count is "
     "only known at run time, so its residuals cannot be stored). Use lax.fori_loop "
-    "with static (Python int) bounds or lax.scan, which are reverse-differentiable; "
-    "forward mode (xform.jvp, xform.linearize) works for while_loop.")
+    "with static (Python int) bounds or lax.scan, which are reverse-differentiable, or give "
+    "the loop a static bound on its trip count, lax.while_loop(cond_fun, body_fun, init, "
+    "max_steps=N), which makes it reverse-differentiable (xform's extension; add "
+    "checkpoint='sqrt' for O(sqrt(N)) memory); forward mode (xform.jvp, xform.linearize) "
+    "works for any while_loop.")
 
 
 def _while_partial_eval(trace, args, params):
@@ -463,6 +481,7 @@ def _index_leading(x, i):
 
 
 def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    check_forward_evaluable(jaxpr)
     consts, carry, xs = _split(args, num_consts, num_carry)
     out_avals = _scan_abstract(*[core.get_aval(a) for a in args], reverse=reverse, length=length,
                                jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,
@@ -574,7 +593,7 @@ def _scan_partial_eval(trace, args, params):
         elif f is not None and f >= len(kc) + len(kca):
             kind.append(("xs", f - len(kc) - len(kca)))
         else:
-            kind.append(("stack", None))
+            kind.append(("stack", f))   # f: a known carry index (loop-variant input) or None
     n_kout = len(known.out_avals) - len(res_avals)
     kj = known.jaxpr
     keep = list(range(n_kout)) + [n_kout + k for k, (t, _) in enumerate(kind) if t == "stack"]
@@ -585,7 +604,12 @@ def _scan_partial_eval(trace, args, params):
     nkca = len(kca)
     n_ky = n_kout - nkca
     kcarry, kys, stacked = kouts[:nkca], kouts[nkca:nkca + n_ky], kouts[nkca + n_ky:]
-    jt.note_residuals(stacked)
+    # Under a remat policy, residuals the body's split computed were chosen by the policy
+    # and stay saved; stacked *carries* were not (the body saves its inputs by default),
+    # so the enclosing split applies the policy to this scan equation for them: under
+    # nothing_saveable the whole known scan is recomputed in the backward pass, as in JAX.
+    stack_fwd = [f for t, f in kind if t == "stack"]
+    jt.note_residuals([r for r, f in zip(stacked, stack_fwd) if f is None])
 
     # Unknown scan: consts = [forwarded const residuals, unknown consts],
     # carry = unknown carry, xs = [unknown xs, forwarded xs residuals, stacked residuals].
@@ -905,12 +929,23 @@ def _cast_carry(leaves, avals):
 # ----------------------------------------------------------------- while_loop
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
     """``while cond_fun(val): val = body_fun(val)`` as one ``while`` primitive.
 
-    Forward-differentiable (jvp) and batchable; not reverse-differentiable (use
-    ``fori_loop`` with static bounds or ``scan`` for that).
+    Forward-differentiable (jvp, linearize) and batchable.  Like JAX's, it is not
+    reverse-differentiable -- unless ``max_steps`` (a static int) bounds the trip count:
+    then the loop runs as one bounded loop of ``max_steps`` trips whose trips after
+    ``cond_fun`` turns false skip ``body_fun`` (a ``cond``), and ``grad``/``vjp`` work.
+    The loop stops after ``max_steps`` trips even if ``cond_fun`` is still true.
+    ``checkpoint`` (with ``max_steps``) trades compute for memory in reverse mode:
+    ``None`` stores every trip's residuals (O(max_steps) memory); ``"sqrt"`` splits the
+    trips into ~sqrt(max_steps) fixed segments, stores only each segment's carry and
+    recomputes a segment during the backward pass (O(sqrt(max_steps)) memory, about one
+    extra forward pass of compute); an int ``k`` uses segments of ``k`` trips.
     """
+    if max_steps is None and checkpoint is not None:
+        raise ValueError("lax.while_loop: checkpoint= needs max_steps= (a static bound on "
+                         "the trip count)")
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
     tu = _tu()
@@ -939,6 +974,10 @@ def while_loop(cond_fun, body_fun, init_val):
                         f"output type(s) [{got}]. Reduce it with .all()/.any() or compare "
                         "to get a bool[].")
     leaves = _cast_carry(leaves, avals)
+    if max_steps is not None:
+        from primitives.bounded_while import bounded_while
+        return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
+                             checkpoint)
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
     return tu.tree_unflatten(tree, outs)

@@ -303,7 +303,9 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                dimension_numbers, feature_group_count, batch_group_count, precision,
                preferred_element_type):
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    out_aval = _conv_abstract(core.get_aval(lhs), core.get_aval(rhs),
+    # the operands' own dtypes: get_aval would canonicalize float64 to float32 (x64 off)
+    out_aval = _conv_abstract(core.ShapedArray(lhs.shape, lhs.dtype),
+                              core.ShapedArray(rhs.shape, rhs.dtype),
                               window_strides=window_strides, padding=padding,
                               lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
                               dimension_numbers=dimension_numbers,
@@ -329,11 +331,17 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
         N, C = x.shape[:2]
         O, I = w.shape[:2]
         osp = win.shape[2:2 + nsp]
-        win = win.reshape((B, N // B, G, I) + osp + ks)
-        w = w.reshape((B, G, O // (B * G), I) + ks)
-        S, K = "xyz"[:nsp], "uvw"[:nsp]
-        res = np.einsum(f"bngi{S}{K},bgoi{K}->nbgo{S}", win, w, optimize=True)
-        res = res.reshape((N // B, O) + osp)
+        Nb, Og, P, KK = N // B, O // (B * G), math.prod(osp), math.prod(ks)
+        # im2col per (batch group, feature group): (B, G, Nb * P, I * K) @ (B, G, I * K, Og)
+        win = win.reshape((B, Nb, G, I, P, KK)).transpose(0, 2, 1, 4, 3, 5)
+        win = win.reshape((B, G, Nb * P, I * KK))
+        w = w.reshape((B, G, Og, I * KK))
+        res = np.empty((B, G, Nb * P, Og), acc)
+        for b in range(B):      # 2-D BLAS products (NumPy's stacked matmul is far slower)
+            for g in range(G):
+                res[b, g] = np.ascontiguousarray(win[b, g]) @ np.ascontiguousarray(w[b, g].T)
+        res = res.reshape((B, G, Nb, P, Og)).transpose(2, 0, 1, 4, 3)
+        res = res.reshape((Nb, O) + osp)
     if out_aval.dtype == np.bool_:
         res = res != 0
     return np.ascontiguousarray(np.transpose(res, np.argsort(os_))).astype(out_aval.dtype)

@@ -17,10 +17,12 @@ outputs, so the flat callables here see lists of arrays and ``ad.Zero``.
 """
 from __future__ import annotations
 
+import collections
+
 from interpreters import ad, batching, core
 from interpreters.ad import Zero
 from interpreters.core import Primitive
-from interpreters.ir import ClosedJaxpr, eval_jaxpr
+from interpreters.ir import ClosedJaxpr, eval_jaxpr, subjaxprs_of_params
 from interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
 
 __all__: list = []
@@ -110,6 +112,13 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _keep_names(old_jaxpr, new_jaxpr, *rules):
+    """A batched custom call keeps the user's function and rule names (for printing)."""
+    new_jaxpr.jaxpr.debug_info = old_jaxpr.jaxpr.debug_info
+    for old, new in rules:
+        new.__name__ = getattr(old, "__name__", new.__name__)
+
+
 def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts,
                            symbolic_zeros):
     vals = _at_front(axis_data, vals, dims)
@@ -128,6 +137,7 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
         m = len(outs) // 2
         return outs[:m], outs[m:]
 
+    _keep_names(call_jaxpr, closed, (jvp, batched_jvp))
     outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=closed, jvp=batched_jvp,
                                   num_consts=len(consts) + num_consts,
                                   symbolic_zeros=symbolic_zeros)
@@ -205,6 +215,7 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_c
     def batched_bwd(res, cts):
         return bwd_lifted(*res, *cts)
 
+    _keep_names(call_jaxpr, closed, (fwd, batched_fwd), (bwd, batched_bwd))
     outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=closed, fwd=batched_fwd,
                                   bwd=batched_bwd, num_consts=len(consts) + num_consts,
                                   symbolic_zeros=symbolic_zeros)
@@ -227,6 +238,34 @@ def _custom_lin_forward(*args, **params):
 
 
 custom_lin_p.def_impl(_custom_lin_forward)
+
+_forward_ok: collections.OrderedDict = collections.OrderedDict()
+
+
+def _holds_custom_lin(jaxpr) -> bool:
+    for e in jaxpr.eqns:
+        if e.primitive is custom_lin_p:
+            return True
+        if any(_holds_custom_lin(j) for _, j in subjaxprs_of_params(e.params)):
+            return True
+    return False
+
+
+def check_forward_evaluable(*programs):
+    """Raise (as evaluating ``custom_lin`` does) if a program holds a ``custom_lin``
+    anywhere -- the JVP of a custom_vjp function.  Called by the eager rules of
+    higher-order primitives that may skip a sub-program (an untaken cond branch, a loop
+    that runs zero times), so forward mode of a custom_vjp function fails whichever
+    branch runs, as it does when the program is compiled (and in JAX)."""
+    for c in programs:
+        j = c.jaxpr if isinstance(c, ClosedJaxpr) else c
+        hit = _forward_ok.get(id(j))
+        if hit is None:
+            hit = _forward_ok[id(j)] = (j, not _holds_custom_lin(j))
+            if len(_forward_ok) > 512:
+                _forward_ok.popitem(last=False)
+        if not hit[1]:
+            _custom_lin_forward()
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 ad.jvp_rules[custom_lin_p] = _custom_lin_forward
 # Evaluating custom_lin forward (under vmap too) only happens for jvp of a custom_vjp function.

@@ -118,10 +118,17 @@ class EagerProgram:
 compiler = None
 
 
+spmd_compiler = None   # installed by xform._shard_map: programs over a mesh
+
+
 def compile_program(closed, donated_invars=None, device=None, name="main"):
     """The installed compiler, with the eager fallback for unlowerable programs."""
     if compiler is None:
         return EagerProgram(closed, "no XLA compiler installed (import xform)")
+    if spmd_compiler is not None and device is None:   # shard_map / sharding constraints
+        prog = spmd_compiler(closed, donated_invars, name)
+        if prog is not None:
+            return prog
     try:
         return compiler(closed, donated_invars=donated_invars, device=device, name=name)
     except NotImplementedError as e:

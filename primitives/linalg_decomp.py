@@ -17,6 +17,7 @@ formula).  ``triangular_solve`` is linear in ``b`` and has a transpose rule.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -258,12 +259,14 @@ def _batched(fn, x, out_shapes_dtypes):
     return outs
 
 
+@functools.lru_cache(maxsize=None)
 def _lapack(name, dt):
     from scipy.linalg import lapack
     return getattr(lapack, {np.float32: "s", np.float64: "d", np.complex64: "c",
                             np.complex128: "z"}[np.dtype(dt).type] + name)
 
 
+@functools.lru_cache(maxsize=None)
 def _blas(name, dt):
     from scipy.linalg import blas
     return getattr(blas, {np.float32: "s", np.float64: "d", np.complex64: "c",
@@ -283,15 +286,15 @@ def _cholesky_abstract(x):
 def _cholesky_impl(x):
     x = np.asarray(x)
     n = x.shape[-1]
-
-    def one(a):
-        if n == 0:
-            return (a.copy(),)
-        c, info = _lapack("potrf", a.dtype)(a, lower=1, clean=1)
-        if info != 0:   # JAX: NaNs, then the upper triangle is zeroed
-            return (np.tril(np.full_like(a, np.nan)),)
-        return (np.tril(c),)
-    return _batched(one, [x], [((n, n), x.dtype)])[0]
+    if x.size == 0:
+        return x.copy()
+    potrf = _lapack("potrf", x.dtype)
+    flat = x.reshape((-1, n, n))
+    out = np.empty_like(flat)
+    for i in range(flat.shape[0]):
+        c, info = potrf(flat[i], lower=1, clean=0)
+        out[i] = c if info == 0 else np.nan      # JAX: NaNs where potrf fails ...
+    return np.tril(out).reshape(x.shape)         # ... then the upper triangle is zeroed
 
 
 def _cholesky_jvp(primals, tangents):
@@ -454,18 +457,36 @@ def _pivots_to_perm_np(piv, m):
     return perm
 
 
+def _pivots_to_perm_batched(piv, m):
+    """Apply the swaps of every batch member at once (loop over the k pivots only)."""
+    batch, k = piv.shape[:-1], piv.shape[-1]
+    piv = piv.reshape(-1, k)
+    perm = np.broadcast_to(np.arange(m, dtype=np.int32), (piv.shape[0], m)).copy()
+    rows = np.arange(piv.shape[0])
+    for i in range(k):
+        j = piv[:, i]
+        pi, pj = perm[:, i].copy(), perm[rows, j]
+        perm[:, i] = pj
+        perm[rows, j] = pi
+    return perm.reshape(batch + (m,))
+
+
 def _lu_impl(x):
     x = np.asarray(x)
     m, n = x.shape[-2:]
     k = min(m, n)
-
-    def one(a):
-        if a.size == 0:
-            return a.copy(), np.zeros(k, np.int32), np.arange(m, dtype=np.int32)
-        lu, piv, info = _lapack("getrf", a.dtype)(a)
-        piv = piv.astype(np.int32)
-        return lu, piv, _pivots_to_perm_np(piv, m)
-    return _batched(one, [x], [((m, n), x.dtype), ((k,), np.int32), ((m,), np.int32)])
+    batch = x.shape[:-2]
+    if x.size == 0:
+        return [x.copy(), np.zeros(batch + (k,), np.int32),
+                np.broadcast_to(np.arange(m, dtype=np.int32), batch + (m,)).copy()]
+    getrf = _lapack("getrf", x.dtype)
+    flat = x.reshape((-1, m, n))
+    lu = np.empty_like(flat)
+    piv = np.empty((flat.shape[0], k), np.int32)
+    for i in range(flat.shape[0]):
+        lu[i], piv[i], _ = getrf(flat[i])
+    piv = piv.reshape(batch + (k,))
+    return [lu.reshape(x.shape), piv, _pivots_to_perm_batched(piv, m)]
 
 
 def _lu_jvp(primals, tangents):
@@ -856,7 +877,7 @@ _batch_unary(eigh_p)
 
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
-         subset_by_index=None):
+         subset_by_index=None, implementation=None):
     """Eigendecomposition of a Hermitian matrix: ``(v, w)`` with ascending ``w``."""
     x = as_operand(x)
     _check_matrix("eigh", _aval(x), square=True, arg="x")
@@ -1012,7 +1033,8 @@ eig_p = Primitive("eig")
 eig_p.multiple_results = True
 
 
-def _eig_abstract(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_abstract(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                  enable_eigvec_derivs=False):
     _check_matrix("eig", x, square=True)
     cdt = complex_dtype(x.dtype)
     out = [ShapedArray(x.shape[:-1], cdt)]
@@ -1039,7 +1061,8 @@ def _unpack_real_eigvecs(wi, v):
     return out
 
 
-def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+              enable_eigvec_derivs=False):
     x = np.asarray(x)
     n = x.shape[-1]
     cdt = complex_dtype(x.dtype)
@@ -1068,27 +1091,71 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
     return _batched(one, [x], shapes)
 
 
-def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors):
-    a, = primals
-    da, = tangents
-    if compute_left_eigenvectors or compute_right_eigenvectors:
-        raise NotImplementedError(
-            "Derivatives of non-symmetric eigenvectors are not supported (as in JAX without "
-            "enable_eigvec_derivs): differentiate eigenvalues only (jnp.linalg.eigvals), or use "
-            "eigh for Hermitian matrices.")
-    w, vr = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
-    if type(da) is Zero:
-        return [w], [Zero.from_primal(w)]
-    # dw_i = (V^-1 dA V)_ii
-    dac = _cast(da, _aval(vr).dtype)
-    lu_, _, perm = lu_p.bind(vr)
-    n = _aval(vr).shape[-1]
-    pb = _mm(_perm_matrix(perm, n, _aval(vr).dtype), dac)
+def _lu_solve_prim(a, b):
+    """Solve a x = b (square a, matching batch dims) with an LU factorisation."""
+    lu_, _, perm = lu_p.bind(a)
+    n = _aval(a).shape[-1]
+    pb = _mm(_perm_matrix(perm, n, _aval(a).dtype), b)
     y = triangular_solve_p.bind(lu_, pb, left_side=True, lower=True, transpose_a=False,
                                 conjugate_a=False, unit_diagonal=True)
-    y = triangular_solve_p.bind(lu_, y, left_side=True, lower=False, transpose_a=False,
-                                conjugate_a=False, unit_diagonal=False)
-    return [w], [_diag_part(_mm(y, vr))]
+    return triangular_solve_p.bind(lu_, y, left_side=True, lower=False, transpose_a=False,
+                                   conjugate_a=False, unit_diagonal=False)
+
+
+def _eig_vec_jvp(w, v, da):
+    """Eigenvector tangents by nondegenerate perturbation theory, normalised as LAPACK's geev
+    (unit 2-norm, real largest-magnitude component) -- JAX's formula."""
+    av = _aval(v)
+    n = av.shape[-1]
+    nb = av.ndim - 2
+    dt = av.dtype
+    eye = _eye(n, dt, av.shape[:-2])
+    Fmat = E.sub(E.integer_pow(E.add(eye, E.sub(_bcast_rows(w, n), _bcast_cols(w, n))), -1),
+                 eye)
+    P = _mm(_lu_solve_prim(v, da), v)
+    dw = _diag_part(P)
+    U = _mm(v, E.mul(Fmat, P))
+    k = R.argmax(E.abs(v), nb, np.int32)                       # (..., n): row per column
+    rows = S.broadcasted_iota(np.int32, av.shape, nb)
+    mask = _cast(E.eq(rows, S.broadcast_in_dim(k, av.shape, tuple(range(nb)) + (nb + 1,))), dt)
+    re = E.neg(R.reduce_sum(_real(E.mul(_conj(v), U)), (nb,)))
+    im = E.neg(E.div(R.reduce_sum(E.imag(E.mul(mask, U)), (nb,)),
+                     R.reduce_sum(_real(E.mul(mask, v)), (nb,))))
+    c = E.complex(re, im)
+    dv = E.add(U, E.mul(v, S.broadcast_in_dim(c, av.shape, tuple(range(nb)) + (nb + 1,))))
+    return dw, dv
+
+
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
+             enable_eigvec_derivs=False):
+    a, = primals
+    da, = tangents
+    vecs = compute_left_eigenvectors or compute_right_eigenvectors
+    if vecs and not enable_eigvec_derivs:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+            "input that cannot be checked (distinct eigenvalues); pass "
+            "enable_eigvec_derivs=True to xform.lax.linalg.eig to opt in, or differentiate "
+            "eigenvalues only (jnp.linalg.eigvals), or use eigh for Hermitian matrices.")
+    outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
+                      compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = outs[0], outs[-1]
+    primal = [w] + ([outs[1]] if compute_left_eigenvectors else []) + \
+        ([vr] if compute_right_eigenvectors else [])
+    if type(da) is Zero:
+        return primal, [Zero.from_primal(o) for o in primal]
+    dac = _cast(da, _aval(vr).dtype)
+    if not vecs:
+        return primal, [_diag_part(_mm(_lu_solve_prim(vr, dac), vr))]
+    dw, dvr = _eig_vec_jvp(w, vr, dac)
+    touts = [dw]
+    if compute_left_eigenvectors:
+        _, dvl = _eig_vec_jvp(_conj(w), outs[1], _H(dac))
+        touts.append(dvl)
+    if compute_right_eigenvectors:
+        touts.append(dvr)
+    return primal, touts
 
 
 eig_p.def_abstract_eval(_eig_abstract)
@@ -1102,7 +1169,8 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
     """Eigendecomposition of a general square matrix (CPU, LAPACK geev): ``[w, vl, vr]``."""
     x = as_operand(x)
     params = dict(compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                  compute_right_eigenvectors=bool(compute_right_eigenvectors))
+                  compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                  enable_eigvec_derivs=bool(enable_eigvec_derivs))
     _eig_abstract(_aval(x), **params)
     return list(eig_p.bind(x, **params))
 
@@ -1187,10 +1255,10 @@ hessenberg_p.def_impl(_hess_impl)
 _batch_unary(hessenberg_p)
 
 
-def hessenberg(x):
+def hessenberg(a):
     """Hessenberg reduction (LAPACK gehrd): ``(a, taus)``: H in the upper Hessenberg part,
     Householder reflectors below it."""
-    x = as_operand(x)
+    x = as_operand(a)
     _hess_abstract(_aval(x))
     return tuple(hessenberg_p.bind(x))
 
@@ -1258,6 +1326,8 @@ def _tds_abstract(dl, d, du, b, *, perturb_singular):
 def _tds_impl(dl, d, du, b, *, perturb_singular):
     dl, d, du, b = (np.asarray(v) for v in (dl, d, du, b))
     m = d.shape[-1]
+    if perturb_singular:
+        return _tds_loop(lambda *a: (_solve_perturbed(*a),), dl, d, du, b)
 
     def one(l_, d_, u_, b_):
         if b_.size == 0:
@@ -1269,6 +1339,98 @@ def _tds_impl(dl, d, du, b, *, perturb_singular):
             x = np.full_like(b_, np.nan)
         return (x,)
     return _tds_loop(one, dl, d, du, b)
+
+
+def _perturb_pivot(perturb, pivot, row, real):
+    """Grow a tiny pivot (jaxlib's perturbed tridiagonal kernel): add ``perturb`` (doubling
+    it each time) while the pivot is too small for ``row / pivot`` to stay finite, or scale
+    pivot and row up when the pivot is subnormal-tiny but safe.  Returns (pivot, row)."""
+    fi = np.finfo(real)
+    tiny, small = fi.tiny, real(1) / fi.max
+    safemin = tiny if small < tiny else small * (real(1) + fi.eps)
+    bignum = real(1) / safemin
+    one = real(1)
+    abs_p = np.abs(pivot)
+    if abs_p >= one:
+        return pivot, row
+    perturb = np.copysign(max(np.abs(perturb), safemin), np.real(pivot)).astype(real)
+    max_factor = np.abs(row).max() if row.size else real(0)
+    while abs_p < one:
+        if abs_p < safemin:
+            if abs_p == 0 or max_factor * safemin > abs_p:
+                pivot, perturb = pivot + perturb, perturb * real(2)
+            else:
+                return pivot * bignum, row * bignum
+        elif max_factor > abs_p * bignum:
+            pivot, perturb = pivot + perturb, perturb * real(2)
+        else:
+            break
+        abs_p = np.abs(pivot)
+    return pivot, row
+
+
+def _solve_perturbed(dl, d, du, b):
+    """Gaussian elimination with partial pivoting on a tridiagonal system whose near-zero
+    pivots are perturbed (by multiples of eps * max|U|) instead of failing: finite
+    solutions for singular systems, as ``tridiagonal_solve(perturb_singular=True)`` gives."""
+    n, dt = d.shape[0], b.dtype
+    real = np.dtype(np.finfo(dt).dtype).type
+    x = b.astype(dt, copy=True)
+    if n == 0:
+        return x
+    if n == 1:
+        p, row = _perturb_pivot(real(np.finfo(real).eps) * np.abs(d[0]), d[0], x[0], real)
+        x[0] = row / p
+        return x
+    u = np.zeros((n, 3), dt)
+    u[0, 0], u[0, 1] = d[0], du[0]
+    max_u = max(np.abs(u[0, 0]), np.abs(u[0, 1]))
+    scale1 = np.abs(u[0, 0]) + np.abs(u[0, 1])
+    for k in range(n - 1):
+        u[k + 1, 0] = d[k + 1]
+        scale2 = np.abs(dl[k + 1]) + np.abs(u[k + 1, 0])
+        if k < n - 2:
+            scale2 = scale2 + np.abs(du[k + 1])
+        if dl[k + 1] == 0:
+            scale1 = scale2
+            u[k + 1, 1], u[k, 2] = du[k + 1], 0
+            x[k + 1] = b[k + 1]
+        else:
+            piv1 = real(0) if u[k, 0] == 0 else np.abs(u[k, 0]) / scale1
+            piv2 = np.abs(dl[k + 1]) / scale2
+            if piv2 <= piv1:             # no row exchange
+                scale1 = scale2
+                factor = dl[k + 1] / u[k, 0]
+                u[k + 1, 0] -= factor * u[k, 1]
+                u[k + 1, 1], u[k, 2] = du[k + 1], 0
+                x[k + 1] = b[k + 1] - factor * x[k]
+            else:                         # exchange rows k and k + 1
+                factor = u[k, 0] / dl[k + 1]
+                utmp = u[k, 1]
+                u[k, 0] = dl[k + 1]
+                u[k + 1, 0] = utmp - factor * d[k + 1]
+                u[k, 1] = d[k + 1]
+                if k < n - 2:
+                    u[k, 2] = du[k + 1]
+                    u[k + 1, 1] = -factor * du[k + 1]
+                x[k + 1] = x[k] - factor * b[k + 1]
+                x[k] = b[k + 1]
+                scale1 = np.abs(u[k + 1, 0]) + np.abs(u[k + 1, 1])
+        if k < n - 2:
+            max_u = max(max_u, *np.abs(u[k]))
+    max_u = max(max_u, np.abs(u[n - 1, 0]))
+    perturb = real(np.finfo(real).eps) * max_u
+    for k in range(n - 1, -1, -1):      # back substitution
+        row = x[k].copy()
+        if k <= n - 2:
+            row = row - u[k, 1] * x[k + 1]
+        if k <= n - 3:
+            row = row - u[k, 2] * x[k + 2]
+        p = u[k, 0]
+        pert = perturb if k == n - 1 else np.copysign(perturb, np.real(p))
+        p, row = _perturb_pivot(pert, p, row, real)
+        x[k] = row * (dt.type(1) / p)
+    return x
 
 
 def _tds_loop(one, dl, d, du, b):
@@ -1343,8 +1505,65 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
     """Solve the tridiagonal system T x = b (LAPACK gtsv); ``dl[..., 0]`` and ``du[..., -1]``
     must be zero (they are ignored)."""
     dl, d, du, b = (as_operand(v) for v in (dl, d, du, b))
-    if perturb_singular:
-        raise NotImplementedError("tridiagonal_solve(perturb_singular=True) is not supported; "
-                                  "use the default (singular systems give NaNs)")
-    _tds_abstract(*(_aval(v) for v in (dl, d, du, b)), perturb_singular=False)
-    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=False)
+    perturb_singular = bool(perturb_singular)
+    _tds_abstract(*(_aval(v) for v in (dl, d, du, b)), perturb_singular=perturb_singular)
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=perturb_singular)
+
+
+# ================================================================= composites JAX's lax.linalg exposes
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1., beta: float = 0.,
+                      symmetrize_output: bool = False):
+    """``alpha * A A^T + beta * C`` (the lower triangle mirrored when symmetrize_output)."""
+    a, c = as_operand(a_matrix), as_operand(c_matrix)
+    aa, ca = _aval(a), _aval(c)
+    if aa.ndim < 2 or ca.shape != aa.shape[:-1] + (aa.shape[-2],):
+        raise ValueError(f"symmetric_product: a_matrix [..., n, k] and c_matrix [..., n, n] "
+                         f"expected, got {aa.shape} and {ca.shape}")
+    if aa.dtype != ca.dtype:
+        raise TypeError(f"symmetric_product: dtypes must match, got {aa.dtype} and {ca.dtype}")
+    out = E.add(E.mul(_full(ca.shape, alpha, ca.dtype), _mm(a, _T(a))),
+                E.mul(_full(ca.shape, beta, ca.dtype), c))
+    if symmetrize_output:
+        out = E.add(_tril(out), _T(_tril(out, -1)))
+    return out
+
+
+def cholesky_update(r_matrix, w_vector):
+    """Upper Cholesky factor of ``R^T R + w w^T`` from the upper factor ``R``."""
+    r, w = as_operand(r_matrix), as_operand(w_vector)
+    ra, wa = _aval(r), _aval(w)
+    if ra.ndim != 2 or ra.shape[0] != ra.shape[1] or wa.shape != (ra.shape[1],):
+        raise ValueError("Rank-1 update to Cholesky decomposition takes a square matrix and a "
+                         f"vector of the same size as input. Got shapes {ra.shape} and "
+                         f"{wa.shape} instead")
+    n = ra.shape[0]
+    ww = _mm(S.reshape(w, (n, 1)), S.reshape(w, (1, n)))
+    return _H(cholesky_p.bind(E.add(_mm(_H(r), r), ww)))
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``Q C``, ``Q^H C``, ``C Q`` or ``C Q^H`` for Q given by Householder reflectors."""
+    a, taus, c = as_operand(a), as_operand(taus), as_operand(c)
+    aa, ca = _aval(a), _aval(c)
+    if aa.ndim < 2 or ca.ndim < 2 or _aval(taus).ndim < 1:
+        raise ValueError(f"ormqr: a [..., m, n], taus [..., k] and c [..., rows, cols] expected, "
+                         f"got {aa.shape}, {_aval(taus).shape} and {ca.shape}")
+    m = aa.shape[-2]
+    k = _aval(taus).shape[-1]
+    if (ca.shape[-2] if left else ca.shape[-1]) != m:
+        raise ValueError(f"ormqr: c of shape {ca.shape} does not match reflectors of shape "
+                         f"{aa.shape} (left={left})")
+    nb = aa.ndim - 2
+    refl = _slice_last2(a, 0, m, 0, min(k, aa.shape[-1]))
+    width = _aval(refl).shape[-1]
+    if width < m:
+        refl = S.pad(refl, _full((), 0, aa.dtype), [(0, 0, 0)] * (nb + 1) + [(0, m - width, 0)])
+    q = householder_product_p.bind(refl, taus)
+    if transpose:
+        q = _H(q)
+    return _mm(q, c) if left else _mm(c, q)
+
+
+__all__ += ["symmetric_product", "cholesky_update", "ormqr"]

@@ -34,6 +34,7 @@ class KeyTy(ExtendedDType):
 
     __slots__ = ()
     name = "key<fry>"
+    _xform_extended = "prng_key"     # xform.dtypes.issubdtype(..., prng_key)
     impl_name = "threefry2x32"
     key_shape = (2,)
     physical = _U32

@@ -98,3 +98,258 @@ batching.batch_rules[threefry2x32_p] = _threefry_batch
 def threefry2x32(k1, k2, x1, x2):
     """Threefry-2x32 hash of the counters ``(x1, x2)`` under key ``(k1, k2)``."""
     return threefry2x32_p.bind(k1, k2, x1, x2)
+
+
+# ================================================================ rng_bit_generator
+# XLA's stateless RngBitGenerator (lax.rng_bit_generator): the reference follows XLA's
+# expansion (xla/hlo/builder/lib/prng.cc): the state is uint64[n]; state[0] is the key,
+# the rest the counter.  THREE_FRY hashes the counters (state[1] + row-major index) with
+# Threefry-2x32 over half the elements, PHILOX runs Philox-4x32-10 on a 128-bit counter.
+# RNG_DEFAULT is PHILOX on CPU.
+
+import enum as _enum  # noqa: E402
+
+
+class RandomAlgorithm(_enum.IntEnum):
+    """Which PRNG algorithm ``rng_bit_generator`` uses (JAX's names)."""
+    RNG_DEFAULT = 0
+    RNG_THREE_FRY = 1
+    RNG_PHILOX = 2
+
+    def __str__(self):
+        return self.name
+
+
+_U64 = np.dtype(np.uint64)
+_BITS_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32), _U64)
+
+
+def _lo32(x):
+    return (np.asarray(x, _U64) & np.uint64(0xFFFFFFFF)).astype(_U32)
+
+
+def _hi32(x):
+    return (np.asarray(x, _U64) >> np.uint64(32)).astype(_U32)
+
+
+def _join64(lo, hi):
+    return np.asarray(lo, _U64) | (np.asarray(hi, _U64) << np.uint64(32))
+
+
+def _split_shape_halves(shape):
+    """XLA's SplitShapeIntoHalves: (half shape, split dim, concat dim)."""
+    if not shape:
+        return (1,), 0, 0
+    split = next((i for i, d in enumerate(shape) if d % 2 == 0), None)
+    if split is None:
+        split = max(range(len(shape)), key=lambda i: (shape[i], -i))
+    half = list(shape)
+    half[split] = -(-shape[split] // 2)
+    half.insert(split + 1, 1)
+    return tuple(half), split, split + 1
+
+
+def _threefry_bits32(key, state, shape):
+    half, split, cdim = _split_shape_halves(shape)
+    n = int(np.prod(half, dtype=np.int64))
+    with np.errstate(over="ignore"):
+        inputs = (np.uint64(state) + np.arange(n, dtype=_U64)).reshape(half)
+        new_state = np.uint64(state) + np.uint64(n)
+    o0, o1 = threefry2x32_reference(_lo32(key), _hi32(key), _lo32(inputs), _hi32(inputs))
+    if not shape:
+        return o0.reshape(()), new_state
+    out = np.concatenate([o0, o1], axis=cdim)
+    dims = list(shape)
+    dims[split] = dims[split] + dims[split] % 2
+    out = out.reshape(dims)
+    return out[tuple(slice(0, d) for d in shape)], new_state
+
+
+def _threefry_bits64(key, state, shape):
+    n = int(np.prod(shape, dtype=np.int64))
+    with np.errstate(over="ignore"):
+        inputs = (np.uint64(state) + np.arange(n, dtype=_U64)).reshape(shape)
+        new_state = np.uint64(state) + np.uint64(n)
+    o0, o1 = threefry2x32_reference(_lo32(key), _hi32(key), _lo32(inputs), _hi32(inputs))
+    return _join64(o0, o1), new_state
+
+
+_PHILOX_W = (np.uint32(0x9E3779B9), np.uint32(0xBB67AE85))
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+
+
+def _philox4x32(x, key):
+    x = [np.asarray(v, _U32) for v in x]
+    k0, k1 = np.uint32(key[0]), np.uint32(key[1])
+    with np.errstate(over="ignore"):
+        for _ in range(10):
+            p0 = x[0].astype(_U64) * _PHILOX_M[0]
+            p1 = x[2].astype(_U64) * _PHILOX_M[1]
+            x = [_hi32(p1) ^ x[1] ^ k0, _lo32(p1), _hi32(p0) ^ x[3] ^ k1, _lo32(p0)]
+            k0, k1 = k0 + _PHILOX_W[0], k1 + _PHILOX_W[1]
+    return x
+
+
+def _philox_blocks(key, lo, hi, num_elems):
+    nv4 = -(-num_elems // 4)
+    with np.errstate(over="ignore"):
+        i = np.arange(nv4, dtype=_U64)
+        new_lo = np.uint64(lo) + i
+        new_hi = np.where(new_lo < np.uint64(lo), np.uint64(hi) + np.uint64(1), np.uint64(hi))
+        state = [_lo32(new_lo), _hi32(new_lo), _lo32(new_hi), _hi32(new_hi)]
+        end_lo = np.uint64(lo) + np.uint64(nv4)
+        end_hi = np.uint64(hi) + np.uint64(1) if end_lo < np.uint64(lo) else np.uint64(hi)
+    return _philox4x32(state, (_lo32(key), _hi32(key))), (end_lo, end_hi)
+
+
+def _philox_bits(key, lo, hi, shape, width):
+    n = int(np.prod(shape, dtype=np.int64))
+    if width == 64:
+        b, new = _philox_blocks(key, lo, hi, 2 * n)
+        words = np.stack([_join64(b[0], b[1]), _join64(b[2], b[3])], axis=1).reshape(-1)
+    else:
+        b, new = _philox_blocks(key, lo, hi, n)
+        words = np.stack(b, axis=1).reshape(-1)
+    return words[:n].reshape(shape), new
+
+
+def rng_bit_generator_reference(key, *, shape, dtype, algorithm):
+    """(new key, bits) of XLA's RngBitGenerator (key: uint32[4] or uint64[2])."""
+    key = np.asarray(key)
+    u32_key = key.dtype == _U32
+    state = key.reshape(-1, 2).astype(_U64) if u32_key else key.astype(_U64)
+    if u32_key:
+        state = _join64(state[:, 0], state[:, 1])
+    dtype = np.dtype(dtype)
+    width = dtype.itemsize * 8
+    alg = RandomAlgorithm(algorithm)
+    k = state[0]
+    if alg == RandomAlgorithm.RNG_THREE_FRY:
+        if width == 64:
+            bits, s1 = _threefry_bits64(k, state[1], shape)
+        else:
+            bits, s1 = _threefry_bits32(k, state[1], shape)
+        new_state = np.array([k, s1], _U64)
+    else:   # PHILOX (XLA's CPU default)
+        if state.shape[0] >= 3:
+            lo, hi = state[1], state[2]
+        else:
+            lo, hi = state[1], state[0]
+        bits, (nlo, nhi) = _philox_bits(k, lo, hi, shape, 64 if width == 64 else 32)
+        new_state = np.array([k, nlo, nhi][:max(2, state.shape[0])], _U64) \
+            if state.shape[0] >= 3 else np.array([k, nlo], _U64)
+    bits = np.asarray(bits).astype(dtype)
+    if u32_key:
+        new_key = np.stack([_lo32(new_state), _hi32(new_state)], axis=1).reshape(key.shape)
+    else:
+        new_key = new_state.reshape(key.shape)
+    return [new_key.astype(key.dtype), bits.reshape(shape)]
+
+
+rng_bit_generator_p = Primitive("rng_bit_generator", multiple_results=True)
+
+
+@rng_bit_generator_p.def_abstract_eval
+def _rbg_abstract(key, *, shape, dtype, algorithm):
+    if not ((key.dtype == _U32 and key.shape == (4,)) or (key.dtype == _U64 and key.shape == (2,))):
+        raise TypeError("rng_bit_generator: key must be uint32[4] or uint64[2], got "
+                        f"{key.str_short()}")
+    if np.dtype(dtype) not in _BITS_DTYPES:
+        raise TypeError(f"rng_bit_generator: unsupported dtype {np.dtype(dtype)}")
+    return [ShapedArray(key.shape, key.dtype), ShapedArray(tuple(shape), np.dtype(dtype))]
+
+
+rng_bit_generator_p.def_impl(rng_bit_generator_reference)
+rng_bit_generator_p.weak_rule = lambda args, params: False
+defjvp_zero(rng_bit_generator_p)
+
+
+def _rbg_batch(axis_data, vals, dims, **params):
+    from primitives import structural
+    (key,), (d,) = vals, dims
+    key = bdim_at_front(key, d, axis_data.size)
+    ka = core.get_aval(key)
+    keys, bits = [], []
+    for i in range(axis_data.size):
+        ki = structural.slice_p.bind(key, start_indices=(i, 0), limit_indices=(i + 1, ka.shape[1]),
+                                     strides=None)
+        ki = structural.reshape_p.bind(ki, new_sizes=ka.shape[1:], dimensions=None)
+        nk, b = rng_bit_generator_p.bind(ki, **params)
+        keys.append(structural.reshape_p.bind(nk, new_sizes=(1,) + ka.shape[1:], dimensions=None))
+        bits.append(structural.reshape_p.bind(b, new_sizes=(1,) + tuple(params["shape"]),
+                                              dimensions=None))
+    return [structural.concatenate_p.bind(*keys, dimension=0),
+            structural.concatenate_p.bind(*bits, dimension=0)], [0, 0]
+
+
+batching.batch_rules[rng_bit_generator_p] = _rbg_batch
+
+
+def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT):
+    """Stateless random bits from XLA's RngBitGenerator: ``(new_key, bits)``."""
+    from interpreters import dtypes as D
+    shape = tuple(int(d) for d in shape)
+    dtype = D.canonicalize_dtype(dtype)
+    if np.dtype(dtype) not in _BITS_DTYPES:
+        raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
+    return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=np.dtype(dtype),
+                                          algorithm=RandomAlgorithm(algorithm)))
+
+
+__all__ += ["rng_bit_generator", "RandomAlgorithm"]
+
+
+# ================================================================ rng_uniform
+# XLA's stateful Rng(UNIFORM): values in [a, b) from an implementation-defined
+# generator state (XLA's is internal to the compiled program), so there are no bits to
+# reproduce; the reference draws from a process-wide NumPy generator with the same
+# contract (shape, dtype, range).  No JVP (as JAX: not differentiable) and no batching
+# rule is needed beyond broadcasting the scalar bounds, which must be unbatched.
+
+_rng_uniform_state = np.random.default_rng(0)
+
+rng_uniform_p = Primitive("rng_uniform")
+rng_uniform_p.effectful = True
+
+
+@rng_uniform_p.def_abstract_eval
+def _rng_uniform_abstract(a, b, *, shape):
+    if a.dtype != b.dtype:
+        raise ValueError(f"Arguments to rng_uniform must have identical dtypes, got "
+                         f"{a.dtype} and {b.dtype}.")
+    if a.shape != () or b.shape != ():
+        raise ValueError(f"Arguments to rng_uniform must be scalars; got shapes {a.shape} "
+                         f"and {b.shape}.")
+    return ShapedArray(tuple(shape), a.dtype, a.weak_type and b.weak_type)
+
+
+def _rng_uniform_impl(a, b, *, shape):
+    a, b = np.asarray(a), np.asarray(b)
+    dt = a.dtype
+    if dt.kind in "iu":
+        return _rng_uniform_state.integers(int(a), max(int(b), int(a) + 1), size=shape,
+                                           dtype=dt, endpoint=False)
+    u = _rng_uniform_state.random(size=shape)
+    out = (a.astype(np.float64) + u * (b.astype(np.float64) - a.astype(np.float64))).astype(dt)
+    return np.minimum(np.maximum(out, a), np.nextafter(b, a)) if b > a else out
+
+
+rng_uniform_p.def_impl(_rng_uniform_impl)
+
+
+def _rng_uniform_batch(axis_data, vals, dims, *, shape):
+    if any(d is not None for d in dims):
+        raise NotImplementedError("rng_uniform: batched bounds are not supported (as JAX)")
+    return rng_uniform_p.bind(*vals, shape=(axis_data.size,) + tuple(shape)), 0
+
+
+batching.batch_rules[rng_uniform_p] = _rng_uniform_batch
+
+
+def rng_uniform(a, b, shape):
+    """Stateful uniform values in ``[a, b)`` (XLA's Rng; implementation-defined bits)."""
+    _rng_uniform_abstract(core.get_aval(a), core.get_aval(b), shape=tuple(shape))
+    return rng_uniform_p.bind(a, b, shape=tuple(int(d) for d in shape))
+
+
+__all__ += ["rng_uniform"]

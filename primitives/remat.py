@@ -94,14 +94,14 @@ def _remat_partial_eval(trace, args, params):
     known value it needs, then does the tangent work."""
     policy = params["policy"] or _nothing_saveable
     unknown_in = [trace.is_unknown(a) for a in args]
-    known, unknown, out_unknown, res_avals, _ = jt.partial_eval_jaxpr(
+    known, unknown, out_unknown, res_avals, res_fwd = jt.partial_eval_jaxpr(
         params["jaxpr"], unknown_in, False, policy=policy)
     known_args = [a for a, u in zip(args, unknown_in) if not u]
     with core.set_current_trace(trace.parent):
         kvals = eval_jaxpr(known.jaxpr, known.consts, *known_args)
     nk = len(kvals) - len(res_avals)
     known_outs, res = kvals[:nk], kvals[nk:]
-    jt.note_residuals(res)
+    jt.note_residuals([r for r, f in zip(res, res_fwd) if f is None])  # not forwarded inputs
     atoms = [trace.to_atom(r) for r in res] + \
         [trace.to_atom(a) for a, u in zip(args, unknown_in) if u]
     tracers = trace.add_eqn(remat_p, atoms, list(unknown.out_avals),

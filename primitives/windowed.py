@@ -482,8 +482,10 @@ def _generic_jvp(prim):
         pair = staging.trace_to_closed_jaxpr(pair_comp, avals * 4, name=prim.name + "_jvp")
         txs = [ad.instantiate(t) for t in txs]
         zeros = [np.zeros((), core.get_aval(x).dtype) for x in xs]
+        # primal outputs from a primal-only reduction, so they stay known under linearize
+        primal_outs = prim.bind(*xs, *inits, jaxpr=jaxpr, **params)
         outs = prim.bind(*xs, *txs, *inits, *zeros, jaxpr=pair, **params)
-        return outs[:n], outs[n:]
+        return primal_outs, outs[n:]
     return rule
 
 

@@ -67,8 +67,8 @@ def _rng(data):
 def _conv_gen(data, name):
     from xform.lax import conv_dimension_numbers, padtype_to_pads
     rng = _rng(data)
-    dt = np.dtype(data.draw(st.sampled_from(["float32", "float16", "int32"]),
-                            label="dtype"))
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float64", "float16", "int32",
+                                             "complex64", "complex128"]), label="dtype"))
     lhs, rhs, kw = random_conv(rng)
     dn = conv_dimension_numbers(lhs.shape, rhs.shape, kw["dimension_numbers"])
     pads = kw["padding"]
@@ -79,6 +79,9 @@ def _conv_gen(data, name):
                                kw["window_strides"], pads)
     if dt.kind == "i":
         lhs, rhs = np.round(lhs * 3), np.round(rhs * 3)
+    if dt.kind == "c":   # lowered as three real convolutions (Gauss's trick)
+        lhs = lhs + 1j * rng.standard_normal(lhs.shape)
+        rhs = rhs + 1j * rng.standard_normal(rhs.shape)
     params = dict(window_strides=tuple(kw["window_strides"]), padding=tuple(map(tuple, pads)),
                   lhs_dilation=tuple(kw["lhs_dilation"]), rhs_dilation=tuple(kw["rhs_dilation"]),
                   dimension_numbers=dn, feature_group_count=kw["feature_group_count"],
@@ -241,3 +244,40 @@ def _fft_gen(data, name):
 
 
 SPECS["fft"] = (_fft_gen, False, 64)
+
+
+# ----------------------------------------------------------------- lax misc
+
+
+def _clz_gen(data, name):
+    rng = _rng(data)
+    dt = np.dtype(data.draw(st.sampled_from(["int8", "int16", "int32", "uint8", "uint32",
+                                             "int64", "uint64"]), label="dtype"))
+    info = np.iinfo(dt)
+    shp = tuple(int(rng.integers(1, 5)) for _ in range(int(rng.integers(0, 3))))
+    x = rng.integers(info.min, info.max, size=shp, dtype=dt, endpoint=True)
+    x = np.where(rng.random(shp) < 0.2, 0, x).astype(dt)
+    return {}, [x]
+
+
+def _rp_gen(data, name):
+    rng = _rng(data)
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float16"]), label="dtype"))
+    e = data.draw(st.integers(1, 8 if dt == np.float32 else 5), label="exponent_bits")
+    m = data.draw(st.integers(0, 23 if dt == np.float32 else 10), label="mantissa_bits")
+    shp = (int(rng.integers(1, 30)),)
+    x = rng.standard_normal(shp) * 10.0 ** rng.integers(-6, 6, shp)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0])
+    x = np.where(rng.random(shp) < 0.2, specials[rng.integers(0, 6, shp)], x)
+    return {"exponent_bits": e, "mantissa_bits": m}, [x.astype(dt)]
+
+
+def _ob_gen(data, name):
+    rng = _rng(data)
+    return {}, [rng.standard_normal((2, 3)).astype(np.float32),
+                rng.integers(0, 5, (4,)).astype(np.int32)]
+
+
+SPECS["clz"] = (_clz_gen, True, 1)
+SPECS["reduce_precision"] = (_rp_gen, True, 1)
+SPECS["optimization_barrier"] = (_ob_gen, True, 1)

@@ -103,7 +103,8 @@ def register_linalg_specs(spec):
     def _eig(data, name):
         dt, batch, n, _, rng = _draw(data)
         return {"compute_left_eigenvectors": data.draw(st.booleans()),
-                "compute_right_eigenvectors": data.draw(st.booleans())}, \
+                "compute_right_eigenvectors": data.draw(st.booleans()),
+                "enable_eigvec_derivs": False}, \
             [_mat(rng, batch + (n, n), dt)]
 
     @spec("schur", tol=256)
@@ -130,3 +131,25 @@ def register_linalg_specs(spec):
         dl[..., 0] = 0
         du[..., -1] = 0
         return {"perturb_singular": False}, [dl, d, du, _mat(rng, batch + (n, m), dt)]
+
+    @spec("custom_linear_solve", tol=64)
+    def _cls(data, name):
+        from interpreters import staging
+        from interpreters.core import Array, ShapedArray
+        import xform.numpy as xnp
+        from xform.lax import custom_linear_solve
+        dt = data.draw(st.sampled_from([np.dtype(np.float32), np.dtype(np.complex64)]))
+        n, k = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 3))
+        rng = _rng(data)
+        a = Array(_mat(rng, (n, n), dt) + (2 * n * np.eye(n)).astype(dt))
+
+        def f(b):
+            return [custom_linear_solve(lambda x: xnp.matmul(a, x), b,
+                                        solve=lambda _, y: xnp.linalg.solve(a, y),
+                                        transpose_solve=lambda _, y: xnp.linalg.solve(a.T, y))]
+        jaxpr, consts = staging.trace_to_jaxpr(f, [ShapedArray((n, k), dt)])
+        eqn, = [e for e in jaxpr.eqns if e.primitive.name == "custom_linear_solve"]
+        env = dict(zip(jaxpr.constvars, consts))
+        args = [np.asarray(env[v]._value if hasattr(env[v], "_value") else env[v])
+                if v in env else None for v in eqn.invars[:-1]]
+        return dict(eqn.params), args + [_mat(rng, (n, k), dt)]

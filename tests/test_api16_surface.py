@@ -29,10 +29,8 @@ DOCUMENTED_EXCEPTIONS = {
     "make_array_from_single_device_arrays": "sharding",
     "remove_size_one_mesh_axis_from_type": "sharding", "auto_pcast": "sharding",
     "thread_guard": "multi-process",
-    # export / DLPack: issue 15
-    "export": "export", "dlpack": "dlpack",
-    # PRNG and its configuration: xform.random's issue
-    "random": "random", "default_prng_impl": "random", "enable_custom_prng": "random",
+    # PRNG configuration flags: left to xform.random's issue
+    "default_prng_impl": "random", "enable_custom_prng": "random",
     "legacy_prng_key": "random", "threefry_partitionable": "random",
     "debug_key_reuse": "random",
     # mutable array references: a feature no issue asks for
@@ -47,9 +45,7 @@ DOCUMENTED_EXCEPTIONS = {
     # configuration flags for features xform does not have
     "allow_f16_reductions": "flag", "array_garbage_collection_guard": "flag",
     "jax2tf_associative_scan_reductions": "flag", "softmax_custom_jvp": "flag",
-    "no_execution": "flag", "no_tracing": "flag", "make_user_context": "flag",
-    # AD convenience not yet written (see the report)
-    "fwd_and_bwd": "todo",
+    "no_execution": "flag", "make_user_context": "flag",
 }
 
 
@@ -221,8 +217,45 @@ def test_custom_vmap_matches_jax():
     xo, xt = xform.jvp(xf, (0.3, 2.0), (1.0, 0.5))
     jo, jt = jax.jvp(jf, (0.3, 2.0), (1.0, 0.5))
     np.testing.assert_allclose([xo, xt], [jo, jt], rtol=1e-6)
+    # vmap of jvp: JAX's semantics (the rule is differentiated, extra batching mapped)
+    t1, t0 = np.float32(1.0), np.float32(0.5)
+    for in_axes in ((0, None), (0, 0)):
+        y = x if in_axes[1] == 0 else np.float32(2.0)
+        got = xform.vmap(lambda a, b: xform.jvp(xf, (a, b), (t1, t0)), in_axes)(x, y)
+        want = jax.vmap(lambda a, b: jax.jvp(jf, (a, b), (t1, t0)), in_axes)(x, y)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    got = xform.jit(xform.vmap(lambda a, t: xform.jvp(xf, (a, 2.0), (t, 0.0))))(x, x)
+    want = jax.vmap(lambda a, t: jax.jvp(jf, (a, 2.0), (t, 0.0)))(x, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
     # reverse mode (JAX's custom_vmap has none): d/dx sin(x) y = cos(x) y
     np.testing.assert_allclose(xform.grad(xf)(0.3, 2.0), np.cos(0.3) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(xform.jit(xform.vmap(xform.grad(xf), (0, None)))(x, 2.0),
+                               np.cos(x) * 2.0, rtol=1e-6)
+
+
+def test_custom_vmap_integer_args_and_closures():
+    from xform.custom_batching import custom_vmap
+    w = xnp.asarray(3.0)
+
+    @custom_vmap
+    def f(x, n):
+        return x * n * w
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x, n):
+        return x * n * w, in_batched[0] or in_batched[1]
+    x = np.arange(3.0, dtype=np.float32)
+    np.testing.assert_allclose(xform.vmap(xform.grad(f), (0, None))(x, 2), np.full(3, 6.0))
+
+    def g(w_):            # closes over a differentiated value
+        h = custom_vmap(lambda x: x * w_)
+        h.def_vmap(lambda n, b, x: (x * w_, b[0]))
+        return h(2.0)
+    np.testing.assert_allclose(xform.grad(g)(3.0), 2.0)
+    with pytest.raises(ValueError, match="closes over a value batched"):
+        xform.vmap(xform.grad(g))(xnp.ones(3))
+    o, t = xform.jvp(f, (1.5, 2), (1.0, np.zeros((), xform.float0)))
+    assert float(o) == 9.0 and float(t) == 6.0
 
 
 def test_custom_vmap_errors_and_sequential():
@@ -299,6 +332,11 @@ def test_dtypes_module():
     assert xd.iinfo("int8").max == jd.iinfo("int8").max
     with pytest.raises(ValueError):
         xd.itemsize_bits(None)
+    # typed PRNG keys are extended dtypes of kind prng_key
+    xk, jk = xform.random.key(0).dtype, jax.random.key(0).dtype
+    for xa, ja in ((xd.prng_key, jd.prng_key), (xd.extended, jd.extended),
+                   (np.floating, np.floating), (np.integer, np.integer)):
+        assert xd.issubdtype(xk, xa) == jd.issubdtype(jk, ja)
 
 
 def test_errors_typing_stages_modules():
@@ -457,3 +495,64 @@ def test_custom_derivatives_and_version_modules():
     from xform.experimental import enable_x64
     with enable_x64():
         assert xnp.ones(1, dtype=float).dtype == np.float64
+
+
+def test_fwd_and_bwd_matches_jax_and_compiles_once():
+    x = np.ones((4, 4), np.float32)
+    W = np.arange(16.0, dtype=np.float32).reshape(4, 4) / 10
+    ct = np.arange(4.0, dtype=np.float32)
+    fx = lambda x, W: xnp.tanh(x @ W).sum(0)        # noqa: E731
+    fj = lambda x, W: jnp.tanh(x @ W).sum(0)        # noqa: E731
+    xf, xb = xform.fwd_and_bwd(fx, argnums=(0, 1))
+    jf, jb = jax.fwd_and_bwd(fj, argnums=(0, 1))
+    for _ in range(3):
+        y, res = xf(x, W)
+        got = xb(res, ct)
+    assert xb._cache_size() == 1
+    jy, jres = jf(x, W)
+    want = jb(jres, ct)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(jy), rtol=1e-6)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+    f2, b2 = xform.fwd_and_bwd(lambda x, W: (fx(x, W), {"n": 3}), argnums=1, has_aux=True,
+                               jitted=False)
+    y, res, aux = f2(x, W)
+    assert aux == {"n": 3} and b2(res, ct).shape == (4, 4)
+    with pytest.raises(TypeError):
+        xform.fwd_and_bwd(fx, argnums=5)(x, W)
+
+
+def test_transfer_guard_device_to_device_two_cpu_devices():
+    import subprocess
+    import sys
+    code = """
+import xform, xform.numpy as xnp
+d0, d1 = xform.devices()[:2]
+y = xform.device_put(xnp.ones(2), d0)
+with xform.transfer_guard_device_to_device('disallow_explicit'):
+    try:
+        xform.device_put(y, d1)
+    except RuntimeError as e:
+        assert 'device-to-device' in str(e)
+    else:
+        raise SystemExit('no error')
+with xform.transfer_guard_device_to_device('disallow'):   # explicit copies are allowed
+    assert xform.device_put(y, d1).devices() == {d1}
+print('ok')
+"""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_no_tracing_matches_jax():
+    for mod, np_mod in ((jax, jnp), (xform, xnp)):
+        f = mod.jit(lambda x: x * 2)
+        f(1.0)
+        with mod.no_tracing(True):
+            assert float(f(2.0)) == 4.0                  # cache hit: fine
+            with pytest.raises(RuntimeError, match="no_tracing"):
+                f(np_mod.ones(3))                        # new shape: retrace refused
+        assert f(np_mod.ones(3)).shape == (3,)

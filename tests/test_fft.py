@@ -172,3 +172,10 @@ def test_batching_matches_loop_and_jax_vmap(seed, typ):
     check_batch(f, [xb], [d], size, rtol=1e-5)
     _close(xform.vmap(f, in_axes=d)(xb), jax.vmap(lambda v: jax.lax.fft(v, typ, lengths),
                                                   in_axes=d)(xb))
+
+
+def test_every_jax_numpy_fft_name_exists():
+    public = {n for n in dir(jnp.fft) if not n.startswith("_")}
+    missing = {n for n in public if callable(getattr(jnp.fft, n))} - set(dir(xnp.fft))
+    assert not missing, sorted(missing)
+    assert len(xnp.fft.__all__) == 18

@@ -62,3 +62,38 @@ def test_debug_nans_with_python_and_numpy_arguments(arg):
             xform.jit(lambda x: x / 0.0)(arg)
     finally:
         xform.config.update("jax_debug_nans", False)
+
+
+@pytest.mark.parametrize("lib", ["xform", "jax"])
+def test_shape_dtype_struct_parity(lib):
+    """The same script runs on both libraries with the same observable results."""
+    m = xform if lib == "xform" else jax
+    np_mod = xnp if lib == "xform" else jnp
+    s = m.ShapeDtypeStruct((2, 3), np.float32)
+    assert (s.shape, s.dtype, s.ndim, s.size, len(s), s.weak_type) == \
+        ((2, 3), np.dtype(np.float32), 2, 6, 2, False)
+    assert repr(s) == "ShapeDtypeStruct(shape=(2, 3), dtype=float32)"
+    w = s.update(shape=(4,), weak_type=True)
+    assert repr(w) == "ShapeDtypeStruct(shape=(4,), dtype=float32, weak_type=True)"
+    assert s == m.ShapeDtypeStruct((2, 3), "float32") and s != w
+    assert hash(s) == hash(m.ShapeDtypeStruct((2, 3), "float32"))
+    with pytest.raises(RuntimeError):
+        s.shape = (5,)
+    like = m.ShapeDtypeStruct.like(np_mod.ones((3,), np_mod.int32))
+    assert (like.shape, like.dtype) == ((3,), np.dtype(np.int32))
+    with pytest.raises(ValueError):
+        m.ShapeDtypeStruct((2,), None)
+    with pytest.raises(TypeError):
+        m.ShapeDtypeStruct((2,), "not-a-dtype")
+    with pytest.raises(TypeError):
+        len(m.ShapeDtypeStruct((), "float32"))
+    out = m.eval_shape(lambda x: x.sum(0), s)
+    assert (out.shape, out.dtype) == ((3,), np.dtype(np.float32))
+
+
+def test_conj_of_complex_matches_jax():
+    z = np.array([1 + 2j, -3.5 - 0.5j], np.complex64)
+    for f in (lambda m: m.conj(z), lambda m: m.conjugate(z * 2), lambda m: m.conj(1.5)):
+        got, want = f(xnp), f(jnp)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -167,6 +167,8 @@ def test_uniform_normal_float64():
 # ----------------------------------------------------------------- samplers
 
 P3 = np.array([0.1, 0.2, 0.3, 0.4])
+COV = np.array([[2., 0.3, 0.1], [0.3, 1., 0.2], [0.1, 0.2, 0.5]], np.float32)
+MEAN = np.array([1., -1., 0.], np.float32)
 SAMPLERS = {
     "uniform_bcast": lambda r, k: r.uniform(k, (2, 3), minval=np.array([0., 1., 2.]), maxval=4.),
     "normal_c64": lambda r, k: r.normal(k, (3,), "complex64"),
@@ -193,6 +195,10 @@ SAMPLERS = {
     "logistic": lambda r, k: r.logistic(k, (4,)),
     "gumbel": lambda r, k: r.gumbel(k, (4,)),
     "gumbel_high": lambda r, k: r.gumbel(k, (4,), mode="high"),
+    "gumbel_highest": lambda r, k: r.gumbel(k, (2, 3), mode="highest"),
+    "categorical_high": lambda r, k: r.categorical(k, np.zeros((2, 3), np.float32), mode="high"),
+    "choice_p_norep_highest": lambda r, k: r.choice(k, 5, (2,), False, np.ones(5) / 5,
+                                                    mode="highest"),
     "categorical": lambda r, k: r.categorical(k, np.log(np.array([[.1, .2, .7], [.5, .25, .25]],
                                                                    np.float32))),
     "categorical_shape": lambda r, k: r.categorical(k, np.zeros((2, 3), np.float32), 0, (4, 3)),
@@ -220,10 +226,16 @@ SAMPLERS = {
     "poisson": lambda r, k: r.poisson(k, np.array([0.5, 3., 20., 0.]), (4,)),
     "binomial": lambda r, k: r.binomial(k, np.array([5., 50., 100.]), np.array([0.3, 0.5, 0.9])),
     "multinomial": lambda r, k: r.multinomial(k, 10., np.array([0.2, 0.3, 0.5])),
+    "mvn_cholesky": lambda r, k: r.multivariate_normal(k, MEAN, COV, (4,)),
+    "mvn_eigh": lambda r, k: r.multivariate_normal(k, MEAN, COV, (2,), method="eigh"),
+    "mvn_svd": lambda r, k: r.multivariate_normal(k, MEAN, COV, method="svd"),
+    "orthogonal": lambda r, k: r.orthogonal(k, 3),
+    "orthogonal_rect": lambda r, k: r.orthogonal(k, 4, (2,), m=2),
 }
 FAST_MODE_SAMPLERS = ["randint", "permutation_int", "choice_p"]
 FAST_SAMPLERS = ["uniform_bcast", "randint_i8_limits", "choice_norep", "truncated_normal",
-                 "bernoulli", "exponential", "categorical", "rademacher", "gamma_shape"]
+                 "bernoulli", "exponential", "categorical", "rademacher", "gamma_shape",
+                 "mvn_cholesky", "orthogonal"]
 
 
 @pytest.mark.parametrize("name", FAST_SAMPLERS)
@@ -275,11 +287,8 @@ def test_scalar_and_size_zero_shapes(name):
         assert_same(fn(jr, jr.key(3), shape), fn(xr, xr.key(3), shape), f"{name}{shape}")
 
 
-def test_maxwell_close_to_jax():
-    # maxwell's norm is fused with the normal draw differently by XLA for the two
-    # programs (JAX lowers threefry as a rolled loop on CPU): equal up to 1 ulp.
-    a, b = np.asarray(jr.maxwell(jr.key(11), (8,))), np.asarray(xr.maxwell(xr.key(11), (8,)))
-    np.testing.assert_allclose(a, b, rtol=3e-7)
+def test_maxwell_matches_jax():
+    assert_same(jr.maxwell(jr.key(11), (8,)), xr.maxwell(xr.key(11), (8,)), "maxwell")
 
 
 # ----------------------------------------------------------------- transformations
@@ -423,3 +432,119 @@ def test_mixing_typed_and_raw_keys_refused():
         jjnp.concatenate([jr.split(jr.key(0)), jr.split(jr.PRNGKey(0))])
     with pytest.raises((TypeError, ValueError)):
         xnp.concatenate([xr.split(xr.key(0)), xr.split(xr.PRNGKey(0))])
+
+
+# ----------------------------------------------------------------- lax.rng_bit_generator / rng_uniform
+
+
+@settings(max_examples=6, deadline=None)
+@given(alg=st.sampled_from([0, 1, 2]), dt=st.sampled_from(["uint8", "uint16", "uint32"]),
+       shape=st.lists(st.integers(0, 5), max_size=3), seed=st.integers(0, 2**32 - 1))
+def test_rng_bit_generator_matches_jax(alg, dt, shape, seed):
+    from primitives.random import rng_bit_generator_reference
+    key = np.random.default_rng(seed).integers(0, 2**32, 4, dtype=np.uint64).astype(np.uint32)
+    shape = tuple(shape)
+    jk, jb = jax.lax.rng_bit_generator(key, shape, dt, jax.lax.RandomAlgorithm(alg))
+    rk, rb = rng_bit_generator_reference(key, shape=shape, dtype=np.dtype(dt), algorithm=alg)
+    xk, xb = xform.jit(lambda k: xform.lax.rng_bit_generator(k, shape, dt, alg))(key)
+    ek, eb = xform.lax.rng_bit_generator(key, shape, dt, alg)
+    for got in ((rk, rb), (xk, xb), (ek, eb)):
+        assert_same(jk, got[0], "rng_bit_generator key")
+        assert_same(jb, got[1], "rng_bit_generator bits")
+
+
+def test_rng_bit_generator_uint64_x64():
+    from primitives.random import rng_bit_generator_reference
+    key = np.array([1, 2**32 - 1, 7, 2**31], np.uint32)
+    with x64():
+        for alg in (1, 2):
+            jk, jb = jax.lax.rng_bit_generator(key, (3, 5), "uint64", jax.lax.RandomAlgorithm(alg))
+            rk, rb = rng_bit_generator_reference(key, shape=(3, 5), dtype=np.dtype("uint64"),
+                                                 algorithm=alg)
+            xk, xb = xform.jit(lambda k: xform.lax.rng_bit_generator(k, (3, 5), "uint64", alg))(key)
+            assert_same(jb, rb, "u64 reference")
+            assert_same(jb, xb, "u64 xla")
+            assert_same(jk, xk, "u64 key")
+
+
+def test_rng_uniform_range_shape_dtype():
+    for lo, hi in ((np.float32(2.0), np.float32(3.0)), (np.int32(-5), np.int32(5))):
+        for f in (lambda: xform.lax.rng_uniform(lo, hi, (500,)),
+                  xform.jit(lambda: xform.lax.rng_uniform(lo, hi, (500,)))):
+            x = np.asarray(f())
+            assert x.shape == (500,) and x.dtype == lo.dtype
+            assert x.min() >= lo and x.max() < hi
+            assert len(np.unique(x)) > 5
+    with pytest.raises(ValueError):
+        xform.lax.rng_uniform(np.float32(0), np.int32(1), (2,))
+
+
+# ----------------------------------------------------------------- typed keys: more of the surface
+
+
+def test_typed_key_equality_dtype_queries_and_printing():
+    ks, jks = xr.split(xr.key(0), 3), jr.split(jr.key(0), 3)
+    np.testing.assert_array_equal(np.asarray(ks == ks[1]), np.asarray(jks == jks[1]))
+    np.testing.assert_array_equal(np.asarray(ks != ks[0]), np.asarray(jks != jks[0]))
+    assert bool(xr.key(5) == xr.key(5)) and not bool(xr.key(5) != xr.key(5))
+    from xform import dtypes as xdt
+    assert xnp.issubdtype(ks.dtype, xdt.prng_key) and xnp.issubdtype(ks.dtype, xdt.extended)
+    assert not xnp.issubdtype(ks.dtype, np.integer)
+    assert not xnp.issubdtype(np.float32, xdt.prng_key)
+    assert str(xr.key(3)) == str(jr.key(3))
+    assert_same(jax.device_put(jr.key(2)), xform.device_put(xr.key(2)), "device_put")
+    import pickle
+    assert_same(jks, pickle.loads(pickle.dumps(ks)), "pickle")
+    with pytest.raises(TypeError):
+        xr.key(0) + 1
+    with pytest.raises(TypeError):
+        xr.key(0).astype(np.uint32)
+    with pytest.raises(TypeError):
+        xr.key(0) == xr.PRNGKey(0)
+
+
+def test_typed_keys_through_grad_fori_and_scan_xs():
+    def g(L, R):
+        return L.grad(lambda x, k: L.jit(lambda x, k: (x * R.normal(k, (3,))).sum())(x, k))(
+            1.0, R.key(1))
+    np.testing.assert_array_equal(np.asarray(g(xform, xr)), np.asarray(g(jax, jr)))
+    assert_same(jax.lax.fori_loop(0, 3, lambda i, k: jr.fold_in(k, i), jr.key(5)),
+                xform.lax.fori_loop(0, 3, lambda i, k: xr.fold_in(k, i), xr.key(5)), "fori")
+
+    def sc(L, R):
+        return L.lax.scan(lambda c, k: (c + R.uniform(k), R.normal(k)), 0.0,
+                          R.split(R.key(2), 4))
+    (jc, jy), (xc, xy) = sc(jax, jr), sc(xform, xr)
+    assert_same(jc, xc, "scan carry")
+    assert_same(jy, xy, "scan ys")
+    assert_same(jax.vmap(lambda i: jr.fold_in(jr.key(0), i))(jjnp.arange(3)),
+                xform.vmap(lambda i: xr.fold_in(xr.key(0), i))(xnp.arange(3)), "vmap keys out")
+
+
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), shape=st.lists(st.integers(0, 4), max_size=2),
+       lo=st.integers(-50, 50), width=st.integers(1, 100), p=st.integers(1, 99),
+       lohi=st.tuples(st.integers(-100, 100), st.integers(1, 50)))
+def test_sampler_parameters_property(seed, shape, lo, width, p, lohi):
+    shape = tuple(shape)
+    lo, width, p = lo / 10, width / 10, p / 100
+    jk, xk = jr.key(seed), xr.key(seed)
+    lo32, hi32 = np.float32(lo), np.float32(lo + width)
+    assert_same(jr.uniform(jk, shape, minval=lo32, maxval=hi32),
+                xr.uniform(xk, shape, minval=lo32, maxval=hi32), "uniform params")
+    assert_same(jr.bernoulli(jk, np.float32(p), shape), xr.bernoulli(xk, np.float32(p), shape),
+                "bernoulli p")
+    a, span = lohi
+    assert_same(jr.randint(jk, shape, a, a + span), xr.randint(xk, shape, a, a + span), "randint")
+    assert_same(jr.truncated_normal(jk, lo32, hi32, shape),
+                xr.truncated_normal(xk, lo32, hi32, shape), "truncated_normal")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_sampler_under_jit_and_vmap_of_split_keys(name):
+    fn = SAMPLERS[name]
+    assert_same(jax.jit(lambda k: fn(jr, k))(jr.key(8)),
+                xform.jit(lambda k: fn(xr, k))(xr.key(8)), f"jit {name}")
+    assert_same(jax.vmap(lambda k: fn(jr, k))(jr.split(jr.key(9), 3)),
+                xform.vmap(lambda k: fn(xr, k))(xr.split(xr.key(9), 3)), f"vmap {name}")

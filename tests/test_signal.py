@@ -85,3 +85,21 @@ def test_scipy_signal_errors():
         xsig.convolve(x, np.ones((5, 4)))
     with pytest.raises(ValueError):
         xsig.convolve(x, x, method="magic")
+
+
+@examples(8)
+@given(rank=st.integers(1, 3), mode=st.sampled_from(["full", "same", "valid"]),
+       cplx=st.booleans(), use_axes=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_fftconvolve_and_method_fft(rank, mode, cplx, use_axes, seed):
+    rng = np.random.default_rng(seed)
+    big = tuple(int(rng.integers(2, 7)) for _ in range(rank))
+    small = tuple(int(rng.integers(1, b + 1)) for b in big)
+    x, y = _arr(rng, big, "complex" if cplx else "float"), _arr(rng, small, "float")
+    axes = None
+    if use_axes:
+        axes = (rank - 1,)
+        y = _arr(rng, big[:-1] + small[-1:], "float")
+    _close(xsig.fftconvolve(x, y, mode, axes), jsig.fftconvolve(x, y, mode, axes), 1e-4)
+    if axes is None:
+        _close(xsig.convolve(x, y, mode, method="fft"), jsig.convolve(x, y, mode, method="fft"),
+               1e-4)

@@ -33,10 +33,21 @@ NO_LOWERING_ALLOWED = {
 }
 # Effects: lowered (jaxlib's python-callback custom call) but they compute no value to
 # compare; tested in test_jit.py.
-EFFECTS = {"debug_callback"}
+EFFECTS = {"debug_callback", "pure_callback", "io_callback",   # + tests/test_callbacks.py
+           "rng_uniform"}   # rng_uniform: stateful, bits unspecified (test_random.py)
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
-                "checkpoint", "remat", "cond", "while", "scan"}
+                "checkpoint", "remat", "cond", "while", "scan",
+                "call_exported",   # inlines a serialized module; tested in test_export.py
+                "custom_vmap_call"}
+# Typed-key boundary primitives (uint32[..., 2] <-> key<fry>): no arithmetic to compare;
+# their lowering is the identity on the physical words, checked bit for bit against JAX
+# eager, under jit and vmap in tests/test_random.py.
+HIGHER_ORDER |= {"random_wrap", "random_unwrap", "random_clone"}
+# h-shard14: collectives and shard_map lower only inside partitioned programs (many
+# devices); they are checked against JAX on 8 devices in tests/test_sharding.py.
+HIGHER_ORDER = HIGHER_ORDER | {"psum", "pmax", "pmin", "all_gather", "reduce_scatter",
+                               "axis_index", "ppermute", "all_to_all", "shard_map"}
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -508,6 +519,10 @@ register_linalg_specs(spec)
 # convolution / windowed reductions / FFT: specs in their own module (h-conv12)
 from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
 SPECS.update(_CONV_FFT_SPECS)
+# host callbacks with results (h-api16); custom_vmap_call lowers its sub-program
+from _callback_specs import register_callback_specs  # noqa: E402
+register_callback_specs(spec, shapes, _rng, values, F)
+HIGHER_ORDER.add("custom_vmap_call")
 # special functions (primitives/special.py): references are scipy.special in float64
 def _special_args(kinds, ints=()):
     def gen(data, name):
@@ -535,6 +550,19 @@ _register("bessel_i0e bessel_i1e", unary(F, "normal"), False, 2)
 # the continued fraction's float64 error vs scipy: up to ~100 ulps measured
 _register("regularized_incomplete_beta", _special_args(("pos_wide", "pos_wide", "unit01")),
           False, 64)
+
+
+
+
+def _sharding_constraint_spec(data, name):   # h-shard14: identity on one device
+    import xform.sharding as xs
+    mesh = xs.make_mesh((1,), ("d",))
+    dt = data.draw(st.sampled_from(F + SI), label="dtype")
+    x = values(_rng(data), data.draw(shapes()), dt, "normal")
+    return {"sharding": xs.NamedSharding(mesh, xs.PartitionSpec())}, [x]
+
+
+_register("sharding_constraint", _sharding_constraint_spec, True)
 
 
 # ----------------------------------------------------------------- the checks
@@ -696,3 +724,26 @@ def _threefry2x32(data, name):
         return rng.integers(lo, 2**32, s, dtype=np.uint64).astype(np.uint32)
     key_shape = () if data.draw(st.booleans(), label="scalar_key") else shape
     return {}, [words(key_shape), words(key_shape), words(shape), words(shape)]
+
+
+# typed PRNG keys: the casts between key arrays and their uint32[..., 2] words
+@spec("random_wrap random_unwrap random_clone", exact=True)
+def _key_casts(data, name):
+    from primitives.prng import to_struct
+    rng = _rng(data)
+    shape = data.draw(shapes(min_rank=0, max_rank=2, min_side=0))
+    words = rng.integers(0, 2**32, shape + (2,), dtype=np.uint64).astype(np.uint32)
+    if name == "random_wrap":
+        return {"impl": "threefry2x32"}, [words]
+    return {}, [to_struct(words)]
+
+
+@spec("rng_bit_generator", exact=True)
+def _rng_bit_generator(data, name):
+    from primitives.random import RandomAlgorithm
+    rng = _rng(data)
+    shape = data.draw(shapes(min_rank=0, max_rank=3, min_side=0, max_side=5))
+    dt = data.draw(st.sampled_from([np.uint8, np.uint16, np.uint32]), label="dtype")
+    alg = data.draw(st.sampled_from(list(RandomAlgorithm)), label="algorithm")
+    key = rng.integers(0, 2**32, 4, dtype=np.uint64).astype(np.uint32)
+    return {"shape": shape, "dtype": np.dtype(dt), "algorithm": alg}, [key]

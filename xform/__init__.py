@@ -18,7 +18,8 @@ __version__ = "0.1.0"
 # Public modules; each defines ``__all__`` with what it contributes to the top level.
 _API_MODULES = ("xform._operators", "xform._ad_api", "xform._custom_derivatives",
                 "xform._checkpoint", "xform._vmap", "xform._jit", "xform._devices",
-                "xform._api_extras", "xform._callbacks")
+                "xform._api_extras", "xform._callbacks",
+                "xform._sharding_api", "xform._pmap")
 
 for _m in _API_MODULES:
     try:
@@ -35,7 +36,14 @@ from xform import lax, numpy  # noqa: E402,F401
 for _sub in ("tree_util", "nn", "scipy", "random", "debug", "ad_checkpoint", "testing", "profile", "dtypes",
              "tree", "flatten_util", "test_util", "custom_batching", "experimental", "errors",
              "typing", "stages", "monitoring", "profiler", "version", "example_libraries",
-             "mixed_precision", "compat", "custom_derivatives", "ops"):
+             "mixed_precision", "compat", "custom_derivatives", "ops", "sharding", "distributed"):
+    try:
+        globals()[_sub] = _importlib.import_module(f"xform.{_sub}")
+    except ModuleNotFoundError as _e:
+        if _e.name != f"xform.{_sub}":
+            raise
+# xform.export, xform.checkpointing, xform.dlpack (pure Python at import; jaxlib on first use)
+for _sub in ("export", "checkpointing", "dlpack"):
     try:
         globals()[_sub] = _importlib.import_module(f"xform.{_sub}")
     except ModuleNotFoundError as _e:

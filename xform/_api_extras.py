@@ -42,7 +42,7 @@ __all__ = ["float0", "named_call", "named_scope", "ensure_compile_time_eval", "t
            "enable_checks", "transfer_guard", "transfer_guard_host_to_device",
            "transfer_guard_device_to_host", "transfer_guard_device_to_device",
            "effects_barrier", "copy_to_host_async", "process_count", "process_index",
-           "process_indices", "host_count", "host_id", "host_ids"]
+           "process_indices", "host_count", "host_id", "host_ids", "fwd_and_bwd", "no_tracing"]
 
 _log = logging.getLogger("xform")
 
@@ -298,15 +298,22 @@ _guards = _Guards()
 def _guard(kinds, level):
     if level not in _LEVELS:
         raise ValueError(f"transfer_guard: level must be one of {_LEVELS}, got {level!r}")
+    global _active_guards
     old = [getattr(_guards, k) for k in kinds]
     for k in kinds:
         setattr(_guards, k, level)
-    _install_guard_hooks()
+    with _hooks_lock:
+        _active_guards += 1
+        _install_guard_hooks()
     try:
         yield
     finally:
         for k, v in zip(kinds, old):
             setattr(_guards, k, v)
+        with _hooks_lock:
+            _active_guards -= 1
+            if _active_guards == 0:
+                _uninstall_guard_hooks()   # unguarded code pays nothing
 
 
 def transfer_guard(new_val: str):
@@ -345,16 +352,34 @@ def check_transfer(kind: str, explicit: bool, what: str):
     _log.warning(msg)
 
 
-_hooks_installed = False
+_active_guards = 0
+_hooks_lock = threading.RLock()
+_originals: dict = {}   # (owner, attribute) -> the unwrapped value, while hooks are in
+
+
+_MISSING = object()
+
+
+def _set(owner, name, value):
+    _originals.setdefault((owner, name), owner.__dict__.get(name, _MISSING)
+                          if isinstance(owner, type) else getattr(owner, name))
+    setattr(owner, name, value)
+
+
+def _uninstall_guard_hooks():
+    for (owner, name), orig in _originals.items():
+        if orig is _MISSING:      # was inherited: drop our override
+            delattr(owner, name)
+        else:
+            setattr(owner, name, orig)
+    _originals.clear()
 
 
 def _install_guard_hooks():
-    """Wrap the conversion methods of Array and the entry points that move data, once
-    (only when a guard is first used, so unguarded programs pay nothing)."""
-    global _hooks_installed
-    if _hooks_installed:
+    """Wrap the conversion methods of Array and the entry points that move data while
+    at least one transfer guard is active (removed again after the last one exits)."""
+    if _originals:
         return
-    _hooks_installed = True
     A = core.Array
 
     def guard_d2h(name):
@@ -367,7 +392,7 @@ def _install_guard_hooks():
                 check_transfer("device_to_host", False,
                                f"{name} of an array {self.aval.str_short()} on a device")
             return orig(self, *args, **kwargs)
-        setattr(A, name, method)
+        _set(A, name, method)
 
     for n in ("__array__", "__float__", "__int__", "__complex__", "__bool__", "__index__",
               "item", "tolist"):
@@ -379,9 +404,18 @@ def _install_guard_hooks():
     @functools.wraps(orig_put)
     def device_put(x, *args, **kwargs):
         from xform.tree_util import tree_leaves
+        leaves = tree_leaves(x)
         if _guards.host_to_device != "allow" and any(
-                not isinstance(l, core.ArrayOps) for l in tree_leaves(x)):
+                not isinstance(l, core.ArrayOps) for l in leaves):
             check_transfer("host_to_device", True, "device_put of host values")
+        target = args[0] if args else kwargs.get("device")
+        if _guards.device_to_device != "allow" and target is not None and \
+                "lowering.runtime" in sys.modules:
+            get_device = sys.modules["lowering.runtime"].get_device
+            if any(type(l) is core.Array and l._buf is not None and
+                   get_device(l) != target for l in leaves):
+                check_transfer("device_to_device", True,
+                               f"device_put of device arrays to {target}")
         return orig_put(x, *args, **kwargs)
 
     @functools.wraps(orig_get)
@@ -395,8 +429,9 @@ def _install_guard_hooks():
             return orig_get(x)
 
     import xform
-    _devices.device_put = xform.device_put = device_put
-    _devices.device_get = xform.device_get = device_get
+    for owner in (_devices, xform):
+        _set(owner, "device_put", device_put)
+        _set(owner, "device_get", device_get)
 
     orig_call = _jit.JitWrapped.__call__
 
@@ -414,4 +449,146 @@ def _install_guard_hooks():
                                        f"argument {i} of {getattr(self, '__name__', 'jit')} "
                                        f"is a host value of type {type(l).__name__}")
         return orig_call(self, *args, **kwargs)
-    _jit.JitWrapped.__call__ = call
+    _set(_jit.JitWrapped, "__call__", call)
+
+
+# ----------------------------------------------------------------- fwd_and_bwd
+
+
+class _Residuals:
+    """What ``fwd_and_bwd``'s forward returns for the backward: the saved arrays are
+    the pytree's leaves, the linear program and structures its static part, so it can
+    be returned from and passed into jitted functions (the backward compiles once)."""
+
+    __slots__ = ("arrays", "static")
+
+    def __init__(self, arrays, static):
+        self.arrays, self.static = list(arrays), static
+
+
+class _Static:
+    __slots__ = ("lin_jaxpr", "in_avals", "out_avals", "in_mask", "out_mask", "in_tree",
+                 "out_tree", "vjp_out_avals")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+    def _key(self):
+        return (id(self.lin_jaxpr), self.in_tree, self.out_tree)
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+def _register_residuals():
+    from xform.tree_util import register_pytree_node
+    register_pytree_node(_Residuals, lambda r: (r.arrays, r.static),
+                         lambda static, arrays: _Residuals(arrays, static))
+
+
+_register_residuals()
+
+
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """``(fwd, bwd)``: ``fwd(*args) -> (fun(*args), residuals[, aux])`` and
+    ``bwd(residuals, cotangent) -> cotangents of the ``argnums`` arguments``, like
+    ``vjp`` split in two so that each half can be jitted once and reused."""
+    from interpreters import ad
+    from xform import _ad_api
+    from xform._jit import jit
+    if not callable(fun):
+        raise TypeError(f"fwd_and_bwd: expected a callable, got {fun!r}")
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not all(isinstance(i, int) for i in nums):
+        raise TypeError(f"fwd_and_bwd: argnums must be an int or a sequence of ints, got "
+                        f"{argnums!r}")
+
+    def fwd(*args):
+        n = len(args)
+        for i in nums:
+            if not -n <= i < n:
+                raise TypeError(f"fwd_and_bwd: argnums {argnums} out of range for "
+                                f"{n} positional arguments")
+        idx = [i % n for i in nums]
+
+        def partial(*dyn):
+            full = list(args)
+            for i, v in zip(idx, dyn):
+                full[i] = v
+            return fun(*full)
+        out = _ad_api.vjp(partial, *[args[i] for i in idx], has_aux=has_aux)
+        y, f_vjp = out[0], out[1]
+        lin = f_vjp._lin
+        res = _Residuals(lin.residuals, _Static(
+            lin_jaxpr=lin.jaxpr, in_avals=lin.in_avals, out_avals=lin.out_avals,
+            in_mask=lin.in_mask, out_mask=lin.out_mask, in_tree=f_vjp._in_tree,
+            out_tree=f_vjp._out_tree, vjp_out_avals=f_vjp._out_avals))
+        return (y, res, out[2]) if has_aux else (y, res)
+
+    def bwd(residuals, cotangent):
+        if not isinstance(residuals, _Residuals):
+            raise TypeError("fwd_and_bwd: bwd's first argument must be the residuals "
+                            "returned by fwd")
+        s = residuals.static
+        lin = ad.LinearFunction(s.lin_jaxpr, list(residuals.arrays), s.in_avals,
+                                s.out_avals, s.in_mask, s.out_mask)
+        cts = _ad_api.VJPFunction(lin, s.in_tree, s.out_tree, s.vjp_out_avals)(cotangent)
+        return cts[0] if single else cts
+
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
+
+
+# ----------------------------------------------------------------- no_tracing
+
+
+class _NoTracing(threading.local):
+    def __init__(self):
+        self.depth = 0
+
+
+_no_tracing_state = _NoTracing()
+_no_tracing_users = 0
+
+
+@contextlib.contextmanager
+def no_tracing(new_val: bool = True):
+    """Inside this context (with ``True``), a ``jit`` cache miss -- tracing the function
+    again -- raises RuntimeError instead (to catch unexpected retracing)."""
+    global _no_tracing_users
+    from xform import _jit
+    if not new_val:
+        old, _no_tracing_state.depth = _no_tracing_state.depth, 0
+        try:
+            yield
+        finally:
+            _no_tracing_state.depth = old
+        return
+    with _hooks_lock:
+        if _no_tracing_users == 0:
+            orig = _jit.JitWrapped._trace
+
+            @functools.wraps(orig)
+            def _trace(self, *args, **kwargs):
+                if _no_tracing_state.depth:
+                    raise RuntimeError(f"re-tracing function {getattr(self, '__name__', 'fun')}"
+                                       " for `jit`, but 'no_tracing' is set")
+                return orig(self, *args, **kwargs)
+            _trace._xform_orig = orig
+            _jit.JitWrapped._trace = _trace
+        _no_tracing_users += 1
+    _no_tracing_state.depth += 1
+    try:
+        yield
+    finally:
+        _no_tracing_state.depth -= 1
+        with _hooks_lock:
+            _no_tracing_users -= 1
+            if _no_tracing_users == 0:
+                _jit.JitWrapped._trace = _jit.JitWrapped._trace._xform_orig

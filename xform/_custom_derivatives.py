@@ -14,7 +14,7 @@ import inspect
 
 import numpy as np
 
-from interpreters import ad, core
+from interpreters import ad, core, ir
 from interpreters.ad import Zero, float0
 from primitives.custom import custom_jvp_call_p, custom_vjp_call_p, trace_flat
 from xform._ad_api import _as_value_in, _zeros, as_value
@@ -185,9 +185,17 @@ class custom_jvp:
             out = rule(*nondiff, tuple(ps), tuple(tree_unflatten(in_tree, ts)))
             return _check_jvp_out(name, out, out_tree, out_avals)
 
+        _name_for_printing(closed, name, jvp_flat=(jvp_flat, rule))
         outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=jvp_flat,
                                       num_consts=len(consts), symbolic_zeros=symbolic)
         return tree_unflatten(out_tree, outs)
+
+
+def _name_for_printing(closed, name, **wrappers):
+    """Printed jaxprs name the primal function and the user's rules (as JAX's do)."""
+    closed.jaxpr.debug_info = ir.DebugInfo(name)
+    for wrapper, user in wrappers.values():
+        wrapper.__name__ = getattr(user, "__name__", wrapper.__name__)
 
 
 def _is_zero_leaf(x):
@@ -304,6 +312,7 @@ class custom_vjp:
             out = bwd(*nondiff, r, tree_unflatten(out_tree, cs))
             return _check_bwd_out(name, out, dyn, in_tree, in_avals)
 
+        _name_for_printing(closed, name, fwd_flat=(fwd_flat, fwd), bwd_flat=(bwd_flat, bwd))
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=fwd_flat,
                                       bwd=bwd_flat, num_consts=len(consts),
                                       symbolic_zeros=symbolic)

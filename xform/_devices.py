@@ -51,6 +51,12 @@ def _put_leaf(x, device):
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Place every leaf of the pytree ``x`` on ``device`` (default device if None)."""
+    from xform import sharding as _S
+    if isinstance(device, _S.Sharding) or (
+            isinstance(device, (list, tuple, dict)) and any(
+                isinstance(d, _S.Sharding) for d in _leaves_of_shardings(device))):
+        from xform._sharding_api import device_put_sharded_tree
+        return device_put_sharded_tree(x, device)
     if isinstance(device, (list, tuple)):
         raise TypeError("device_put: pass one device (multi-device shardings are not "
                         "supported); use device_put_replicated-style loops instead.")
@@ -82,6 +88,12 @@ def block_until_ready(x):
         elif hasattr(leaf, "block_until_ready") and not isinstance(leaf, Tracer):
             leaf.block_until_ready()
     return x
+
+
+def _leaves_of_shardings(device):
+    from xform import sharding as _S
+    from xform.tree_util import tree_leaves
+    return tree_leaves(device, is_leaf=lambda s: isinstance(s, _S.Sharding))
 
 
 def _leaves(x):

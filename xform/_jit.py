@@ -24,6 +24,7 @@ import functools
 import inspect
 import itertools
 import logging
+import threading
 import weakref
 
 import numpy as np
@@ -42,6 +43,9 @@ __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
 _log = logging.getLogger("xform")
 _state = core._state
+_tracing: dict = {}               # (cache id, key) -> (thread id, Event) of a trace running
+_tracing_lock = threading.Lock()
+_compiling: dict = {}             # id(entry) -> Lock held while that entry compiles
 _CACHE_SIZE = 1024
 
 # ----------------------------------------------------------------- flags read on every call
@@ -77,25 +81,55 @@ def disable_jit(disable: bool = True):
 
 
 class ShapeDtypeStruct:
-    """An abstract array (shape, dtype, weak_type): arguments to ``eval_shape``,
-    ``jit(f).lower`` and ``make_jaxpr``, and what ``eval_shape`` returns."""
+    """An abstract array (shape, dtype, weak_type, sharding): arguments to ``eval_shape``,
+    ``jit(f).lower``, ``make_jaxpr``, ``pure_callback`` result specs, and what
+    ``eval_shape`` returns.  Immutable and hashable, like JAX's."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "is_ref")
 
-    def __init__(self, shape, dtype, *, weak_type=False, sharding=None):
+    def __init__(self, shape, dtype, *, sharding=None, weak_type=False, is_ref=False):
         try:
-            self.shape = tuple(int(d) for d in shape)
+            shape = tuple(d if getattr(type(d), "_is_symbolic_dim", False) else int(d)
+                          for d in shape)   # symbolic dims: xform.export
         except TypeError:
             raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of ints, got {shape!r}") \
                 from None
         if dtype is None:
-            raise ValueError("ShapeDtypeStruct: dtype must be specified")
-        self.dtype = np.dtype(dtype)
-        self.weak_type = bool(weak_type)
-        self.sharding = sharding
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+        from interpreters import dtypes as _dt
+        if not _dt.is_extended(dtype):        # typed PRNG key dtypes stay as they are
+            dtype = np.dtype(dtype)
+        for name, value in (("shape", shape), ("dtype", dtype), ("weak_type", bool(weak_type)),
+                            ("sharding", sharding), ("is_ref", bool(is_ref))):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable ShapeDtypeStruct "
+                           "objects; make a new one with .update(...)")
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The ShapeDtypeStruct of an array, tracer, or anything with shape and dtype."""
+        aval = getattr(x, "aval", None)
+        if aval is None and not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            aval = core.get_aval(x)
+        src = aval if aval is not None else x
+        return cls(src.shape, src.dtype, weak_type=bool(getattr(src, "weak_type", False)),
+                   sharding=getattr(x, "sharding", None) if not isinstance(x, Tracer) else None)
+
+    def update(self, **kwargs) -> "ShapeDtypeStruct":
+        """A copy with some of shape/dtype/weak_type/sharding/is_ref replaced."""
+        unknown = set(kwargs) - {"shape", "dtype", "weak_type", "sharding", "is_ref"}
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update() got unexpected keyword arguments "
+                            f"{sorted(unknown)}")
+        fields = {k: getattr(self, k) for k in ("shape", "dtype", "weak_type", "sharding",
+                                                "is_ref")}
+        fields.update(kwargs)
+        return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
 
     def __len__(self):
         if not self.shape:
@@ -104,14 +138,18 @@ class ShapeDtypeStruct:
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding and self.is_ref == other.is_ref)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self.is_ref))
 
     def __repr__(self):
+        name = getattr(self.dtype, "name", str(self.dtype))
+        sh = f", sharding={self.sharding}" if self.sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        ref = ", is_ref=True" if self.is_ref else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={name}{sh}{weak}{ref})"
 
 
 def _sds(aval):
@@ -434,7 +472,9 @@ class JitWrapped:
             self._set_mono(entry, args)
             try:
                 outs = entry.compiled(*entry.dev_consts, *args)
-            except TypeError:
+            except TypeError as e:
+                if type(e).__name__ == "ShardedArgument":
+                    return self._sharded(args, kwargs)
                 self._check_leaked(args)
                 raise
             if core._debug_checks_on:
@@ -456,7 +496,9 @@ class JitWrapped:
                 self._set_tree_mono(entry, treedef, leaves)
             try:
                 outs = entry.compiled(*entry.dev_consts, *leaves)
-            except TypeError:
+            except TypeError as e:
+                if type(e).__name__ == "ShardedArgument":
+                    return self._sharded(args, kwargs)
                 self._check_leaked(leaves)
                 raise
             if core._debug_checks_on:
@@ -550,12 +592,51 @@ class JitWrapped:
             raise ValueError(f"jit({self._name}): static arguments must be hashable and "
                              f"comparable: {e}") from None
         if entry is None:
-            entry = self._trace(key, args, kwargs, info)
+            entry = self._trace_once(key, args, kwargs, info)
         return entry, leaves
+
+    def _trace_once(self, key, args, kwargs, info):
+        """Trace on a cache miss -- once: a thread that finds the same function being
+        traced for the same key by another thread waits for that entry instead of
+        tracing (and compiling) it again.  A recursive trace on the same thread
+        proceeds (and fails as it would have)."""
+        me = threading.get_ident()
+        slot = (id(self._cache), key)
+        with _tracing_lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                return entry
+            owner = _tracing.get(slot)
+            if owner is None:
+                _tracing[slot] = (me, threading.Event())
+        if owner is not None:
+            if owner[0] == me:
+                return self._trace(key, args, kwargs, info)
+            owner[1].wait()
+            entry = self._cache.get(key)
+            return entry if entry is not None else self._trace_once(key, args, kwargs, info)
+        try:
+            return self._trace(key, args, kwargs, info)
+        finally:   # also on errors and KeyboardInterrupt
+            with _tracing_lock:
+                _tracing.pop(slot)[1].set()
+
+    def _sharded(self, args, kwargs):
+        """Arguments laid out over several devices: the partitioned path (XLA chooses
+        the output shardings)."""
+        sj = self.__dict__.get("_sharded_jit")
+        if sj is None:
+            from xform._spmd_jit import ShardedJit
+            sj = self.__dict__["_sharded_jit"] = ShardedJit(self)
+        return sj(*args, **kwargs)
 
     def _call_general(self, args, kwargs):
         entry, leaves = self._get_entry(args, kwargs)
         if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
+            for x in leaves:
+                if type(x) is Array and x._buf is not None and not x._deleted and \
+                        len(x._buf.sharding.device_set) > 1:
+                    return self._sharded(args, kwargs)
             if entry.compiled is None:
                 self._compile(entry)
             outs = entry.compiled(*entry.dev_consts, *leaves)
@@ -638,13 +719,27 @@ class JitWrapped:
         return None
 
     def _compile(self, entry):
-        closed = passes.simplify(entry.closed)
-        donated = (False,) * len(entry.const_args) + entry.donated
-        device = self._target_device()
-        entry.compiled = compile_program(closed, donated, device, self._name)
-        entry.dev_consts = tuple(_to_device(c, getattr(entry.compiled, "device", None))
-                                 for c in entry.const_args)
-        return entry.compiled
+        with _tracing_lock:      # one lock per entry: concurrent first calls compile once
+            lock = _compiling.setdefault(id(entry), threading.Lock())
+        try:
+            with lock:
+                if entry.compiled is not None:
+                    return entry.compiled
+                closed = passes.simplify(entry.closed)
+                donated = (False,) * len(entry.const_args) + entry.donated
+                device = self._target_device()
+                compiled = compile_program(closed, donated, device, self._name)
+                entry.dev_consts = tuple(_to_device(c, getattr(compiled, "device", None))
+                                         for c in entry.const_args)
+                try:
+                    compiled._route_sharded = True    # sharded args: partitioned path
+                except AttributeError:
+                    pass
+                entry.compiled = compiled
+                return compiled
+        finally:
+            with _tracing_lock:
+                _compiling.pop(id(entry), None)
 
     def _debug_check(self, entry, leaves, outs):
         from primitives.jit import check_outputs_or_rerun
@@ -863,6 +958,11 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
               donate_argnums=donate_argnums, donate_argnames=donate_argnames,
               keep_unused=keep_unused, device=device, backend=backend, inline=inline,
               compiler_options=compiler_options)
+    if in_shardings is not None or out_shardings is not None:
+        from xform._spmd_jit import ShardedJit
+        kw.update(in_shardings=None, out_shardings=None)
+        make = lambda f: ShardedJit(JitWrapped(f, **kw), in_shardings, out_shardings)  # noqa
+        return make if fun is None else make(fun)
     if fun is None:
         return lambda f: JitWrapped(f, **kw)
     return JitWrapped(fun, **kw)

@@ -65,6 +65,18 @@ def _divmod(a, b):
     return F.floor_divide(a, b), F.remainder(a, b)
 
 
+def _key_aware_eq(op, negate):
+    from interpreters.dtypes import is_extended
+
+    def eq(self, other):
+        if is_extended(getattr(self, "dtype", None)) or is_extended(getattr(other, "dtype", None)):
+            from xform.random import _keys_equal
+            return _keys_equal(self, other, negate)
+        return op(self, other)
+    eq.__name__ = "__ne__" if negate else "__eq__"
+    return eq
+
+
 def _install_operators(cls):
     for name, fn in _BINARY.items():
         fn = fn or _matmul
@@ -77,6 +89,8 @@ def _install_operators(cls):
     for name, fn in (("eq", F.equal), ("ne", F.not_equal), ("lt", F.less), ("le", F.less_equal),
                      ("gt", F.greater), ("ge", F.greater_equal)):
         setattr(cls, f"__{name}__", _binop(fn))
+    cls.__eq__ = _key_aware_eq(cls.__eq__, False)    # typed PRNG keys compare by their words
+    cls.__ne__ = _key_aware_eq(cls.__ne__, True)
     cls.__neg__ = lambda self: F.negative(self)
     cls.__pos__ = lambda self: F.positive(self)
     cls.__abs__ = lambda self: F.absolute(self)

@@ -17,8 +17,7 @@ What it does:
   object): ``jax.numpy``, ``jax.lax``, ``jax.tree``, ``jax.tree_util``, ``jax.nn``,
   ``jax.scipy.*``, ``jax.random``, ``jax.dtypes``, ``jax.typing``, ``jax.flatten_util``,
   ``jax.experimental``, ``jax.example_libraries.*``, ...;
-* ``jax.sharding`` is a small module holding only the ``Sharding`` type (for
-  annotations); xform has no multi-device sharding;
+* ``jax.sharding`` is ``xform.sharding`` (Mesh, NamedSharding, PartitionSpec, ...);
 * xform's own runtime keeps using the real jax/jaxlib runtime layer: it is loaded
   *before* the alias is installed, its ``jax._src`` modules stay where they are, and the
   real public ``jax`` modules are stashed (``unalias_jax()`` puts them back).
@@ -68,7 +67,8 @@ def _sharding_shim():
     return mod
 
 
-_SHIMS = {"jax.sharding": _sharding_shim}
+# ``jax.sharding`` is xform.sharding now (h-shard14); the stand-in above is unused.
+_SHIMS: dict = {}
 
 
 class _JaxProxy(types.ModuleType):
@@ -121,9 +121,13 @@ class _JaxAliasFinder(importlib.abc.MetaPathFinder):
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_SHIMS[fullname]),
                                                   is_package=False)
         xname = "xform" + fullname[len("jax"):]
+        if xname in sys.modules:
+            mod = sys.modules[xname]
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(xname),
+                                                  is_package=hasattr(mod, "__path__"))
         try:
             spec = importlib.util.find_spec(xname)
-        except ModuleNotFoundError:
+        except (ModuleNotFoundError, ValueError):
             spec = None
         if spec is None:
             raise ModuleNotFoundError(

@@ -20,7 +20,7 @@ from __future__ import annotations
 from interpreters import ad, batching, core
 from interpreters.core import Primitive
 
-__all__ = ["print", "callback", "debug_callback_p"]
+__all__ = ["print", "callback", "debug_callback_p", "visualize_array_sharding"]
 
 _print = print
 
@@ -104,3 +104,9 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs):  # noqa: A001
     def _do(*a, **kw):
         _print(fmt.format(*a, **kw))
     callback(_do, *args, ordered=ordered, **kwargs)
+
+
+def visualize_array_sharding(arr, **kwargs):
+    """Print which devices hold which block of a 1-D or 2-D array."""
+    from xform._sharding_api import visualize_array_sharding as _v
+    return _v(arr, **kwargs)

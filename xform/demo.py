@@ -2,6 +2,7 @@
 
 Run with ``python -m xform.demo``.  The training step is ``jit``-compiled when
 ``xform.jit`` is available and runs eagerly otherwise (``--eager`` forces it).
+``--cnn`` trains the optional second model instead: a small CNN (``xform.demo_cnn``).
 """
 from __future__ import annotations
 
@@ -57,7 +58,16 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--eager", action="store_true", help="do not jit the training step")
-    args = ap.parse_args(argv)
+    ap.add_argument("--cnn", action="store_true",
+                    help="train the second model: a conv-relu-maxpool CNN (xform.demo_cnn)")
+    args, rest = ap.parse_known_args(argv)
+    if args.cnn:
+        import sys
+        from xform import demo_cnn
+        return demo_cnn.main([a for a in (sys.argv[1:] if argv is None else argv)
+                              if a != "--cnn"])
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
 
     (xtr, ytr), (xte, yte) = load_digits_split()
     params = init_params([64, 128, 64, 10])

@@ -25,17 +25,26 @@ def _is_extended_abstract(t):
     return isinstance(t, type) and issubclass(t, extended)
 
 
+def _extended_kind(a):
+    """'prng_key' / 'extended' for extended dtypes (typed PRNG keys), else None."""
+    dt = a if _d.is_extended(a) else getattr(a, "dtype", None)
+    if not _d.is_extended(dt):
+        return None
+    return "prng_key" if getattr(dt, "impl_name", None) is not None else "extended"
+
+
 def issubdtype(a, b) -> bool:
     """``np.issubdtype`` with JAX's extras: bfloat16/float8 are ``np.floating``; the
-    abstract ``extended``/``prng_key`` contain only extended dtypes (key dtypes carry
-    ``_xform_extended = 'prng_key'``)."""
-    if _is_extended_abstract(b):
-        kind = getattr(a, "_xform_extended", None) or getattr(getattr(a, "dtype", None),
-                                                               "_xform_extended", None)
-        if kind is None:
-            return _is_extended_abstract(a) and issubclass(a, b)
+    abstract ``extended``/``prng_key`` contain exactly the extended dtypes (typed PRNG
+    key dtypes such as ``key<fry>`` are ``prng_key``s)."""
+    kind = _extended_kind(a)
+    if kind is not None:
+        if _d.is_extended(b):
+            return a == b or getattr(a, "dtype", None) == b
         return b is extended or (b is prng_key and kind == "prng_key")
-    if _is_extended_abstract(a) or getattr(a, "_xform_extended", None):
+    if _is_extended_abstract(b):
+        return _is_extended_abstract(a) and issubclass(a, b)
+    if _is_extended_abstract(a) or _d.is_extended(b):
         return False
     return _d.issubdtype(a, b)
 

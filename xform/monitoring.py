@@ -1,8 +1,8 @@
 """``xform.monitoring``: events, durations and scalars with listeners (``jax.monitoring``).
 
-``record_*`` calls every listener registered for that kind; xform itself records
-``/jax/core/compile/jaxpr_trace_duration``-style durations where it measures them, and
-users or libraries may record their own.
+``record_*`` calls every listener registered for that kind (``time_span`` records a
+``with`` block's duration and span).  Events come from users and libraries; xform's own
+compile/dispatch paths do not record any yet.
 """
 from __future__ import annotations
 

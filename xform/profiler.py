@@ -62,6 +62,7 @@ def stop_trace():
         if _session is None:
             raise RuntimeError("No profile started")
         s, _session = _session, None
+    _remove_jit_hook()
     run = time.strftime("%Y_%m_%d_%H_%M_%S")
     d = os.path.join(s.log_dir, "plugins", "profile", run)
     os.makedirs(d, exist_ok=True)
@@ -119,17 +120,24 @@ def annotate_function(func, name: str | None = None, **decorator_kwargs):
 
 annotate = TraceAnnotation   # ``profiler.annotate("name")`` as a context manager
 
-_hooked = False
+_orig_call = None
+
+
+def _remove_jit_hook():
+    global _orig_call
+    if _orig_call is not None:
+        from xform import _jit
+        _jit.JitWrapped.__call__ = _orig_call
+        _orig_call = None
 
 
 def _install_jit_hook():
-    """Record jitted calls as spans while a trace runs (installed on first trace)."""
-    global _hooked
-    if _hooked:
+    """Record jitted calls as spans while a trace runs (removed when it stops)."""
+    global _orig_call
+    if _orig_call is not None:
         return
-    _hooked = True
     from xform import _jit
-    orig = _jit.JitWrapped.__call__
+    orig = _orig_call = _jit.JitWrapped.__call__
 
     @functools.wraps(orig)
     def call(self, *args, **kwargs):

@@ -36,7 +36,6 @@ __all__ = [
     "geometric", "cauchy", "t", "chisquare", "f", "pareto", "weibull_min", "rayleigh",
     "wald", "lognormal", "maxwell", "double_sided_maxwell", "rademacher", "triangular",
     "generalized_normal", "multivariate_normal", "orthogonal", "ball", "key_dtype",
-    "threefry_2x32", "threefry2x32_p", "PRNGKeyArray", "KeyArray",
 ]
 
 _U32 = np.dtype(np.uint32)
@@ -63,24 +62,45 @@ def _jnp():
 
 
 def _rjit(*static_argnums):
-    """``jit`` whose cache also keys on ``jax_threefry_partitionable`` (a hidden last
-    static argument), so flipping the flag retraces as JAX's config-aware cache does."""
+    """``jit`` with static arguments, keyed also on ``jax_threefry_partitionable``.
+
+    Each (static values, flag) gets its own jitted closure over the dynamic
+    arguments only, so repeated eager calls take jit's positional-array fast path
+    (JAX's config-aware cache behaves the same: flipping the flag retraces).
+    """
     def deco(fn):
         n = fn.__code__.co_argcount
-        jitted = []
+        statics_idx = tuple(static_argnums)
+        dyn_idx = tuple(i for i in range(n) if i not in statics_idx)
+        cache: dict = {}
 
-        def with_mode(*args):
-            return fn(*args[:n])
-
-        with_mode.__name__ = fn.__name__
-        with_mode.__qualname__ = fn.__qualname__
+        def make(statics):
+            def body(*dyn):
+                full = [None] * n
+                for i, v in zip(statics_idx, statics):
+                    full[i] = v
+                for i, v in zip(dyn_idx, dyn):
+                    full[i] = v
+                return fn(*full)
+            body.__name__ = fn.__name__
+            body.__qualname__ = fn.__qualname__
+            return _x().jit(body)
 
         def call(*args):
-            if not jitted:
-                jitted.append(_x().jit(with_mode, static_argnums=tuple(static_argnums) + (n,)))
             if len(args) != n:
                 raise TypeError(f"{fn.__name__} takes {n} arguments, got {len(args)}")
-            return jitted[0](*args, bool(config.read("jax_threefry_partitionable")))
+            statics = tuple(args[i] for i in statics_idx)
+            key = (statics, bool(config.read("jax_threefry_partitionable")))
+            try:
+                j = cache.get(key)
+            except TypeError:
+                raise ValueError(f"{fn.__name__}: static arguments must be hashable, got "
+                                 f"{statics!r}") from None
+            if j is None:
+                if len(cache) > 256:
+                    cache.clear()
+                j = cache[key] = make(statics)
+            return j(*[args[i] for i in dyn_idx])
         call.__name__ = fn.__name__
         call.__wrapped__ = fn
         return call
@@ -247,7 +267,11 @@ def _arraylike(x) -> bool:
 def _key_words(name, key, allow_batched=False):
     """(raw uint32[..., 2] words, was_typed) of a key argument, checked as JAX does."""
     if _is_typed(key):
-        data, typed = _prng.random_unwrap(key), True
+        if type(key) is core.Array and core.current_trace() is core.EVAL_TRACE:
+            data = core.Array(_prng.to_words(key._value))   # the cast, without a bind
+        else:
+            data = _prng.random_unwrap(key)
+        typed = True
         shape = key.shape
     elif _arraylike(key):
         if isinstance(key, (np.ndarray, np.generic)):
@@ -272,7 +296,11 @@ def _key_words(name, key, allow_batched=False):
 
 
 def _rewrap(typed, words):
-    return _prng.random_wrap(words) if typed else words
+    if not typed and not config.read("jax_enable_custom_prng"):
+        return words
+    if type(words) is core.Array and core.current_trace() is core.EVAL_TRACE:
+        return core.Array(_prng.to_struct(words._value))   # the cast, without a bind
+    return _prng.random_wrap(words)
 
 
 # ----------------------------------------------------------------- key constructors
@@ -317,7 +345,7 @@ def _resolve_impl(impl):
 def PRNGKey(seed, *, impl=None):
     """A legacy raw key: ``uint32[2]`` words of an integer seed (as ``jax.random.PRNGKey``)."""
     _resolve_impl(impl)
-    return _seed_j(_seed_array("PRNGKey", seed))
+    return _rewrap(False, _seed_j(_seed_array("PRNGKey", seed)))
 
 
 def key(seed, *, impl=None, dtype=None):
@@ -405,7 +433,9 @@ def fold_in(key, data):
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of "
                         f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+    if isinstance(data, np.integer):
+        data = np.asarray(data).astype(np.uint32)   # NumPy integers wrap, as jnp.asarray
+    elif isinstance(data, int) and not isinstance(data, bool):
         d = np.asarray(int(data) % 2 ** 32, np.uint32) if int(data) < 2 ** 32 else None
         if d is None:
             raise OverflowError(f"Python int {data} too large to convert to uint32")
@@ -415,12 +445,18 @@ def fold_in(key, data):
     return _rewrap(typed, _fold_in_j(words, data))
 
 
-def _canon_dtype(dtype, default):
+def _canon_dtype(dtype, default, stacklevel=3):
     dt = default if dtype is None else dtype
     try:
-        return D.canonicalize_dtype(dt)
+        out = D.canonicalize_dtype(dt)
     except TypeError:
         raise TypeError(f"Cannot interpret {dtype!r} as a data type") from None
+    if dtype is not None and dtype not in (int, float, complex) and np.dtype(dtype) != out:
+        warnings.warn(f"Explicitly requested dtype {np.dtype(dtype)} is not available, and "
+                      f"will be truncated to dtype {out}. To enable more dtypes, set the "
+                      "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
+                      "environment variable.", UserWarning, stacklevel=stacklevel)
+    return out
 
 
 def _canon_shape(shape, name="shape"):
@@ -469,7 +505,7 @@ def _check_broadcast_shapes(name, shape, *args):
 
 
 def _float_dtype(name, dtype, what="a float"):
-    dt = _canon_dtype(dtype, float)
+    dt = _canon_dtype(dtype, float, stacklevel=4)
     if not D.issubdtype(dt, np.floating):
         raise ValueError(f"dtype argument to `{name}` must be {what} dtype, got {dt}")
     return dt
@@ -821,9 +857,45 @@ laplace = _simple_sampler("laplace", _laplace_raw)
 logistic = _simple_sampler("logistic", _logistic_raw)
 
 
+def _clz32(x):
+    """Count of leading zero bits of uint32 ``x`` (32 for 0), with integer ops only."""
+    lax = _lax()
+    for s in (1, 2, 4, 8, 16):
+        x = lax.bitwise_or(x, lax.shift_right_logical(x, np.array(s, _U32)))
+    return lax.population_count(lax.bitwise_not(x))
+
+
+def _safe_int_to_float(bits):
+    """uint32 pairs (hi, lo) -> float32 in (0, 1] keeping low bits (JAX's algorithm)."""
+    lax, jnp = _lax(), _jnp()
+    fi = D.finfo(np.float32)
+    hiclz, loclz = _clz32(bits[0]), _clz32(bits[1])
+    hi, lo = bits[0], bits[1]
+    mantissa = lax.bitwise_or(
+        lax.shift_left(hi, hiclz),
+        jnp.where(hiclz == 32, lax.shift_left(lo, loclz),
+                  lax.shift_right_logical(lo, np.uint32(fi.bits) - hiclz)))
+    mantissa = lax.shift_right_logical(mantissa, np.array(fi.bits - fi.nmant - 1, _U32))
+    mantissa = lax.bitwise_and(mantissa, np.array((1 << fi.nmant) - 1, _U32))
+    exp = lax.shift_left(np.uint32(-fi.minexp) - jnp.where(hiclz == 32, 32 + loclz, hiclz),
+                         np.array(fi.nmant, _U32))
+    exp = lax.bitwise_and(exp, np.array((1 << (fi.bits - 2)) - (1 << (fi.nmant - 1)), _U32))
+    return lax.bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.float32)
+
+
 def _gumbel_raw(k, shape, dtype, mode):
-    jnp = _jnp()
+    jnp, lax = _jnp(), _lax()
     info = D.finfo(dtype)
+    if dtype == np.float32 and mode == "highest":
+        shape = tuple(shape)
+        b = _bits_raw(k, 32, (2,) + shape)
+        neg = lax.bitwise_not(b)
+        lo_bits = neg[1]
+        neg = neg + jnp.stack([(lo_bits == np.uint32(0xFFFFFFFF)).astype(_U32),
+                               jnp.ones_like(lo_bits)])
+        flip = b[0] < np.uint32(1 << 31)
+        x = _safe_int_to_float(jnp.where(flip, b, neg))
+        return jnp.where(flip, -jnp.log(-jnp.log1p(-x)), -jnp.log(-jnp.log(x)))
     if mode in ("high", "highest"):
         u = _uniform_raw(k, (2,) + tuple(shape), dtype, 0.0, 1.0)
         high, low = u[0], u[1]
@@ -846,14 +918,11 @@ def gumbel(key, shape=(), dtype=None, mode=None):
         mode = "low"
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
-    if mode == "highest" and dtype == np.float32:
-        raise NotImplementedError("gumbel(mode='highest') for float32 needs lax.clz, which "
-                                  "xform does not provide yet; use mode='high'")
     return _gumbel_j(words, shape, dtype, mode)
 
 
-@_rjit(2, 3, 4, 5)
-def _categorical_j(k, logits, shape, batch_shape, axis, replace):
+@_rjit(2, 3, 4, 5, 6)
+def _categorical_j(k, logits, shape, batch_shape, axis, replace, mode):
     jnp, lax = _jnp(), _lax()
     shape_prefix = shape[:len(shape) - len(batch_shape)]
     nd = logits.ndim
@@ -862,10 +931,10 @@ def _categorical_j(k, logits, shape, batch_shape, axis, replace):
             axis -= nd
         logits_shape = list(shape[len(shape) - len(batch_shape):])
         logits_shape.insert(axis % nd, logits.shape[axis])
-        g = _gumbel_raw(k, (*shape_prefix, *logits_shape), logits.dtype, "low")
+        g = _gumbel_raw(k, (*shape_prefix, *logits_shape), logits.dtype, mode)
         return jnp.argmax(g + lax.expand_dims(logits, tuple(range(len(shape_prefix)))),
                           axis=axis)
-    logits = logits + _gumbel_raw(k, logits.shape, logits.dtype, "low")
+    logits = logits + _gumbel_raw(k, logits.shape, logits.dtype, mode)
     kk = math.prod(shape_prefix)
     if kk > logits.shape[axis]:
         raise ValueError(f"Number of samples without replacement ({kk}) cannot exceed number "
@@ -881,7 +950,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     logits = jnp.asarray(logits)
     axis = operator.index(axis)
     if not -logits.ndim <= axis < logits.ndim:
-        raise ValueError(f"categorical: axis {axis} is out of bounds for logits of shape "
+        raise IndexError(f"categorical: axis {axis} is out of bounds for logits of shape "
                          f"{logits.shape}")
     batch_shape = tuple(np.delete(logits.shape, axis))
     if shape is None:
@@ -889,9 +958,10 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     else:
         shape = _canon_shape(shape)
         _check_shape("categorical", shape, batch_shape)
-    if mode not in (None, "low"):
-        raise NotImplementedError("categorical(mode='high') is not implemented in xform")
-    return _categorical_j(words, logits, shape, batch_shape, axis, bool(replace))
+    mode = "low" if mode is None else mode
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    return _categorical_j(words, logits, shape, batch_shape, axis, bool(replace), mode)
 
 
 # ----------------------------------------------------------------- gamma family
@@ -1012,11 +1082,20 @@ def _gamma_grad(sample, a, log_space):
 
 
 def random_gamma_grad(a, x):
+    """d x / d a of a Gamma(a, 1) sample ``x`` (``lax.random_gamma_grad`` where the
+    special-function family provides it, else the series below)."""
+    prim = getattr(_lax(), "random_gamma_grad", None)
+    if prim is not None:
+        return prim(a, x)
+    return _random_gamma_grad_series(a, x)
+
+
+def _random_gamma_grad_series(a, x):
     """d x / d a of a Gamma(a, 1) sample ``x`` at fixed CDF value (implicit
     reparameterization): ``-(d/da P(a, x)) / p(x; a)``, with the regularized lower
     incomplete gamma P differentiated in ``a`` through its power series
     ``P = x^a e^-x sum_n x^n / Gamma(a+n+1)`` (large x: its complement's continued
-    fraction is avoided by central differences of the series in float64-free form)."""
+    fraction is not needed for the sample sizes drawn here)."""
     lax, jnp = _lax(), _jnp()
     dtype = x.dtype
     a = jnp.asarray(a, dtype)
@@ -1699,5 +1778,16 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     return _orthogonal_j(words, n, m, shape, dtype)
 
 
-PRNGKeyArray = core.Array   # key arrays are Arrays of dtype key<fry>
-KeyArray = core.Array
+
+def _keys_equal(a, b, negate=False):
+    """``a == b`` / ``a != b`` of typed key arrays: elementwise over keys (all words equal)."""
+    jnp = _jnp()
+    if not (_is_typed(a) and _is_typed(b)):
+        raise TypeError("equal does not accept dtypes "
+                        f"{getattr(a, 'dtype', type(a).__name__)}, "
+                        f"{getattr(b, 'dtype', type(b).__name__)}: typed PRNG keys compare "
+                        "only with typed PRNG keys")
+    wa, wb = _prng.random_unwrap(a), _prng.random_unwrap(b)
+    if negate:
+        return jnp.any(wa != wb, axis=-1)
+    return jnp.all(wa == wb, axis=-1)

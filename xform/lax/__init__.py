@@ -18,3 +18,6 @@ del _fam, _importlib
 
 from primitives.special import *  # noqa: E402,F401,F403  (polygamma, igamma, betainc, ...)
 from xform.lax import linalg  # noqa: E402,F401  (h-linalg13: xform.lax.linalg)
+from xform._sharding_api import with_sharding_constraint  # noqa: E402,F401  (h-shard14)
+from primitives.spmd import ppermute, pshuffle, all_to_all, pbroadcast, pswapaxes  # noqa: E402,F401  (h-shard14)
+from xform.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401  (h-linalg13)

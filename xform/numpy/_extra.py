@@ -1,7 +1,7 @@
 """Collects the public names of the modules added for the rest of ``jax.numpy``."""
 import importlib as _importlib
 
-_MODULES = ("_mathfuncs", "_index_tricks", "_sorting_extra", "_setops", "_statistics", "_misc", "_polynomial", "_dtype_names")
+_MODULES = ("_mathfuncs", "_index_tricks", "_sorting_extra", "_setops", "_statistics", "_misc", "_polynomial", "_dtype_names", "_ufunc_methods")
 
 __all__ = []
 for _m in _MODULES:

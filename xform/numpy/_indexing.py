@@ -248,6 +248,55 @@ def _host_scalars(entries, shape, mode, scatter):
     return out, dropped
 
 
+def _is_scalar_index(e):
+    return (isinstance(e, (np.ndarray, ArrayOps)) and e.ndim == 0
+            and e.dtype.kind in "iu")
+
+
+def _scalars_only(entries):
+    """Only None/Ellipsis, unit-step slices, static ints and integer scalars (0-d
+    arrays), with at least one scalar array: JAX indexes with a dynamic slice."""
+    found = False
+    for e in entries:
+        if _is_scalar_index(e):
+            found = True
+        elif isinstance(e, slice):
+            if e.step not in (None, 1, -1):
+                return False
+        elif not (e is None or e is Ellipsis or (_is_basic(e) and isinstance(e, int))):
+            return False
+    return found
+
+
+def _dynamic_scalar_getitem(x, exp):
+    """``x[exp]`` for basic entries plus traced integer scalars: the basic part as static
+    slices (keeping the scalars' axes), then one ``dynamic_slice`` of size 1 on those
+    axes (negative values wrap once; the start clamps), which are then dropped."""
+    keep = [slice(None) if _is_scalar_index(e) else e for e in exp]
+    y = _basic_getitem(x, keep)
+    starts, out_axes, pos, ax = [], [], 0, 0
+    for e in exp:
+        if e is None:
+            pos += 1
+            continue
+        if _is_scalar_index(e):
+            n = x.shape[ax]
+            i = _Plan._index_array(e, n, ax)
+            out_axes.append(pos)
+            starts.append((pos, i))
+            pos += 1
+        elif isinstance(e, slice):
+            pos += 1
+        ax += 1
+    idt = np.dtype(np.int32)
+    start = [U.to_array(0, idt) for _ in range(y.ndim)]
+    for p, i in starts:
+        start[p] = U.to_array(i, idt) if i.dtype != idt else i
+    sizes = tuple(1 if p in out_axes else d for p, d in enumerate(y.shape))
+    out = lax().dynamic_slice(y, start, sizes, allow_negative_indices=False)
+    return lax().reshape(out, tuple(d for p, d in enumerate(y.shape) if p not in out_axes))
+
+
 def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
             unique_indices=False):
     """``x[idx]`` (and ``x.at[idx].get(...)``).
@@ -263,7 +312,14 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     for i in raw:
         _check_entry(i)
     entries = _static_ints(_entries(raw), x.shape, m)
-    entries, _ = _host_scalars(entries, x.shape, m, scatter=False)
+    from primitives.indexing import GatherScatterMode as M
+    if m != M.FILL_OR_DROP and _scalars_only(entries):
+        # Integer scalars (and unit-step slices) only: a dynamic slice, as in JAX --
+        # out-of-range starts clamp, and so does the gradient (it lands on the element
+        # that was read).  Concrete scalars resolve to static slices here.
+        entries, _ = _host_scalars(entries, x.shape, m, scatter=False)
+        if not all(_is_basic(e) for e in entries):
+            return _dynamic_scalar_getitem(x, _expand(entries, x.ndim))
     if all(_is_basic(e) for e in entries):
         return _basic_getitem(x, _expand(entries, x.ndim))
     if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
@@ -271,17 +327,20 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
             raise IndexError("a scalar boolean index cannot be combined with a traced index")
         m = _flat_map(x.shape, tuple(entries))
         return lax().reshape(gather_axis(S.ravel(x), m.reshape(-1), 0), m.shape)
-    from primitives.indexing import GatherScatterMode as M
     fill = m == M.FILL_OR_DROP
-    plan = _Plan(x, entries, clamp=not fill)
+    # One gather, with the same (unclamped) indices whether they are concrete or traced:
+    # by default out-of-range ones clamp when read and their gradient is dropped
+    # (JAX's 'promise_in_bounds' gather); 'clip' clamps both ways; 'fill' fills.
+    plan = _Plan(x, entries)
     if plan.size == 0:
         from xform.numpy._creation import zeros
         return U.to_array(zeros(plan.final_shape, x.dtype), x.dtype, x.weak_type)
-    if m is None or (plan.host and m == M.CLIP):
-        m = M.PROMISE_IN_BOUNDS       # host indices are clamped already; traced ones clamp
+    if m is None:
+        m = M.PROMISE_IN_BOUNDS
+    ok = plan.in_bounds
     out = lax().gather(plan.view(x), plan.indices, plan.gather_dn(), plan.slice_sizes,
-                       indices_are_sorted=plan.sorted or bool(indices_are_sorted),
-                       unique_indices=plan.unique or bool(unique_indices),
+                       indices_are_sorted=(plan.sorted and ok) or bool(indices_are_sorted),
+                       unique_indices=(plan.unique and ok) or bool(unique_indices),
                        mode=m, fill_value=fill_value if fill else None)
     return lax().reshape(out, plan.final_shape) if out.shape != plan.final_shape else out
 
@@ -527,51 +586,60 @@ class _Update:
 
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "set", mode)
+        return _apply(self.array, self.index, values, "set", mode,
+                      indices_are_sorted, unique_indices)
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "add", mode)
+        return _apply(self.array, self.index, values, "add", mode,
+                      indices_are_sorted, unique_indices)
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None):
-        return _apply(self.array, self.index, F.negative(U.to_array(values)), "add", mode)
+        return _apply(self.array, self.index, F.negative(U.to_array(values)), "add", mode,
+                      indices_are_sorted, unique_indices)
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None):
-        return _apply(self.array, self.index, values, "multiply", mode)
+        return _apply(self.array, self.index, values, "multiply", mode,
+                      indices_are_sorted, unique_indices)
 
     mul = multiply
 
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None):
-        return _apply(self.array, self.index, values, "divide", mode)
+        return _apply(self.array, self.index, values, "divide", mode,
+                      indices_are_sorted, unique_indices)
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None):
-        return _apply(self.array, self.index, values, "power", mode)
+        return _apply(self.array, self.index, values, "power", mode,
+                      indices_are_sorted, unique_indices)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "min", mode)
+        return _apply(self.array, self.index, values, "min", mode,
+                      indices_are_sorted, unique_indices)
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None):
-        return _apply(self.array, self.index, values, "max", mode)
+        return _apply(self.array, self.index, values, "max", mode,
+                      indices_are_sorted, unique_indices)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None):
         x = U.to_array(self.array)
         gmode = "clip" if mode is not None and _mode(mode, "x.at[...].apply").name == "CLIP" \
             else None
-        return _apply(x, self.index, func(getitem(x, self.index, mode=gmode)), "set", mode)
+        return _apply(x, self.index, func(getitem(x, self.index, mode=gmode)), "set", mode,
+                      indices_are_sorted, unique_indices)
 
 
 _SCATTER = {"set": "scatter", "add": "scatter_add", "multiply": "scatter_mul",
             "min": "scatter_min", "max": "scatter_max"}
 
 
-def _apply(x, idx, values, op, mode=None):
+def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indices=False):
     """``x.at[idx].<op>(values)``.  Index rule as ``getitem``: static Python ints out of
     bounds raise; integer arrays (concrete or traced) wrap negatives once and the
     updates at out-of-range positions are dropped (``mode='clip'``: clamped)."""
@@ -602,7 +670,8 @@ def _apply(x, idx, values, op, mode=None):
     if op in ("divide", "power"):   # x / prod(v) and x ** prod(v): duplicates compose
         ones = U.broadcast_to_shape(U.to_array(1, x.dtype, False), x.shape)
         combine = F.true_divide if op == "divide" else F.power
-        return combine(x, _apply(ones, idx, v, "multiply", mode))
+        return combine(x, _apply(ones, idx, v, "multiply", mode, indices_are_sorted,
+                                 unique_indices))
     if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
         raise IndexError("x.at[...] with a scalar boolean index is not supported; use "
                          "xform.numpy.where")
@@ -617,7 +686,7 @@ def _apply(x, idx, values, op, mode=None):
             from None
     if vb.shape != plan.gather_shape:
         vb = lax().reshape(vb, plan.gather_shape)
-    indices, unique, flat = plan.indices, plan.unique, False
+    indices, unique, flat = plan.indices, plan.unique or bool(unique_indices), False
     if op == "set" and plan.host and not unique:
         indices, vb = _last_writes(plan, vb)
         unique = flat = True
@@ -627,7 +696,8 @@ def _apply(x, idx, values, op, mode=None):
         smode = M.FILL_OR_DROP if m is None else m
     y = plan.view(x)
     out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(flat),
-                                       indices_are_sorted=plan.sorted, unique_indices=unique,
+                                       indices_are_sorted=plan.sorted or bool(
+                                           indices_are_sorted), unique_indices=unique,
                                        mode=smode)
     return out if plan.trivial else _apply_basic(x, plan.slices, out, "set")
 

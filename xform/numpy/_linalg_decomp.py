@@ -198,6 +198,9 @@ def solve(a, b):
     xnp = _xnp()
     a, b = U.promote_dtypes_inexact(a, U.to_array(b))
     n = a.shape[-1]
+    if b.ndim == 0:
+        raise ValueError(f"jnp.linalg.solve: b must be a vector of length {n} or a batch of "
+                         f"(n, k) matrices, got a scalar (a has shape {a.shape})")
     if b.ndim == 1:
         if b.shape[0] != n:
             raise ValueError(f"jnp.linalg.solve: b of shape {b.shape} does not match a of "
@@ -207,15 +210,39 @@ def solve(a, b):
     if b.shape[-2] != n:
         raise ValueError(f"jnp.linalg.solve: incompatible shapes a {a.shape} and b {b.shape}: "
                          f"b must be (..., {n}, k) (or a vector of length {n})")
-    batch = U.broadcast_shapes(a.shape[:-2], b.shape[:-2], name="jnp.linalg.solve")
+    try:
+        batch = U.broadcast_shapes(a.shape[:-2], b.shape[:-2], name="jnp.linalg.solve")
+    except TypeError as e:   # JAX: ValueError
+        raise ValueError(f"jnp.linalg.solve: batch dimensions of a {a.shape} and b {b.shape} "
+                         f"do not broadcast ({e})") from None
     a = xnp.broadcast_to(a, batch + a.shape[-2:])
     b = xnp.broadcast_to(b, batch + b.shape[-2:])
     return _solve(a, b)
 
 
+@functools.lru_cache(maxsize=None)
+def _jitted(fn):
+    """``fn`` compiled once per shape (as JAX jits its jnp.linalg functions): an eager call
+    is one cached XLA executable instead of one dispatch per step and a re-trace of the
+    custom_linear_solve programs."""
+    import xform
+    return xform.jit(fn)
+
+
 def _solve(a, b):
-    lu_, _, perm = _D().lu(a)
-    return _lu_solve(lu_, perm, b)
+    return _jitted(_solve_impl)(a, b)
+
+
+def _solve_impl(a, b):
+    """a x = b for matching batch dims, as JAX: one LU of stop_gradient(a) serves the solve
+    and its transpose, and custom_linear_solve differentiates it implicitly (A^-1 b)."""
+    import xform
+    from xform.lax._solves import custom_linear_solve
+    xnp = _xnp()
+    lu_, _, perm = _D().lu(xform.lax.stop_gradient(a))
+    return custom_linear_solve(lambda x: xnp.matmul(a, x, precision="highest"), b,
+                               solve=lambda _, x: _lu_solve(lu_, perm, x, 0),
+                               transpose_solve=lambda _, x: _lu_solve(lu_, perm, x, 1))
 
 
 def inv(a):
@@ -251,13 +278,26 @@ def _slogdet_lu(a):
     return sign, logdet
 
 
+def _slogdet_qr(a):
+    """sign/log|det| from geqrf: the diagonal of R, and -1 per Householder reflection
+    actually made (tau != 0), as JAX's method='qr' (real inputs)."""
+    xnp = _xnp()
+    n = a.shape[-1]
+    r, taus = _D().geqrf(a)
+    diag = xnp.diagonal(r, axis1=-2, axis2=-1)
+    logdet = xnp.sum(xnp.log(xnp.abs(diag)), axis=-1)
+    sign = xnp.prod(xnp.sign(diag), axis=-1)
+    sign_taus = xnp.prod(xnp.where(taus[..., :n - 1] != 0, -1, 1), axis=-1).astype(sign.dtype)
+    return sign * sign_taus, logdet
+
+
 @functools.lru_cache(maxsize=None)
-def _slogdet_fn():
+def _slogdet_fn(method="lu"):
     import xform
 
     @xform.custom_jvp
     def f(a):
-        return _slogdet_lu(a)
+        return _slogdet_qr(a) if method == "qr" else _slogdet_lu(a)
 
     @f.defjvp
     def f_jvp(primals, tangents):
@@ -279,10 +319,40 @@ def _slogdet_fn():
 def slogdet(a, *, method=None):
     """``SlogdetResult(sign, logabsdet)`` of a square matrix via LU (method 'lu' or None)."""
     a = _matrix("slogdet", a, square=True)
-    if method not in (None, "lu"):
-        raise ValueError(f"jnp.linalg.slogdet: unknown method {method!r} (supported: 'lu')")
-    sign, logdet = _slogdet_fn()(a)
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`), and 'qr'.")
+    if method == "qr" and a.dtype.kind == "c":
+        raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
+    sign, logdet = _jitted(_slogdet_fn(method or "lu"))(a)
     return SlogdetResult(sign, logdet)
+
+
+def _cofactor_solve(a, b):
+    """``(det(a), adj(a) @ b)``, well defined for singular ``a`` (JAX's construction):
+    with a = P L U, the last pivot of U is replaced by 1 / (product of the others), so
+    rank n-1 matrices get their rank-1 adjugate; lower rank gives zeros."""
+    xnp = _xnp()
+    D = _D()
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu_, piv, perm = D.lu(a)
+    diag = xnp.diagonal(lu_, axis1=-2, axis2=-1)
+    sign = _parity_sign(piv, a.dtype)
+    partial_det = xnp.cumprod(diag, axis=-1) * sign[..., None]
+    lu_ = lu_.at[..., -1, -1].set(1.0 / partial_det[..., -2])
+    d = xnp.ones(b.shape[:-1], b.dtype)[..., None]
+    d = D.triangular_solve(lu_, d, left_side=True, lower=False)[..., 0]
+    bad = xnp.any(xnp.isnan(d) | xnp.isinf(d), axis=-1)[..., None, None]
+    x = xnp.where(bad, xnp.zeros_like(b), b)
+    x = xnp.take_along_axis(x, perm[..., :, None], axis=-2)
+    x = D.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    x = xnp.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]),
+                        axis=-2)
+    x = D.triangular_solve(lu_, x, left_side=True, lower=False)
+    x = xnp.where(bad, xnp.zeros_like(x), x)
+    return partial_det[..., -1], x
 
 
 @functools.lru_cache(maxsize=None)
@@ -292,24 +362,33 @@ def _det_fn():
     @xform.custom_jvp
     def f(a):
         xnp = _xnp()
-        lu_, piv, _ = _D().lu(a)
-        diag = xnp.diagonal(lu_, axis1=-2, axis2=-1)
-        return _parity_sign(piv, a.dtype) * xnp.prod(diag, axis=-1)
+        sign, logdet = _slogdet_lu(a)
+        return sign * xnp.exp(logdet).astype(sign.dtype)
 
     @f.defjvp
     def f_jvp(primals, tangents):
         a, = primals
         g, = tangents
-        xnp = _xnp()
-        y = f(a)
-        return y, y * xnp.trace(_solve(a, g), axis1=-1, axis2=-2)
+        y, z = _cofactor_solve(a, g)
+        return y, _xnp().trace(z, axis1=-1, axis2=-2)
     return f
 
 
+def _det_small(a):
+    """2x2 / 3x3 closed forms (as JAX)."""
+    if a.shape[-1] == 2:
+        return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+    return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] + a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0]
+            + a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] - a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0]
+            - a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] - a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
+
+
 def det(a):
-    """Determinant of a square matrix (via LU)."""
+    """Determinant (closed forms for 2x2/3x3, else via LU, as JAX; JAX's singular-safe JVP)."""
     a = _matrix("det", a, square=True)
-    return _det_fn()(a)
+    if a.shape[-1] in (2, 3):
+        return _det_small(a)
+    return _jitted(_det_fn())(a)
 
 
 def _default_rtol(a, s_dtype):
@@ -403,8 +482,6 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         resid = xnp.sum(xnp.abs(b - xnp.matmul(a, x)) ** 2, axis=0)
     if vec:
         x = x[:, 0]
-        if resid.size == 1 or not numpy_resid:
-            resid = resid[0] if resid.ndim and resid.shape[0] == 1 and not numpy_resid else resid
     return x, resid, rank, s
 
 
@@ -437,14 +514,14 @@ def matrix_power(a, n: int):
     return result
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     """Number of singular values above ``tol`` (default ``S.max() * max(m, n) * eps``)."""
     U.check_arraylike("jnp.linalg.matrix_rank", M)
     M, = U.promote_dtypes_inexact(U.to_array(M))
     xnp = _xnp()
     if M.ndim < 2:
         return xnp.any(M != 0).astype(np.int32)
-    s = svd(M, compute_uv=False)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
             rtol = builtins.max(M.shape[-2:]) * float(np.finfo(s.dtype).eps)
@@ -579,7 +656,7 @@ def outer(x1, x2, /):
 def cross(x1, x2, /, *, axis=-1):
     """Cross product of 3-vectors along ``axis``."""
     x1, x2 = U.to_array(x1), U.to_array(x2)
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+    if x1.ndim == 0 or x2.ndim == 0 or x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError(f"jnp.linalg.cross: both inputs must have size 3 along axis {axis}, "
                          f"got shapes {x1.shape} and {x2.shape}")
     return _xnp().cross(x1, x2, axis=axis)
@@ -590,7 +667,8 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
                          preferred_element_type=preferred_element_type)
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
     return _xnp().tensordot(x1, x2, axes, precision=precision,
                             preferred_element_type=preferred_element_type)
 

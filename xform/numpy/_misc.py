@@ -24,8 +24,21 @@ from xform.numpy._util import lax
 # ----------------------------------------------------------------- NumPy re-exports
 
 ComplexWarning = np.exceptions.ComplexWarning
-array_repr = np.array_repr
-array_str = np.array_str
+def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
+    """``numpy.array_repr`` of an array-like (converted first, so misuse is a TypeError)."""
+    return np.array_repr(np.asarray(_as_array_like("array_repr", arr)), max_line_width,
+                         precision, suppress_small)
+
+
+def array_str(a, max_line_width=None, precision=None, suppress_small=None):
+    return np.array_str(np.asarray(_as_array_like("array_str", a)), max_line_width,
+                        precision, suppress_small)
+
+
+def _as_array_like(name, x):
+    from xform.numpy._util import check_arraylike
+    check_arraylike(name, x)
+    return x
 iterable = np.iterable
 object_ = np.object_
 save = np.save
@@ -65,6 +78,12 @@ def load(file, *args, **kwargs):
         from xform.numpy._creation import asarray
         return asarray(out)
     return out
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An Array from any ``__dlpack__`` producer (``xform.dlpack.from_dlpack``)."""
+    from xform.dlpack import from_dlpack as _from_dlpack
+    return _from_dlpack(x, device=device, copy=copy)
 
 
 def fromstring(string, dtype=float, count=-1, *, sep):
@@ -820,27 +839,28 @@ class ufunc:
         if dtype is not None:
             x = U.to_array(x, U.canonical_dtype(dtype), False)
         axes = U.canonicalize_axes(axis, x.ndim)
+        mask = None
         if where is not None:
-            ident = self.identity if initial is None else initial
-            if ident is None:
+            if self.identity is None and initial is None:
                 raise ValueError(f"reduction operation {self.__name__!r} does not have an "
                                  "identity, so to use a where mask one has to specify "
                                  "'initial'.")
-            w = U.broadcast_to_shape(U.to_array(where), x.shape)
-            x = F.where(w, x, U.to_array(ident, x.dtype, False))
+            mask = U.broadcast_to_shape(U.to_array(where), x.shape)
         if initial is None:
             initial = self.identity
         shape0 = x.shape
         keep = [i for i in range(x.ndim) if i not in axes]
-        x = S.transpose(x, tuple(axes) + tuple(keep))
-        x = lax().reshape(x, (int(np.prod([shape0[i] for i in axes], dtype=np.int64)),) +
-                          tuple(shape0[i] for i in keep))
-        x = self._reduce_axis(x, 0, initial)
+        merged = (int(np.prod([shape0[i] for i in axes], dtype=np.int64)),) + \
+            tuple(shape0[i] for i in keep)
+        x = lax().reshape(S.transpose(x, tuple(axes) + tuple(keep)), merged)
+        if mask is not None:   # masked-out entries are skipped (the carry passes through)
+            mask = lax().reshape(S.transpose(mask, tuple(axes) + tuple(keep)), merged)
+        x = self._reduce_axis(x, 0, initial, mask)
         if keepdims:
             x = lax().reshape(x, tuple(1 if i in axes else d for i, d in enumerate(shape0)))
         return x
 
-    def _reduce_axis(self, x, ax, initial):
+    def _reduce_axis(self, x, ax, initial, mask=None):
         from primitives.control_flow import scan
         x = S.moveaxis(x, ax, 0)
         n = x.shape[0]
@@ -856,10 +876,15 @@ class ufunc:
         if rest.shape[0] == 0:
             return carry
         fn = self._call
-
-        def body(c, v):
-            return U.to_array(U.to_array(fn(c, v)), c.dtype, False), None
-        carry, _ = scan(body, carry, rest)
+        if mask is None:
+            def body(c, v):
+                return U.to_array(U.to_array(fn(c, v)), c.dtype, False), None
+            carry, _ = scan(body, carry, rest)
+        else:
+            def body(c, vm):
+                v, m = vm
+                return F.where(m, U.to_array(U.to_array(fn(c, v)), c.dtype, False), c), None
+            carry, _ = scan(body, carry, (rest, mask))
         return carry
 
     def accumulate(self, a, axis=0, dtype=None, out=None):
@@ -955,7 +980,7 @@ def frompyfunc(func, /, nin, nout, *, identity=None):
 
 
 __all__ = ["ComplexWarning", "array_repr", "array_str", "iterable", "object_", "save", "savez",
-           "printoptions", "get_printoptions", "set_printoptions", "load", "fromstring",
+           "printoptions", "get_printoptions", "set_printoptions", "load", "fromstring", "from_dlpack",
            "fromfunction", "rollaxis", "unstack", "block", "resize", "trim_zeros", "select",
            "choose", "piecewise", "compress", "extract", "place", "put", "put_along_axis",
            "delete", "insert", "matvec", "vecmat", "packbits", "unpackbits",

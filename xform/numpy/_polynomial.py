@@ -179,6 +179,9 @@ def polyint(p, m=1, k=None):
     kk = U.to_array(0 if k is None else k)
     pa, kk = U.promote_dtypes_inexact(U.to_array(p), kk)
     pa, kk = _strong(pa), _strong(kk)
+    if pa.ndim != 1:
+        raise TypeError(f"polyint: p must be a 1-D array of polynomial coefficients, got "
+                        f"shape {pa.shape}")
     kk = S.atleast_1d(kk)
     if kk.shape[0] == 1 and m != 1:
         kk = U.broadcast_to_shape(lax().reshape(kk, ()), (m,))
@@ -260,8 +263,11 @@ def _complex_dt(dt):
         np.dtype(np.complex64)
 
 
-def _aberth(p):
-    """All roots of the 1-D polynomial ``p`` (leading coefficient non-zero), complex."""
+def _aberth(p, frozen=None):
+    """All roots of the 1-D polynomial ``p`` (leading coefficient non-zero), complex.
+
+    ``frozen`` (bool, one per root): those roots stay at 0 (known exact zero roots); the
+    others feel their repulsion, which deflates the zero roots implicitly."""
     from primitives.control_flow import while_loop
     n = p.shape[0] - 1
     cdt = _complex_dt(p.dtype)
@@ -274,6 +280,8 @@ def _aberth(p):
     ang = (2 * np.pi * np.arange(n) / n + 0.4).astype(np.float64)
     z0 = F.multiply(U.to_array(radius, cdt, False),
                     U.to_array((np.cos(ang) + 1j * np.sin(ang)).astype(cdt)))
+    if frozen is not None:
+        z0 = F.where(frozen, U.to_array(0, cdt, False), z0)
     eps = float(dtypes.finfo(F.real(pc).dtype).eps)
     max_iter = 200
     eye = U.to_array(np.eye(n, dtype=bool))
@@ -289,6 +297,8 @@ def _aberth(p):
         w = F.true_divide(ratio, F.subtract(_c(1, ratio), F.multiply(ratio, s)))
         w = F.where(F.isfinite(F.absolute(w)), w, _c(0, w))
         w = F.where(F.equal(pz, _c(0, pz)), _c(0, w), w)
+        if frozen is not None:
+            w = F.where(frozen, _c(0, w), w)
         return F.subtract(z, w), R.max(F.true_divide(
             F.absolute(w), F.maximum(F.absolute(z), _c(1, F.absolute(z)))))
 
@@ -340,11 +350,11 @@ def roots(p, *, strip_zeros=True):
                    U.broadcast_to_shape(_c(1, pa), pa.shape), pa)
     idx = F.remainder(F.add(lax().iota(np.int32, n), nlead), U.to_array(n, np.int32, False))
     rolled = S.take(safe, idx)
-    r = _trailing_zero_roots(rolled)
-    zero_last = U.to_array(F.equal(r, _c(0, r)), np.int32, False)
-    _, r = lax().sort((zero_last, r), dimension=0, is_stable=True, num_keys=1)
-    keep = F.less(lax().iota(np.int32, r.shape[0]),
-                  F.subtract(U.to_array(r.shape[0], np.int32, False), nlead))
+    # The rolled polynomial has (at least) nlead exact zero roots: keep the last nlead
+    # roots frozen at 0 and report them as NaN (JAX's convention for leading zeros).
+    keep = F.less(lax().iota(np.int32, n - 1),
+                  F.subtract(U.to_array(n - 1, np.int32, False), nlead))
+    r = _aberth(rolled, frozen=F.logical_not(keep))
     return F.where(keep, r, U.to_array(complex(np.nan, np.nan), r.dtype, False))
 
 

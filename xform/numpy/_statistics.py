@@ -234,7 +234,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
                 xx, "The error arose in xform.numpy.bincount(): the output length depends on "
                 "the values; pass a static length= to use it under jit")
         v = np.asarray(v)
-        length = builtins.max(minlength, int(v.max()) + 1 if v.size else 0)
+        length = builtins.max(minlength, int(np.maximum(v, 0).max()) + 1 if v.size else 0)
     else:
         length = U.static_int(length, "bincount: length")
     if weights is None:
@@ -536,6 +536,9 @@ def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of the flattened array, with optional values before/after."""
     U.check_arraylike("ediff1d", ary)
     x = S.ravel(U.to_array(ary))
+    if x.dtype == dtypes.bool_:
+        raise TypeError("ediff1d does not accept boolean input (subtraction of booleans); "
+                        "cast to an integer dtype first")
     out = diff(x) if x.shape[0] else x
     pieces = []
     if to_begin is not None:

@@ -708,7 +708,7 @@ def imag(x, /):
 
 def conjugate(x, /):
     a = U.to_array(x)
-    return _bind("conj", a, input_dtype=a.dtype) if a.dtype in _C else a
+    return _bind("conj", a) if a.dtype in _C else a
 
 
 conj = conjugate

@@ -115,6 +115,11 @@ def _np_scalar(x, dt):
 
 def convert(x, dtype, weak=False):
     """``convert_element_type`` keeping the requested weak flag."""
+    src = getattr(x, "dtype", None)
+    if dtypes.is_extended(src) or dtypes.is_extended(dtype):
+        raise TypeError(f"cannot convert an array of dtype {src} to {dtype}: typed PRNG key "
+                        "arrays have no numeric value (use xform.random.key_data / "
+                        "wrap_key_data to go between keys and their uint32 words)")
     return prim("convert_element_type").bind(x, new_dtype=np.dtype(dtype), weak_type=bool(weak))
 
 

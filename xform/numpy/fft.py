@@ -156,6 +156,9 @@ def hfft(a, n=None, axis=-1, norm=None):
     if isinstance(axis, (list, tuple)):
         raise ValueError(f"xform.numpy.fft.hfft does not support multiple axes. Please use "
                          f"xform.numpy.fft.hfftn. Got axis = {axis!r}.")
+    if a.ndim == 0:
+        raise ValueError("xform.numpy.fft.hfft requires an array of at least 1 dimension, "
+                         "got a scalar")
     nn = (a.shape[axis] - 1) * 2 if n is None else n
     out = _core_1d("hfft", "IRFFT", _conj(a), n, axis, norm)
     return out * np.asarray(nn).astype(out.dtype)
@@ -168,6 +171,9 @@ def ihfft(a, n=None, axis=-1, norm=None):
     if isinstance(axis, (list, tuple)):
         raise ValueError(f"xform.numpy.fft.ihfft does not support multiple axes. Please use "
                          f"xform.numpy.fft.ihfftn. Got axis = {axis!r}.")
+    if a.ndim == 0:
+        raise ValueError("xform.numpy.fft.ihfft requires an array of at least 1 dimension, "
+                         "got a scalar")
     nn = a.shape[axis] if n is None else n
     out = _core_1d("ihfft", "RFFT", a, n, axis, norm)
     return _conj(out) * np.asarray(1 / nn).astype(out.dtype)

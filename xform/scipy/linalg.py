@@ -30,6 +30,12 @@ def _D():
     return linalg_decomp
 
 
+def _conj(x):
+    # (lax.conj: xform.numpy.conj of complex input is broken on this branch's base)
+    from primitives import elementwise as E
+    return E.conj(x) if x.dtype.kind == "c" else x
+
+
 def _mat(name, a, square=True):
     return _L._matrix(name, a, square=square)
 
@@ -55,7 +61,7 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
     c = _mat("cho_solve", c)
     U.check_arraylike("cho_solve", b)
     c, b = U.promote_dtypes_inexact(c, U.to_array(b))
-    if c.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
+    if b.ndim == 0 or c.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
         raise ValueError(f"cho_solve: incompatible shapes c {c.shape} and b {b.shape}")
     xnp = _xnp()
     vec = b.ndim == 1
@@ -91,7 +97,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
     U.check_arraylike("lu_solve", b)
     lu_, b = U.promote_dtypes_inexact(lu_, U.to_array(b))
     n = lu_.shape[-1]
-    if b.shape[0 if b.ndim == 1 else -2] != n:
+    if b.ndim == 0 or b.shape[0 if b.ndim == 1 else -2] != n:
         raise ValueError(f"lu_solve: incompatible shapes lu {lu_.shape} and b {b.shape}")
     perm = _D().lu_pivots_to_permutation(piv, n)
     vec = b.ndim == 1
@@ -247,9 +253,9 @@ def rsf2csf(T, Z, check_finite: bool = True):
         r_safe = xnp.where(r == 0, 1, r)
         c = (mu[0] / r_safe).astype(cdt)
         s = (sub / r_safe).astype(cdt)
-        G = xnp.stack([xnp.stack([xnp.conj(c), s]), xnp.stack([-s, c])])
-        GH = xnp.conj(G.T)
-        Tn = T.at[m - 1:, :].set(G @ T[m - 1:, :])
+        G = xnp.stack([xnp.stack([_conj(c), s]), xnp.stack([-s, c])])
+        GH = _conj(G.T)
+        Tn = T.at[m - 1:m + 1, m - 1:].set(G @ T[m - 1:m + 1, m - 1:])
         Tn = Tn.at[:m + 1, m - 1:m + 1].set(Tn[:m + 1, m - 1:m + 1] @ GH)
         Zn = Z.at[:, m - 1:m + 1].set(Z[:, m - 1:m + 1] @ GH)
         ok = cond & (r != 0)
@@ -290,7 +296,7 @@ def toeplitz(c, r=None):
     xnp = _xnp()
     c = U.to_array(c)
     if r is None:
-        r = xnp.conj(c) if c.dtype.kind == "c" else c
+        r = _conj(c) if c.dtype.kind == "c" else c
     r = U.to_array(r)
     c, r = U.promote_dtypes(c, r)
     if c.ndim == 0:
@@ -383,22 +389,6 @@ def _expm_2d(A, upper_triangular, max_squarings):
     return xnp.where(n_sq > max_squarings, np.nan, R).astype(A.dtype)
 
 
-@functools.lru_cache(maxsize=None)
-def _expm_fn(upper_triangular, max_squarings):
-    import xform
-
-    @xform.custom_jvp
-    def f(A):
-        return _expm_nd(A, upper_triangular, max_squarings)
-
-    @f.defjvp
-    def f_jvp(primals, tangents):
-        A, = primals
-        E, = tangents
-        return expm_frechet(A, E, compute_expm=True)
-    return f
-
-
 def _expm_nd(A, upper_triangular, max_squarings):
     import xform
     fn = lambda x: _expm_2d(x, upper_triangular, max_squarings)  # noqa: E731
@@ -408,17 +398,18 @@ def _expm_nd(A, upper_triangular, max_squarings):
 
 
 def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
-    """Matrix exponential (Padé + scaling and squaring); differentiable via expm_frechet."""
+    """Matrix exponential (Padé + scaling and squaring, JAX's thresholds).  Its derivative
+    is the derivative of that computation (as JAX): ``expm_frechet`` is its JVP."""
     A = _mat("expm", A)
     if A.shape[-1] == 0:
         return A
-    return _expm_fn(bool(upper_triangular), int(max_squarings))(A)
+    return _expm_nd(A, bool(upper_triangular), int(max_squarings))
 
 
 def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
-    """Fréchet derivative of expm at A in direction E (the top-right block of
-    expm([[A, E], [0, A]])); ``(expm(A), L)`` when compute_expm."""
-    xnp = _xnp()
+    """Fréchet derivative of expm at A in direction E: the JVP of ``expm`` (as JAX);
+    ``(expm(A), L)`` when compute_expm."""
+    import xform
     A = _mat("expm_frechet", A)
     E = U.to_array(E)
     A, E = U.promote_dtypes_inexact(A, E)
@@ -427,15 +418,8 @@ def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
                          f"{E.shape}")
     if method not in (None, "SPS", "blockEnlarge"):
         raise ValueError(f"expm_frechet: unknown method {method!r}")
-    n = A.shape[-1]
-    Z = xnp.zeros_like(A)
-    M = xnp.concatenate([xnp.concatenate([A, E], axis=-1), xnp.concatenate([Z, A], axis=-1)],
-                        axis=-2)
-    big = _expm_nd(M, False, 16)
-    L = big[..., :n, n:]
-    if compute_expm:
-        return big[..., :n, :n], L
-    return L
+    expm_A, L = xform.jvp(expm, (A,), (E,))
+    return (expm_A, L) if compute_expm else L
 
 
 def _schur_complex(A):
@@ -484,12 +468,10 @@ def funm(A, func, disp: bool = True):
             j = i + p
             s = T[i, j] * (F[j, j] - F[i, i])
             if j > i + 1:
-                s = s + F[i, i + 1:j] @ T[i + 1:j, j] - T[i, i + 1:j] @ F[i + 1:j, j]
+                s = s + T[i, i + 1:j] @ F[i + 1:j, j] - F[i, i + 1:j] @ T[i + 1:j, j]
             den = T[j, j] - T[i, i]
             F = F.at[i, j].set(s / xnp.where(den == 0, 1, den))
     F = Z @ F @ _L._H(Z)
-    if A.dtype.kind != "c":
-        F = xnp.real(F) if False else F
     if disp:
         return F
     return F, xnp.asarray(0.0)
@@ -514,13 +496,12 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
 
 
 def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
-                     select_range=None, tol=None):
-    """Eigenvalues of the symmetric tridiagonal matrix with diagonal d and off-diagonal e
-    (``eigvals_only=True`` only, as JAX)."""
+                     select_range=None, tol=None, key=None):
+    """Eigenvalues (and, unless eigvals_only, eigenvectors) of the symmetric tridiagonal
+    matrix with diagonal d and off-diagonal e, via LAPACK's Hermitian solver.  (JAX uses
+    bisection and inverse iteration; eigenvalues agree to rounding, eigenvector signs may
+    differ.)"""
     xnp = _xnp()
-    if not eigvals_only:
-        raise NotImplementedError("eigh_tridiagonal: only eigvals_only=True is supported, as "
-                                  "in JAX")
     d, e = U.promote_dtypes_inexact(U.to_array(d), U.to_array(e))
     if d.ndim != 1 or e.shape != (builtins.max(d.shape[0] - 1, 0),):
         raise ValueError(f"eigh_tridiagonal: d must be 1-D of length n and e of length n-1, "
@@ -528,14 +509,16 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
     n = d.shape[0]
     T = xnp.diag(d)
     if n > 1:
-        T = T + xnp.diag(e, 1) + xnp.diag(xnp.conj(e) if e.dtype.kind == "c" else e, -1)
-    w = eigh(T, eigvals_only=True)
+        T = T + xnp.diag(e, 1) + xnp.diag(_conj(e) if e.dtype.kind == "c" else e, -1)
+    w, v = eigh(T)
     if select == "a":
-        return w
+        return w if eigvals_only else (w, v)
     if select == "i":
         lo, hi = select_range
-        return w[int(lo):int(hi) + 1]
+        sl = slice(int(lo), int(hi) + 1)
+        return w[sl] if eigvals_only else (w[sl], v[:, sl])
     if select == "v":
         lo, hi = select_range
-        return w[(w > lo) & (w <= hi)]
+        keep = (w > lo) & (w <= hi)
+        return w[keep] if eigvals_only else (w[keep], v[:, keep])
     raise ValueError(f"eigh_tridiagonal: select must be 'a', 'i' or 'v', got {select!r}")

@@ -1,0 +1,44 @@
+"""Many processes: jaxlib's distributed runtime (coordination service + client).
+
+``initialize`` starts the coordination service (process 0) and connects this
+process's client through JAX's runtime-level ``jax.distributed`` module, which
+the PJRT CPU client then uses to see every process's devices; cross-process CPU
+collectives use jaxlib's gloo implementation (JAX's config name
+``jax_cpu_collectives_implementation``).  Must run before the first computation.
+"""
+from __future__ import annotations
+
+from jax._src import config as _jcfg   # _src: the real modules even under compat.alias_jax
+from jax._src import distributed as _jd
+
+
+def _client_exists() -> bool:
+    from jax._src import xla_bridge
+    return bool(getattr(xla_bridge, "_backends", None))
+
+
+def initialize(coordinator_address=None, num_processes=None, process_id=None,
+               local_device_ids=None, cluster_detection_method=None,
+               initialization_timeout=300, coordinator_bind_address=None,
+               cpu_collectives="gloo", **kwargs):
+    if _client_exists():
+        raise RuntimeError("xform.distributed.initialize() must be called before any "
+                           "computation or device query (the runtime client already exists).")
+    from interpreters.config import config
+    if config.jax_cpu_collectives_implementation is not None:
+        cpu_collectives = config.jax_cpu_collectives_implementation
+    if cpu_collectives is not None:
+        _jcfg.config.update("jax_cpu_collectives_implementation", cpu_collectives)
+    _jd.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
+                   process_id=process_id, local_device_ids=local_device_ids,
+                   cluster_detection_method=cluster_detection_method,
+                   initialization_timeout=initialization_timeout,
+                   coordinator_bind_address=coordinator_bind_address, **kwargs)
+
+
+def shutdown():
+    _jd.shutdown()
+
+
+def is_initialized() -> bool:
+    return _jd.is_initialized()

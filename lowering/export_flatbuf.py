@@ -1,0 +1,384 @@
+"""JAX's ``Exported`` flatbuffer layout, read and written in plain Python.
+
+``jax.export.serialize`` writes an ``Exported`` as a FlatBuffer whose schema
+is JAX's ``serialization.fbs`` (tables ``Exported``, ``PyTreeDef``,
+``AbstractValue``, ``Sharding``, ``Effect``, ``DisabledSafetyCheck``).  We
+write and read the same bytes without the ``flatbuffers`` runtime (which JAX
+does not depend on), so an artifact made by ``xform.export`` is read by
+``jax.export.deserialize`` and the reverse.
+
+The FlatBuffer wire format in brief (little endian):
+
+* the buffer starts with a ``u32`` offset to the root table;
+* a table starts with an ``i32`` ``soffset``: ``vtable = table - soffset``;
+  the vtable is ``u16 vtable_size, u16 table_size, u16 field_offset[slot]``
+  (0 = field absent, the reader then uses the field's default);
+* scalar fields are stored inline; a string, vector or sub-table field holds
+  a ``u32`` offset *forward* from the field's own position;
+* a string is ``u32 length, bytes, NUL``; a vector ``u32 count, elements``
+  (tables and strings as ``u32`` forward offsets from each element).
+
+This writer lays objects out front to back: a table, then the objects it
+refers to (so every offset is positive), patching the offsets as it goes.
+
+Pure Python (no jax import).  The schema-level functions exchange plain
+dicts / tuples; ``xform.export`` maps them to its own types.
+"""
+from __future__ import annotations
+
+import struct
+
+# ----------------------------------------------------------------- schema constants (serialization.fbs)
+
+PYTREE_LEAF, PYTREE_NONE, PYTREE_TUPLE, PYTREE_LIST, PYTREE_DICT, PYTREE_CUSTOM = range(6)
+
+# DType enum of the schema, by the name NumPy / ml_dtypes give the dtype.
+DTYPE_CODES = {
+    "bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4,
+    "uint8": 5, "uint16": 6, "uint32": 7, "uint64": 8,
+    "float16": 9, "float32": 10, "float64": 11, "complex64": 12, "complex128": 13,
+    "bfloat16": 14, "int4": 15, "uint4": 16, "float8_e4m3b11fnuz": 17,
+    "float8_e4m3fn": 18, "float8_e4m3fnuz": 19, "float8_e5m2": 20,
+    "float8_e5m2fnuz": 21, "float0": 22, "float8_e4m3": 23, "float8_e3m4": 24,
+    "float8_e8m0fnu": 25, "float4_e2m1fn": 26,
+    "key<fry>": 27, "key<rbg>": 28, "key<unsafe_rbg>": 29,
+}
+DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
+
+MEMORY_SPACE_DEVICE = 1
+DISABLED_CHECK_PLATFORM, DISABLED_CHECK_CUSTOM_CALL, DISABLED_CHECK_SHAPE_ASSERTIONS = 0, 1, 2
+
+# The serialization_version field: JAX 0.10.2 writes 3 (older readers accepted only 2/3).
+SERIALIZATION_VERSION_FIELD = 3
+
+# ----------------------------------------------------------------- generic writer
+
+
+class _Table:
+    """A table to write: ``fields`` = [(slot, kind, value)]."""
+    __slots__ = ("fields",)
+
+    def __init__(self, fields):
+        self.fields = [f for f in fields if f[2] is not None]
+
+
+_SCALARS = {"bool": ("<B", 1), "i8": ("<b", 1), "u8": ("<B", 1), "i16": ("<h", 2),
+            "u16": ("<H", 2), "i32": ("<i", 4), "u32": ("<I", 4)}
+_VEC_ELEMS = {"vec_u8": ("<B", 1), "vec_u16": ("<H", 2), "vec_u32": ("<I", 4)}
+
+
+class _Writer:
+    def __init__(self):
+        self.buf = bytearray(4)          # root offset, patched at the end
+
+    def _align(self, n):
+        pad = (-len(self.buf)) % n
+        self.buf += b"\0" * pad
+
+    def _patch(self, at, target):
+        assert target > at
+        struct.pack_into("<I", self.buf, at, target - at)
+
+    def table(self, t: _Table) -> int:
+        fields = sorted(t.fields, key=lambda f: f[0])
+        # inline layout: soffset, then each field aligned to its size (references: 4 bytes)
+        layout, size = [], 4
+        for slot, kind, value in fields:
+            width = _SCALARS[kind][1] if kind in _SCALARS else 4
+            size += (-size) % width
+            layout.append((slot, kind, value, size))
+            size += width
+        size += (-size) % 4
+        nslots = (max(f[0] for f in fields) + 1) if fields else 0
+        offsets = [0] * nslots
+        for slot, _, _, off in layout:
+            offsets[slot] = off
+        self._align(4)
+        vtable = len(self.buf)
+        self.buf += struct.pack(f"<HH{nslots}H", 4 + 2 * nslots, size, *offsets)
+        self._align(4)
+        pos = len(self.buf)
+        self.buf += b"\0" * size
+        struct.pack_into("<i", self.buf, pos, pos - vtable)
+        pending = []
+        for slot, kind, value, off in layout:
+            at = pos + off
+            if kind in _SCALARS:
+                struct.pack_into(_SCALARS[kind][0], self.buf, at, int(value))
+            else:
+                pending.append((at, kind, value))
+        for at, kind, value in pending:
+            self._patch(at, self.obj(kind, value))
+        return pos
+
+    def obj(self, kind, value) -> int:
+        if kind == "table":
+            return self.table(value)
+        if kind == "str":
+            data = value.encode("utf-8")
+            self._align(4)
+            pos = len(self.buf)
+            self.buf += struct.pack("<I", len(data)) + data + b"\0"
+            return pos
+        if kind in _VEC_ELEMS:
+            fmt, _ = _VEC_ELEMS[kind]
+            value = list(value) if not isinstance(value, (bytes, bytearray)) else value
+            self._align(4)
+            pos = len(self.buf)
+            self.buf += struct.pack("<I", len(value))
+            if kind == "vec_u8":
+                self.buf += bytes(value)
+            else:
+                self.buf += struct.pack(f"<{len(value)}{fmt[1]}", *value)
+            return pos
+        if kind in ("vec_table", "vec_str"):
+            self._align(4)
+            pos = len(self.buf)
+            self.buf += struct.pack("<I", len(value)) + b"\0" * (4 * len(value))
+            sub = "table" if kind == "vec_table" else "str"
+            for i, v in enumerate(value):
+                self._patch(pos + 4 + 4 * i, self.obj(sub, v))
+            return pos
+        raise TypeError(f"unknown flatbuffer field kind {kind!r}")
+
+    def finish(self, root: _Table) -> bytes:
+        pos = self.table(root)
+        struct.pack_into("<I", self.buf, 0, pos)
+        return bytes(self.buf)
+
+
+# ----------------------------------------------------------------- generic reader
+
+
+class _Reader:
+    """A view of one table in ``buf`` at ``pos``."""
+    __slots__ = ("buf", "pos", "_vt", "_vtsize")
+
+    def __init__(self, buf, pos):
+        self.buf = buf
+        self.pos = pos
+        self._vt = pos - struct.unpack_from("<i", buf, pos)[0]
+        self._vtsize = struct.unpack_from("<H", buf, self._vt)[0]
+
+    def _field(self, slot):
+        o = 4 + 2 * slot
+        if o >= self._vtsize:
+            return None
+        off = struct.unpack_from("<H", self.buf, self._vt + o)[0]
+        return self.pos + off if off else None
+
+    def _deref(self, at):
+        return at + struct.unpack_from("<I", self.buf, at)[0]
+
+    def scalar(self, slot, kind, default=0):
+        at = self._field(slot)
+        return default if at is None else struct.unpack_from(_SCALARS[kind][0], self.buf, at)[0]
+
+    def string(self, slot):
+        at = self._field(slot)
+        return None if at is None else _read_str(self.buf, self._deref(at))
+
+    def table(self, slot):
+        at = self._field(slot)
+        return None if at is None else _Reader(self.buf, self._deref(at))
+
+    def _vector(self, slot):
+        at = self._field(slot)
+        if at is None:
+            return None, 0
+        v = self._deref(at)
+        return v + 4, struct.unpack_from("<I", self.buf, v)[0]
+
+    def numbers(self, slot, kind):
+        start, n = self._vector(slot)
+        if start is None:
+            return []
+        if kind == "vec_u8":
+            return bytes(self.buf[start:start + n])
+        fmt = _VEC_ELEMS[kind][0][1]
+        return list(struct.unpack_from(f"<{n}{fmt}", self.buf, start))
+
+    def tables(self, slot):
+        start, n = self._vector(slot)
+        return [] if start is None else [
+            _Reader(self.buf, self._deref(start + 4 * i)) for i in range(n)]
+
+    def strings(self, slot):
+        start, n = self._vector(slot)
+        return [] if start is None else [
+            _read_str(self.buf, self._deref(start + 4 * i)) for i in range(n)]
+
+
+def _read_str(buf, at):
+    n = struct.unpack_from("<I", buf, at)[0]
+    return bytes(buf[at + 4:at + 4 + n]).decode("utf-8")
+
+
+# ----------------------------------------------------------------- the Exported schema
+#
+# Plain-data form used by xform.export:
+#   pytree node: ("leaf",) | ("none",) | ("tuple", kids) | ("list", kids)
+#                | ("dict", keys, kids) | ("custom", name, auxdata_bytes, kids)
+#   aval: (shape as a tuple of dimension strings, dtype name)
+#   exported: dict with keys fun_name, in_tree, out_tree, in_avals, out_avals,
+#     nr_devices, platforms, ordered_effects, unordered_effects, disabled_checks
+#     ([(kind, target or None)]), mlir_module_serialized, calling_convention_version,
+#     module_kept_var_idx, uses_global_constants, vjp (dict or None),
+#     in_shardings / out_shardings (None per argument: single-device only).
+
+
+def _pytree_table(node) -> _Table:
+    tag = node[0]
+    if tag == "leaf":
+        return _Table([(0, "i8", PYTREE_LEAF)])
+    if tag == "none":
+        return _Table([(0, "i8", PYTREE_NONE)])
+    if tag in ("tuple", "list"):
+        kids = [_pytree_table(k) for k in node[1]]
+        return _Table([(0, "i8", PYTREE_TUPLE if tag == "tuple" else PYTREE_LIST),
+                       (1, "vec_table", kids)])
+    if tag == "dict":
+        keys, kids = node[1], node[2]
+        return _Table([(0, "i8", PYTREE_DICT), (1, "vec_table", [_pytree_table(k) for k in kids]),
+                       (2, "vec_str", list(keys))])
+    if tag == "custom":
+        name, aux, kids = node[1], node[2], node[3]
+        return _Table([(0, "i8", PYTREE_CUSTOM), (1, "vec_table", [_pytree_table(k) for k in kids]),
+                       (3, "str", name), (4, "vec_u8", bytes(aux))])
+    raise ValueError(f"unknown pytree node {tag!r}")
+
+
+def _read_pytree(r: _Reader):
+    kind = r.scalar(0, "i8")
+    kids = [_read_pytree(c) for c in r.tables(1)]
+    if kind == PYTREE_LEAF:
+        return ("leaf",)
+    if kind == PYTREE_NONE:
+        return ("none",)
+    if kind == PYTREE_TUPLE:
+        return ("tuple", kids)
+    if kind == PYTREE_LIST:
+        return ("list", kids)
+    if kind == PYTREE_DICT:
+        return ("dict", r.strings(2), kids)
+    if kind == PYTREE_CUSTOM:
+        return ("custom", r.string(3), r.numbers(4, "vec_u8"), kids)
+    raise ValueError(f"Cannot deserialize PyTreeDef with unknown kind: {kind}")
+
+
+def _aval_table(aval) -> _Table:
+    shape, dtype = aval
+    if dtype not in DTYPE_CODES:
+        raise ValueError(f"dtype {dtype} cannot be serialized in an Exported")
+    return _Table([(0, "i8", 0), (1, "vec_str", [str(d) for d in shape]),
+                   (2, "i8", DTYPE_CODES[dtype]), (3, "i8", MEMORY_SPACE_DEVICE)])
+
+
+def _read_aval(r: _Reader):
+    if r.scalar(0, "i8") != 0:
+        raise ValueError("the serialized Exported has an abstract token argument; "
+                         "only array arguments are supported")
+    code = r.scalar(2, "i8")
+    if code not in DTYPE_NAMES:
+        raise ValueError(f"the serialized Exported uses an unknown dtype code {code}")
+    return tuple(r.strings(1)), DTYPE_NAMES[code]
+
+
+def _exported_table(e: dict, vjp_order: int) -> _Table:
+    uniques, index = [], {}
+    for a in list(e["in_avals"]) + list(e["out_avals"]):
+        if a not in index:
+            index[a] = len(uniques)
+            uniques.append(a)
+    for s in list(e.get("in_shardings", ())) + list(e.get("out_shardings", ())):
+        if s is not None:
+            raise ValueError("serializing named shardings is not supported (single-device "
+                             "exports only)")
+    n_in, n_out = len(e["in_avals"]), len(e["out_avals"])
+    fields = [
+        (0, "u16", SERIALIZATION_VERSION_FIELD),
+        (1, "str", e["fun_name"]),
+        (2, "table", _pytree_table(e["in_tree"])),
+        (3, "vec_table", [_aval_table(a) for a in e["in_avals"]]),
+        (4, "table", _pytree_table(e["out_tree"])),
+        (5, "vec_table", [_aval_table(a) for a in e["out_avals"]]),
+        (7, "vec_table", [_Table([]) for _ in range(n_in)]),
+        (8, "vec_table", [_Table([]) for _ in range(n_out)]),
+        (9, "vec_str", list(e["platforms"])),
+        (10, "vec_table", [_Table([(0, "str", n)]) for n in e["ordered_effects"]]),
+        (11, "vec_table", [_Table([(0, "str", n)]) for n in e["unordered_effects"]]),
+        (12, "vec_table", [_Table([(0, "i8", k)] + ([(1, "str", t)] if t is not None else []))
+                           for k, t in e["disabled_checks"]]),
+        (13, "vec_u8", bytes(e["mlir_module_serialized"])),
+        (14, "u16", e["calling_convention_version"]),
+        (15, "vec_u16", list(e["module_kept_var_idx"])),
+        (16, "bool", bool(e["uses_global_constants"])),
+        (18, "u32", e["nr_devices"]),
+        (19, "vec_table", [_aval_table(a) for a in uniques]),
+        (20, "vec_table", []),
+        (21, "vec_table", []),
+        (22, "vec_u32", [index[a] for a in e["in_avals"]]),
+        (23, "vec_u32", [index[a] for a in e["out_avals"]]),
+        (24, "vec_u32", [0] * n_in),
+        (25, "vec_u32", [0] * n_out),
+    ]
+    if vjp_order > 0:
+        vjp = e.get("vjp")
+        if vjp is None:
+            raise ValueError("serialization of an Exported that does not have vjps of "
+                             "high-enough order")
+        fields.append((17, "table", _exported_table(vjp(), vjp_order - 1)))
+    return _Table(fields)
+
+
+def serialize_exported(e: dict, vjp_order: int = 0) -> bytes:
+    """FlatBuffer bytes of ``e`` (see the plain-data form above); ``e["vjp"]`` is a
+    callable returning the VJP's dict (needed when ``vjp_order > 0``)."""
+    return _Writer().finish(_exported_table(e, vjp_order))
+
+
+def deserialize_exported(blob) -> dict:
+    """The plain-data form of a serialized Exported (JAX's or ours)."""
+    buf = bytes(blob)
+    if len(buf) < 8:
+        raise ValueError(f"not a serialized Exported: only {len(buf)} bytes")
+    try:
+        return _read_exported(_Reader(buf, struct.unpack_from("<I", buf, 0)[0]))
+    except (struct.error, IndexError, UnicodeDecodeError) as e:
+        raise ValueError(f"not a serialized Exported (corrupt FlatBuffer: {e})") from None
+
+
+def _read_exported(r: _Reader) -> dict:
+    unique = [_read_aval(t) for t in r.tables(19)]
+    in_idx, out_idx = r.numbers(22, "vec_u32"), r.numbers(23, "vec_u32")
+    if in_idx or not r.tables(3):
+        in_avals = [unique[i] for i in in_idx]
+    else:
+        in_avals = [_read_aval(t) for t in r.tables(3)]
+    if out_idx or not r.tables(5):
+        out_avals = [unique[i] for i in out_idx]
+    else:
+        out_avals = [_read_aval(t) for t in r.tables(5)]
+    shard_idx = r.numbers(24, "vec_u32") + r.numbers(25, "vec_u32")
+    legacy = r.tables(7) + r.tables(8)
+    if any(shard_idx) or any(t.table(2) is not None or t.numbers(1, "vec_u8") for t in legacy):
+        raise ValueError("the serialized Exported carries shardings (a multi-device export); "
+                         "xform.export supports single-device artifacts only")
+    vjp_r = r.table(17)
+    return {
+        "fun_name": r.string(1) or "",
+        "in_tree": _read_pytree(r.table(2)),
+        "out_tree": _read_pytree(r.table(4)),
+        "in_avals": in_avals,
+        "out_avals": out_avals,
+        "nr_devices": r.scalar(18, "u32") or r.scalar(6, "i16"),
+        "platforms": r.strings(9),
+        "ordered_effects": [t.string(0) for t in r.tables(10)],
+        "unordered_effects": [t.string(0) for t in r.tables(11)],
+        "disabled_checks": [(t.scalar(0, "i8"), t.string(1)) for t in r.tables(12)],
+        "mlir_module_serialized": r.numbers(13, "vec_u8"),
+        "calling_convention_version": r.scalar(14, "u16"),
+        "module_kept_var_idx": r.numbers(15, "vec_u16"),
+        "uses_global_constants": bool(r.scalar(16, "bool")),
+        "vjp": (lambda: _read_exported(vjp_r)) if vjp_r is not None else None,
+    }

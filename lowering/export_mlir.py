@@ -1,0 +1,334 @@
+"""StableHLO portable artifacts for ``xform.export`` (jaxlib, imported lazily).
+
+* ``serialize_module(text, ...)``: our StableHLO text -> versioned VHLO
+  bytecode (``serialize_portable_artifact``, targeting the StableHLO version
+  that is four weeks old, as JAX does), with JAX's module attributes.
+* ``module_text(blob)``: the bytecode back to StableHLO text.
+* ``specialize(blob, in_types, ...)``: an exported module (ours or JAX's,
+  possibly shape polymorphic, possibly multi-platform) specialised to concrete
+  argument types: a wrapper ``main`` converts the concrete arguments to the
+  exported types, passes the platform index, calls the exported ``main``;
+  jaxlib's shape refinement then resolves every dynamic shape and checks the
+  shape assertions (with the exporter's error messages).  Returns the refined
+  module's top-level ops as generic-syntax text with renamed symbols, ready
+  to be inlined into a module we lower, and the result types.
+* the lowering rule of ``call_exported`` (registered by name; inlines the
+  specialised functions and emits a ``func.call``).
+
+Importing this module imports nothing from jax/jaxlib.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import threading
+
+from lowering.mlir import register
+
+_lock = threading.Lock()
+
+
+def _ctx():
+    from lowering.runtime import _mlir_context
+    return _mlir_context()
+
+
+def _ir():
+    from jaxlib.mlir import ir
+    return ir
+
+
+def target_version() -> str:
+    from jaxlib.mlir.dialects import stablehlo
+    return str(stablehlo.get_version_from_compatibility_requirement(
+        stablehlo.StablehloCompatibilityRequirement.WEEK_4))
+
+
+def _bytecode(module) -> bytes:
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()
+
+
+def _call_text(callee, arg_names, in_types, out_types, indent="    "):
+    """``func.call`` + ``func.return`` lines (generic syntax)."""
+    res = ", ".join(out_types)
+    ins = ", ".join(in_types)
+    n = len(out_types)
+    if n == 0:
+        return [f'{indent}"func.call"({", ".join(arg_names)}) {{callee = @{callee}}} '
+                f': ({ins}) -> ()', f'{indent}"func.return"() : () -> ()']
+    rets = ["%r"] if n == 1 else [f"%r#{i}" for i in range(n)]
+    lhs = "%r" if n == 1 else f"%r:{n}"
+    return [f'{indent}{lhs} = "func.call"({", ".join(arg_names)}) {{callee = @{callee}}} '
+            f': ({ins}) -> ({res})',
+            f'{indent}"func.return"({", ".join(rets)}) : ({res}) -> ()']
+
+
+def _add_platform_index(text: str) -> str:
+    """Wrap ``main`` so that it takes a leading ``i32`` platform index (multi-platform
+    calling convention); our lowering is the same on every platform, so it is unused."""
+    ir = _ir()
+    module = ir.Module.parse(text)
+    ins, outs = _func_types(ir.SymbolTable(module.operation)["main"])
+    head = "func.func public @main("
+    if text.count(head) != 1:
+        raise ValueError("cannot find the public main function of the lowered module")
+    text = text.replace(head, "func.func private @_wrapped_jax_export_main(", 1)
+    args = ['%plat: tensor<i32> {jax.global_constant = "_platform_index"}'] + \
+        [f"%a{i}: {t}" for i, t in enumerate(ins)]
+    body = _call_text("_wrapped_jax_export_main", [f"%a{i}" for i in range(len(ins))], ins, outs)
+    main = (f"  func.func public @main({', '.join(args)}) -> ({', '.join(outs)}) {{\n"
+            + "\n".join(body) + "\n  }\n")
+    end = text.rstrip().rfind("}")
+    return text[:end] + main + text[end:]
+
+
+def multi_platform_module(texts, name: str) -> str:
+    """One module for several platforms whose lowerings differ (JAX's convention):
+    ``main(%platform_index: i32, *args)`` runs a ``stablehlo.case`` over the
+    per-platform programs (each lowering's functions renamed ``_xf_p{i}_*``)."""
+    ir = _ir()
+    ops, sig = [], None
+    with _lock, _ctx():
+        for i, text in enumerate(texts):
+            m = ir.Module.parse(text)
+            names = [ir.StringAttr(op.attributes["sym_name"]).value
+                     for op in m.body.operations if "sym_name" in op.attributes]
+            for n in names:
+                ir.SymbolTable.replace_all_symbol_uses(n, f"_xf_p{i}_{n}", m.operation)
+            symtab = ir.SymbolTable(m.operation)
+            for op in list(m.body.operations):
+                if "sym_name" in op.attributes:
+                    n = ir.StringAttr(op.attributes["sym_name"]).value
+                    symtab.set_symbol_name(op, f"_xf_p{i}_{n}")
+                    if op.name == "func.func":
+                        op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+                    if n == "main":
+                        s_ = _func_types(op)
+                        if sig is not None and s_ != sig:
+                            raise ValueError("the per-platform lowerings have different "
+                                             "signatures")
+                        sig = s_
+            ops += [op.get_asm(print_generic_op_form=True, enable_debug_info=False)
+                    for op in m.body.operations]
+    ins, outs = sig
+    args = ['%plat: tensor<i32> {jax.global_constant = "_platform_index"}'] + \
+        [f"%a{i}: {t}" for i, t in enumerate(ins)]
+    regions = []
+    for i in range(len(texts)):
+        call = _call_text(f"_xf_p{i}_main", [f"%a{k}" for k in range(len(ins))], ins, outs,
+                          indent="        ")
+        ret = call[1].replace('"func.return"', '"stablehlo.return"')
+        regions.append("{\n" + call[0] + "\n" + ret + "\n      }")
+    res = ", ".join(outs)
+    n = len(outs)
+    lhs = "" if n == 0 else ("%c = " if n == 1 else f"%c:{n} = ")
+    rets = [] if n == 0 else (["%c"] if n == 1 else [f"%c#{k}" for k in range(n)])
+    main = (f"  func.func public @main({', '.join(args)}) -> ({res}) {{\n"
+            f'    {lhs}"stablehlo.case"(%plat) ({", ".join(regions)}) : (tensor<i32>) -> ({res})\n'
+            f'    "func.return"({", ".join(rets)}) : ({res}) -> ()\n  }}\n')
+    mod = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return (f"module @{mod} attributes {{mhlo.num_partitions = 1 : i32, "
+            f"mhlo.num_replicas = 1 : i32}} {{\n{main}" + "\n".join("  " + o for o in ops)
+            + "\n}\n")
+
+
+def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
+                     result_info=None, platform_index_arg: bool = False,
+                     constraints=()) -> bytes:
+    """VHLO bytecode of the StableHLO module ``text`` (a portable artifact)."""
+    from jaxlib import _jax
+    ir = _ir()
+    with _lock, _ctx():
+        if platform_index_arg:
+            text = _add_platform_index(text)
+        module = ir.Module.parse(text)
+        module.operation.attributes["jax.uses_shape_polymorphism"] = \
+            ir.BoolAttr.get(bool(uses_shape_polymorphism))
+        if constraints:     # symbolic constraints (JAX does not serialize them; we keep them)
+            module.operation.attributes["xform.symbolic_constraints"] = ir.ArrayAttr.get(
+                [ir.StringAttr.get(f"{d}\n{t}") for d, t in constraints])
+        if result_info is not None:
+            main = ir.SymbolTable(module.operation)["main"]
+            attrs = list(ir.ArrayAttr(main.result_attrs)) if "res_attrs" in main.attributes \
+                else [ir.DictAttr.get({}) for _ in result_info]
+            new = []
+            for a, info in zip(attrs, result_info):
+                d = {n.name: n.attr for n in ir.DictAttr(a)}
+                d["jax.result_info"] = ir.StringAttr.get(info)
+                new.append(ir.DictAttr.get(d))
+            main.attributes["res_attrs"] = ir.ArrayAttr.get(new)
+        module.operation.verify()
+        return bytes(_jax.mlir.serialize_portable_artifact(_bytecode(module), target_version()))
+
+
+def _deserialize(blob):
+    from jaxlib import _jax
+    try:
+        return _jax.mlir.deserialize_portable_artifact(bytes(blob), context=_ctx())
+    except Exception as e:
+        raise ValueError(f"cannot read the exported StableHLO module: {e}") from None
+
+
+def module_text(blob, *, debug_info: bool = False) -> str:
+    """The StableHLO text of a serialized module."""
+    with _lock, _ctx():
+        return _deserialize(blob).operation.get_asm(enable_debug_info=debug_info)
+
+
+def module_constraints(blob):
+    """[(lhs - rhs, text)] recorded by ``serialize_module(constraints=...)``."""
+    ir = _ir()
+    with _lock, _ctx():
+        attrs = _deserialize(blob).operation.attributes
+        if "xform.symbolic_constraints" not in attrs:
+            return []
+        out = []
+        for a in ir.ArrayAttr(attrs["xform.symbolic_constraints"]):
+            d, t = ir.StringAttr(a).value.split("\n", 1)
+            out.append((d, t))
+        return out
+
+
+def _func_types(op):
+    ir = _ir()
+    ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+    return [str(t) for t in ft.inputs], [str(t) for t in ft.results]
+
+
+def main_signature(blob):
+    """(input types, result types) of the serialized module's ``main``."""
+    ir = _ir()
+    with _lock, _ctx():
+        module = _deserialize(blob)
+        return _func_types(ir.SymbolTable(module.operation)["main"])
+
+
+_counter = [0]
+
+
+@functools.lru_cache(maxsize=256)
+def specialize(blob: bytes, in_types: tuple, platform_index):
+    """Refine the exported module ``blob`` for arguments of types ``in_types``.
+
+    ``platform_index``: None, or the value of the leading platform-index
+    argument (multi-platform exports).  Returns ``(ops, main_symbol,
+    result_types)``: the refined module's top-level operations (generic
+    syntax, symbols prefixed so they cannot clash with ours) and its entry.
+    """
+    from jaxlib import _jax
+    ir = _ir()
+    with _lock, _ctx():
+        module = _deserialize(blob)
+        symtab = ir.SymbolTable(module.operation)
+        main = symtab["main"]
+        exp_in, exp_out = _func_types(main)
+        n_plat = 0 if platform_index is None else 1
+        if len(exp_in) != len(in_types) + n_plat:
+            raise ValueError(
+                f"the exported module's main takes {len(exp_in)} arguments "
+                f"({', '.join(exp_in)}) but it is called with {len(in_types)} array arguments"
+                + (" and a platform index" if n_plat else "")
+                + "; exports with ordered effects (token arguments) are not supported.")
+        if any(t.startswith("!stablehlo.token") for t in exp_in):
+            raise ValueError("calling an Exported with ordered effects (token arguments) "
+                             "is not supported")
+        _counter[0] += 1
+        inner = f"xf_exported_{_counter[0]}_main"
+        main.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        ir.SymbolTable.replace_all_symbol_uses("main", inner, module.operation)
+        symtab.set_symbol_name(main, inner)
+        body_ops = [op.get_asm(print_generic_op_form=True, enable_debug_info=False)
+                    for op in module.body.operations]
+        lines, args, call_args = [], [], []
+        if n_plat:
+            lines.append(f'    %plat = "stablehlo.constant"() {{value = dense<{int(platform_index)}> '
+                         f': {exp_in[0]}}} : () -> {exp_in[0]}')
+            call_args.append("%plat")
+        for i, (t, et) in enumerate(zip(in_types, exp_in[n_plat:])):
+            args.append(f"%a{i}: {t}")
+            if t == et:
+                call_args.append(f"%a{i}")
+            else:
+                lines.append(f'    %c{i} = "stablehlo.convert"(%a{i}) : ({t}) -> {et}')
+                call_args.append(f"%c{i}")
+        res = ", ".join(exp_out)
+        lines += _call_text(inner, call_args, exp_in, exp_out)
+        wrapper = ("module @xf_specialize attributes {jax.uses_shape_polymorphism = true, "
+                   "mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+                   f"  func.func public @main({', '.join(args)}) -> ({res}) {{\n"
+                   + "\n".join(lines) + "\n  }\n" + "\n".join(body_ops) + "\n}\n")
+        try:
+            wm = ir.Module.parse(wrapper)
+        except Exception as e:
+            raise ValueError(f"the exported module cannot be called with arguments of types "
+                             f"({', '.join(in_types)}): {e}") from None
+        try:
+            refined = _jax.mlir.refine_polymorphic_shapes(
+                _bytecode(wm), enable_shape_assertions=True, validate_static_shapes=True)
+        except Exception as e:
+            raise ValueError(_refine_error(str(e))) from None
+        rm = ir.Module.parse(refined)
+        rsym = ir.SymbolTable(rm.operation)
+        tag = f"xf_x{_counter[0]}_"
+        ops = []
+        names = [ir.StringAttr(op.attributes["sym_name"]).value for op in rm.body.operations
+                 if "sym_name" in op.attributes]
+        for n in names:
+            ir.SymbolTable.replace_all_symbol_uses(n, tag + n, rm.operation)
+        for op in list(rm.body.operations):
+            if "sym_name" in op.attributes:
+                rsym.set_symbol_name(op, tag + ir.StringAttr(op.attributes["sym_name"]).value)
+            if op.name == "func.func":
+                op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        entry = next(op for op in rm.body.operations if "sym_name" in op.attributes
+                     and ir.StringAttr(op.attributes["sym_name"]).value == tag + "main")
+        _, out_types = _func_types(entry)
+        for op in rm.body.operations:
+            ops.append(op.get_asm(print_generic_op_form=True, enable_debug_info=False))
+        return tuple(ops), tag + "main", tuple(out_types)
+
+
+def _refine_error(msg: str) -> str:
+    """The shape-assertion message of a failed refinement (JAX's text), if any."""
+    i = msg.find("Input shapes do not match")
+    if i >= 0:
+        text = msg[i:]
+        for stop in ("\n", " @ "):
+            j = text.find(stop)
+            if j > 0:
+                text = text[:j]
+        return text
+    return f"Error refining shapes of the exported module: {msg}"
+
+
+def _ensure_kernels(platform):
+    """JAX's exports call jaxlib's LAPACK / cusolver FFI kernels by name: register them
+    with XLA (as our own linear-algebra lowering does) before compiling such a call."""
+    from lowering.rules_linalg_decomp import _ensure_targets
+    p = (platform or "cpu").lower()
+    _ensure_targets({"gpu": "cuda", "host": "cpu"}.get(p, p))
+
+
+@register("call_exported")
+def _call_exported_lowering(ctx, eqn, *args):
+    exported = eqn.params["exported"]
+    args = [args[i] for i in exported.module_kept_var_idx]     # unused inputs were dropped
+    in_types = tuple(ctx.types[a] for a in args)
+    ops, entry, out_types = specialize(exported.mlir_module_serialized, in_types,
+                                       exported._platform_index(ctx.module.platform))
+    mod = ctx.module
+    key = ("call_exported", exported.mlir_module_serialized, in_types, ctx.module.platform)
+    if any("custom_call" in o for o in ops):
+        _ensure_kernels(ctx.module.platform)
+    if key not in mod.func_names:
+        mod.func_names[key] = entry
+        mod.functions.extend("  " + o for o in ops)
+    from lowering.mlir import aval_type
+    want = [aval_type(a) for a in ctx.out_avals]
+    if list(out_types) != want:
+        raise ValueError(f"the exported function {exported.fun_name!r} returns "
+                         f"({', '.join(out_types)}) for these arguments, but "
+                         f"({', '.join(want)}) was expected")
+    return ctx.op("func.call", list(args), list(out_types), f"callee = @{entry}")

@@ -1,0 +1,22 @@
+"""Lowering rules: ``clz``, ``reduce_precision``, ``optimization_barrier``."""
+from __future__ import annotations
+
+from lowering.mlir import register
+
+
+@register("clz")
+def _clz(ctx, eqn, x):
+    return [ctx.op1("stablehlo.count_leading_zeros", [x], ctx.out_avals[0])]
+
+
+@register("reduce_precision")
+def _reduce_precision(ctx, eqn, x):
+    p = eqn.params
+    return [ctx.op1("stablehlo.reduce_precision", [x], ctx.out_avals[0],
+                    f"exponent_bits = {int(p['exponent_bits'])} : i32, "
+                    f"mantissa_bits = {int(p['mantissa_bits'])} : i32")]
+
+
+@register("optimization_barrier")
+def _optimization_barrier(ctx, eqn, *xs):
+    return ctx.op("stablehlo.optimization_barrier", list(xs), list(ctx.out_avals))

@@ -1,0 +1,318 @@
+"""Miscellaneous lax operations: ``clz``, ``reduce_precision``, ``optimization_barrier``
+(primitives) and ``approx_max_k/approx_min_k``, ``index_take``, ``broadcast_shapes``,
+``empty`` (compositions of other primitives).
+
+``approx_max_k``/``approx_min_k`` are exact on every backend here (JAX's CPU/GPU
+fallback; the TPU partial-reduce algorithm is not emulated): values sorted best first,
+int32 indices.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from interpreters import ad, batching, core, dtypes
+from interpreters.ad import Zero
+from interpreters.core import Primitive, ShapedArray
+from primitives._rules import defjvp_zero, defvectorized, moveaxis
+from primitives.structural import as_operand, checked_bind
+
+__all__ = ["clz", "reduce_precision", "optimization_barrier", "approx_max_k", "approx_min_k",
+           "index_take", "broadcast_shapes", "empty", "clz_p", "reduce_precision_p",
+           "optimization_barrier_p"]
+
+# ----------------------------------------------------------------- clz
+
+clz_p = Primitive("clz")
+
+
+def _clz_abstract(x):
+    if not dtypes.is_integer(x.dtype):
+        raise TypeError(f"clz requires an integer operand, got {x.str_short()}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _clz_impl(x):
+    x = np.asarray(x)
+    bits = x.dtype.itemsize * 8
+    u = x.view(np.dtype(f"uint{bits}")).astype(np.uint64)
+    out = np.full(u.shape, bits, np.int64)
+    # position of the highest set bit, by halving
+    n = np.zeros(u.shape, np.int64)
+    v = u.copy()
+    for shift in (32, 16, 8, 4, 2, 1):
+        if shift >= bits:
+            continue
+        big = v >= (np.uint64(1) << np.uint64(shift))
+        n = np.where(big, n + shift, n)
+        v = np.where(big, v >> np.uint64(shift), v)
+    out = np.where(u == 0, bits, bits - 1 - n)
+    return out.astype(x.dtype)
+
+
+clz_p.def_abstract_eval(_clz_abstract)
+clz_p.def_impl(_clz_impl)
+defjvp_zero(clz_p)
+defvectorized(clz_p)
+
+
+def clz(x):
+    """Number of leading zero bits of each integer."""
+    return checked_bind(clz_p, as_operand(x))
+
+
+# ----------------------------------------------------------------- reduce_precision
+
+reduce_precision_p = Primitive("reduce_precision")
+
+_FLOAT_BITS = {np.dtype(np.float16): (5, 10), np.dtype(np.float32): (8, 23),
+               np.dtype(np.float64): (11, 52)}
+
+
+def _float_layout(dt):
+    dt = np.dtype(dt)
+    if dt in _FLOAT_BITS:
+        return _FLOAT_BITS[dt]
+    if dt == dtypes.bfloat16:
+        return (8, 7)
+    raise TypeError(f"reduce_precision needs a floating-point operand, got {dt}")
+
+
+def _rp_abstract(x, *, exponent_bits, mantissa_bits):
+    _float_layout(x.dtype)
+    if exponent_bits < 1 or mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: exponent_bits ({exponent_bits}) must be >= 1 and "
+                         f"mantissa_bits ({mantissa_bits}) >= 0")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _rp_impl(x, *, exponent_bits, mantissa_bits):
+    """XLA's ReducePrecision: round-to-nearest-even on the mantissa, exponent overflow to
+    +-inf and underflow (including what would be subnormal) to +-0; NaNs stay NaN."""
+    x = np.asarray(x)
+    dt = x.dtype
+    src_e, src_m = _float_layout(dt)
+    nbits = dt.itemsize * 8
+    ut = np.dtype(f"uint{nbits}")
+    one = lambda v: np.asarray(v, dtype=ut)
+    xi = x.view(ut).copy()
+    if mantissa_bits < src_m:
+        shift = src_m - mantissa_bits
+        last = one(1) << one(shift)
+        bias = (last >> one(1)) - one(1)
+        last_bit = (xi & last) >> one(shift)
+        xi = (xi + last_bit + bias) & ~(last - one(1))
+    if exponent_bits < src_e:
+        sign_mask = one(1) << one(nbits - 1)
+        exp_mask = ((one(1) << one(src_e)) - one(1)) << one(src_m)
+        ebias = (1 << (src_e - 1)) - 1
+        rbias = (1 << (exponent_bits - 1)) - 1
+        max_e, min_e = ebias + rbias, ebias - rbias
+        xe = xi & exp_mask
+        over = xe > (one(max_e) << one(src_m))
+        under = xe <= (one(min_e) << one(src_m))
+        sz = xi & sign_mask
+        xi = np.where(over, sz | exp_mask, np.where(under, sz, xi))
+    out = xi.astype(ut).view(dt)
+    return np.where(np.isnan(x.astype(np.float32) if dt == dtypes.bfloat16 else x), x,
+                    out).astype(dt)
+
+
+reduce_precision_p.def_abstract_eval(_rp_abstract)
+reduce_precision_p.def_impl(_rp_impl)
+defvectorized(reduce_precision_p)
+
+
+def _rp_jvp(primals, tangents, **params):
+    out = reduce_precision_p.bind(primals[0], **params)
+    t = tangents[0]
+    if type(t) is Zero:
+        return out, Zero.from_primal(out)
+    return out, reduce_precision_p.bind(t, **params)
+
+
+ad.jvp_rules[reduce_precision_p] = _rp_jvp
+ad.transpose_rules[reduce_precision_p] = lambda ct, x, **params: [
+    Zero(x.aval) if type(ct) is Zero else reduce_precision_p.bind(ct, **params)]
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """Round ``operand`` to a float format with the given exponent and mantissa bits."""
+    x = as_operand(operand)
+    return checked_bind(reduce_precision_p, x, exponent_bits=operator.index(exponent_bits),
+                        mantissa_bits=operator.index(mantissa_bits))
+
+
+# ----------------------------------------------------------------- optimization_barrier
+
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+optimization_barrier_p.def_abstract_eval(lambda *xs: [ShapedArray(x.shape, x.dtype, x.weak_type)
+                                                      for x in xs])
+optimization_barrier_p.def_impl(lambda *xs: [np.asarray(x) for x in xs])
+
+
+def _ob_jvp(primals, tangents):
+    outs = optimization_barrier_p.bind(*primals)
+    ts = [ad.instantiate(t) for t in tangents]
+    return outs, list(optimization_barrier_p.bind(*ts))
+
+
+def _ob_transpose(cts, *xs):
+    cts = [ad.instantiate(c) if type(c) is not Zero else ad.zeros_like_aval(x.aval)
+           for c, x in zip(cts, xs)]
+    return list(optimization_barrier_p.bind(*cts))
+
+
+ad.jvp_rules[optimization_barrier_p] = _ob_jvp
+ad.transpose_rules[optimization_barrier_p] = _ob_transpose
+batching.batch_rules[optimization_barrier_p] = lambda axis_data, vals, dims: (
+    list(optimization_barrier_p.bind(*vals)), list(dims))
+
+
+def optimization_barrier(operand, /):
+    """Identity on a pytree of arrays that XLA may not move computations across."""
+    from interpreters.tree_util import tree_flatten, tree_unflatten
+    leaves, tree = tree_flatten(operand)
+    leaves = [as_operand(x) for x in leaves]
+    if not leaves:
+        return operand
+    return tree_unflatten(tree, list(optimization_barrier_p.bind(*leaves)))
+
+
+# ----------------------------------------------------------------- compositions
+
+
+def _order_key_reversed(x):
+    """A value whose ascending order is ``x``'s descending order (floats: negation)."""
+    from primitives import elementwise as ew
+    return ew.neg_p.bind(x)
+
+
+def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, input_size_override):
+    """Results per row (XLA's ApproxTopKReductionOutputSize): k when aggregating, else the
+    size of the TPU algorithm's partial reduction (JAX returns that many, best first)."""
+    import math
+    if aggregate_to_topk:
+        return k
+    tiling = 1024 if rank == 1 else 128
+    if n <= tiling:
+        return n
+    if input_size_override >= 0 and n > input_size_override:
+        raise ValueError(f"reduction_input_size_override ({input_size_override}) must be at "
+                         f"least the reduced dimension size ({n})")
+    if recall_target >= 1.0:
+        return n
+    if k == 1:
+        return tiling
+    logical = input_size_override if input_size_override >= 0 else n
+    m = min(max(int((1.0 - k) / math.log(recall_target)), tiling), n)
+    log2_reduction = (logical // m).bit_length() - 1
+    if log2_reduction <= 0:
+        return n
+    return -(-(-(-n // tiling)) // (1 << log2_reduction)) * tiling
+
+
+def _approx_k(name, operand, k, reduction_dimension, largest, recall_target=0.95,
+              reduction_input_size_override=-1, aggregate_to_topk=True):
+    from primitives.sorting import top_k
+    x = as_operand(operand)
+    a = core.get_aval(x)
+    if a.ndim == 0:
+        raise ValueError(f"{name}: operand must have at least one dimension")
+    if not dtypes.is_float(a.dtype):
+        raise ValueError(f"{name}: operand must be a floating type, got {a.str_short()}")
+    d = operator.index(reduction_dimension)
+    if not -a.ndim <= d < a.ndim:
+        raise ValueError(f"{name}: reduction_dimension {d} out of range for operand "
+                         f"{a.str_short()}")
+    d %= a.ndim
+    k = operator.index(k)
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    if k > a.shape[d]:
+        raise ValueError(f"{name}: k ({k}) must be at most the reduced dimension size "
+                         f"({a.shape[d]}) of operand {a.str_short()}")
+    if not 0 < recall_target <= 1:
+        raise ValueError(f"{name}: recall_target must be in (0, 1], got {recall_target}")
+    k = _approx_output_size(a.shape[d], a.ndim, k, float(recall_target),
+                            bool(aggregate_to_topk), operator.index(reduction_input_size_override))
+    x = moveaxis(x, d, a.ndim - 1)
+    if largest:
+        vals, idx = top_k(x, k)
+    else:
+        keys, idx = top_k(_order_key_reversed(x), k)
+        vals = _order_key_reversed(keys)
+    return moveaxis(vals, a.ndim - 1, d), moveaxis(idx, a.ndim - 1, d)
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The k largest values along ``reduction_dimension`` and their indices (exact here;
+    ``aggregate_to_topk=False``: as many as XLA's partial reduction keeps, best first)."""
+    return _approx_k("approx_max_k", operand, k, reduction_dimension, True, recall_target,
+                     reduction_input_size_override, aggregate_to_topk)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The k smallest values along ``reduction_dimension`` and their indices (exact here;
+    ``aggregate_to_topk=False``: as many as XLA's partial reduction keeps, best first)."""
+    return _approx_k("approx_min_k", operand, k, reduction_dimension, False, recall_target,
+                     reduction_input_size_override, aggregate_to_topk)
+
+
+def index_take(src, idxs, axes):
+    """``src`` gathered at the (wrapped-around) index arrays ``idxs`` along ``axes``."""
+    from primitives.indexing import GatherDimensionNumbers, gather
+    from primitives import elementwise as ew
+    from primitives.structural import concatenate, reshape
+    src = as_operand(src)
+    a = core.get_aval(src)
+    axes = tuple(operator.index(ax) for ax in axes)
+    idxs = [as_operand(i) for i in idxs]
+    if len(idxs) != len(axes) or not idxs:
+        raise ValueError(f"index_take: need one index array per axis, got {len(idxs)} index "
+                         f"arrays for axes {axes}")
+    shapes = {core.get_aval(i).shape for i in idxs}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+        raise TypeError("index_take: index arrays must be 1-D and of equal length, got shapes "
+                        f"{sorted(shapes)}")
+    dt = core.get_aval(idxs[0]).dtype
+    cols = [reshape(ew.convert_element_type_p.bind(i, new_dtype=dt, weak_type=False)
+                    if core.get_aval(i).dtype != dt else i,
+                    (core.get_aval(i).shape[0], 1)) for i in idxs]
+    ind = concatenate(cols, 1)
+    n = core.get_aval(ind).shape[0]
+    size = np.broadcast_to(np.array([a.shape[ax] for ax in axes], dt), (n, len(axes)))
+    ind = ew.rem_p.bind(ew.add_p.bind(ew.rem_p.bind(ind, size), size), size)
+    slice_sizes = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
+    offset = tuple(range(1, a.ndim - len(axes) + 1))
+    dn = GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=tuple(sorted(axes)),
+                                start_index_map=axes)
+    return gather(src, ind, dn, slice_sizes)
+
+
+def broadcast_shapes(*shapes):
+    """NumPy's broadcast of shapes (tuples of ints) -> the result shape."""
+    if not shapes:
+        return ()
+    shapes = [tuple(operator.index(d) for d in s) for s in shapes]
+    nd = max(len(s) for s in shapes)
+    padded = [(1,) * (nd - len(s)) + s for s in shapes]
+    out = []
+    for ds in zip(*padded):
+        sizes = {d for d in ds if d != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                             f"{[tuple(s) for s in shapes]}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of ``shape`` and ``dtype`` whose values are unspecified (zeros here)."""
+    from primitives.structural import full
+    shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
+        operator.index(d) for d in shape)
+    return full(shape, 0, dtypes.canonicalize_dtype(dtype))

@@ -1,0 +1,64 @@
+"""xform.dlpack: zero-copy exchange with NumPy and JAX on CPU, and its aliasing semantics."""
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+from xform import dlpack
+
+
+def _ptr(a):
+    return np.asarray(a).__array_interface__["data"][0]
+
+
+def test_numpy_to_xform_aliases_memory():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = dlpack.from_dlpack(a)
+    assert isinstance(x, xform.Array) and x.shape == (2, 3) and x.dtype == np.float32
+    assert np.shares_memory(np.asarray(x), a)
+    a[0, 0] = 99.0                      # the producer's writes show through (no copy)
+    assert float(x[0, 0]) == 99.0
+    np.testing.assert_array_equal(xnp.sum(x), a.sum())
+    c = dlpack.from_dlpack(a, copy=True)
+    a[0, 1] = -5.0
+    assert float(c[0, 1]) == 1.0 and not np.shares_memory(np.asarray(c), a)
+
+
+def test_xform_to_numpy_views_the_array():
+    x = xnp.arange(8.0, dtype=xnp.float32) * 2
+    n = np.from_dlpack(x)
+    assert x.__dlpack_device__() == (1, 0)
+    assert _ptr(n) == _ptr(x)
+    np.testing.assert_array_equal(n, np.arange(8.0) * 2)
+
+
+def test_jit_output_to_jax_shares_the_device_buffer():
+    y = xform.jit(lambda v: v * 3 + 1)(np.ones((2, 2), np.float32))
+    j = jax.dlpack.from_dlpack(y)
+    assert j.unsafe_buffer_pointer() == y._buf.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(np.asarray(j), np.full((2, 2), 4.0))
+
+
+def test_jax_to_xform_zero_copy_and_bfloat16():
+    j = jnp.arange(5.0)
+    x = dlpack.from_dlpack(j)
+    assert _ptr(x) == j.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(np.asarray(x + 1), np.arange(5.0) + 1)
+    jb = jnp.linspace(0, 1, 4, dtype=jnp.bfloat16)   # NumPy's importer lacks bfloat16
+    xb = dlpack.from_dlpack(jb)
+    assert xb.dtype == ml_dtypes.bfloat16
+    assert _ptr(xb) == jb.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(np.asarray(xb), np.asarray(jb))
+    # round trip back to JAX
+    np.testing.assert_array_equal(np.asarray(jax.dlpack.from_dlpack(xb)), np.asarray(jb))
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="__dlpack__"):
+        dlpack.from_dlpack([1, 2, 3])
+    x = xnp.ones(3)
+    with pytest.raises(BufferError):
+        x.__dlpack__(stream=5)

@@ -1,0 +1,325 @@
+"""The printed IR against JAX's text: ``str(xform.make_jaxpr(f)(...))`` must equal
+``str(jax.make_jaxpr(f)(...))`` for the same function, after renaming variables only.
+
+Each corpus entry is built twice, once over ``jax`` and once over ``xform`` (same
+source, different library), so both sides stage the same program.  Entries that
+cannot match yet are strict xfails naming the reason (all are differences in the
+staged equations, not in the printer).
+"""
+import re
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import xform
+from interpreters import ir
+
+f32 = np.float32
+X34 = np.arange(12, dtype=f32).reshape(3, 4) / 10
+Y45 = np.arange(20, dtype=f32).reshape(4, 5) / 10
+V4 = np.arange(4, dtype=f32)
+B234 = np.ones((2, 3, 4), f32)
+B245 = np.ones((2, 4, 5), f32)
+I4 = np.arange(4, dtype=np.int32)
+I34 = np.arange(12, dtype=np.int32).reshape(3, 4)
+CONST = np.arange(4, dtype=f32) * 3
+S = np.float32(2.5)
+
+_rules = {}
+
+
+def _custom_jvp(lib):
+    if ("jvp", lib) not in _rules:
+        @lib.custom_jvp
+        def f(x):
+            return lib.numpy.sin(x)
+
+        @f.defjvp
+        def f_jvp(p, t):
+            return f(p[0]), lib.numpy.cos(p[0]) * t[0]
+        _rules["jvp", lib] = f
+    return _rules["jvp", lib]
+
+
+def _custom_vjp(lib):
+    if ("vjp", lib) not in _rules:
+        @lib.custom_vjp
+        def g(x):
+            return lib.numpy.sin(x)
+
+        def g_fwd(x):
+            return g(x), lib.numpy.cos(x)
+
+        def g_bwd(r, ct):
+            return (r * ct,)
+        g.defvjp(g_fwd, g_bwd)
+        _rules["vjp", lib] = g
+    return _rules["vjp", lib]
+
+
+def _long(np_):
+    def f(u):
+        for op in (np_.log, np_.exp, np_.tan, np_.cos, np_.sin, np_.tanh, np_.sqrt, np_.log,
+                   np_.exp, np_.tan, np_.cos, np_.sin):
+            u = op(u)
+        return u
+    return f
+
+
+def corpus(lib):
+    """name -> (function over ``lib``, example args)."""
+    jnp, lax = lib.numpy, lib.lax
+    C = {
+        "matmul": (lambda a, b: a @ b, (X34, Y45)),
+        "unary_chain": (lambda a: jnp.tanh(jnp.exp(jnp.sin(a))), (X34,)),
+        "binary_arrays": (lambda a, b: (a * b - a) / (b + a), (X34, X34)),
+        "int_ops": (lambda i, j: i * j + i, (I4, I4)),
+        "bool_ops": (lambda a, b: jnp.logical_and(a > b, a < b), (X34, X34)),
+        "pow_abs": (lambda a, b: jnp.abs(a) ** b, (X34, X34)),
+        "sum_axis": (lambda a: jnp.sum(a, axis=0), (X34,)),
+        "max_all": (lambda a: jnp.max(a), (X34,)),
+        "argmax": (lambda a: jnp.argmax(a, axis=1), (X34,)),
+        "transpose_dot": (lambda a: a.T @ a, (X34,)),
+        "transpose3": (lambda a: jnp.transpose(a, (2, 0, 1)), (B234,)),
+        "batched_einsum": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (B234, B245)),
+        "dot_general": (lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))), (X34, Y45)),
+        "reshape": (lambda a: jnp.reshape(a, (4, 3)), (X34,)),
+        "convert": (lambda a: a.astype(jnp.int32), (X34,)),
+        "concatenate": (lambda a, b: jnp.concatenate([a, b], axis=0), (X34, X34)),
+        "select": (lambda a, b: lax.select(a < b, a, b), (X34, X34)),
+        "scalar_times_scalar": (lambda a: a * 2.0, (3.0,)),
+        "many_args_wrap": (lambda a, b, c, d, e, f, g, h: a @ b + c @ d + e @ f + g @ h,
+                           (X34, Y45) * 4),
+        "long_program": (_long(jnp), (V4,)),
+        "jit": (lambda a, b: lib.jit(lambda u, v: u @ v)(a, b), (X34, Y45)),
+        "jit_twice_same_fn": (lambda a: lib.jit(jnp.sin)(lib.jit(jnp.sin)(a)), (V4,)),
+        "jit_long_body_is_let_bound": (lambda a: lib.jit(_long(jnp))(a), (V4,)),
+        "jit_donate": (lambda a, b: lib.jit(lambda u, v: u + v, donate_argnums=0)(a, b),
+                       (X34, X34)),
+        "jit_keep_unused": (lambda a, b: lib.jit(lambda u, v: jnp.sin(u), keep_unused=True)(a, b),
+                            (V4, V4)),
+        "vmap_of_jit": (lib.vmap(lib.jit(lambda u, v: u @ v)), (B234, B245)),
+        "cond": (lambda p, a: lax.cond(p, jnp.sin, jnp.cos, a), (True, X34)),
+        "switch": (lambda i, a: lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], a), (1, V4)),
+        "scan": (lambda xs, c: lax.scan(lambda c, x: (c + x, c * x), c, xs), (X34, V4)),
+        "scan_reverse_int": (lambda xs, c: lax.scan(lambda c, x: (c + x, c), c, xs, reverse=True),
+                             (I34, I4)),
+        "jit_in_scan": (lambda xs, c0: lax.scan(
+            lambda c, x: (lib.jit(lambda p, q: p * q)(c, x), c), c0, xs), (X34, V4)),
+        "while": (lambda a: lax.while_loop(lambda c: c[0] < 10,
+                                           lambda c: (c[0] + 1, c[1] + c[1]), (0, a)), (X34,)),
+        "while_consts": (lambda a, b: lax.while_loop(lambda c: jnp.sum(c) < jnp.sum(b),
+                                                     lambda c: c + b, a), (V4, V4)),
+        "fori_loop": (lambda a: lax.fori_loop(0, 3, lambda i, c: c * c, a), (V4,)),
+        "grad_drops_primal_out": (lib.grad(lambda a: jnp.sum(jnp.sin(a))), (X34,)),
+        "value_and_grad": (lib.value_and_grad(lambda w: jnp.sum(w * w)), (X34,)),
+        "jvp": (lambda a, t: lib.jvp(jnp.sin, (a,), (t,)), (V4, V4)),
+        "jvp_of_scan": (lambda xs, ts, c0: lib.jvp(
+            lambda z: lax.scan(lambda c, x: (c * x, c), c0, z)[0], (xs,), (ts,)), (X34, X34, V4)),
+        "vjp": (lambda a, ct: lib.vjp(jnp.sin, a)[1](ct), (V4, V4)),
+        "linearize": (lambda a, t: lib.linearize(jnp.sin, a)[1](t), (V4, V4)),
+        "vmap_dot": (lib.vmap(lambda a, b: a @ b), (B234, B245)),
+        "checkpoint": (lib.checkpoint(lambda a: jnp.sin(jnp.sin(a))), (V4,)),
+        "grad_of_checkpoint": (lib.grad(lambda a: jnp.sum(
+            lib.checkpoint(lambda u: jnp.sin(jnp.sin(u)))(a))), (V4,)),
+        "custom_jvp": (lambda a: _custom_jvp(lib)(a), (V4,)),
+        "custom_jvp_under_jit": (lib.jit(lambda a: _custom_jvp(lib)(a)), (V4,)),
+        "custom_vjp": (lambda a: _custom_vjp(lib)(a), (V4,)),
+        "grad_of_custom_vjp": (lib.grad(lambda a: jnp.sum(_custom_vjp(lib)(a))), (V4,)),
+        "checkpoint_policy": (lib.checkpoint(lambda a, b: jnp.sin(a @ b),
+                                             policy=lib.checkpoint_policies.dots_saveable),
+                              (X34, Y45)),
+        "checkpoint_function_policy": (lib.checkpoint(
+            jnp.sin, policy=lib.checkpoint_policies.nothing_saveable), (V4,)),
+        "closed_over_constant": (lambda a: a + CONST, (V4,)),
+        "iota": (lambda a: a + lax.iota(jnp.float32, 4), (V4,)),
+        "clamp": (lambda a, b, c: lax.clamp(a, b, c), (V4, V4, V4)),
+        "pad_rev": (lambda a: lax.rev(lax.pad(a, jnp.float32(0), ((1, 2, 0),)), (0,)), (V4,)),
+        "complex": (lambda a, b: lax.complex(a, b), (V4, V4)),
+        "reduce_precision_erf": (lambda a: lax.erf(lax.reduce_precision(a, 5, 10)), (V4,)),
+        "integer_pow_exp2_log1p": (lambda a: jnp.exp2(jnp.log1p(lax.integer_pow(a, 3))), (V4,)),
+        "map": (lambda xs: lax.map(jnp.sin, xs), (X34,)),
+        # scalar programs in the style of JAX's docs/jaxpr.md (weak literals, nested jit)
+        "doc_cond": (lambda a1, a2: lax.cond(a1 > 0., lambda x: x + 3., lambda x: x - 3., a2),
+                     (S, S)),
+        "doc_fori": (lambda a: lax.fori_loop(0, 5, lambda i, x: x + i, a), (S,)),
+        "doc_inner_jit": (lambda x: lib.jit(lambda y: jnp.sin(y) * 2.)(x) + 1., (S,)),
+        "python_float_args": (lambda x, y: x * y + x, (1.0, 2.0)),
+        "int_literal": (lambda x: x + 1, (np.int32(3),)),
+        "bool_scalar": (lambda x: jnp.logical_not(x), (True,)),
+        "grad_scalar": (lib.grad(lambda x: jnp.sin(x) * x), (S,)),
+        "grad_of_remat_scalar": (lib.grad(lib.checkpoint(lambda x: jnp.sin(jnp.sin(x)))), (S,)),
+        "while_scalar": (lambda x: lax.while_loop(lambda v: v < 10., lambda v: v * 2., x), (S,)),
+        "scan_no_xs": (lambda x: lax.scan(lambda c, _: (c * 2., c), x, None, length=3), (S,)),
+        "convert_f16": (lambda x: x.astype(jnp.float16), (S,)),
+        "grad_of_custom_jvp": (lib.grad(lambda x: _custom_jvp(lib)(x)), (S,)),
+        "vmap_of_custom_jvp": (lib.vmap(lambda a: _custom_jvp(lib)(a)), (X34,)),
+        "vmap_of_custom_vjp": (lib.vmap(lambda a: _custom_vjp(lib)(a)), (X34,)),
+        "jit_grad_custom_vjp": (lib.jit(lib.grad(lambda a: jnp.sum(_custom_vjp(lib)(a)))), (V4,)),
+        # ---- cases that differ in the staged equations (strict xfails below)
+        "scalar_broadcast": (lambda a: a * 3.0, (V4,)),
+        "where": (lambda a, b: jnp.where(a > b, a, b), (X34, X34)),
+        "sort": (lambda a: jnp.sort(a, axis=1), (X34,)),
+        "cumsum": (lambda a: jnp.cumsum(a, axis=1), (X34,)),
+        "newaxis_indexing": (lambda a, b: a[:, None] + b[None, :], (V4, V4)),
+        "jit_inline": (lambda a: lib.jit(jnp.cos, inline=True)(a), (V4,)),
+        "cond_forwarded_output": (lambda p, a, b: lax.cond(
+            p, lambda u, v: (u @ v, u), lambda u, v: (u @ v + u @ v, u), a, b), (False, X34, Y45)),
+        "grad_of_tanh_matmul": (lib.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w))), (Y45, X34)),
+        "cond_shared_operand": (lambda p, a, b: lax.cond(p, lambda u: u + b, lambda u: u - b, a),
+                                (True, V4, V4)),
+        "dynamic_slice": (lambda a, i: lax.dynamic_slice(a, (i,), (2,)), (V4, 1)),
+        "fori_dynamic_bound": (lambda n, a: lax.fori_loop(0, n, lambda i, c: c + c, a), (3, V4)),
+        "debug_print": (lambda a: (lib.debug.print("x {}", a), jnp.sin(a))[1], (V4,)),
+        "sum_of_scalar": (lambda a, b: jnp.sum(a + jnp.sin(b) * 3.), (S, S)),
+        "hessian_scalar": (lib.grad(lib.grad(lambda x: jnp.sin(x) * x)), (S,)),
+        "nn_relu": (lib.nn.relu, (V4,)),
+    }
+    return C
+
+
+XFAIL = {
+    "scalar_broadcast": "xform stages broadcast_in_dim for a scalar operand where JAX's lax "
+                        "binary ops broadcast rank-0 operands implicitly (mul a 3.0:f32[])",
+    "where": "JAX stages jnp.where as jit[name=_where]; xform binds select_n directly",
+    "sort": "JAX stages jnp.sort inside jit[name=sort]; xform binds sort directly",
+    "cumsum": "JAX stages jnp.cumsum inside jit[name=cumsum]; xform binds cumsum directly",
+    "newaxis_indexing": "xform stages a[:, None] as reshape (+ reshape/broadcast for the add) "
+                        "where JAX emits broadcast_in_dim",
+    "jit_inline": "JAX inlines jit(inline=True) bodies at trace time; xform keeps the jit "
+                  "equation",
+    "cond_forwarded_output": "JAX forwards a branch output that is a branch input out of the "
+                             "cond; xform keeps it as a cond output",
+    "grad_of_tanh_matmul": "xform's tanh JVP and dot_general transpose stage different "
+                           "equations (1 - y*y via broadcast; preferred_element_type=None)",
+    "cond_shared_operand": "JAX passes an operand used as both a closed-over constant and an "
+                           "argument once; xform passes it twice",
+    "dynamic_slice": "JAX stages a convert_element_type of the start index; xform does not",
+    "fori_dynamic_bound": "xform stages convert_element_type of the loop bounds before the "
+                          "while; JAX passes them directly",
+    "debug_print": "JAX stages debug_print (fmt, in_tree, np_printoptions params); xform "
+                   "stages a generic debug_callback",
+    "sum_of_scalar": "JAX stages reduce_sum[axes=()] for jnp.sum of a rank-0 array; xform "
+                     "elides it",
+    "hessian_scalar": "xform's second-order sin/cos JVP places the neg earlier than JAX's",
+    "nn_relu": "JAX's relu is a custom_jvp around jit[name=relu] of max(x, 0.0); xform's "
+               "stages gt/select_n with converted literals",
+}
+
+
+def normalise(text):
+    """Rename variables to v0, v1, ... in order of first appearance (binders are the
+    names followed by ``:type``); nothing else changes."""
+    binders = set(re.findall(r"(?<![\w=])([a-z]+):[a-z0-9]+\[", text))
+    mapping = {}
+
+    def rename(m):
+        w = m.group(1)
+        if w not in binders:
+            return w
+        if w not in mapping:
+            mapping[w] = f"v{len(mapping)}"
+        return mapping[w]
+    # a variable token: a word not preceded by '=' or a word char, not followed by '=' / '['
+    return re.sub(r"(?<![\w=.])([a-z]+)(?![\w=\[(])", rename, text)
+
+
+_JAX_CORPUS = corpus(jax)
+_XF_CORPUS = corpus(xform)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[n])) if n in XFAIL else n
+    for n in _JAX_CORPUS])
+def test_printed_jaxpr_matches_jax(name):
+    fj, args = _JAX_CORPUS[name]
+    fx, _ = _XF_CORPUS[name]
+    ref = str(jax.make_jaxpr(fj)(*args))
+    ours = str(xform.make_jaxpr(fx)(*args))
+    assert normalise(ours) == normalise(ref), f"\n--- jax\n{ref}\n--- xform\n{ours}"
+
+
+def test_normalise_renames_only_variables():
+    a = "{ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = jit[name=f jaxpr={ lambda ; a:f32[3]. " \
+        "let b:f32[3] = sin a in (b,) }] a in (c,) }"
+    b = "{ lambda ; x:f32[3] y:f32[3]. let z:f32[3] = jit[name=f jaxpr={ lambda ; x:f32[3]. " \
+        "let y:f32[3] = sin x in (y,) }] x in (z,) }"
+    assert normalise(a) == normalise(b)
+    assert normalise(a) != normalise(b.replace("name=f", "name=g"))
+    assert normalise(a) != normalise(b.replace("sin x", "sin y"))
+
+
+def test_printer_is_deterministic_and_names_are_global():
+    text = str(xform.make_jaxpr(lambda p, a: xform.lax.cond(p, xform.numpy.sin,
+                                                            xform.numpy.cos, a))(True, V4))
+    assert text == str(xform.make_jaxpr(lambda p, a: xform.lax.cond(
+        p, xform.numpy.sin, xform.numpy.cos, a))(True, V4))
+    binders = re.findall(r"(?<![\w=])([a-z]+):[a-z0-9]+\[", text)
+    assert len(binders) == len(set(binders))      # cond branches do not reuse names
+
+
+# ----------------------------------------------------------------- the layout engine
+
+
+def _docs(pp_mod, ours):
+    """A hypothesis strategy of documents, built in parallel in JAX's pretty printer and
+    in ours, from the same random tree."""
+    leaves = st.one_of(
+        st.text(alphabet="abc xyz", min_size=0, max_size=12).map(lambda s: ("t", s)),
+        st.sampled_from([" ", "", "; "]).map(lambda s: ("b", s)))
+
+    def extend(children):
+        return st.one_of(
+            st.lists(children, max_size=5).map(lambda cs: ("c", cs)),
+            children.map(lambda c: ("g", c)),
+            st.tuples(st.integers(0, 4), children).map(lambda t: ("n", t[0], t[1])))
+    return st.recursive(leaves, extend, max_leaves=40)
+
+
+def _to_jax_doc(d):
+    from jax._src import pretty_printer as pp
+    k = d[0]
+    if k == "t":
+        return pp.text(d[1])
+    if k == "b":
+        return pp.brk(d[1])
+    if k == "c":
+        return pp.concat([_to_jax_doc(x) for x in d[1]])
+    if k == "g":
+        return pp.group(_to_jax_doc(d[1]))
+    return pp.nest(d[1], _to_jax_doc(d[2]))
+
+
+def _to_our_doc(d):
+    k = d[0]
+    if k == "t":
+        return ir._d_text(d[1])
+    if k == "b":
+        return ir._d_brk(d[1])
+    if k == "c":
+        return ir._d_cat(*[_to_our_doc(x) for x in d[1]])
+    if k == "g":
+        return ir._d_group(_to_our_doc(d[1]))
+    return ir._d_nest(d[1], _to_our_doc(d[2]))
+
+
+@given(_docs(None, None), st.sampled_from([10, 20, 40, 80]))
+def test_layout_engine_matches_jax_pretty_printer(doc, width):
+    assert ir._format_doc(_to_our_doc(doc), width) == _to_jax_doc(doc).format(width=width,
+                                                                              use_color=False)
+
+
+@pytest.mark.parametrize("kw", [dict(print_shapes=False), dict(width=40), dict(width=200)])
+def test_pretty_print_options_match_jax(kw):
+    fj, args = _JAX_CORPUS["cond"]
+    fx, _ = _XF_CORPUS["cond"]
+    ref = jax.make_jaxpr(fj)(*args).pretty_print(use_color=False, **kw)
+    ours = xform.make_jaxpr(fx)(*args).pretty_print(**kw)
+    assert normalise(ours) == normalise(ref) if kw.get("print_shapes", True) else ours == ref
+
+
+def test_raw_params_without_print_rules():
+    text = xform.make_jaxpr(lambda a, b: a @ b)(X34, Y45).pretty_print(custom_pp_eqn_rules=False)
+    assert "precision=None" in text and "dimension_numbers=(((1,), (0,)), ((), ()))" in text
