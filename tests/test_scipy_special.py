@@ -152,7 +152,8 @@ def test_edge_binary_vs_jax(names):
     x = np.repeat(SPECIALS, len(SPECIALS))
     y = np.tile(SPECIALS, len(SPECIALS))
     for name in names:   # eager: the special-function primitives evaluate their references
-        _close(getattr(S, name)(x, y), getattr(J, name)(x, y), 1e-5)
+        keep = (y > 0) | np.isnan(y) if name == "zeta" else slice(None)   # q <= 0: see zeta ref
+        _close(getattr(S, name)(x[keep], y[keep]), getattr(J, name)(x[keep], y[keep]), 1e-5)
 
 
 def test_dtypes_and_weak_types():
