@@ -28,22 +28,30 @@ def _threefry2x32(ctx, eqn, k1, k2, x1, x2):
     sty = tensor_type((), _U32)
     bty = tensor_type((), np.bool_)
 
-    def bcast(x, aval):
-        if tuple(aval.shape) == out:
+    def bcast_to(c, x, from_shape, to_shape):
+        if tuple(from_shape) == tuple(to_shape):
             return x
-        off = len(out) - len(aval.shape)
-        return ctx.op1("stablehlo.broadcast_in_dim", [x], ty,
-                       f"broadcast_dimensions = {i64_array(range(off, len(out)))}")
+        off = len(to_shape) - len(from_shape)
+        return c.op1("stablehlo.broadcast_in_dim", [x], tensor_type(to_shape, _U32),
+                     f"broadcast_dimensions = {i64_array(range(off, len(to_shape)))}")
 
-    k1, k2, x1, x2 = (bcast(v, a) for v, a in zip((k1, k2, x1, x2), ctx.in_avals))
-    ks2 = ctx.op1("stablehlo.xor", [ctx.op1("stablehlo.xor", [k1, k2], ty),
-                                    ctx.constant(np.uint32(_PARITY), shape=out)], ty)
-    a = ctx.op1("stablehlo.add", [x1, k1], ty)
-    b = ctx.op1("stablehlo.add", [x2, k2], ty)
+    # The key schedule stays at the key words' own (broadcast) shape -- usually a scalar --
+    # and is broadcast where it is added, so the loop carries no full-size key tensors.
+    ka, kb = ctx.in_avals[0], ctx.in_avals[1]
+    kshape = tuple(np.broadcast_shapes(ka.shape, kb.shape))
+    kty = tensor_type(kshape, _U32)
+    k1 = bcast_to(ctx, k1, ka.shape, kshape)
+    k2 = bcast_to(ctx, k2, kb.shape, kshape)
+    x1 = bcast_to(ctx, x1, ctx.in_avals[2].shape, out)
+    x2 = bcast_to(ctx, x2, ctx.in_avals[3].shape, out)
+    ks2 = ctx.op1("stablehlo.xor", [ctx.op1("stablehlo.xor", [k1, k2], kty),
+                                    ctx.constant(np.uint32(_PARITY), shape=kshape)], kty)
+    a = ctx.op1("stablehlo.add", [x1, bcast_to(ctx, k1, kshape, out)], ty)
+    b = ctx.op1("stablehlo.add", [x2, bcast_to(ctx, k2, kshape, out)], ty)
     i0 = ctx.constant(np.uint32(0))
     # carry: trip counter, x pair, rotated key schedule (ks1, ks2, ks0)
     state = [i0, a, b, k2, ks2, k1]
-    types = [sty, ty, ty, ty, ty, ty]
+    types = [sty, ty, ty, kty, kty, kty]
 
     def cond_body(c, i, *rest):
         return [c.op1("stablehlo.compare", [i, c.constant(np.uint32(5))], bty,
@@ -68,9 +76,10 @@ def _threefry2x32(ctx, eqn, k1, k2, x1, x2):
                                          c.op1("stablehlo.shift_right_logical", [b, rr], ty)], ty)
             b = c.op1("stablehlo.xor", [a, rot], ty)
         i1 = c.op1("stablehlo.add", [i, c.constant(np.uint32(1))], sty)
-        a = c.op1("stablehlo.add", [a, ka], ty)
-        inj = c.op1("stablehlo.broadcast_in_dim", [i1], ty, "broadcast_dimensions = array<i64>")
-        b = c.op1("stablehlo.add", [c.op1("stablehlo.add", [b, kb], ty), inj], ty)
+        a = c.op1("stablehlo.add", [a, bcast_to(c, ka, kshape, out)], ty)
+        kbi = c.op1("stablehlo.add", [kb, c.op1("stablehlo.broadcast_in_dim", [i1], kty,
+                                                "broadcast_dimensions = array<i64>")], kty)
+        b = c.op1("stablehlo.add", [b, bcast_to(c, kbi, kshape, out)], ty)
         return [i1, a, b, kb, kc, ka]
 
     outs = ctx.op("stablehlo.while", state, types, "",

@@ -168,10 +168,9 @@ def _cond_partial_eval(trace, args, params):
         kvals = cond_p.bind(index, *kconsts, *known_ops, branches=kbranches)
     nk = nout - sum(out_uk)
     known_outs, res_vals = kvals[:nk], kvals[nk:]
-    # Residual slots a branch computed were chosen by the policy; slots that just forward
-    # an operand are left to the enclosing split (as for scan carries).
-    computed = [f is None for p in parts for f in p[4]]
-    jt.note_residuals([r for r, c in zip(res_vals, computed) if c])
+    # Every slot holds a residual a branch computed (chosen by the policy); operands a
+    # branch just forwards are not slots (they are left to the enclosing split).
+    jt.note_residuals(res_vals)
 
     # Unknown cond over (all residual slots, known operands, unknown operands): branch i
     # reads its own slots and the operands it forwards.
@@ -481,7 +480,6 @@ def _index_leading(x, i):
 
 
 def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
-    check_forward_evaluable(jaxpr)
     consts, carry, xs = _split(args, num_consts, num_carry)
     out_avals = _scan_abstract(*[core.get_aval(a) for a in args], reverse=reverse, length=length,
                                jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,

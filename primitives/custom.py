@@ -254,9 +254,10 @@ def _holds_custom_lin(jaxpr) -> bool:
 def check_forward_evaluable(*programs):
     """Raise (as evaluating ``custom_lin`` does) if a program holds a ``custom_lin``
     anywhere -- the JVP of a custom_vjp function.  Called by the eager rules of
-    higher-order primitives that may skip a sub-program (an untaken cond branch, a loop
-    that runs zero times), so forward mode of a custom_vjp function fails whichever
-    branch runs, as it does when the program is compiled (and in JAX)."""
+    higher-order primitives that may skip a sub-program (an untaken cond branch, a while
+    loop that runs zero times), so forward mode of a custom_vjp function fails whichever
+    branch runs, as in JAX.  (A zero-length scan runs nothing, and JAX does not fail
+    there either.)"""
     for c in programs:
         j = c.jaxpr if isinstance(c, ClosedJaxpr) else c
         hit = _forward_ok.get(id(j))

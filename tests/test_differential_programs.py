@@ -143,6 +143,9 @@ REGRESSIONS = [
     # forward mode of a custom_vjp function fails whichever branch runs (as in JAX)
     ((("switch", 7, ((("custom_jvp", 3),), (("custom_vjp", 5),), (("at", 9, "add", None),))),),
      "save_anything_except_these_names", ("jvp", "linearize", "grad", "jit(grad)")),
+    # forward mode over a zero-length loop holding a custom_vjp function runs nothing
+    ((("fori", 0, False, (("map", 67, 2, (("custom_vjp", 1354),)),)),), None,
+     ("jvp", "linearize")),
     # .at[i].multiply(v, unique_indices=True) with a traced index, under jit(grad)/vmap(grad)
     ((("unary", "exp"), ("dyn_at", 1614, "multiply", "drop"), ("mix", 54359)), None,
      ("jit(grad)", "vmap(grad)")),

@@ -97,3 +97,30 @@ def test_conj_of_complex_matches_jax():
         got, want = f(xnp), f(jnp)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("x", [1.0, -1.0])
+def test_custom_rules_see_concrete_primals_under_eager_grad(x):
+    """JAX's custom-derivatives tutorial: outside jit the rules may branch in Python."""
+    def build(api, np_mod):
+        @api.custom_jvp
+        def f(x):
+            return np_mod.sin(x)
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return f(x), (np_mod.cos(x) if x > 0 else 2.0 * np_mod.cos(x)) * t
+
+        @api.custom_vjp
+        def g(x):
+            return np_mod.sin(x)
+
+        def g_fwd(x):
+            return g(x), (np_mod.cos(x) if x > 0 else -np_mod.cos(x))
+
+        g.defvjp(g_fwd, lambda r, ct: (r * ct,))
+        return lambda v: f(v) * g(v)
+    got = xform.value_and_grad(build(xform, xnp))(x)
+    want = jax.value_and_grad(build(jax, jnp))(x)
+    np.testing.assert_allclose([float(v) for v in got], [float(v) for v in want], rtol=1e-6)

@@ -70,6 +70,8 @@ def test_concurrent_calls_give_right_answers_and_compile_once():
 @pytest.mark.parametrize("n", [1_500, pytest.param(10_000, marks=pytest.mark.slow)])
 def test_many_lambdas_keep_caches_bounded(n):
     lowering.clear_caches()
+    gc.collect()
+    before = len(_jit._fun_caches)          # other tests' live jitted functions
     x = xnp.ones(3)
     for i in range(n):
         f = xform.jit(lambda v: v * 2.0 + 1.0)      # a new function object every time
@@ -79,7 +81,7 @@ def test_many_lambdas_keep_caches_bounded(n):
     info = lowering.cache_info()
     assert info["size"] <= info["maxsize"]
     # the per-function trace caches die with their functions
-    assert len(_jit._fun_caches) < 50, len(_jit._fun_caches)
+    assert len(_jit._fun_caches) - before < 10, (before, len(_jit._fun_caches))
 
 
 def test_distinct_programs_respect_the_executable_bound(monkeypatch):

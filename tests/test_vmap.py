@@ -306,8 +306,13 @@ def _mlp_loss(L, params, x, y):
 
 
 def _mlp_data(n=5):
-    params = (_f32(4, 8), _f32(8), _f32(8))
-    return params, _f32(n, 4), _f32(n)
+    # Fixed data (not the module RNG, whose state depends on which tests ran before in
+    # this worker): XLA's tanh and NumPy's differ by an ulp or two, and for unlucky draws
+    # the residual d = h @ w2 - y cancels enough to amplify that past the tolerance.
+    rng = np.random.default_rng(1234)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)   # noqa: E731
+    params = (f(4, 8), f(8), f(8))
+    return params, f(n, 4), f(n)
 
 
 def test_per_example_gradients_match_loop_and_jax():

@@ -1077,48 +1077,14 @@ def _gamma_grad(sample, a, log_space):
     if log_space:
         s = lax.exp(sample)
         s = lax.select(s == 0, lax.full_like(s, D.finfo(s.dtype).tiny), s)
-        return random_gamma_grad(a, s) / s
-    return random_gamma_grad(a, sample)
+        return _random_gamma_grad(a, s) / s
+    return _random_gamma_grad(a, sample)
 
 
-def random_gamma_grad(a, x):
-    """d x / d a of a Gamma(a, 1) sample ``x`` (``lax.random_gamma_grad`` where the
-    special-function family provides it, else the series below)."""
-    prim = getattr(_lax(), "random_gamma_grad", None)
-    if prim is not None:
-        return prim(a, x)
-    return _random_gamma_grad_series(a, x)
-
-
-def _random_gamma_grad_series(a, x):
-    """d x / d a of a Gamma(a, 1) sample ``x`` at fixed CDF value (implicit
-    reparameterization): ``-(d/da P(a, x)) / p(x; a)``, with the regularized lower
-    incomplete gamma P differentiated in ``a`` through its power series
-    ``P = x^a e^-x sum_n x^n / Gamma(a+n+1)`` (large x: its complement's continued
-    fraction is not needed for the sample sizes drawn here)."""
-    lax, jnp = _lax(), _jnp()
-    dtype = x.dtype
-    a = jnp.asarray(a, dtype)
-    # log-space series terms t_n = (a+n) log x ... : S(a) = sum_n exp(n log x - lgamma(a+n+1))
-    # dP/da = P * (log x) - x^a e^-x sum_n exp(n log x - lgamma(a+n+1)) digamma(a+n+1)
-    N = 200
-    n = jnp.arange(N, dtype=dtype)
-    shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(x))
-    a_ = jnp.broadcast_to(a, shape)[..., None]
-    x_ = jnp.broadcast_to(x, shape)[..., None]
-    logx = jnp.log(x_)
-    lt = n * logx - lax.lgamma(a_ + n + 1)
-    m = jnp.max(lt, axis=-1, keepdims=True)
-    w = jnp.exp(lt - m)
-    S = jnp.sum(w, axis=-1)
-    Sd = jnp.sum(w * lax.digamma(a_ + n + 1), axis=-1)
-    logx0 = logx[..., 0]
-    a0 = a_[..., 0]
-    x0 = x_[..., 0]
-    # P = exp(a log x - x + m) S ; dP/da = exp(a log x - x + m) (S log x - Sd)
-    # pdf = exp((a-1) log x - x - lgamma(a))
-    # dx/da = -dP/da / pdf = -x * exp(m + lgamma(a)) (S log x - Sd)
-    return -x0 * jnp.exp(m[..., 0] + lax.lgamma(a0)) * (S * logx0 - Sd)
+def _random_gamma_grad(a, x):
+    """d x / d a of a Gamma(a, 1) sample ``x`` (implicit reparameterization): the
+    ``lax.random_gamma_grad`` primitive, as JAX's gamma uses."""
+    return _lax().random_gamma_grad(a, x)
 
 
 def gamma(key, a, shape=None, dtype=None):

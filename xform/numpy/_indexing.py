@@ -8,15 +8,17 @@
   slices (so the gather's windows are whole axes), the index arrays are
   broadcast and stacked into index vectors, and NumPy's layout rule (the
   advanced axes replace a contiguous block of them, else go first) chooses the
-  gather's ``offset_dims``; ``None`` axes are a final reshape.  Host indices
-  are bounds-checked (IndexError, NumPy-style) and normalised on the host;
-  traced ones wrap negatives and clamp out-of-range values (JAX's
-  ``promise_in_bounds``).
+  gather's ``offset_dims``; ``None`` axes are a final reshape.  Index arrays,
+  host or traced, follow one rule (so eager and jitted runs agree): negatives
+  wrap once and out-of-range values clamp (JAX's ``promise_in_bounds``;
+  ``mode=`` 'clip'/'fill' when asked).  Integer *scalar* arrays with basic
+  entries read through a clamped ``dynamic_slice`` (as JAX).  Only static
+  Python integers out of bounds raise ``IndexError`` (unless a mode is given).
 * ``.at[idx].op(v)`` with an index array is the mirror ``scatter`` /
   ``scatter_add`` / ``scatter_mul`` / ``scatter_min`` / ``scatter_max`` on the
   same plan (duplicates accumulate; for ``set`` host duplicates are resolved on
-  the host, the last write winning as in NumPy; traced out-of-range indices are
-  dropped, as in JAX).  Slices around the arrays are handled by scattering into
+  the host, the last write winning as in NumPy; out-of-range indices, host or
+  traced, are dropped as in JAX, or clamped with ``mode='clip'``).  Slices around the arrays are handled by scattering into
   the sliced view and writing that back.  Purely basic static ``.at`` updates
   place the values with ``pad`` and ``select``.
 Everything is built from differentiable, batchable primitives.
@@ -281,6 +283,8 @@ def _dynamic_scalar_getitem(x, exp):
             continue
         if _is_scalar_index(e):
             n = x.shape[ax]
+            if n == 0:
+                raise IndexError(f"index is out of bounds for axis {ax} with size 0")
             i = _Plan._index_array(e, n, ax)
             out_axes.append(pos)
             starts.append((pos, i))
@@ -645,6 +649,13 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
     updates at out-of-range positions are dropped (``mode='clip'``: clamped)."""
     from primitives.indexing import GatherScatterMode as M
     x = U.to_array(x)
+    if dtypes.is_extended(x.dtype):     # typed PRNG keys: update their uint32 words
+        from xform import random as R
+        if op != "set" or not dtypes.is_extended(getattr(values, "dtype", None)):
+            raise TypeError(f"x.at[...].{op} on a key array of dtype {x.dtype}: only .set "
+                            "with key values is supported")
+        idx = (idx if isinstance(idx, tuple) else (idx,)) + (slice(None),)
+        return R.wrap_key_data(_apply(R.key_data(x), idx, R.key_data(values), op, mode))
     m = _mode(mode, f"x.at[...].{op}")
     if op == "divide" and x.dtype.kind in "iub":
         raise TypeError("x.at[...].divide() on an integer array: use floor division or cast "

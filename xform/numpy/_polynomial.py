@@ -377,9 +377,12 @@ def _trailing_zero_roots(q):
 # ----------------------------------------------------------------- least squares
 
 
-def _jacobi_eigh(G, sweeps=12):
-    """Eigen-decomposition of a small symmetric matrix by cyclic Jacobi rotations."""
+def _jacobi_eigh(G, sweeps=None):
+    """Eigen-decomposition of a small symmetric matrix by cyclic Jacobi rotations
+    (quadratic convergence: a few sweeps reach working precision for small sizes)."""
     k = G.shape[0]
+    if sweeps is None:
+        sweeps = 6 if k <= 4 else 10
     V = U.to_array(np.eye(k, dtype=G.dtype))
     ri = lax().broadcasted_iota(np.int32, (k, k), 0)
     ci = lax().broadcasted_iota(np.int32, (k, k), 1)

@@ -90,7 +90,9 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
     qq = U.to_array(q)
     if qq.ndim > 1:
         raise ValueError(f"q must be have rank <= 1, got shape {qq.shape}")
-    qq = U.to_array(qq, dt, False)
+    (qq,) = U.promote_dtypes_inexact(qq)
+    qdt = qq.dtype                       # positions/weights are computed in q's dtype
+    qq = U.to_array(qq, qdt, False)
     x, kept = _to_last(x, axis)
     if w is not None:
         w, _ = _to_last(w, axis)
@@ -113,18 +115,19 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
     qv = lax().reshape(qq, (nq,))
     qb = lax().broadcast_in_dim(qv, rest + (nq,), (len(rest),))
     if squash_nans:
-        counts = R.sum(F.logical_not(nan_data), axis=-1, dtype=dt, keepdims=True)
+        counts = R.sum(F.logical_not(nan_data), axis=-1, dtype=qdt, keepdims=True)
     else:
-        counts = U.broadcast_to_shape(U.to_array(n, dt, False), rest + (1,))
-    one = U.to_array(1, dt, False)
-    zero = U.to_array(0, dt, False)
+        counts = U.broadcast_to_shape(U.to_array(n, qdt, False), rest + (1,))
+    one = U.to_array(1, qdt, False)
+    zero = U.to_array(0, qdt, False)
 
     def take(idx):
         return S.take_along_axis(x, idx, axis=-1) if n else \
             U.broadcast_to_shape(U.to_array(np.nan, dt, False), idx.shape)
 
     if method == "inverted_cdf":
-        ww = w if w is not None else U.broadcast_to_shape(one, x.shape)
+        ww = w if w is not None else U.broadcast_to_shape(U.to_array(1, dt, False), x.shape)
+        zero = U.to_array(0, ww.dtype, False)
         bad = F.logical_or(F.less(ww, zero), F.isnan(ww))
         clean = F.where(F.logical_or(bad, nan_data), zero, ww)
         cw = R.cumsum(clean, axis=-1)
@@ -274,8 +277,8 @@ def _range_edges(name, x, bins, rng):
     half = U.to_array(0.5, dt, False)
     lo = F.where(same, F.subtract(lo, half), lo)
     hi = F.where(same, F.add(hi, half), hi)
-    t = F.true_divide(lax().iota(dt, nb + 1), U.to_array(nb, dt, False))
-    return F.add(lo, F.multiply(t, F.subtract(hi, lo)))
+    from xform.numpy._creation import linspace   # hits ``hi`` exactly, as JAX's edges
+    return U.to_array(linspace(lo, hi, nb + 1, dtype=dt), dt, False)
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
