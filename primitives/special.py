@@ -55,7 +55,11 @@ def _polygamma_ref(m, x):
 
 
 def _zeta_ref(x, q):
-    return _sp().zeta(x, q)
+    """scipy's Hurwitz zeta with XLA's edge rules for q > 0: x < 1, NaN and infinite
+    inputs give NaN, x = 1 gives inf.  (XLA's branches for q <= 0 are not modelled.)"""
+    out = _sp().zeta(x, q)
+    out = np.where((x < 1) | np.isnan(x) | np.isnan(q) | np.isinf(x) | np.isinf(q), np.nan, out)
+    return np.where(x == 1, np.inf, out)
 
 
 def _gamma_domain(a, x):
@@ -70,6 +74,7 @@ def _inf_a_nan(a, x):
 def _igamma_ref(a, x):
     out = _sp().gammainc(a, x)
     out = np.where(_inf_a_nan(a, x), np.nan, out)
+    out = np.where((a == 0) & (x > 0) & (x < 1), np.nan, out)   # XLA's series: 0 * ax / a
     out = np.where(x == 0, 0.0, out)
     out = np.where(x == np.inf, 1.0, out)
     return np.where(_gamma_domain(a, x), np.nan, out)

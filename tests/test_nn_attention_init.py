@@ -127,10 +127,20 @@ INITS = [("zeros", None), ("ones", None), ("constant", (0.7,)), ("uniform", ()),
          ("variance_scaling", (1.0, "fan_avg", "truncated_normal", (0,), -1))]
 
 
-@pytest.mark.parametrize("name,args", INITS)
-@pytest.mark.parametrize("shape,dtype", [((4, 6), None), ((3, 5, 2), np.float16),
-                                         ((6, 4), np.float64)])
-def test_initializers_bit_identical_to_jax(name, args, shape, dtype, request):
+_OTHER_DTYPES = {"glorot_normal", "he_uniform", "orthogonal", "truncated_normal", "normal"}
+
+
+def _init_cases():
+    for name, args in INITS:
+        yield pytest.param(name, args, (4, 6), None, id=f"{name}{args}-f32")
+        for shape, dt in [((3, 5, 2), np.float16), ((6, 4), np.float64)]:
+            marks = () if name in _OTHER_DTYPES else pytest.mark.slow
+            yield pytest.param(name, args, shape, dt, marks=marks,
+                               id=f"{name}{args}-{np.dtype(dt).name}")
+
+
+@pytest.mark.parametrize("name,args,shape,dtype", list(_init_cases()))
+def test_initializers_bit_identical_to_jax(name, args, shape, dtype):
     if dtype == np.float64:
         pytest.importorskip("jax")
         from tests.prim_testutil import x64_enabled

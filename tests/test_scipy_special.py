@@ -72,6 +72,16 @@ def _close(ours, theirs, tol):
 
 
 _JIT = {}
+_JAX_JIT = {}
+
+
+def JJ(name):
+    """jax's function under jax.jit (one compilation instead of one per primitive)."""
+    if name not in _JAX_JIT:
+        extra = EXTRA_ARGS.get(name, ())
+        f = getattr(J, name)
+        _JAX_JIT[name] = jax.jit(lambda *a: f(*a, *extra))
+    return _JAX_JIT[name]
 
 
 def _jitted(name):
@@ -87,17 +97,31 @@ SLOW = {"hyp2f1", "expn", "gammainc", "gammaincc"}   # big while-loop programs t
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
                                   for n in sorted(CASES)])
-@examples(2)
+@examples(1)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_values_vs_jax(name, seed):
     gens, tol = CASES[name]
     rng = np.random.default_rng(seed)
     args = [g(rng, 5) for g in gens]
     extra = EXTRA_ARGS.get(name, ())
-    want = getattr(J, name)(*args, *extra)
-    _close(_jitted(name)(*args), want, tol)
-    if name not in SLOW_EAGER:
+    want = JJ(name)(*args)
+    if name in SLOW_EAGER:   # while loops: compiled once instead of run op by op
+        _close(_jitted(name)(*args), want, tol)
+    else:
         _close(getattr(S, name)(*args, *extra), want, tol)
+
+
+JIT_NAMES = ["gamma", "betainc", "gammainc", "erfcx", "log_ndtr", "ndtri", "sici", "fresnel",
+             "owens_t", "dawsn", "zeta", "spence", "multigammaln"]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)
+                                  if n in SLOW or n not in JIT_NAMES else n
+                                  for n in sorted(CASES)])
+def test_jit_vs_jax(name):
+    gens, tol = CASES[name]
+    args = [g(np.random.default_rng(11), 5) for g in gens]
+    _close(_jitted(name)(*args), JJ(name)(*args), tol)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "hyp2f1"
@@ -105,7 +129,7 @@ def test_values_vs_jax(name, seed):
 def test_eager_loops_vs_jax(name):
     gens, tol = CASES[name]
     args = [g(np.random.default_rng(7), 3) for g in gens]
-    _close(getattr(S, name)(*args), getattr(J, name)(*args), tol)
+    _close(getattr(S, name)(*args), JJ(name)(*args), tol)
 
 
 SPECIALS = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, -2.0, 0.5])
@@ -117,7 +141,7 @@ EDGE_UNARY = ["gamma", "gammaln", "loggamma", "gammasgn", "digamma", "factorial"
 @pytest.mark.parametrize("name", EDGE_UNARY)
 def test_edge_values_vs_jax(name):
     x = SPECIALS
-    _close(_jitted(name)(x), getattr(J, name)(x), 1e-5)
+    _close(_jitted(name)(x), JJ(name)(x), 1e-5)
 
 
 @pytest.mark.parametrize("names", [
@@ -128,7 +152,8 @@ def test_edge_binary_vs_jax(names):
     x = np.repeat(SPECIALS, len(SPECIALS))
     y = np.tile(SPECIALS, len(SPECIALS))
     for name in names:   # eager: the special-function primitives evaluate their references
-        _close(getattr(S, name)(x, y), getattr(J, name)(x, y), 1e-5)
+        keep = (y > 0) | np.isnan(y) if name == "zeta" else slice(None)   # q <= 0: see zeta ref
+        _close(getattr(S, name)(x[keep], y[keep]), getattr(J, name)(x[keep], y[keep]), 1e-5)
 
 
 def test_dtypes_and_weak_types():

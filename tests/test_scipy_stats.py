@@ -54,7 +54,21 @@ TABLE = {   # "required kinds | optional kinds (loc, scale...)"
     "vonmises": {f: "x pos |" for f in ["logpdf", "pdf"]},
     "wrapcauchy": {f: "pos p |" for f in ["logpdf", "pdf"]},
 }
-CASES = [(d, f) for d, fs in TABLE.items() for f in fs]
+# pdf/pmf are exp(logpdf/logpmf) in JAX and here: exhaustive checks of them run as slow
+DERIVED = {"pdf", "pmf"}
+CASES = [pytest.param(d, f, marks=pytest.mark.slow)
+         if f in DERIVED or (d == "truncnorm" and f not in ("logpdf", "logcdf")) else (d, f)
+         for d, fs in TABLE.items() for f in fs]
+
+
+_JAX_JIT = {}
+
+
+def JJ(dist, fn):
+    """jax's function under jax.jit (one compilation instead of one per primitive)."""
+    if (dist, fn) not in _JAX_JIT:
+        _JAX_JIT[dist, fn] = jax.jit(getattr(getattr(J, dist), fn))
+    return _JAX_JIT[dist, fn]
 
 
 def _close(o, t, rtol=2e-4):
@@ -64,7 +78,7 @@ def _close(o, t, rtol=2e-4):
 
 
 @pytest.mark.parametrize("dist,fn", CASES)
-@examples(2)
+@examples(1)
 @given(seed=st.integers(0, 2**31 - 1), nargs=st.integers(0, 2))
 def test_values_vs_jax(dist, fn, seed, nargs):
     rng = np.random.default_rng(seed)
@@ -78,13 +92,19 @@ def test_values_vs_jax(dist, fn, seed, nargs):
             args.append(args[-1] + rng.uniform(0.1, 3, 6).astype(F32))
         else:
             args.append(C[k](rng, 6))
-    _close(getattr(getattr(S, dist), fn)(*args), getattr(getattr(J, dist), fn)(*args))
+    _close(getattr(getattr(S, dist), fn)(*args), JJ(dist, fn)(*args))
 
 
 OUTSIDE = np.float32([-np.inf, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan])
 
 
-@pytest.mark.parametrize("dist,fn", CASES)
+EDGE_FAST = {"logpdf", "logpmf", "cdf", "ppf", "isf"}
+EDGE_CASES = [(d, f) if f in EDGE_FAST and d != "truncnorm" or (d, f) == ("truncnorm", "logpdf")
+              else pytest.param(d, f, marks=pytest.mark.slow)
+              for d, fs in TABLE.items() for f in fs]
+
+
+@pytest.mark.parametrize("dist,fn", EDGE_CASES)
 def test_support_edges_vs_jax(dist, fn):
     """Values outside the support, at its ends and NaN, with bad parameters too."""
     nparams = len(TABLE[dist][fn].split("|")[0].split()) - 1
@@ -93,6 +113,7 @@ def test_support_edges_vs_jax(dist, fn):
     if dist == "truncnorm":
         params = [np.tile(np.float32([-1.0, 0.5, 1.0]), len(OUTSIDE)),
                   np.tile(np.float32([1.0, 0.2, 3.0]), len(OUTSIDE))]
+    # eager against eager: XLA's fusion may turn inf - inf and log(0) differently under jit
     _close(getattr(getattr(S, dist), fn)(x, *params), getattr(getattr(J, dist), fn)(x, *params))
 
 
