@@ -298,6 +298,7 @@ def _p2p_fn(m):
         perm0 = S.broadcasted_iota(np.int32, shape, nb)
 
         def body(i, perm):
+            i = E.convert_element_type(i, np.int32)   # the loop index is int64 under x64
             j = S.reshape(S.dynamic_slice_in_dim(piv, i, 1, nb), batch)
             io = S.broadcasted_iota(np.int32, shape, nb)
             hot_j = E.eq(io, S.broadcast_in_dim(j, shape, tuple(range(nb))))

@@ -166,6 +166,9 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     ``sharding`` (in ``sharding.addressable_devices_indices_map`` order or any order:
     each is matched to its device)."""
     shape = tuple(shape)
+    if not is_sharding(sharding):
+        raise TypeError(f"make_array_from_single_device_arrays: sharding must be a Sharding, "
+                        f"got {sharding!r}")
     _check_shape(sharding, shape)
     arrays = list(arrays)
     idx_map = sharding.addressable_devices_indices_map(shape)
@@ -194,6 +197,9 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     """A global Array from this process's part of the data: the rows (dimension 0
     first) that this process's devices hold.  With one process it is the whole array."""
+    if not is_sharding(sharding):
+        raise TypeError(f"make_array_from_process_local_data: sharding must be a Sharding, "
+                        f"got {sharding!r}")
     local = np.asarray(local_data._value if isinstance(local_data, Array) else local_data)
     if global_shape is None:
         n = _spmd().process_count()

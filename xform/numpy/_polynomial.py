@@ -158,6 +158,9 @@ def polyder(p, m=1):
         raise ValueError("Order of derivative must be positive")
     (pa,) = U.promote_dtypes_inexact(U.to_array(p))
     pa = _strong(pa)
+    if pa.ndim != 1:
+        raise TypeError(f"polyder: p must be a 1-D array of polynomial coefficients, got "
+                        f"shape {pa.shape}")
     if m == 0:
         return pa
     n = pa.shape[0]

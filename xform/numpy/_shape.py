@@ -290,6 +290,8 @@ def stack(arrays, axis=0, dtype=None):
 
 
 def hstack(tup, dtype=None):
+    if len(tup) == 0:
+        raise ValueError("need at least one array to concatenate")
     xs = atleast_1d(*tup) if len(tup) != 1 else [atleast_1d(*tup)]
     return concatenate(xs, 0 if xs[0].ndim == 1 else 1, dtype)
 

@@ -235,6 +235,8 @@ def broadcast_to_shape(x, shape):
                      x.weak_type)
     nd = len(shape)
     lead = nd - len(xs)
+    if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(xs)):
+        raise ValueError(f"cannot broadcast an array of shape {xs} to shape {shape}")
     keep = [i for i, d in enumerate(xs) if d == shape[lead + i]]
     if len(keep) != len(xs):  # squeeze away size-1 dims that get broadcast
         x = lax().reshape(x, tuple(xs[i] for i in keep))
