@@ -303,7 +303,9 @@ def restore(path, target=None, *, as_numpy: bool = False):
     types, namedtuple classes, custom nodes).  Without it the structure is
     rebuilt from the checkpoint (namedtuples as same-named namedtuple classes).
     Arrays come back as xform Arrays (``as_numpy=True``: NumPy arrays), Python
-    scalars as Python scalars.
+    scalars as Python scalars.  A target leaf with a ``sharding`` (a sharded Array, or
+    ``ShapeDtypeStruct(shape, dtype, sharding=...)``) puts the restored array onto that
+    sharding (across its mesh's devices).
     """
     manifest, leaves = _read(path)
     if target is None:
@@ -326,8 +328,21 @@ def restore(path, target=None, *, as_numpy: bool = False):
         if t_dtype is not None and _dtype_str(t_dtype) != meta["dtype"]:
             raise ValueError(f"restore(): leaf {p} has dtype {meta['dtype']} in the checkpoint "
                              f"but {_dtype_str(t_dtype)} in target")
-        out.append(_to_value(meta, a, as_numpy))
+        out.append(_place(_to_value(meta, a, as_numpy), t, as_numpy))
     return t_def.unflatten(out)
+
+
+def _place(value, t, as_numpy):
+    """Put a restored array where the target leaf says: its ``sharding`` (a sharded or
+    single-device Array, or a ``ShapeDtypeStruct(..., sharding=...)``)."""
+    sharding = getattr(t, "sharding", None)
+    if as_numpy or sharding is None or not hasattr(value, "shape"):
+        return value
+    from xform.sharding import Sharding
+    if not isinstance(sharding, Sharding):
+        return value
+    from xform import device_put
+    return device_put(value, sharding)
 
 
 def _normalize(tree):
