@@ -49,7 +49,7 @@ _TOKEN_AVAL = _Aval()
 
 def _host(params, with_token_in=False, with_token_out=False):
     from interpreters import core
-    from xform._callbacks import run_host
+    from primitives.host_callback import run_host
     callback, result_avals = params["callback"], params["result_avals"]
 
     def host_fn(*arrays):

@@ -44,8 +44,10 @@ _lock = threading.Lock()
 
 
 def _sh():
-    from xform import sharding
-    return sharding
+    """The sharding API module (Mesh, NamedSharding, PartitionSpec, ...): xform.sharding
+    installs itself on primitives.spmd at import (lowering/ never imports xform)."""
+    from primitives import spmd
+    return spmd.sharding_api
 
 
 def jax_mesh(mesh):

@@ -123,8 +123,13 @@ def _sm_impl(*args, **params):
 shard_map_p.def_impl(_sm_impl)
 
 
+# xform.sharding installs its PartitionSpec class here when it is imported (imports point
+# down: this layer never imports xform), as xform/_jit.py installs jit's compiler.
+PartitionSpec = None
+sharding_api = None     # the xform.sharding module itself (read by lowering/spmd.py)
+
+
 def _P(*parts):
-    from xform.sharding import PartitionSpec   # pure Python (no runtime)
     return PartitionSpec(*parts)
 
 

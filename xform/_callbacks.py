@@ -22,6 +22,7 @@ import numpy as np
 
 from interpreters import ad, batching, core, dtypes
 from interpreters.core import Primitive
+from primitives.host_callback import run_host
 
 __all__ = ["pure_callback"]
 
@@ -54,27 +55,6 @@ def _to_array(x):
         v = x.to_concrete_value()
         return core.Array(np.asarray(v)) if v is not None else x
     return core.Array(np.asarray(x))
-
-
-def run_host(callback, result_avals, args):
-    """Call ``callback`` on concrete values; NumPy results checked against the avals."""
-    outs = callback(*args)
-    if len(outs) != len(result_avals):
-        raise RuntimeError(f"Mismatched number of outputs from {callback.what} "
-                           f"{callback.__name__!r}. Expected: {len(result_avals)}, "
-                           f"Actual: {len(outs)}")
-    vals = []
-    for i, (o, a) in enumerate(zip(outs, result_avals)):
-        v = np.asarray(o)
-        v = v.astype(dtypes.canonicalize_dtype(v.dtype), copy=False)
-        if v.shape != a.shape:
-            raise RuntimeError(f"Incorrect output shape for return value #{i} of "
-                               f"{callback.what}: Expected: {a.shape}, Actual: {v.shape}")
-        if v.dtype != a.dtype:
-            raise RuntimeError(f"Incorrect output dtype for return value #{i} of "
-                               f"{callback.what}: Expected: {a.dtype}, Actual: {v.dtype}")
-        vals.append(v)
-    return vals
 
 
 def _result_avals(result_shape_dtypes, what):

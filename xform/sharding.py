@@ -449,3 +449,15 @@ def make_single_device_sharding(device):
 
 
 __all__ += ["get_abstract_mesh", "use_abstract_mesh", "make_single_device_sharding"]
+
+
+def _install():
+    """Hand this module's classes to the layers below (they must not import xform)."""
+    import sys
+
+    import primitives.spmd as _ps
+    _ps.PartitionSpec = PartitionSpec
+    _ps.sharding_api = sys.modules[__name__]
+
+
+_install()
