@@ -96,18 +96,17 @@ def _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape):
             else next(it) for c in rhs_spec]
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=normal(1e-6)):
-    """Convolution with ``dimension_numbers = (lhs_spec, rhs_spec, out_spec)`` strings."""
+def _conv_layer(dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init,
+                shape_rule, apply_conv):
+    """A stax convolution layer (init_fun, apply_fun); ``shape_rule`` gives its output
+    shape and ``apply_conv(inputs, W, strides)`` its value."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    one = (1,) * len(filter_shape)
-    strides = strides or one
+    strides = strides or (1,) * len(filter_shape)
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
 
     def init_fun(rng, input_shape):
         kshape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-        out_shape = lax.conv_general_shape_tuple(input_shape, kshape, strides, padding,
-                                                 dimension_numbers)
+        out_shape = shape_rule(input_shape, kshape, strides, padding, dimension_numbers)
         k1, k2 = random.split(rng)
         W = W_init(k1, kshape)
         b = b_init(k2, [out_chan if c == "C" else 1 for c in out_spec])
@@ -115,9 +114,19 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
-                                        dimension_numbers=dimension_numbers) + b
+        return apply_conv(inputs, W, strides) + b
     return init_fun, apply_fun
+
+
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=normal(1e-6)):
+    """Convolution with ``dimension_numbers = (lhs_spec, rhs_spec, out_spec)`` strings."""
+    one = (1,) * len(filter_shape)
+    return _conv_layer(
+        dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init,
+        lax.conv_general_shape_tuple,
+        lambda x, W, s: lax.conv_general_dilated(x, W, s, padding, one, one,
+                                                 dimension_numbers=dimension_numbers))
 
 
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
@@ -126,25 +135,11 @@ Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
                          padding="VALID", W_init=None, b_init=normal(1e-6)):
     """Transposed convolution (``lax.conv_transpose``)."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    one = (1,) * len(filter_shape)
-    strides = strides or one
-    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-    def init_fun(rng, input_shape):
-        kshape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-        out_shape = lax.conv_transpose_shape_tuple(input_shape, kshape, strides, padding,
-                                                   dimension_numbers)
-        k1, k2 = random.split(rng)
-        W = W_init(k1, kshape)
-        b = b_init(k2, [out_chan if c == "C" else 1 for c in out_spec])
-        return out_shape, (W, b)
-
-    def apply_fun(params, inputs, **kwargs):
-        W, b = params
-        return lax.conv_transpose(inputs, W, strides, padding,
-                                  dimension_numbers=dimension_numbers) + b
-    return init_fun, apply_fun
+    return _conv_layer(
+        dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init,
+        lax.conv_transpose_shape_tuple,
+        lambda x, W, s: lax.conv_transpose(x, W, s, padding,
+                                           dimension_numbers=dimension_numbers))
 
 
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))

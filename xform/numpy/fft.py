@@ -149,16 +149,20 @@ def irfft(a, n=None, axis=-1, norm=None):
     return _core_1d("irfft", "IRFFT", a, n, axis, norm)
 
 
+def _hermitian_input(name, a, axis):
+    a = _xnp().asarray(a)
+    if isinstance(axis, (list, tuple)):
+        raise ValueError(f"xform.numpy.fft.{name} does not support multiple axes. Please use "
+                         f"xform.numpy.fft.{name}n. Got axis = {axis!r}.")
+    if a.ndim == 0:
+        raise ValueError(f"xform.numpy.fft.{name} requires an array of at least 1 dimension, "
+                         "got a scalar")
+    return a
+
+
 def hfft(a, n=None, axis=-1, norm=None):
     """DFT of a Hermitian-symmetric signal given by its first half (real output)."""
-    xnp = _xnp()
-    a = xnp.asarray(a)
-    if isinstance(axis, (list, tuple)):
-        raise ValueError(f"xform.numpy.fft.hfft does not support multiple axes. Please use "
-                         f"xform.numpy.fft.hfftn. Got axis = {axis!r}.")
-    if a.ndim == 0:
-        raise ValueError("xform.numpy.fft.hfft requires an array of at least 1 dimension, "
-                         "got a scalar")
+    a = _hermitian_input("hfft", a, axis)
     nn = (a.shape[axis] - 1) * 2 if n is None else n
     out = _core_1d("hfft", "IRFFT", _conj(a), n, axis, norm)
     return out * np.asarray(nn).astype(out.dtype)
@@ -166,14 +170,7 @@ def hfft(a, n=None, axis=-1, norm=None):
 
 def ihfft(a, n=None, axis=-1, norm=None):
     """Inverse of ``hfft``: first half of the (conjugated) spectrum of a real signal."""
-    xnp = _xnp()
-    a = xnp.asarray(a)
-    if isinstance(axis, (list, tuple)):
-        raise ValueError(f"xform.numpy.fft.ihfft does not support multiple axes. Please use "
-                         f"xform.numpy.fft.ihfftn. Got axis = {axis!r}.")
-    if a.ndim == 0:
-        raise ValueError("xform.numpy.fft.ihfft requires an array of at least 1 dimension, "
-                         "got a scalar")
+    a = _hermitian_input("ihfft", a, axis)
     nn = a.shape[axis] if n is None else n
     out = _core_1d("ihfft", "RFFT", a, n, axis, norm)
     return _conj(out) * np.asarray(1 / nn).astype(out.dtype)
