@@ -88,7 +88,11 @@ NUM = [np.float32, np.float16, np.int32, np.uint8, np.bool_]
 @FAST
 def test_unary_math(name, data):
     dt = data.draw(st.sampled_from(NUM + [ml_dtypes.bfloat16]))
-    x = data.draw(values(dt, data.draw(small_shapes), lo=-20, hi=20))
+    # i0 in float16: JAX forms exp(|x|) in float16, which overflows to inf for |x| > ~11
+    # although I0(x) itself fits up to |x| ~ 12.9; xform computes half precision in
+    # float32 and rounds once (the finite, correct value).  Compare where both are finite.
+    bound = 11 if name == "i0" and np.dtype(dt) == np.float16 else 20
+    x = data.draw(values(dt, data.draw(small_shapes), lo=-bound, hi=bound))
     both(name, x, tol=2e-2 if name == "i0" and np.dtype(dt).itemsize < 4 else
          (1e-5 if name == "i0" else None))
 
