@@ -157,6 +157,16 @@ def test_regressions(desc, policy, only):
     check_program(desc, policy, 0, only)
 
 
+# Known open bug (found by the random test in CI at the end of session 2): second-order
+# derivatives (hessian, grad(grad), jvp(grad)) of a scan whose body calls a custom_jvp
+# function differ from JAX by ~5%; first-order ones agree.  Strict: fixing it turns this
+# into a failure, reminding us to move it to REGRESSIONS.
+@pytest.mark.xfail(strict=True, reason="2nd-order AD of scan over custom_jvp differs from JAX")
+def test_known_bug_second_order_scan_over_custom_jvp():
+    check_program(((("scan", 0, 2, False, 1, (("custom_jvp", 0),)),)), None, 0,
+                  ("hessian", "grad(grad)", "jvp(grad)"))
+
+
 # ----------------------------------------------------------------- the reproducers
 
 
