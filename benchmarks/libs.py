@@ -39,6 +39,10 @@ class Lib:
 
 def _blocker(tree_leaves):
     def block(out):
+        b = getattr(out, "block_until_ready", None)
+        if b is not None:                  # a lone array: no pytree walk
+            b()
+            return out
         for leaf in tree_leaves(out):
             b = getattr(leaf, "block_until_ready", None)
             if b is not None:
@@ -88,6 +92,12 @@ def _xform_lib(device: bool) -> Lib:
 def _jax_lib() -> Lib:
     import jax
     import jax.numpy as jnp
+    # First calls are measured cold: JAX's persistent cache stays off even where the
+    # environment (JAX_COMPILATION_CACHE_DIR) turns it on.
+    try:
+        jax.config.update("jax_enable_compilation_cache", False)
+    except Exception:  # noqa: BLE001
+        pass
     try:   # the function behind jax.ad_checkpoint.print_saved_residuals
         from jax._src.ad_checkpoint import saved_residuals
     except ImportError:
