@@ -140,7 +140,7 @@ def _build(w, node, outs):
 
 
 def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
-                host_leaves=()):
+                host_leaves=(), packed=None, on_hot=None, packed_avals=None):
     """A generated call path for ``compiled`` (a ``runtime.Compiled``) or ``None``.
 
     ``consts``: leading arguments (a jit's hoisted constants; Arrays on this
@@ -149,11 +149,19 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
     argument tuple (built-in containers only, see ``tree_codegen_ok``); ``None``
     means the caller passes the flat list of leaves.  ``out_tree``: the output
     treedef (``None``: return the list of output Arrays).  ``host_leaves``: indices
-    of the leaves seen as NumPy arrays (tested for that first).  Programs with
-    donated inputs get no fast path.
+    of the leaves seen as NumPy arrays.  ``packed``: for a program built by
+    ``packed_program``, the parameter indices whose NumPy arrays travel in its one
+    packed byte buffer (those leaves must be NumPy arrays of exactly their type; the
+    caller joins their bytes and makes one host-to-device transfer).  ``on_hot()``
+    is called once, after ``PACK_AFTER`` calls passed NumPy arrays for at least
+    ``PACK_MIN`` packable leaves (the jit layer then builds the packed variant).
+    Programs with donated inputs get no fast path.
     """
     from lowering import runtime as rt
-    if compiled._donated_idx or len(consts) + len(weak_types) != compiled._n:
+    n_params = compiled._n if not packed else len(consts) + 1 + (
+        len(weak_types) - len(packed))
+    if compiled._donated_idx or len(consts) + len(weak_types) - (
+            len(packed) - 1 if packed else 0) != compiled._n or n_params != compiled._n:
         return None
     if in_tree is not None and not tree_codegen_ok(in_tree):
         return None
@@ -197,7 +205,7 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
     w.lines.append("def call(args):")
     leaves = []
     if in_tree is None:
-        n = len(specs)
+        n = len(weak_types)
         w.emit(f"if len(args) != {n}: return MISS")
         leaves = [w.name("_l") for _ in range(n)]
         if n == 1:
@@ -205,13 +213,39 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
         elif n:
             w.emit(f"{', '.join(leaves)} = args")
     else:
-        if in_tree.num_leaves != len(specs):
+        if in_tree.num_leaves != len(weak_types):
             return None
         if in_tree._node is _tu._LEAF or in_tree._node[0].style != "tuple":
             return None
         _unpack(w, in_tree._node, "args", leaves, root=True)
     bufs = [w.const(b, "_cb") for b in const_bufs]
-    for leaf, (shape, dtype, javal), weak in zip(leaves, specs, weaks):
+    packed = tuple(packed or ())
+    if packed:
+        # the packed program's parameters: [packed u8 bytes] + the other leaves
+        orig_specs = [(tuple(a.shape), a.dtype) for a in packed_avals]
+        if len(orig_specs) != len(leaves):
+            return None
+        pk_spec, rest_specs = specs[0], iter(specs[1:])
+        w.ns.update(_fb=np.frombuffer, _u8=np.dtype(np.uint8))
+    hot = [i for i in host_leaves if _packable_aval(specs[i][0], specs[i][1], weaks[i])] \
+        if on_hot is not None and not packed else []
+    if len(hot) < PACK_MIN:
+        hot = []
+    else:
+        w.ns.update(_hot=[0], _on_hot=on_hot)
+    parts = []
+    for li, leaf in enumerate(leaves):
+        if packed and li in packed:
+            shape, dtype = orig_specs[li]
+            sh_, dt_ = w.const(shape), w.const(dtype)
+            w.emit(f"if type({leaf}) is not _ndarray or {leaf}.dtype is not {dt_} or "
+                   f"{leaf}.shape != {sh_}: return MISS")
+            parts.append(f"{leaf}.tobytes()")
+            continue
+        if packed:
+            (shape, dtype, javal), weak = next(rest_specs), weaks[li]
+        else:
+            (shape, dtype, javal), weak = specs[li], weaks[li]
         b = w.name("_b")
         jv, sh_, dt_ = w.const(javal, "_j"), w.const(shape), w.const(dtype)
         # An Array whose buffer carries this parameter's aval object.  A deleted
@@ -229,10 +263,18 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
             w.emit(f"elif type({leaf}) is _ndarray and {leaf}.dtype is {dt_} and "
                    f"{leaf}.shape == {sh_}:")
             w.emit(f"{b} = _put({jv}, _sh, [{leaf}], _dl, True, False, _HBS, True)", 2)
+            if hot and li == hot[0]:
+                w.emit("_hot[0] += 1", 2)
+                w.emit(f"if _hot[0] == {PACK_AFTER}: _on_hot()", 2)
         w.emit("else:")
         w.emit(f"{b} = _host({leaf}, {sh_}, {dt_}, {jv}, {weak})", 2)
         w.emit(f"if {b} is None: return MISS", 2)
         bufs.append(b)
+    if packed:
+        jpk = w.const(pk_spec[2], "_j")
+        w.emit(f"_pk = _put({jpk}, _sh, [_fb(b''.join([{', '.join(parts)}]), _u8)], _dl, True, "
+               "False, _HBS, True)")
+        bufs.insert(len(const_bufs), "_pk")
     w.emit("try:")
     w.emit(f"_o = _ex([{', '.join(bufs)}]).consume_with_handlers(_hs)", 2)
     w.emit("except Exception: return MISS")
@@ -260,3 +302,88 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
     call = w.ns["call"]
     call.__source__ = src
     return call
+
+
+# ----------------------------------------------------------------- one transfer for NumPy leaves
+
+PACK_MIN = 2              # NumPy leaves needed before packing pays (one put saved at least)
+PACK_AFTER = 64           # calls with NumPy leaves before the packed variant is built
+PACK_MAX_BYTES = 1 << 16  # small arrays only: there the put's fixed cost dominates
+
+
+def _packable_aval(shape, dtype, weak):
+    dtype = np.dtype(dtype) if not hasattr(dtype, "kind") else dtype
+    size = 1
+    for d in shape:
+        size *= d
+    return (not weak and getattr(dtype, "kind", "V") in "biuf" and size > 0
+            and dtype.itemsize in (1, 2, 4, 8))
+
+
+def pack_plan(in_avals, n_consts, host_leaves):
+    """The parameter indices (after the constants) whose NumPy arrays a packed variant
+    would carry in one byte buffer, or () when packing does not pay."""
+    params = in_avals[n_consts:]
+    idx = [i for i in host_leaves if i < len(params)
+           and _packable_aval(params[i].shape, params[i].dtype, params[i].weak_type)]
+    total = sum(params[i].size * params[i].dtype.itemsize for i in idx)
+    if len(idx) < PACK_MIN or total > PACK_MAX_BYTES:
+        return ()
+    return tuple(idx)
+
+
+def packed_program(closed, n_consts, packed):
+    """``closed`` with the parameters ``packed`` (indices after the ``n_consts``
+    constants) replaced by one ``uint8[total]`` parameter (placed right after the
+    constants) that the program slices and bitcasts back: the bytes of those arrays,
+    C order, concatenated in parameter order."""
+    from interpreters.core import ShapedArray
+    from interpreters.ir import ClosedJaxpr, eval_jaxpr
+    from interpreters.staging import trace_to_jaxpr
+    from primitives.elementwise import bitcast_convert_type, convert_element_type
+    from primitives.structural import reshape, slice as slice_
+
+    avals = closed.in_avals
+    params = avals[n_consts:]
+    pset = set(packed)
+    layout, off = [], 0
+    for i in packed:
+        a = params[i]
+        nb = a.size * a.dtype.itemsize
+        layout.append((i, off, nb))
+        off += nb
+    new_avals = (list(avals[:n_consts]) + [ShapedArray((off,), np.dtype(np.uint8))]
+                 + [a for i, a in enumerate(params) if i not in pset])
+
+    def fun(*xs):
+        consts, pk, rest = xs[:n_consts], xs[n_consts], iter(xs[n_consts + 1:])
+        vals = {}
+        for i, o, nb in layout:
+            a = params[i]
+            seg = slice_(pk, (o,), (o + nb,))
+            isz = a.dtype.itemsize
+            if a.dtype == np.bool_:
+                v = convert_element_type(seg, np.bool_)
+            elif isz == 1:
+                v = bitcast_convert_type(seg, a.dtype)
+            else:
+                v = bitcast_convert_type(reshape(seg, (a.size, isz)), a.dtype)
+            vals[i] = reshape(v, a.shape)
+        args = [vals[i] if i in vals else next(rest) for i in range(len(params))]
+        return list(eval_jaxpr(closed.jaxpr, closed.consts, *consts, *args))
+    jaxpr, consts = trace_to_jaxpr(fun, new_avals, name="packed")
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def make_packed_caller(compiled, closed, consts, weak_types, in_tree, out_tree, packed,
+                       name="packed"):
+    """Compile the packed variant of ``compiled`` (built from ``closed``, its program)
+    and return its generated call path (or None)."""
+    from lowering import runtime as rt
+    prog = packed_program(closed, len(consts), packed)
+    device = compiled.device if compiled._committed else None
+    pc = rt.compile_jaxpr(prog, device=device, name=f"{name}_packed")
+    if type(pc) is not rt.Compiled or pc.device != compiled.device:
+        return None
+    return make_caller(pc, consts, weak_types, in_tree, out_tree, packed=packed,
+                       packed_avals=closed.in_avals[len(consts):])

@@ -430,11 +430,13 @@ class Compiled:
         new = Array._from_buf
         return [new(o, w, c) for o, w in zip(outs, self._out_weak)]
 
-    def fast_caller(self, consts, weak_types, in_tree=None, out_tree=None, host_leaves=()):
+    def fast_caller(self, consts, weak_types, in_tree=None, out_tree=None, host_leaves=(),
+                    on_hot=None):
         """A generated call path for one exact signature (see ``lowering/dispatch.py``):
         ``f(args) -> result or dispatch.MISS``; ``None`` when there is none."""
         from lowering.dispatch import make_caller
-        return make_caller(self, consts, weak_types, in_tree, out_tree, host_leaves)
+        return make_caller(self, consts, weak_types, in_tree, out_tree, host_leaves,
+                           on_hot=on_hot)
 
     def _mark_donated(self, args):
         for i in self._donated_idx:

@@ -38,7 +38,7 @@ from interpreters.staging import trace_to_jaxpr
 import primitives.jit as _jit_prim
 from primitives.jit import _hoist, compile_program, jit_p
 from xform.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
-from lowering.dispatch import MISS, tree_codegen_ok
+from lowering.dispatch import MISS, make_packed_caller, pack_plan, tree_codegen_ok
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -523,13 +523,50 @@ class JitWrapped:
             if maker is not None:
                 try:
                     caller = maker(entry.dev_consts, [a.weak_type for a in entry.in_avals],
-                                   in_tree=tree, out_tree=entry.out_tree, host_leaves=host)
+                                   in_tree=tree, out_tree=entry.out_tree, host_leaves=host,
+                                   on_hot=self._packer(entry, tree, host, slot))
                 except Exception:      # never let an optimisation break a call
                     caller = None
             if len(fast) > 8:
                 fast.clear()
             caller = fast[slot] = caller or False
         return caller
+
+    def _packer(self, entry, tree, host, slot):
+        """``on_hot`` for a call path whose calls pass small NumPy arrays: once called
+        (after ``dispatch.PACK_AFTER`` such calls), compile in a background thread a
+        variant of the program taking those arrays as one packed byte buffer -- one
+        host-to-device transfer per call instead of one per array -- and make it the
+        call path (the inline cache too, if it still is the old one).  None when
+        packing does not pay (fewer than two small NumPy leaves)."""
+        plan = pack_plan(entry.closed.in_avals, len(entry.const_args), host)
+        if not plan:
+            return None
+        table, name, fast, started = self._fast, self._name, entry.fast, []
+        weaks = [a.weak_type for a in entry.in_avals]
+
+        def work():
+            old = fast.get(slot)
+            try:
+                caller = make_packed_caller(entry.compiled, passes.simplify(entry.closed),
+                                            entry.dev_consts, weaks, tree, entry.out_tree,
+                                            plan, name)
+            except Exception:          # an optimisation only: keep the working path
+                return
+            if not caller or fast.get(slot) is not old:
+                return
+            fast[slot] = caller
+            if table.mono is old:
+                table.mono = caller
+            tm = table.tree_mono
+            if tm is not None and tm[1] is old:
+                table.tree_mono = (tm[0], caller)
+
+        def on_hot():
+            if not started:
+                started.append(True)
+                threading.Thread(target=work, name=f"xform-jit-pack-{name}").start()
+        return on_hot
 
     def _set_mono(self, entry, args, leaves, treedef=None):
         """Make ``entry``'s generated call path this wrapper's inline cache if the
