@@ -79,8 +79,9 @@ def _xform_lib(device: bool) -> Lib:
     sr = getattr(getattr(xform, "ad_checkpoint", None), "saved_residuals", None)
     lax = getattr(xform, "lax", None)
     nn = getattr(xform, "nn", None)
+    block = getattr(xform, "block_until_ready", None) or _blocker(tree_leaves)
     return Lib("xform_dev" if device else "xform", xnp, put if device else xnp.asarray, put,
-               _blocker(tree_leaves), jit=getattr(xform, "jit", None),
+               block, jit=getattr(xform, "jit", None),
                grad=getattr(xform, "grad", None),
                value_and_grad=getattr(xform, "value_and_grad", None),
                vmap=getattr(xform, "vmap", None), checkpoint=getattr(xform, "checkpoint", None),
