@@ -1,4 +1,4 @@
-"""jnp.pad's value-dependent modes (odd reflection, linear_ramp, statistics, empty,
+"""NumPy-API completions against real JAX: jnp.pad's value-dependent modes (odd reflection,
 callables) against real JAX, eager and under jit, plus their gradients."""
 import jax
 import jax.numpy as jnp
@@ -68,3 +68,44 @@ def test_pad_mode_gradients_match_jax(mode, kw):
 def test_pad_mode_errors(mode, kw, exc, msg):
     with pytest.raises(exc, match=msg):
         xnp.pad(np.ones((2, 3), np.float32), 1, mode=mode, **kw)
+
+
+# ----------------------------------------------------------------- einsum paths (same file:
+# both are NumPy-API completions checked against JAX)
+
+_EINSUM_CASES = [("ij,jk,kl->il", [(2, 30), (30, 40), (40, 3)]),
+                 ("ij,jk,kl,lm->im", [(2, 30), (30, 40), (40, 3), (3, 5)]),
+                 ("bij,bjk,bkl", [(4, 2, 6), (4, 6, 7), (4, 7, 3)]),
+                 ("ij,jk,kl,lm,mi->", [(2, 3), (3, 4), (4, 5), (5, 6), (6, 2)]),
+                 ("ij,ij->", [(3, 4), (3, 4)]), ("ii->i", [(3, 3)])]
+
+
+@pytest.mark.parametrize("spec,shapes", _EINSUM_CASES)
+@pytest.mark.parametrize("optimize", ["auto", "greedy", "optimal", False, True])
+def test_einsum_paths_and_values_match_jax(spec, shapes, optimize):
+    rng = np.random.default_rng(0)
+    ops = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    path, text = xnp.einsum_path(spec, *ops, optimize=optimize)
+    if len(shapes) <= 4 and optimize is not True:   # opt_einsum's exact algorithms
+        assert path == jnp.einsum_path(spec, *ops, optimize=optimize)[0]
+    assert "Complete contraction" in text
+    want = jnp.einsum(spec, *ops, optimize=optimize)
+    np.testing.assert_allclose(xnp.einsum(spec, *ops, optimize=optimize), want,
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(xform.jit(lambda *a: xnp.einsum(spec, *a, optimize=path))(*ops),
+                               want, rtol=1e-4, atol=1e-4)
+
+
+def test_einsum_interleaved_form_and_path_errors():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((3, 4))
+    np.testing.assert_allclose(xnp.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+                               jnp.einsum(a, [0, 1], b, [1, 2], [0, 2]), rtol=1e-5)
+    np.testing.assert_allclose(xnp.einsum(a, [Ellipsis, 1], b[:, 0], [1]),
+                               jnp.einsum(a, [Ellipsis, 1], b[:, 0], [1]), rtol=1e-5)
+    with pytest.raises(ValueError, match="explicit path"):
+        xnp.einsum("ij,jk,kl", a, b, b.T, optimize=[(0, 1)])
+    with pytest.raises(ValueError, match="unknown optimize"):
+        xnp.einsum("ij,jk,kl", a, b, b.T, optimize="fastest")
+    with pytest.raises(TypeError, match="subscripts string"):
+        xnp.einsum(a, "ij")
