@@ -1,5 +1,6 @@
 """NumPy-API completions against real JAX: jnp.pad's value-dependent modes (odd reflection,
-callables) against real JAX, eager and under jit, plus their gradients."""
+linear_ramp, statistics, empty, callables) eager, under jit and differentiated; einsum's
+contraction paths, einsum_path and the interleaved operand form."""
 import jax
 import jax.numpy as jnp
 import numpy as np
