@@ -80,15 +80,24 @@ def _add_platform_index(text: str) -> str:
     calling convention); our lowering is the same on every platform, so it is unused."""
     ir = _ir()
     module = ir.Module.parse(text)
-    ins, outs = _func_types(ir.SymbolTable(module.operation)["main"])
+    old_main = ir.SymbolTable(module.operation)["main"]
+    ins, outs = _func_types(old_main)
+
+    def attrs(name, n):     # the argument / result attributes (e.g. shardings) of main
+        if name not in old_main.attributes:
+            return [""] * n
+        return ["" if str(a) == "{}" else " " + str(a) for a in ir.ArrayAttr(
+            old_main.attributes[name])]
+    in_attrs, out_attrs = attrs("arg_attrs", len(ins)), attrs("res_attrs", len(outs))
     head = "func.func public @main("
     if text.count(head) != 1:
         raise ValueError("cannot find the public main function of the lowered module")
     text = text.replace(head, "func.func private @_wrapped_jax_export_main(", 1)
     args = ['%plat: tensor<i32> {jax.global_constant = "_platform_index"}'] + \
-        [f"%a{i}: {t}" for i, t in enumerate(ins)]
+        [f"%a{i}: {t}{a}" for i, (t, a) in enumerate(zip(ins, in_attrs))]
+    res = [f"{t}{a}" for t, a in zip(outs, out_attrs)]
     body = _call_text("_wrapped_jax_export_main", [f"%a{i}" for i in range(len(ins))], ins, outs)
-    main = (f"  func.func public @main({', '.join(args)}) -> ({', '.join(outs)}) {{\n"
+    main = (f"  func.func public @main({', '.join(args)}) -> ({', '.join(res)}) {{\n"
             + "\n".join(body) + "\n  }\n")
     end = text.rstrip().rfind("}")
     return text[:end] + main + text[end:]
