@@ -1455,10 +1455,12 @@ def _call_sharded(args, exported):
         if s is not None and not s.mesh.empty:
             in_specs.append(s.spec)
             continue
+        # unspecified in the export: keep the argument's layout over this mesh, else
+        # replicate it (always valid; XLA's free choice might have no PartitionSpec)
         cur = a.sharding if type(a) is core.Array and a._buf is not None and \
             not a._deleted else None
         in_specs.append(cur.spec if isinstance(cur, S.NamedSharding) and cur.mesh == mesh
-                        else None)
+                        else S.PartitionSpec())
     out_specs = tuple(s.spec if s is not None and not s.mesh.empty else None
                       for s in exported._out_named_shardings)
     avals = tuple(core.get_aval(a) for a in args)
