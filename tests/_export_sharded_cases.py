@@ -220,6 +220,31 @@ def run_on_other_devices_and_axis_names():
 
 
 @case
+def unspecified_and_unused_arguments():
+    """JAX's export drops an unused argument (module_kept_var_idx) and leaves another's
+    sharding unspecified; xform calls it with a host array for that one."""
+    a = f32(16, 4)
+    jf = jax.jit(lambda x, y: jjnp.sin(x), in_shardings=(JNS(JM1, JP("x", None)), None),
+                 out_shardings=JNS(JM1, JP("x", None)))
+    je = jexport.export(jf)(a, a)
+    xe = xexport.deserialize(je.serialize())
+    assert xe.module_kept_var_idx == je.module_kept_var_idx == (0,)
+    assert xe.in_shardings_jax(XM1)[1] is None
+    xrun = xform.sharding.Mesh(np.array(xform.devices()[::-1]), ("x",))
+    jrun = jax.sharding.Mesh(np.array(jax.devices()[::-1]), ("x",))
+    got = xe.call(xform.device_put(a, xe.in_shardings_jax(xrun)[0]), a)
+    want = je.call(jax.device_put(a, je.in_shardings_jax(jrun)[0]),
+                   jax.device_put(a, JNS(jrun, JP())))
+    same_layout(got, want)
+    close(got, np.sin(a))
+    # and xform's own export with an unspecified argument, called by JAX
+    xf = xform.jit(lambda x, y: xnp.sin(x) + y, in_shardings=(XNS(XM1, XP("x", None)), None))
+    jx = jexport.deserialize(xexport.export(xf)(a, a).serialize())
+    r = jx.call(jax.device_put(a, JNS(JM1, JP("x", None))), jax.device_put(a, JNS(JM1, JP())))
+    close(r, np.sin(a) + a)
+
+
+@case
 def device_count_errors():
     xe = xexport.export(xf_fun())(X, Y)
     je = jexport.export(jx_fun())(X, Y)
