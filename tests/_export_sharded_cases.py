@@ -329,6 +329,28 @@ def shard_map_exports():
 
 
 @case
+def batch_polymorphic_sharded_export():
+    """A batch dimension '8*b' split over the 8 devices: called at two batch sizes by
+    xform and by JAX; a plain 'b' (not divisible at xform's sample sizes) is refused."""
+    f = xform.jit(lambda x: xnp.sin(x).sum(0) * 2, in_shardings=XNS(XM1, XP("x")))
+    z = np.zeros((16, 4), np.float32)
+    xe = xexport.export(f)(*xexport.symbolic_args_specs((z,), "8*b, _"))
+    assert xe.nr_devices == 8 and str(xe.in_avals[0].shape[0]) == "8*b"
+    je = jexport.deserialize(xe.serialize())
+    for n in (16, 40):
+        a = f32(n, 4)
+        got = xe.call(xform.device_put(a, XNS(XM1, XP("x"))))
+        close(got, np.sin(a).sum(0) * 2, tol=1e-4)
+        close(je.call(jax.device_put(a, JNS(JM1, JP("x")))), np.sin(a).sum(0) * 2, tol=1e-4)
+    t, m = _raises(lambda: xexport.export(f)(*xexport.symbolic_args_specs((z,), "b, _")))
+    assert t is ValueError and "8*b" in m, m
+    sm = xform.jit(xform.shard_map(lambda v: v * 2, mesh=XM1, in_specs=XP("x"),
+                                   out_specs=XP("x")), in_shardings=XNS(XM1, XP("x")))
+    t, m = _raises(lambda: xexport.export(sm)(*xexport.symbolic_args_specs((z,), "8*b, _")))
+    assert t is ValueError and "shard_map" in m, m
+
+
+@case
 def multi_platform_sharded_export():
     sa = XNS(XMESH, XP("a", "b"))
     f = xform.jit(lambda x: xnp.cos(x) + 1, in_shardings=sa, out_shardings=XNS(XMESH, XP("b")))

@@ -914,11 +914,10 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
         leaves, in_tree = _tu.tree_flatten((tuple(dyn_args), dict(dyn_kwargs)))
         symbolic = any(_is_symbolic(getattr(leaf, "shape", ())) for leaf in leaves)
         if isinstance(fun_jit, ShardedJit) or any(_has_named_sharding(x) for x in leaves):
-            if symbolic:
-                raise ValueError("export: symbolic shapes together with shardings are not "
-                                 "supported by xform; export the sharded function for "
-                                 "concrete shapes")
             sj = fun_jit if isinstance(fun_jit, ShardedJit) else ShardedJit(fun_jit)
+            if symbolic:
+                return _export_polymorphic(inner, args_specs, kwargs_specs, leaves, in_tree,
+                                           plats, disabled_checks, sharded=sj)
             return _export_sharded(sj, args_specs, kwargs_specs, in_tree, plats,
                                    disabled_checks)
         if symbolic:
@@ -943,18 +942,52 @@ def _has_named_sharding(x):
     return False
 
 
+def _spmd_plan(sj, args_specs, kwargs_specs):
+    """(closed program, out tree, mesh, in specs, out specs) of the sharded jit ``sj``
+    for these arguments (hoisted constants back in the program)."""
+    from interpreters import passes
+    from xform.sharding import NamedSharding
+    entry, _, mesh, in_sh, out_sh = sj._plan(args_specs, kwargs_specs)
+    closed = passes.simplify(_unhoist(entry.closed, entry.const_args))
+
+    def spec(s):
+        if s is None:
+            return None
+        return s.spec if isinstance(s, NamedSharding) else _xs().PartitionSpec()
+    return closed, entry.out_tree, mesh, [spec(s) for s in in_sh], [spec(s) for s in out_sh]
+
+
+def _spmd_text(closed, mesh, in_specs, out_specs, name, platform, debug_info=True):
+    from lowering import spmd
+    text, cbs = spmd.lower_spmd(closed, mesh, in_specs, out_specs, None, f"jit_{name}",
+                                platform=_lowering_platform(platform))
+    if cbs:
+        raise ValueError(
+            f"Cannot serialize code with custom calls whose targets have no compatibility "
+            f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
+            "pure_callback, ...), which cannot be part of an exported artifact.")
+    return text
+
+
+def _sharded_exported(mesh, in_specs, out_specs, **fields) -> Exported:
+    """An Exported whose shardings are ``in_specs``/``out_specs`` over ``mesh``'s
+    abstract form (None: unspecified)."""
+    amesh = _AbstractMesh.of(mesh)
+
+    def named(p):
+        return None if p is None else _NamedSharding(amesh, p, "device")
+    return Exported(nr_devices=mesh.size, _in_named_shardings=[named(p) for p in in_specs],
+                    _out_named_shardings=[named(p) for p in out_specs], **fields)
+
+
 def _export_sharded(sj, args_specs, kwargs_specs, in_tree, platforms,
                     disabled_checks) -> Exported:
     """Export a function partitioned over a mesh (``jit`` with in/out shardings, or
     sharded arguments): the module carries JAX's Shardy annotations (``sdy.mesh``,
     ``sdy.sharding`` on ``main``'s arguments and results, ``mhlo.num_partitions``)."""
-    from interpreters import passes
-    from lowering import spmd
     from primitives import prng
-    from xform.sharding import NamedSharding
-    entry, _, mesh, in_sh, out_sh = sj._plan(args_specs, kwargs_specs)
+    closed, out_tree, mesh, in_specs, out_specs = _spmd_plan(sj, args_specs, kwargs_specs)
     name = sj._inner._name
-    closed = passes.simplify(_unhoist(entry.closed, entry.const_args))
     for a in closed.in_avals + closed.out_avals:
         if a.dtype == _FLOAT0:
             raise ValueError("export: float0 arguments/results (cotangents of integer values) "
@@ -962,51 +995,28 @@ def _export_sharded(sj, args_specs, kwargs_specs, in_tree, platforms,
     logical = closed
     if prng.jaxpr_has_keys(closed):
         closed = prng.physicalize_closed(closed)
-
-    def spec(s):
-        if s is None:
-            return None
-        return s.spec if isinstance(s, NamedSharding) else _xs().PartitionSpec()
-    in_specs = [spec(s) for s in in_sh]
-    out_specs = [spec(s) for s in out_sh]
-    texts = []
-    for p in platforms:
-        text, cbs = spmd.lower_spmd(closed, mesh, in_specs, out_specs, None, f"jit_{name}",
-                                    platform=_lowering_platform(p))
-        if cbs:
-            raise ValueError(
-                f"Cannot serialize code with custom calls whose targets have no compatibility "
-                f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
-                "pure_callback, ...), which cannot be part of an exported artifact.")
-        texts.append(text)
+    texts = [_spmd_text(closed, mesh, in_specs, out_specs, name, p) for p in platforms]
     if len(set(texts)) > 1:
         raise ValueError(f"export: the sharded function {name!r} lowers differently for the "
                          f"platforms {platforms} (platform-specific kernels); export it for one "
                          "platform at a time")
-    blob = _em().serialize_module(texts[0], result_info=_result_info(entry.out_tree),
+    blob = _em().serialize_module(texts[0], result_info=_result_info(out_tree),
                                   platform_index_arg=len(platforms) > 1)
-    amesh = _AbstractMesh.of(mesh)
-
-    def named(s):
-        return None if s is None else _NamedSharding(amesh, s, "device")
-    in_named = [named(p) for p in in_specs]
-    out_named = [named(p) for p in out_specs]
     in_avals = [a.strip_weak_type() for a in logical.in_avals]
-    out_avals = list(logical.out_avals)
-    primal_closed = logical
 
     def get_vjp(primal: Exported) -> Exported:
         def flat_primal(*xs):
-            return list(ir.eval_jaxpr(primal_closed.jaxpr, primal_closed.consts, *xs))
+            return list(ir.eval_jaxpr(logical.jaxpr, logical.consts, *xs))
         return _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=mesh)
 
-    return Exported(
-        fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=entry.out_tree,
-        out_avals=out_avals, nr_devices=mesh.size, platforms=platforms, ordered_effects=(),
+    return _sharded_exported(
+        mesh, in_specs, out_specs,
+        fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
+        out_avals=list(logical.out_avals), platforms=platforms, ordered_effects=(),
         unordered_effects=(), disabled_safety_checks=disabled_checks,
         mlir_module_serialized=blob, calling_convention_version=_CALLING_CONVENTION_VERSION,
         module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=False,
-        _get_vjp=get_vjp, _in_named_shardings=in_named, _out_named_shardings=out_named)
+        _get_vjp=get_vjp)
 
 
 def _xs():
@@ -1015,7 +1025,7 @@ def _xs():
 
 
 def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, platforms,
-                        disabled_checks) -> Exported:
+                        disabled_checks, sharded=None) -> Exported:
     """Export for every value of the dimension variables (see ``lowering.export_poly``)."""
     import lowering
     from interpreters import passes
@@ -1054,11 +1064,24 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
             if shape is None or not _is_symbolic(shape):
                 return x
             dims = tuple(_eval_dim(d, env) for d in shape)
-            return ShapeDtypeStruct(dims, x.dtype)
+            return ShapeDtypeStruct(dims, x.dtype, sharding=getattr(x, "sharding", None))
         a = _tu.tree_map(concrete, args_specs,
                          is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
         k = _tu.tree_map(concrete, kwargs_specs,
                          is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
+        if sharded is not None:       # lowered for the mesh at each sample size
+            try:
+                closed, tree, mesh, in_specs, out_specs = _spmd_plan(sharded, a, k)
+            except ValueError as e:
+                raise ValueError(
+                    f"export: xform traces symbolic shapes at sample sizes ({env}), which "
+                    f"must split evenly over the mesh: write a sharded dimension as a multiple "
+                    f"of its mesh axes' size (e.g. '8*b' over 8 devices). {e}") from None
+            if first is None:
+                first = (closed, tree, mesh, in_specs, out_specs)
+            texts.append(_spmd_text(closed, mesh, in_specs, out_specs, fun_jit._name,
+                                    platforms[0]))
+            continue
         traced = fun_jit.trace(*a, **k)
         closed = passes.simplify(_unhoist(traced._entry.closed, traced._entry.const_args))
         if first is None:
@@ -1078,7 +1101,13 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
             raise ValueError("Cannot serialize code with custom calls whose targets have no "
                              "compatibility guarantees: the function uses Python host callbacks.")
         texts.append(lowered.text)
-    closed, out_tree = first
+    closed, out_tree = first[:2]
+    if sharded is not None and len(platforms) > 1:
+        raise ValueError("export: with symbolic shapes and shardings export for one platform "
+                         "at a time")
+    if sharded is not None and any("sdy.manual_computation" in t for t in texts):
+        raise ValueError(f"export: {fun_jit._name} uses shard_map, which xform exports for "
+                         "concrete shapes only (not with symbolic shapes)")
     arg_specs = [[_dim_poly(d) for d in getattr(leaf, "shape", ())] for leaf in leaves]
     paths = _arg_paths(in_tree)
     spec_text = ",".join(f"{p}.shape = {_shape_str(getattr(leaf, 'shape', ()))}"
@@ -1097,19 +1126,24 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
                  for shape, a in zip(result_shapes, closed.out_avals)]
     name = fun_jit._name
 
+    mesh = first[2] if sharded is not None else None
+
     def get_vjp(primal: Exported) -> Exported:
         def flat_primal(*xs):
             args, kwargs = in_tree.unflatten(list(xs))
             return _tu.tree_leaves(fun_jit(*args, **kwargs))
-        return _export_vjp(flat_primal, name, primal, platforms, disabled_checks)
+        return _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=mesh)
 
-    return Exported(
+    fields = dict(
         fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
-        out_avals=out_avals, nr_devices=1, platforms=platforms, ordered_effects=(),
+        out_avals=out_avals, platforms=platforms, ordered_effects=(),
         unordered_effects=(), disabled_safety_checks=disabled_checks,
         mlir_module_serialized=blob, calling_convention_version=_CALLING_CONVENTION_VERSION,
         module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=True,
         _get_vjp=get_vjp)
+    if sharded is not None:
+        return _sharded_exported(mesh, first[3], first[4], **fields)
+    return Exported(nr_devices=1, **fields)
 
 
 def _eval_dim(d, env):
