@@ -89,7 +89,7 @@ def _clean(v):
 
 
 def run(quick: bool = False, json_path: str | None = "bench_results.json", only=None,
-        rounds: int | None = None, profile=None, out=sys.stdout) -> dict:
+        rounds: int | None = None, profile=None, out=sys.stdout, clock: str = "wall") -> dict:
     """Run the suite, print tables and reports to ``out``, write JSON to ``json_path``
     (``None``: don't), return the results dict.  ``only``: substrings of case names."""
     from benchmarks import cases as C
@@ -98,6 +98,7 @@ def run(quick: bool = False, json_path: str | None = "bench_results.json", only=
     ctx = C.Ctx(load_libs(), quick=quick, rounds=rounds, profile=profile)
     t_start = time.perf_counter()
     results = {"meta": _meta(ctx, quick), "cases": {}}
+    results["meta"]["steady_clock"] = clock
     for name, group, desc, metrics, libs, fn in C.CASES:
         if only and not any(s in name for s in only):
             continue

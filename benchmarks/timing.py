@@ -42,6 +42,18 @@ def _order(libs, r):
     return libs[k:] + libs[:k]
 
 
+# The clock of steady-state timings: wall time (``time.perf_counter``, the default) or
+# the process's CPU time (``time.process_time``, ``python -m benchmarks --clock
+# process``), which does not count the time the process waits while other load has the
+# cores -- the robust choice on a shared machine; XLA's worker threads count in both.
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
+_steady_clock = [time.perf_counter]
+
+
+def set_clock(name: str) -> None:
+    _steady_clock[0] = CLOCKS[name]
+
+
 def steady(thunks: dict, rounds: int, target_s: float):
     """{lib: callable | Skip-reason str} ->
     ({lib: median seconds per call}, {lib: first-call seconds}, {lib: reason})."""
@@ -65,13 +77,14 @@ def steady(thunks: dict, rounds: int, target_s: float):
         except Exception as e:  # noqa: BLE001  (any failure -> skipped with its reason)
             skipped[lib] = reason_of(e)
     live = list(times)
+    clk = _steady_clock[0]
     for r in range(rounds):
         for lib in _order(live, r):
             fn, k = thunks[lib], n[lib]
-            t0 = time.perf_counter()
+            t0 = clk()
             for _ in range(k):
                 fn()
-            times[lib].append((time.perf_counter() - t0) / k)
+            times[lib].append((clk() - t0) / k)
     return {lib: statistics.median(ts) for lib, ts in times.items()}, first, skipped
 
 
