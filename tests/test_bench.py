@@ -161,3 +161,19 @@ def test_cli_list_and_bad_args():
     assert main(["--list"]) == 0
     with pytest.raises(SystemExit):
         main(["--rounds", "0"])
+
+
+def test_summary_table_and_readme_rewrite():
+    from benchmarks import summary, summary_table
+    res = {"meta": {"mode": "full", "rounds": 15}, "cases": {
+        "jit/one_arg": {"ratios": {"steady": {"xform/jax": 0.9, "xform/numpy": 3.0,
+                                               "xform/floor": 1.2}}},
+        "archetype/x": {"ratios": {"eager": {"xform/jax": 2.0}}}}}
+    table = summary_table(res)
+    assert "| jit/one_arg | steady | 0.90 | 3.00 | 1.20 |" in table
+    assert "| archetype/x | eager | 2.00 | - | - |" in table
+    text = f"head\n{summary.START}\nold table\n{summary.END}\ntail\n"
+    out = summary.replace_table(text, table, res["meta"])
+    assert out.startswith("head\n") and out.endswith(f"{summary.END}\ntail\n")
+    assert "old table" not in out and table in out
+    assert summary.replace_table(out, table, res["meta"]) == out      # idempotent
