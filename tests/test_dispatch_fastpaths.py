@@ -458,3 +458,21 @@ def test_pack_plan_limits():
     c64 = [ShapedArray((2,), np.dtype(np.complex64))] * 2
     assert dispatch.pack_plan(c64, 0, (0, 1)) == ()
     assert dispatch.pack_plan(small, 1, (0, 1)) == (0, 1)             # after a constant
+
+
+def test_packed_transfer_with_hoisted_constants():
+    from lowering import dispatch
+    c = np.linspace(0, 1, 5).astype(np.float32)
+
+    def f(a, b):
+        return a * xnp.asarray(c) + b.astype(np.float32)
+    fx = xform.jit(f)
+    a = np.arange(5, dtype=np.float32)
+    b = np.arange(5, dtype=np.int16)
+    want = a * c + b.astype(np.float32)
+    for _ in range(dispatch.PACK_AFTER + 2):
+        fx(a, b)
+    _join_packers()
+    assert "_pk" in fx._fast.mono.__source__
+    np.testing.assert_allclose(np.asarray(fx(a, b)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fx(a + 1, b)), want + c, rtol=1e-6)
