@@ -33,10 +33,12 @@ class Ctx:
         from xform import profile as _profile
         self.libs, self.quick = libs, quick
         self.profile = profile or _profile.CPU
-        # Full mode: many short rounds (15 x ~25 ms) rather than few long ones -- on a
-        # shared, loaded machine the median of finely interleaved rounds is the stable one.
-        self.rounds = rounds or (3 if quick else 15)
-        self.target_s = 0.01 if quick else 0.025
+        # Full mode: many short rounds (24 x ~12.5 ms) rather than few long ones -- on a
+        # shared, loaded machine the median of finely interleaved rounds is the stable
+        # one; 24 is a whole number of forward + backward blocks for 2, 3 and 4
+        # libraries (see timing._order).
+        self.rounds = rounds or (3 if quick else 24)
+        self.target_s = 0.01 if quick else 0.0125
         self.rng = np.random.default_rng(seed)
 
     def size(self, full, quick):

@@ -38,8 +38,17 @@ def reason_of(e: BaseException) -> str:
 
 
 def _order(libs, r):
-    k = r % len(libs) if libs else 0
-    return libs[k:] + libs[:k]
+    """Round ``r``'s library order: rotations, run forwards in even blocks of
+    ``len(libs)`` rounds and backwards in odd ones, so over ``2 * len(libs)`` rounds
+    every library follows every other one equally often (a library that leaves the
+    machine busy -- BLAS threads spinning after NumPy's matmul -- then slows all the
+    others alike, not the one that happens to come next)."""
+    if not libs:
+        return []
+    n = len(libs)
+    k = r % n
+    order = libs[k:] + libs[:k]
+    return order[::-1] if (r // n) % 2 else order
 
 
 # The clock of steady-state timings: wall time (``time.perf_counter``, the default) or
