@@ -401,12 +401,12 @@ class Array(ArrayOps):
     @property
     def shape(self):
         v = self._npy
-        return v.shape if v is not None else tuple(self._buf.shape)
+        return v.shape if v is not None else tuple(self._buf.aval.shape)
 
     @property
     def dtype(self):
         v = self._npy
-        dt = v.dtype if v is not None else np.dtype(self._buf.dtype)
+        dt = v.dtype if v is not None else np.dtype(self._buf.aval.dtype)
         if dt.kind == "V" and dt in extended_by_struct:   # a typed PRNG key array
             return extended_by_struct[dt]
         return dt
@@ -553,7 +553,7 @@ def _rebuild_array(value, weak_type):
 
 def _buffer_is_cpu(buf) -> bool:
     try:
-        if len(buf.sharding.device_set) > 1:   # sharded: eager ops run partitioned
+        if len(buf._sharding.device_set) > 1:   # sharded: eager ops run partitioned
             return False
         return buf.platform() == "cpu" if callable(getattr(buf, "platform", None)) else \
             next(iter(buf.devices())).platform == "cpu"
