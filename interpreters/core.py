@@ -389,7 +389,7 @@ class Array(ArrayOps):
                     "Array has been deleted: it was donated to a jitted computation "
                     "(donate_argnums) or deleted explicitly. Use the computation's output "
                     "instead, or do not donate this argument.")
-            v = np.asarray(self._buf)
+            v = buffer_to_host(self._buf)
             self._npy = v
         return v
 
@@ -549,6 +549,12 @@ _new_array = object.__new__
 
 def _rebuild_array(value, weak_type):
     return Array(value, weak_type)
+
+
+def buffer_to_host(buf):
+    """A device buffer's value as a read-only NumPy array (``lowering.runtime`` installs
+    its version, which also reads dtypes NumPy's buffer protocol does not know)."""
+    return np.asarray(buf)
 
 
 def _buffer_is_cpu(buf) -> bool:

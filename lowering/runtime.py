@@ -395,6 +395,35 @@ def _put_numpy(x: np.ndarray, device):
                 enable_x64=True)
 
 
+def _buffer_to_host(buf):
+    """``buf``'s value as a read-only NumPy array.  JAX's ``__array__`` when JAX is loaded,
+    else jaxlib's buffer protocol; dtypes that protocol refuses (bfloat16, float8, int4:
+    NumPy then makes an object array) are copied out of the CPU buffer's memory, or -- on
+    other layouts -- read by jaxlib's own copy, which loads JAX's runtime."""
+    v = np.asarray(buf)
+    if v.dtype != object:
+        return v
+    aval = buf.aval
+    dt, shape = np.dtype(aval.dtype), tuple(aval.shape)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if buf.platform() == "cpu" and buf.on_device_size_in_bytes() == n:
+        buf.block_until_ready()
+        if n == 0:
+            v = np.zeros(shape, dt)
+        else:
+            import ctypes
+            raw = (ctypes.c_char * n).from_address(buf.unsafe_buffer_pointer())
+            v = np.frombuffer(raw, dtype=dt).reshape(shape).copy()
+    else:
+        _jax_runtime()
+        v, _ = buf._single_device_array_to_np_array_did_copy()
+    v.flags.writeable = False
+    return v
+
+
+core.buffer_to_host = _buffer_to_host
+
+
 def buffer_dlpack(buf, stream=None, max_version=None, dl_device=None, copy=None):
     """``__dlpack__`` of a single-device CPU buffer without JAX's ``ArrayImpl`` methods
     (the "own" runtime before anything imported JAX)."""
@@ -806,7 +835,7 @@ class Compiled:
                     raise ValueError(f"argument {i} is committed to {_buf_device(b)} but the "
                                      f"program was compiled for {self.device}; move it with "
                                      "device_put first.")
-                return _put_numpy(np.asarray(b), self.device)     # device -> host -> device
+                return _put_numpy(_buffer_to_host(b), self.device)     # device -> host -> device
             v = x._npy
             weak = x.weak_type
         elif isinstance(x, (np.ndarray, np.generic)):
