@@ -93,7 +93,8 @@ def _run(code, cache_dir, tag):
 
 
 def _rounds(ctx):
-    return max(3, min(ctx.rounds, 5))
+    """Every round is several fresh interpreters: --quick takes one (a smoke run)."""
+    return 1 if ctx.quick else max(3, min(ctx.rounds, 5))
 
 
 @case("startup/import", "startup", "fresh interpreter: `import xform` vs `import jax` "
