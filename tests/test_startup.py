@@ -123,8 +123,13 @@ res = {'loaded': loaded(), 'kind': rt.runtime_kind(),
        'sharding': type(a.sharding).__name__, 'dlpack': np.from_dlpack(a).tolist(),
        'put': np.asarray(xform.device_put(np.arange(3))).tolist()}
 res['loaded_after'] = loaded()
+# jaxlib imported ml_dtypes (C++, first transfer): its dtypes are now valid everywhere
+h = np.ones(2, np.dtype('bfloat16'))
+res['bf16'] = [str((jnp.asarray(h) * 2).dtype), str(jnp.result_type(h, 1.0)),
+               np.asarray(xform.jit(lambda v: v + 1)(h)).astype(np.float32).tolist()]
 print(json.dumps(res))
 """)
+    assert out["bf16"] == ["bfloat16", "bfloat16", [2.0, 2.0]]
     assert out["kind"] == "own"
     assert "jax" not in out["loaded"] and "jax" not in out["loaded_after"], out
     assert "jaxlib" in out["loaded"]
