@@ -395,6 +395,11 @@ def _put_numpy(x: np.ndarray, device):
                 enable_x64=True)
 
 
+# Narrow types XLA stores with fewer bits than NumPy's one byte per element.
+_SUB_BYTE = frozenset(("int1", "int2", "int4", "uint1", "uint2", "uint4", "float4_e2m1fn",
+                       "float6_e2m3fn", "float6_e3m2fn"))
+
+
 def _buffer_to_host(buf):
     """``buf``'s value as a read-only NumPy array.  JAX's ``__array__`` when JAX is loaded,
     else jaxlib's buffer protocol; dtypes that protocol refuses (bfloat16, float8, int4:
@@ -406,7 +411,8 @@ def _buffer_to_host(buf):
     aval = buf.aval
     dt, shape = np.dtype(aval.dtype), tuple(aval.shape)
     n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    if buf.platform() == "cpu" and buf.on_device_size_in_bytes() == n:
+    if buf.platform() == "cpu" and dt.name not in _SUB_BYTE and \
+            buf.on_device_size_in_bytes() == n:
         buf.block_until_ready()
         if n == 0:
             v = np.zeros(shape, dt)

@@ -171,3 +171,23 @@ y = xform.jit(lambda x: x + 1)(np.ones(2, np.float32))
 print(json.dumps([rt.runtime_kind(), len(xform.devices()), np.asarray(y).tolist()]))
 """)
     assert out == ["jax", 2, [2.0, 2.0]]
+
+
+def test_own_runtime_reads_narrow_dtypes_back():
+    """Results of the narrow dtypes NumPy's buffer protocol refuses come back exactly:
+    byte-sized ones from the CPU buffer's memory, sub-byte ones (int4, ..., which XLA
+    packs) through jaxlib's own copy."""
+    out = _run(_LOADED + """
+import numpy as np
+import xform, xform.numpy as jnp
+res = {}
+for t in ['bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'int4', 'uint4', 'int2']:
+    dt = getattr(jnp, t).dtype
+    h = np.array([[0, 1, 3, 2], [1, 0, 2, 3], [3, 3, 0, 1]], np.float32).astype(dt)
+    y = xform.jit(lambda v: v)(h)
+    res[t] = [np.asarray(y).dtype.name, np.asarray(y).astype(np.float32).tolist(),
+              h.astype(np.float32).tolist()]
+print(json.dumps(res))
+""")
+    for t, (name, got, want) in out.items():
+        assert name == t and got == want, (t, got, want)
