@@ -83,3 +83,7 @@ def __getattr__(name):
     if name == "bfloat16":       # ml_dtypes' type: imported on first use (~0.5 s)
         return _d.bfloat16
     raise AttributeError(f"module 'xform.dtypes' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"bfloat16"})

@@ -199,3 +199,7 @@ def __getattr__(name):
         globals()[name] = value
         return value
     raise AttributeError(f"module 'xform.numpy' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _LAZY_DTYPE_NAMES)
