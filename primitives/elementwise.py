@@ -34,8 +34,10 @@ from primitives._rules import (bdim_at_front, defbroadcasting, defjvp, defjvp2, 
 # JAX checks each operand against a set of numpy abstract classes; these are the
 # same sets as frozensets of concrete dtypes (fast membership for the eager path).
 
-_FLOATS = frozenset([D.float16, D.bfloat16, D.float32, D.float64, *D._float8s])
-_SMALL_FLOATS = frozenset(d for d in _FLOATS if d.itemsize < 4)
+# bfloat16 and the float8/6/4 types join _FLOATS (and every set built from it) when
+# ml_dtypes is imported (``_add_narrow_floats``): sets, so they can grow in place.
+_FLOATS = {D.float16, D.float32, D.float64}
+_SMALL_FLOATS = {d for d in _FLOATS if d.itemsize < 4}
 _COMPLEX = frozenset([D.complex64, D.complex128])
 _SIGNED = frozenset([D.int8, D.int16, D.int32, D.int64])
 _UNSIGNED = frozenset([D.uint8, D.uint16, D.uint32, D.uint64])
@@ -54,8 +56,13 @@ class _Accepts:
     __slots__ = ("dtypes", "desc")
 
     def __init__(self, *names):
-        self.dtypes = frozenset().union(*(_CLASSES[n] for n in names))
+        self.dtypes = set().union(*(_CLASSES[n] for n in names))
         self.desc = ", ".join(names)
+        if "floating" in names:
+            _FLOAT_SETS.append(self.dtypes)
+
+
+_FLOAT_SETS: list = []      # the sets that hold _FLOATS' members (see _add_narrow_floats)
 
 
 _num = _Accepts("integer", "floating", "complexfloating")
@@ -1143,8 +1150,19 @@ defvectorized(stop_gradient_p)
 # array operands when its kind fits (2 next to a float32 array is a weak float32,
 # 2.5 next to an int32 array is not: that mismatch raises, as in JAX).
 
-_PY_SCALAR_FITS = {bool: _BOOL, int: _INTS | _FLOATS | _COMPLEX,
+_PY_SCALAR_FITS = {bool: _BOOL, int: set(_INTS) | _FLOATS | _COMPLEX,
                    float: _FLOATS | _COMPLEX, complex: _COMPLEX}
+_FLOAT_SETS += [_FLOATS, _PY_SCALAR_FITS[int], _PY_SCALAR_FITS[float]]
+
+
+def _add_narrow_floats():
+    new = (D.bfloat16,) + D._float8s
+    for s in _FLOAT_SETS:
+        s.update(new)
+    _SMALL_FLOATS.update(d for d in new if d.itemsize < 4)
+
+
+D.on_ml_dtypes(_add_narrow_floats)
 
 
 def _scalar_to_array(v, like):

@@ -26,7 +26,6 @@ __all__ = ["polygamma", "zeta", "igamma", "igammac", "igamma_grad_a", "random_ga
            "bessel_i0e", "bessel_i1e", "betainc"]
 
 _float = E._float
-_SMALL = (np.dtype(np.float16), D.bfloat16) if hasattr(D, "bfloat16") else (np.dtype(np.float16),)
 
 
 def _sp():

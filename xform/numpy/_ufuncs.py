@@ -19,14 +19,33 @@ from interpreters.core import Array, ArrayOps
 from xform.numpy import _util as U
 from xform.numpy._util import lax, prim
 
-_F = frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
+# Sets of dtypes that hold the floats gain bfloat16 when ml_dtypes is imported
+# (``_floats_too``; importing it costs ~0.5 s, so it waits until someone does).
+_FLOAT_SETS: list = []
+
+
+def _floats_too(dts) -> set:
+    """``dts`` as a set that receives bfloat16 with the other floats (if it has them)."""
+    out = set(dts)
+    if dtypes.float16 in out:
+        _FLOAT_SETS.append(out)
+    return out
+
+
+def _add_bfloat16():
+    for s in _FLOAT_SETS:
+        s.add(dtypes.bfloat16)
+
+
+_F = _floats_too([dtypes.float16, dtypes.float32, dtypes.float64])
 _C = frozenset([dtypes.complex64, dtypes.complex128])
 _I = frozenset([dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64])
 _U = frozenset([dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64])
 _B = frozenset([dtypes.bool_])
-_NUM = _F | _C | _I | _U
-_ALL = _NUM | _B
+_NUM = _floats_too(_F | _C | _I | _U)
+_ALL = _floats_too(_NUM | _B)
 _F_FAST = _F  # dtypes for which "Array op Python scalar" keeps the Array's dtype
+dtypes.on_ml_dtypes(_add_bfloat16)
 _state, _EVAL = core._state, core.EVAL_TRACE
 _ARRAYLIKE = (ArrayOps, np.ndarray, np.generic, int, float, complex, bool)
 
@@ -54,7 +73,8 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
     own common case, without ``bind``'s generic loop).
     """
     p = _try_prim(pname)
-    fast_scalar = _F_FAST & fast
+    fast = _floats_too(fast)
+    fast_scalar = _floats_too(_F_FAST & fast)
     # The last Python scalar converted, by identity: in a loop ``x * 2.0`` the constant
     # is one object, so its 0-d array (read-only, never handed out) is made once.
     last = [(None, None, None)]
@@ -138,7 +158,8 @@ def _reject(name, dt, accepted):
 def _unary(name, pname, inexact=True, fast=_F, accept=None, doc=None):
     """A unary ufunc; ``inexact`` promotes integers/bools to float first (as jnp.sin)."""
     p = _try_prim(pname)
-    accept = accept or (_F | _C if inexact else _NUM)
+    accept = _floats_too(accept or (_F | _C if inexact else _NUM))
+    fast = _floats_too(fast)
 
     def fn(x, /):
         nonlocal p
