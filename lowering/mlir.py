@@ -23,6 +23,7 @@ import numpy as np
 
 from interpreters import core
 from interpreters.ir import ClosedJaxpr, Jaxpr, Literal
+from primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
 
 # ----------------------------------------------------------------- types
 
@@ -334,11 +335,16 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
 
     for eqn in jaxpr.eqns:
         rule = lookup_rule(eqn.primitive)
-        ins = [read(a) for a in eqn.invars]
-        ctx.in_avals = [a.aval for a in eqn.invars]
+        if eqn.primitive in _SCALAR_BROADCASTING and eqn.outvars[0].aval.shape:
+            ins = None          # read below, with rank-0 operands broadcast
+        else:
+            ins = [read(a) for a in eqn.invars]
+            ctx.in_avals = [a.aval for a in eqn.invars]
         ctx.out_avals = [v.aval for v in eqn.outvars]
         saved_loc = ctx.loc
         ctx.loc = location(eqn.primitive.name, eqn.source_info) if ctx.module.debug_info else ""
+        if ins is None:
+            ins = _read_broadcasting(ctx, eqn, env)
         try:
             outs = rule(ctx, eqn, *ins)
         except (TypeError, ValueError, NotImplementedError):
@@ -355,6 +361,30 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
         for v, o in zip(eqn.outvars, outs):
             env[v] = o
     return [read(a) for a in jaxpr.outvars]
+
+
+def _read_broadcasting(ctx, eqn, env):
+    """Operands of an n-ary elementwise op with implicit scalar broadcasting: StableHLO
+    wants equal shapes, so a rank-0 operand becomes a splat constant (a literal) or a
+    ``broadcast_in_dim`` of it; ``ctx.in_avals`` are the broadcast avals."""
+    shape = ctx.out_avals[0].shape
+    ins, avals = [], []
+    for a in eqn.invars:
+        av = a.aval
+        if av.shape != shape:
+            av = av.update(shape=shape)
+            if type(a) is Literal:
+                ins.append(ctx.constant(np.asarray(a.val, av.dtype), shape=shape))
+            else:
+                ins.append(ctx.op1("stablehlo.broadcast_in_dim", [env[a]], av,
+                                   "broadcast_dimensions = array<i64>"))
+        elif type(a) is Literal:
+            ins.append(ctx.constant(np.asarray(a.val, av.dtype), shape=av.shape))
+        else:
+            ins.append(env[a])
+        avals.append(av)
+    ctx.in_avals = avals
+    return ins
 
 
 def _bind_consts(ctx, jaxpr, consts, env):

@@ -96,7 +96,7 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                     f = p._eager_fast or p.eager_fast()
                     if f is not None:
                         return f(x1.weak_type, v1, scalar(x2, v1.dtype))
-                    return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
+                    return p.bind(x1, Array(scalar(x2, v1.dtype), True))
             elif t1 is float or t1 is int:
                 if t2 is Array:
                     v2 = x2._npy
@@ -106,11 +106,11 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         f = p._eager_fast or p.eager_fast()
                         if f is not None:
                             return f(x2.weak_type, scalar(x1, v2.dtype), v2)
-                        return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
+                        return p.bind(Array(scalar(x1, v2.dtype), True), x2)
             if operator and not isinstance(x2, _ARRAYLIKE):
                 return NotImplemented
             U.check_arraylike(name, x1, x2)
-            a, b = U.promote_shapes(name, *promote(x1, x2))
+            a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
             if a.dtype not in fast:
