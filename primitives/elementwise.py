@@ -809,7 +809,7 @@ complex_p = _binary("complex", _complex_elem, out=_complex_dtype)
 
 
 def _complex_impl(x, y):
-    out = np.empty(np.shape(x), _complex_dtype(x.dtype))
+    out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), _complex_dtype(x.dtype))
     out.real, out.imag = x, y       # not x + 1j*y: that turns inf parts into nan
     return out
 
@@ -836,8 +836,8 @@ for _p in (real_p, imag_p, complex_p, conj_p):
 ad.transpose_rules[real_p] = lambda ct, x: [complex_p.bind(ct, _scalar_like(ct, 0))]
 ad.transpose_rules[imag_p] = lambda ct, x: [complex_p.bind(_scalar_like(ct, 0), neg_p.bind(ct))]
 ad.transpose_rules[complex_p] = lambda ct, x, y: [
-    real_p.bind(ct) if ad.is_undefined_primal(x) else None,
-    neg_p.bind(imag_p.bind(ct)) if ad.is_undefined_primal(y) else None]
+    unbroadcast(_aval(x), real_p.bind(ct)) if ad.is_undefined_primal(x) else None,
+    unbroadcast(_aval(y), neg_p.bind(imag_p.bind(ct))) if ad.is_undefined_primal(y) else None]
 ad.transpose_rules[conj_p] = lambda ct, x: [
     conj_p.bind(ct) if x.aval.dtype in _COMPLEX else real_p.bind(ct)]
 

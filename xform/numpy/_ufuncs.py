@@ -387,9 +387,15 @@ radians, degrees = deg2rad, rad2deg
 
 # ----------------------------------------------------------------- division family
 
+def _lax_args(name, *args):
+    """``promote_args`` for operands of lax n-ary ops: rank-0 operands stay rank 0."""
+    U.check_arraylike(name, *args)
+    return U.promote_shapes_lax(name, *U.promote_dtypes(*args))
+
+
 def floor_divide(x1, x2, /):
     """Python ``//``: rounds toward negative infinity (integers and floats)."""
-    a, b = U.promote_args("floor_divide", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("floor_divide", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype in _U:
         return _bind("div", a, b)
     if a.dtype in _I:
@@ -415,7 +421,7 @@ def _float_divmod(x1, x2):
 
 def remainder(x1, x2, /):
     """Python ``%``: the result has the sign of the divisor."""
-    a, b = U.promote_args("remainder", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("remainder", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype in _U:
         return _bind("rem", a, b)
     if a.dtype in _C:
@@ -430,7 +436,7 @@ mod = remainder
 
 def fmod(x1, x2, /):
     """C ``fmod``: the result has the sign of the dividend."""
-    a, b = U.promote_args("fmod", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("fmod", *U.promote_dtypes_numeric(x1, x2))
     return _bind("rem", a, b)
 
 
@@ -449,10 +455,10 @@ def power(x1, x2, /):
             raise ValueError("Integers cannot be raised to negative integer powers.")
         if a.dtype in _F | _C or int(x2) >= 0:
             return lax().integer_pow(a, int(x2))
-    a, b = U.promote_args("power", *U.promote_dtypes_numeric(x1, x2))
+    a, b = U.promote_dtypes_numeric(x1, x2)
     if a.dtype in _I | _U:
-        return _int_pow(a, b)
-    return _bind("pow", a, b)
+        return _int_pow(*U.promote_args("power", a, b))
+    return _bind("pow", *_lax_args("power", a, b))
 
 
 def _int_pow(x, y):
@@ -480,7 +486,7 @@ def float_power(x1, x2, /):
     dt = dtypes.default_float_dtype()
     a, b = U.promote_shapes("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
                             U.to_array(x2, _float_or_complex(x2, dt)))
-    a, b = U.promote_args("float_power", a, b)
+    a, b = _lax_args("float_power", a, b)
     return _bind("pow", a, b)
 
 
@@ -505,7 +511,7 @@ def _as_bool(x):
 def _logical(name, pname):
     def fn(x1, x2, /):
         U.check_arraylike(name, x1, x2)
-        a, b = U.promote_shapes(name, _as_bool(x1), _as_bool(x2))
+        a, b = U.promote_shapes_lax(name, _as_bool(x1), _as_bool(x2))
         return _bind(pname, a, b)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of the truth values."
@@ -529,14 +535,14 @@ invert = bitwise_invert = bitwise_not
 
 
 def left_shift(x1, x2, /):
-    a, b = U.promote_args("left_shift", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("left_shift", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype not in _I | _U:
         _reject("left_shift", a.dtype, _I | _U)
     return _bind("shift_left", a, b)
 
 
 def right_shift(x1, x2, /):
-    a, b = U.promote_args("right_shift", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("right_shift", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype not in _I | _U:
         _reject("right_shift", a.dtype, _I | _U)
     return _bind("shift_right_logical" if a.dtype in _U else "shift_right_arithmetic", a, b)
