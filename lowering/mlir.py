@@ -344,7 +344,7 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
         saved_loc = ctx.loc
         ctx.loc = location(eqn.primitive.name, eqn.source_info) if ctx.module.debug_info else ""
         if ins is None:
-            ins = _read_broadcasting(ctx, eqn, env)
+            ins = _read_broadcasting(ctx, eqn, read)
         try:
             outs = rule(ctx, eqn, *ins)
         except (TypeError, ValueError, NotImplementedError):
@@ -363,25 +363,21 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
     return [read(a) for a in jaxpr.outvars]
 
 
-def _read_broadcasting(ctx, eqn, env):
+def _read_broadcasting(ctx, eqn, read):
     """Operands of an n-ary elementwise op with implicit scalar broadcasting: StableHLO
-    wants equal shapes, so a rank-0 operand becomes a splat constant (a literal) or a
-    ``broadcast_in_dim`` of it; ``ctx.in_avals`` are the broadcast avals."""
+    wants equal shapes, so a rank-0 operand is ``broadcast_in_dim``-ed to the result's
+    shape (as JAX's lowering does; a rank-0 literal stays a scalar constant, which
+    keeps its value a scalar for shape-polymorphic export); ``ctx.in_avals`` are the
+    broadcast avals."""
     shape = ctx.out_avals[0].shape
     ins, avals = [], []
     for a in eqn.invars:
         av = a.aval
+        x = read(a)
         if av.shape != shape:
             av = av.update(shape=shape)
-            if type(a) is Literal:
-                ins.append(ctx.constant(np.asarray(a.val, av.dtype), shape=shape))
-            else:
-                ins.append(ctx.op1("stablehlo.broadcast_in_dim", [env[a]], av,
-                                   "broadcast_dimensions = array<i64>"))
-        elif type(a) is Literal:
-            ins.append(ctx.constant(np.asarray(a.val, av.dtype), shape=av.shape))
-        else:
-            ins.append(env[a])
+            x = ctx.op1("stablehlo.broadcast_in_dim", [x], av, "broadcast_dimensions = array<i64>")
+        ins.append(x)
         avals.append(av)
     ctx.in_avals = avals
     return ins
