@@ -217,6 +217,8 @@ class LoweringContext:
         self.in_avals = self.out_avals = ()
         self.loc = ""
         self.name_stack = parent.name_stack if parent is not None else ""
+        # implicit scalar broadcasts emitted in this scope (visible to nested regions)
+        self.bcast_cache: dict = dict(parent.bcast_cache) if parent is not None else {}
 
     # -- names
     def fresh(self) -> str:
@@ -344,7 +346,7 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
         saved_loc = ctx.loc
         ctx.loc = location(eqn.primitive.name, eqn.source_info) if ctx.module.debug_info else ""
         if ins is None:
-            ins = _read_broadcasting(ctx, eqn, read)
+            ins = _read_broadcasting(ctx, eqn, env)
         try:
             outs = rule(ctx, eqn, *ins)
         except (TypeError, ValueError, NotImplementedError):
@@ -363,20 +365,32 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
     return [read(a) for a in jaxpr.outvars]
 
 
-def _read_broadcasting(ctx, eqn, read):
+def _read_broadcasting(ctx, eqn, env):
     """Operands of an n-ary elementwise op with implicit scalar broadcasting: StableHLO
     wants equal shapes, so a rank-0 operand is ``broadcast_in_dim``-ed to the result's
-    shape (as JAX's lowering does; a rank-0 literal stays a scalar constant, which
-    keeps its value a scalar for shape-polymorphic export); ``ctx.in_avals`` are the
-    broadcast avals."""
+    shape, as JAX's lowering does (a rank-0 literal stays a scalar constant, which keeps
+    its value a scalar for shape-polymorphic export).  Each distinct broadcast is
+    emitted once per scope (``x * 2.0 + 2.0`` broadcasts ``2.0`` once).
+    ``ctx.in_avals`` are the broadcast avals."""
     shape = ctx.out_avals[0].shape
+    cache = ctx.bcast_cache
     ins, avals = [], []
     for a in eqn.invars:
         av = a.aval
-        x = read(a)
-        if av.shape != shape:
+        if av.shape == shape:
+            x = ctx.constant(np.asarray(a.val, av.dtype)) if type(a) is Literal else env[a]
+        else:
             av = av.update(shape=shape)
-            x = ctx.op1("stablehlo.broadcast_in_dim", [x], av, "broadcast_dimensions = array<i64>")
+            if type(a) is Literal:
+                val = np.asarray(a.val, av.dtype)
+                key = (val.dtype.str, val.tobytes(), shape)
+            else:
+                key = (env[a], shape)
+            x = cache.get(key)
+            if x is None:
+                src = ctx.constant(val) if type(a) is Literal else env[a]
+                x = cache[key] = ctx.op1("stablehlo.broadcast_in_dim", [src], av,
+                                         "broadcast_dimensions = array<i64>")
         ins.append(x)
         avals.append(av)
     ctx.in_avals = avals

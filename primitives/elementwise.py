@@ -311,7 +311,7 @@ def _div_impl(x, y):
 div_p = _binary("div", _num)
 _impl(div_p, _div_impl)
 defjvp(div_p, lambda t, x, y: div_p.bind(t, y),
-       lambda t, x, y: mul_p.bind(neg_p.bind(t), div_p.bind(div_p.bind(x, y), y)))
+       lambda t, x, y: mul_p.bind(mul_p.bind(neg_p.bind(t), x), integer_pow_p.bind(y, y=-2)))
 ad.transpose_rules[div_p] = lambda ct, x, y: [unbroadcast(x.aval, div_p.bind(ct, y)), None]
 defbroadcasting(div_p)
 
@@ -405,7 +405,7 @@ def _integer_pow_jvp(t, x, *, y):
         return _full_like(t, 0)
     if y == 1:
         return t
-    xm = x if y == 2 else integer_pow_p.bind(x, y=y - 1)
+    xm = x if y == 2 else integer_pow_p.bind(x, y=y - 1)   # JAX's formula
     return mul_p.bind(t, mul_p.bind(_scalar_like(x, y), xm))
 
 
@@ -419,7 +419,7 @@ defvectorized(integer_pow_p)
 # --- square ---------------------------------------------------------------------------
 square_p = _unary("square", _num)
 _impl(square_p, lambda x: x * x, small_floats_in_f32=False)
-defjvp(square_p, lambda t, x: mul_p.bind(t, add_p.bind(x, x)))
+defjvp(square_p, lambda t, x: mul_p.bind(t, mul_p.bind(_scalar_like(x, 2), x)))
 defvectorized(square_p)
 
 
@@ -451,10 +451,14 @@ def _min_impl(x, y):
 
 
 def _balanced(x, y, ans):
-    """Jacobian of max/min wrt x: 1 where x wins, 1/2 on ties, 0 elsewhere."""
-    return select_n_p.bind(eq_p.bind(x, ans), _full_like(ans, 0),
-                           select_n_p.bind(eq_p.bind(y, ans), _full_like(ans, 1),
-                                           _full_like(ans, 0.5)))
+    """Jacobian of max/min wrt x: 1 where x wins, 1/2 on ties, 0 elsewhere (JAX's
+    ``(x == ans ? 1 : 0) / (y == ans ? 2 : 1)``)."""
+    wins = eq_p.bind(x, ans)
+    one, zero = _full_like(ans, 1), _full_like(ans, 0)
+    num = select_n_p.bind(wins, zero, one)
+    tie = eq_p.bind(y, ans)
+    two, one = _full_like(ans, 2), _full_like(ans, 1)
+    return div_p.bind(num, select_n_p.bind(tie, one, two))
 
 
 max_p = _binary("max", _any)
@@ -541,7 +545,7 @@ exp2_p = _unary("exp2", _fc)
 # XLA expands exp2(x) as exp(x * log(2)) with the product rounded to x's dtype.
 _impl(exp2_p, lambda x: np.exp((x * np.asarray(math.log(2), x.dtype)).astype(x.dtype)),
       small_floats_in_f32=False)
-defjvp2(exp2_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(ans, _scalar_like(x, math.log(2)))))
+defjvp2(exp2_p, lambda t, ans, x: mul_p.bind(log_p.bind(_scalar_like(x, 2)), mul_p.bind(t, ans)))
 defvectorized(exp2_p)
 
 log_p = _unary("log", _fc)
@@ -600,13 +604,13 @@ defvectorized(cos_p)
 tan_p = _unary("tan", _fc)
 _impl(tan_p, np.tan)
 defjvp2(tan_p, lambda t, ans, x: mul_p.bind(t, add_p.bind(_scalar_like(x, 1),
-                                                         mul_p.bind(ans, ans))))
+                                                         square_p.bind(ans))))
 defvectorized(tan_p)
 
 
 # --- asin / acos / atan / atan2 -------------------------------------------------------
 def _one_minus_sq(x):
-    return sub_p.bind(_scalar_like(x, 1), mul_p.bind(x, x))
+    return sub_p.bind(_scalar_like(x, 1), square_p.bind(x))
 
 
 asin_p = _unary("asin", _fc)
@@ -616,12 +620,12 @@ defvectorized(asin_p)
 
 acos_p = _unary("acos", _fc)
 _impl(acos_p, np.arccos)
-defjvp(acos_p, lambda t, x: mul_p.bind(neg_p.bind(t), rsqrt_p.bind(_one_minus_sq(x))))
+defjvp(acos_p, lambda t, x: mul_p.bind(t, neg_p.bind(rsqrt_p.bind(_one_minus_sq(x)))))
 defvectorized(acos_p)
 
 atan_p = _unary("atan", _fc)
 _impl(atan_p, np.arctan)
-defjvp(atan_p, lambda t, x: div_p.bind(t, add_p.bind(_scalar_like(x, 1), mul_p.bind(x, x))))
+defjvp(atan_p, lambda t, x: div_p.bind(t, add_p.bind(_scalar_like(x, 1), square_p.bind(x))))
 defvectorized(atan_p)
 
 
@@ -632,7 +636,7 @@ def _atan2_impl(x, y):
 
 
 def _atan2_denom(x, y):
-    return add_p.bind(mul_p.bind(x, x), mul_p.bind(y, y))
+    return add_p.bind(square_p.bind(x), square_p.bind(y))
 
 
 atan2_p = _binary("atan2", _fc)
@@ -655,7 +659,7 @@ defvectorized(cosh_p)
 asinh_p = _unary("asinh", _fc)
 _impl(asinh_p, np.arcsinh)
 defjvp(asinh_p, lambda t, x: mul_p.bind(t, rsqrt_p.bind(
-    add_p.bind(mul_p.bind(x, x), _scalar_like(x, 1)))))
+    add_p.bind(square_p.bind(x), _scalar_like(x, 1)))))
 defvectorized(asinh_p)
 
 acosh_p = _unary("acosh", _fc)
@@ -666,14 +670,15 @@ defvectorized(acosh_p)
 
 atanh_p = _unary("atanh", _fc)
 _impl(atanh_p, np.arctanh)
-defjvp(atanh_p, lambda t, x: div_p.bind(t, mul_p.bind(
-    add_p.bind(_scalar_like(x, 1), x), sub_p.bind(_scalar_like(x, 1), x))))
+defjvp(atanh_p, lambda t, x: mul_p.bind(
+    integer_pow_p.bind(add_p.bind(_scalar_like(x, 1), x), y=-1),
+    div_p.bind(t, sub_p.bind(_scalar_like(x, 1), x))))
 defvectorized(atanh_p)
 
 # --- sqrt / rsqrt / cbrt --------------------------------------------------------------
 sqrt_p = _unary("sqrt", _fc)
 _impl(sqrt_p, np.sqrt)
-defjvp2(sqrt_p, lambda t, ans, x: div_p.bind(t, add_p.bind(ans, ans)))
+defjvp2(sqrt_p, lambda t, ans, x: mul_p.bind(t, div_p.bind(_scalar_like(x, 0.5), ans)))
 defvectorized(sqrt_p)
 
 rsqrt_p = _unary("rsqrt", _fc)
@@ -767,20 +772,20 @@ def _erf_inv1(y):
 
 erf_p = _unary("erf", _float)
 _impl(erf_p, _f64(math.erf), small_floats_in_f32=False)
-defjvp(erf_p, lambda t, x: mul_p.bind(t, mul_p.bind(
-    _scalar_like(x, 2 / _SQRT_PI), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
+defjvp(erf_p, lambda t, x: mul_p.bind(_scalar_like(x, 2 / _SQRT_PI), mul_p.bind(
+    t, exp_p.bind(neg_p.bind(square_p.bind(x))))))
 defvectorized(erf_p)
 
 erfc_p = _unary("erfc", _float)
 _impl(erfc_p, _f64(math.erfc), small_floats_in_f32=False)
-defjvp(erfc_p, lambda t, x: mul_p.bind(t, mul_p.bind(
-    _scalar_like(x, -2 / _SQRT_PI), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
+defjvp(erfc_p, lambda t, x: mul_p.bind(_scalar_like(x, -2 / _SQRT_PI), mul_p.bind(
+    t, exp_p.bind(neg_p.bind(square_p.bind(x))))))
 defvectorized(erfc_p)
 
 erf_inv_p = _unary("erf_inv", _float)
 _impl(erf_inv_p, _f64(_erf_inv1), small_floats_in_f32=False)
-defjvp2(erf_inv_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(
-    _scalar_like(x, _SQRT_PI / 2), exp_p.bind(mul_p.bind(ans, ans)))))
+defjvp2(erf_inv_p, lambda t, ans, x: mul_p.bind(_scalar_like(x, _SQRT_PI / 2), mul_p.bind(
+    t, exp_p.bind(square_p.bind(ans)))))
 defvectorized(erf_inv_p)
 
 lgamma_p = _unary("lgamma", _float)

@@ -243,6 +243,8 @@ def random_gamma_grad(a, x):
     reparameterization), computed by the igamma series / continued fraction."""
     a, x = E._operands("random_gamma_grad", (a, x))
     E._check_dtypes("random_gamma_grad", (_float, _float), [a.dtype, x.dtype])
+    shape = a.shape or x.shape     # the expansion below works on equal shapes
+    a, x = E._broadcast_to(a, shape), E._broadcast_to(x, shape)
     return _upcast(lambda a, x: _gamma_family(a, x, "sample"))(a, x)
 
 

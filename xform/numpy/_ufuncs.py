@@ -282,13 +282,13 @@ abs = absolute
 def square(x, /):
     U.check_arraylike("square", x)
     (a,) = U.promote_dtypes_numeric(x)
-    return multiply(a, a)
+    return _bind("square", a)            # lax.square, as JAX's jnp.square
 
 
 def reciprocal(x, /):
     U.check_arraylike("reciprocal", x)
     (a,) = U.promote_dtypes_inexact(x)
-    return true_divide(_const(a, 1), a)
+    return lax().integer_pow(a, -1)      # as JAX's jnp.reciprocal
 
 
 def _int_identity(name, pname):
@@ -484,9 +484,8 @@ pow = power
 def float_power(x1, x2, /):
     U.check_arraylike("float_power", x1, x2)
     dt = dtypes.default_float_dtype()
-    a, b = U.promote_shapes("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
-                            U.to_array(x2, _float_or_complex(x2, dt)))
-    a, b = _lax_args("float_power", a, b)
+    a, b = _lax_args("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
+                     U.to_array(x2, _float_or_complex(x2, dt)))
     return _bind("pow", a, b)
 
 
@@ -610,7 +609,7 @@ def signbit(x, /):
 
 
 def copysign(x1, x2, /):
-    a, b = U.promote_args_inexact("copysign", x1, x2)
+    a, b = U.promote_args_inexact_lax("copysign", x1, x2)
     if a.dtype in _C:
         raise TypeError("copysign does not support complex-valued inputs")
     return where(signbit(b), negative(absolute(a)), absolute(a))
@@ -629,7 +628,10 @@ def where(condition, x=None, y=None, /):
     U.check_arraylike("where", condition, x, y)
     c = _as_bool(condition)
     a, b = U.promote_dtypes(x, y)
-    c, a, b = U.promote_shapes("where", c, a, b)
+    if c.shape:
+        c, a, b = U.promote_shapes("where", c, a, b)
+    else:       # select_n takes a rank-0 predicate as is (JAX's _where)
+        a, b = U.promote_shapes("where", a, b)
     return _bind("select_n", c, b, a)
 
 
@@ -649,18 +651,18 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
 
 
 def fmax(x1, x2, /):
-    a, b = U.promote_args("fmax", x1, x2)
+    a, b = U.promote_args_lax("fmax", x1, x2)
     return where(isnan(b), a, where(isnan(a), b, maximum(a, b)))
 
 
 def fmin(x1, x2, /):
-    a, b = U.promote_args("fmin", x1, x2)
+    a, b = U.promote_args_lax("fmin", x1, x2)
     return where(isnan(b), a, where(isnan(a), b, minimum(a, b)))
 
 
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without overflow: scale by the larger magnitude."""
-    a, b = U.promote_args_inexact("hypot", x1, x2)
+    a, b = U.promote_args_inexact_lax("hypot", x1, x2)
     a, b = absolute(a), absolute(b)
     inf_ = logical_or(isinf(a), isinf(b))
     hi, lo = maximum(a, b), minimum(a, b)
@@ -672,7 +674,7 @@ def hypot(x1, x2, /):
 
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
-    a, b = U.promote_args_inexact("logaddexp", x1, x2)
+    a, b = U.promote_args_inexact_lax("logaddexp", x1, x2)
     amax = maximum(a, b)
     delta = subtract(a, b)
     out = add(amax, log1p(exp(negative(absolute(delta)))))
@@ -680,7 +682,7 @@ def logaddexp(x1, x2, /):
 
 
 def logaddexp2(x1, x2, /):
-    a, b = U.promote_args_inexact("logaddexp2", x1, x2)
+    a, b = U.promote_args_inexact_lax("logaddexp2", x1, x2)
     amax = maximum(a, b)
     delta = subtract(a, b)
     ln2 = _const(a, math.log(2))
@@ -689,7 +691,7 @@ def logaddexp2(x1, x2, /):
 
 
 def heaviside(x1, x2, /):
-    a, b = U.promote_args_inexact("heaviside", x1, x2)
+    a, b = U.promote_args_inexact_lax("heaviside", x1, x2)
     return where(less(a, _zero(a)), _zero(a), where(greater(a, _zero(a)), _const(a, 1), b))
 
 

@@ -280,6 +280,17 @@ def promote_shapes_lax(name, *args):
     return [broadcast_to_shape(a, out) if a.shape else a for a in args]
 
 
+def promote_args_lax(name, *args):
+    """``promote_args`` for code built from lax n-ary ops (rank-0 operands stay rank 0)."""
+    check_arraylike(name, *args)
+    return promote_shapes_lax(name, *promote_dtypes(*args))
+
+
+def promote_args_inexact_lax(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes_lax(name, *promote_dtypes_inexact(*args))
+
+
 def promote_args(name, *args):
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))
