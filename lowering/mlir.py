@@ -383,7 +383,7 @@ def _read_broadcasting(ctx, eqn, env):
             av = av.update(shape=shape)
             if type(a) is Literal:
                 val = np.asarray(a.val, av.dtype)
-                key = (val.dtype.str, val.tobytes(), shape)
+                key = (val.dtype, val.tobytes(), shape)
             else:
                 key = (env[a], shape)
             x = cache.get(key)

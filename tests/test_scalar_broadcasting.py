@@ -280,9 +280,12 @@ def test_vmap_of_scalar_mixes_matches_jax():
 # ----------------------------------------------------------------- printed programs vs JAX
 
 
+X = np.linspace(-0.9, 0.9, 12).astype(np.float32).reshape(3, 4)
+
+
 def _corpus(lib):
     jnp, lax = lib.numpy, lib.lax
-    return {
+    C = {
         "mul_add": (lambda x: x * 2.0 + 1, (np.ones(3, np.float32),)),
         "rsub_compare": (lambda x: (1.0 - x) > 0, (np.ones(3, np.float32),)),
         "array_scalar_arg": (lambda x, s: x * s / s - s, (np.ones(3, np.float32),
@@ -307,7 +310,19 @@ def _corpus(lib):
                        (np.float32(2), np.ones(3, np.float32))),
         "vmap_unbatched_scalar": (lib.vmap(lambda s, x: x * s, in_axes=(None, 0)),
                                   (np.float32(2), np.ones((4, 3), np.float32))),
+        "square_reciprocal": (lambda x: jnp.square(x) + jnp.reciprocal(x), (X + 2,)),
     }
+    # JVP rules written as JAX's (their scalar constants are rank-0 literals)
+    for nm, fn in {"sqrt": lambda x: jnp.sqrt(x + 2.0), "tan": jnp.tan, "erf": lax.erf,
+                   "erfc": lax.erfc, "div": lambda x: 1.0 / (x + 2.0), "square": jnp.square,
+                   "asin": lambda x: jnp.arcsin(x * 0.5), "acos": lambda x: jnp.arccos(x * 0.5),
+                   "atan": jnp.arctan, "asinh": jnp.arcsinh,
+                   "atanh": lambda x: jnp.arctanh(x * 0.5), "exp2": jnp.exp2,
+                   "max": lambda x: jnp.maximum(x, 0.1), "min": lambda x: jnp.minimum(0.1, x),
+                   "atan2": lambda x: jnp.arctan2(x, 2.0), "cube": lambda x: x ** 3,
+                   "tanh": jnp.tanh, "cos": jnp.cos}.items():
+        C[f"grad_{nm}"] = (lib.grad(lambda x, fn=fn: jnp.sum(fn(x))), (X,))
+    return C
 
 
 _JAX, _XF = _corpus(jax), _corpus(xform)
@@ -385,3 +400,15 @@ def test_random_scalar_array_programs_match_jax(data):
     vx = xform.vmap(fx, in_axes=(None, 0))(s, x)
     vj = jax.vmap(fj, in_axes=(None, 0))(s, x)
     np.testing.assert_allclose(np.asarray(vx), np.asarray(vj), rtol=2e-5, atol=2e-6)
+
+
+def test_where_keeps_a_rank0_predicate():
+    """As JAX's ``_where``: select_n takes a rank-0 predicate without broadcasting it (JAX
+    stages it inside ``jit[name=_where]``, which is not modelled here)."""
+    x = np.linspace(-1, 1, 6).astype(np.float32).reshape(2, 3)
+    jaxpr = xform.make_jaxpr(lambda p, x: xnp.where(p, x, 0.0))(True, x)
+    sel, = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "select_n"]
+    assert sel.invars[0].aval.shape == ()
+    for p in (True, False):
+        np.testing.assert_array_equal(np.asarray(xform.jit(lambda p, x: xnp.where(p, x, 0.0))(
+            p, x)), np.asarray(jax.numpy.where(p, x, 0.0)))
