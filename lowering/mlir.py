@@ -22,6 +22,7 @@ import numpy as np
 
 from interpreters import core, dtypes as _dtypes
 from interpreters.ir import ClosedJaxpr, Jaxpr, Literal
+from primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
 
 # ----------------------------------------------------------------- types
 
@@ -227,6 +228,8 @@ class LoweringContext:
         self.in_avals = self.out_avals = ()
         self.loc = ""
         self.name_stack = parent.name_stack if parent is not None else ""
+        # implicit scalar broadcasts emitted in this scope (visible to nested regions)
+        self.bcast_cache: dict = dict(parent.bcast_cache) if parent is not None else {}
 
     # -- names
     def fresh(self) -> str:
@@ -345,11 +348,16 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
 
     for eqn in jaxpr.eqns:
         rule = lookup_rule(eqn.primitive)
-        ins = [read(a) for a in eqn.invars]
-        ctx.in_avals = [a.aval for a in eqn.invars]
+        if eqn.primitive in _SCALAR_BROADCASTING and eqn.outvars[0].aval.shape:
+            ins = None          # read below, with rank-0 operands broadcast
+        else:
+            ins = [read(a) for a in eqn.invars]
+            ctx.in_avals = [a.aval for a in eqn.invars]
         ctx.out_avals = [v.aval for v in eqn.outvars]
         saved_loc = ctx.loc
         ctx.loc = location(eqn.primitive.name, eqn.source_info) if ctx.module.debug_info else ""
+        if ins is None:
+            ins = _read_broadcasting(ctx, eqn, env)
         try:
             outs = rule(ctx, eqn, *ins)
         except (TypeError, ValueError, NotImplementedError):
@@ -366,6 +374,38 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
         for v, o in zip(eqn.outvars, outs):
             env[v] = o
     return [read(a) for a in jaxpr.outvars]
+
+
+def _read_broadcasting(ctx, eqn, env):
+    """Operands of an n-ary elementwise op with implicit scalar broadcasting: StableHLO
+    wants equal shapes, so a rank-0 operand is ``broadcast_in_dim``-ed to the result's
+    shape, as JAX's lowering does (a rank-0 literal stays a scalar constant, which keeps
+    its value a scalar for shape-polymorphic export).  Each distinct broadcast is
+    emitted once per scope (``x * 2.0 + 2.0`` broadcasts ``2.0`` once).
+    ``ctx.in_avals`` are the broadcast avals."""
+    shape = ctx.out_avals[0].shape
+    cache = ctx.bcast_cache
+    ins, avals = [], []
+    for a in eqn.invars:
+        av = a.aval
+        if av.shape == shape:
+            x = ctx.constant(np.asarray(a.val, av.dtype)) if type(a) is Literal else env[a]
+        else:
+            av = av.update(shape=shape)
+            if type(a) is Literal:
+                val = np.asarray(a.val, av.dtype)
+                key = (val.dtype, val.tobytes(), shape)
+            else:
+                key = (env[a], shape)
+            x = cache.get(key)
+            if x is None:
+                src = ctx.constant(val) if type(a) is Literal else env[a]
+                x = cache[key] = ctx.op1("stablehlo.broadcast_in_dim", [src], av,
+                                         "broadcast_dimensions = array<i64>")
+        ins.append(x)
+        avals.append(av)
+    ctx.in_avals = avals
+    return ins
 
 
 def _bind_consts(ctx, jaxpr, consts, env):

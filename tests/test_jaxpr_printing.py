@@ -181,8 +181,6 @@ def corpus(lib):
 
 
 XFAIL = {
-    "scalar_broadcast": "xform stages broadcast_in_dim for a scalar operand where JAX's lax "
-                        "binary ops broadcast rank-0 operands implicitly (mul a 3.0:f32[])",
     "where": "JAX stages jnp.where as jit[name=_where]; xform binds select_n directly",
     "sort": "JAX stages jnp.sort inside jit[name=sort]; xform binds sort directly",
     "cumsum": "JAX stages jnp.cumsum inside jit[name=cumsum]; xform binds cumsum directly",
@@ -192,8 +190,8 @@ XFAIL = {
                   "equation",
     "cond_forwarded_output": "JAX forwards a branch output that is a branch input out of the "
                              "cond; xform keeps it as a cond output",
-    "grad_of_tanh_matmul": "xform's tanh JVP and dot_general transpose stage different "
-                           "equations (1 - y*y via broadcast; preferred_element_type=None)",
+    "grad_of_tanh_matmul": "xform's dot_general transpose stages preferred_element_type=None "
+                           "where JAX's keeps float32",
     "cond_shared_operand": "JAX passes an operand used as both a closed-over constant and an "
                            "argument once; xform passes it twice",
     "dynamic_slice": "JAX stages a convert_element_type of the start index; xform does not",
@@ -203,7 +201,6 @@ XFAIL = {
                    "stages a generic debug_callback",
     "sum_of_scalar": "JAX stages reduce_sum[axes=()] for jnp.sum of a rank-0 array; xform "
                      "elides it",
-    "hessian_scalar": "xform's second-order sin/cos JVP places the neg earlier than JAX's",
     "nn_relu": "JAX's relu is a custom_jvp around jit[name=relu] of max(x, 0.0); xform's "
                "stages gt/select_n with converted literals",
 }

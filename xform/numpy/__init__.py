@@ -93,10 +93,10 @@ def isdtype(dt, kind):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
-    x, y = _util.promote_args("isclose", a, b)
+    x, y = _util.promote_args_lax("isclose", a, b)
     if x.dtype.kind not in "fc" and not _dtypes.is_bfloat16(x.dtype):
         return _F.equal(x, y)
-    (x, y) = _util.promote_args_inexact("isclose", x, y)
+    (x, y) = _util.promote_args_inexact_lax("isclose", x, y)
     rt = _util.to_array(rtol, x.dtype, True) if x.dtype.kind != "c" else \
         _util.to_array(rtol, _F.real(x).dtype, True)
     at = _util.to_array(atol, rt.dtype, True)

@@ -116,7 +116,7 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                     f = p._eager_fast or p.eager_fast()
                     if f is not None:
                         return f(x1.weak_type, v1, scalar(x2, v1.dtype))
-                    return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
+                    return p.bind(x1, Array(scalar(x2, v1.dtype), True))
             elif t1 is float or t1 is int:
                 if t2 is Array:
                     v2 = x2._npy
@@ -126,11 +126,11 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         f = p._eager_fast or p.eager_fast()
                         if f is not None:
                             return f(x2.weak_type, scalar(x1, v2.dtype), v2)
-                        return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
+                        return p.bind(Array(scalar(x1, v2.dtype), True), x2)
             if operator and not isinstance(x2, _ARRAYLIKE):
                 return NotImplemented
             U.check_arraylike(name, x1, x2)
-            a, b = U.promote_shapes(name, *promote(x1, x2))
+            a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
             if a.dtype not in fast:
@@ -303,13 +303,13 @@ abs = absolute
 def square(x, /):
     U.check_arraylike("square", x)
     (a,) = U.promote_dtypes_numeric(x)
-    return multiply(a, a)
+    return _bind("square", a)            # lax.square, as JAX's jnp.square
 
 
 def reciprocal(x, /):
     U.check_arraylike("reciprocal", x)
     (a,) = U.promote_dtypes_inexact(x)
-    return true_divide(_const(a, 1), a)
+    return lax().integer_pow(a, -1)      # as JAX's jnp.reciprocal
 
 
 def _int_identity(name, pname):
@@ -408,9 +408,15 @@ radians, degrees = deg2rad, rad2deg
 
 # ----------------------------------------------------------------- division family
 
+def _lax_args(name, *args):
+    """``promote_args`` for operands of lax n-ary ops: rank-0 operands stay rank 0."""
+    U.check_arraylike(name, *args)
+    return U.promote_shapes_lax(name, *U.promote_dtypes(*args))
+
+
 def floor_divide(x1, x2, /):
     """Python ``//``: rounds toward negative infinity (integers and floats)."""
-    a, b = U.promote_args("floor_divide", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("floor_divide", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype in _U:
         return _bind("div", a, b)
     if a.dtype in _I:
@@ -436,7 +442,7 @@ def _float_divmod(x1, x2):
 
 def remainder(x1, x2, /):
     """Python ``%``: the result has the sign of the divisor."""
-    a, b = U.promote_args("remainder", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("remainder", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype in _U:
         return _bind("rem", a, b)
     if a.dtype in _C:
@@ -451,7 +457,7 @@ mod = remainder
 
 def fmod(x1, x2, /):
     """C ``fmod``: the result has the sign of the dividend."""
-    a, b = U.promote_args("fmod", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("fmod", *U.promote_dtypes_numeric(x1, x2))
     return _bind("rem", a, b)
 
 
@@ -470,10 +476,10 @@ def power(x1, x2, /):
             raise ValueError("Integers cannot be raised to negative integer powers.")
         if a.dtype in _F | _C or int(x2) >= 0:
             return lax().integer_pow(a, int(x2))
-    a, b = U.promote_args("power", *U.promote_dtypes_numeric(x1, x2))
+    a, b = U.promote_dtypes_numeric(x1, x2)
     if a.dtype in _I | _U:
-        return _int_pow(a, b)
-    return _bind("pow", a, b)
+        return _int_pow(*U.promote_args("power", a, b))
+    return _bind("pow", *_lax_args("power", a, b))
 
 
 def _int_pow(x, y):
@@ -499,9 +505,8 @@ pow = power
 def float_power(x1, x2, /):
     U.check_arraylike("float_power", x1, x2)
     dt = dtypes.default_float_dtype()
-    a, b = U.promote_shapes("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
-                            U.to_array(x2, _float_or_complex(x2, dt)))
-    a, b = U.promote_args("float_power", a, b)
+    a, b = _lax_args("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
+                     U.to_array(x2, _float_or_complex(x2, dt)))
     return _bind("pow", a, b)
 
 
@@ -526,7 +531,7 @@ def _as_bool(x):
 def _logical(name, pname):
     def fn(x1, x2, /):
         U.check_arraylike(name, x1, x2)
-        a, b = U.promote_shapes(name, _as_bool(x1), _as_bool(x2))
+        a, b = U.promote_shapes_lax(name, _as_bool(x1), _as_bool(x2))
         return _bind(pname, a, b)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of the truth values."
@@ -550,14 +555,14 @@ invert = bitwise_invert = bitwise_not
 
 
 def left_shift(x1, x2, /):
-    a, b = U.promote_args("left_shift", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("left_shift", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype not in _I | _U:
         _reject("left_shift", a.dtype, _I | _U)
     return _bind("shift_left", a, b)
 
 
 def right_shift(x1, x2, /):
-    a, b = U.promote_args("right_shift", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("right_shift", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype not in _I | _U:
         _reject("right_shift", a.dtype, _I | _U)
     return _bind("shift_right_logical" if a.dtype in _U else "shift_right_arithmetic", a, b)
@@ -625,7 +630,7 @@ def signbit(x, /):
 
 
 def copysign(x1, x2, /):
-    a, b = U.promote_args_inexact("copysign", x1, x2)
+    a, b = U.promote_args_inexact_lax("copysign", x1, x2)
     if a.dtype in _C:
         raise TypeError("copysign does not support complex-valued inputs")
     return where(signbit(b), negative(absolute(a)), absolute(a))
@@ -644,7 +649,10 @@ def where(condition, x=None, y=None, /):
     U.check_arraylike("where", condition, x, y)
     c = _as_bool(condition)
     a, b = U.promote_dtypes(x, y)
-    c, a, b = U.promote_shapes("where", c, a, b)
+    if c.shape:
+        c, a, b = U.promote_shapes("where", c, a, b)
+    else:       # select_n takes a rank-0 predicate as is (JAX's _where)
+        a, b = U.promote_shapes("where", a, b)
     return _bind("select_n", c, b, a)
 
 
@@ -664,18 +672,18 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
 
 
 def fmax(x1, x2, /):
-    a, b = U.promote_args("fmax", x1, x2)
+    a, b = U.promote_args_lax("fmax", x1, x2)
     return where(isnan(b), a, where(isnan(a), b, maximum(a, b)))
 
 
 def fmin(x1, x2, /):
-    a, b = U.promote_args("fmin", x1, x2)
+    a, b = U.promote_args_lax("fmin", x1, x2)
     return where(isnan(b), a, where(isnan(a), b, minimum(a, b)))
 
 
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without overflow: scale by the larger magnitude."""
-    a, b = U.promote_args_inexact("hypot", x1, x2)
+    a, b = U.promote_args_inexact_lax("hypot", x1, x2)
     a, b = absolute(a), absolute(b)
     inf_ = logical_or(isinf(a), isinf(b))
     hi, lo = maximum(a, b), minimum(a, b)
@@ -687,7 +695,7 @@ def hypot(x1, x2, /):
 
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
-    a, b = U.promote_args_inexact("logaddexp", x1, x2)
+    a, b = U.promote_args_inexact_lax("logaddexp", x1, x2)
     amax = maximum(a, b)
     delta = subtract(a, b)
     out = add(amax, log1p(exp(negative(absolute(delta)))))
@@ -695,7 +703,7 @@ def logaddexp(x1, x2, /):
 
 
 def logaddexp2(x1, x2, /):
-    a, b = U.promote_args_inexact("logaddexp2", x1, x2)
+    a, b = U.promote_args_inexact_lax("logaddexp2", x1, x2)
     amax = maximum(a, b)
     delta = subtract(a, b)
     ln2 = _const(a, math.log(2))
@@ -704,7 +712,7 @@ def logaddexp2(x1, x2, /):
 
 
 def heaviside(x1, x2, /):
-    a, b = U.promote_args_inexact("heaviside", x1, x2)
+    a, b = U.promote_args_inexact_lax("heaviside", x1, x2)
     return where(less(a, _zero(a)), _zero(a), where(greater(a, _zero(a)), _const(a, 1), b))
 
 
