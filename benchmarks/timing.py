@@ -19,6 +19,7 @@ its reason; the suite carries on.
 """
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 import traceback
@@ -87,13 +88,25 @@ def steady(thunks: dict, rounds: int, target_s: float):
             skipped[lib] = reason_of(e)
     live = list(times)
     clk = _steady_clock[0]
-    for r in range(rounds):
-        for lib in _order(live, r):
-            fn, k = thunks[lib], n[lib]
-            t0 = clk()
-            for _ in range(k):
-                fn()
-            times[lib].append((clk() - t0) / k)
+    gc_was_on = gc.isenabled()
+    try:
+        for r in range(rounds):
+            for lib in _order(live, r):
+                fn, k = thunks[lib], n[lib]
+                # No cyclic-GC pass inside the timed loop (as timeit): a full collection
+                # walks every object the whole suite has made so far, a cost that lands
+                # on whichever library happens to allocate at that moment.
+                gc.disable()
+                t0 = clk()
+                for _ in range(k):
+                    fn()
+                t1 = clk()
+                if gc_was_on:
+                    gc.enable()
+                times[lib].append((t1 - t0) / k)
+    finally:
+        if gc_was_on:
+            gc.enable()
     return {lib: statistics.median(ts) for lib, ts in times.items()}, first, skipped
 
 
