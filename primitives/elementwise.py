@@ -441,7 +441,7 @@ def _max_impl(x, y):
     if x.dtype in _COMPLEX:
         return np.where(_lex_gt(x, y), x, y)
     out = np.maximum(x, y)
-    if x.dtype in _FLOATS:
+    if x.dtype in _FLOATS and (out == 0).any():   # signed zeros only matter where out is 0
         both0 = (x == 0) & (y == 0)
         out = np.where(both0, x + y, out)                   # -0 + 0 = 0
     return out
@@ -451,7 +451,7 @@ def _min_impl(x, y):
     if x.dtype in _COMPLEX:
         return np.where(_lex_gt(y, x), x, y)
     out = np.minimum(x, y)
-    if x.dtype in _FLOATS:
+    if x.dtype in _FLOATS and (out == 0).any():
         both0 = (x == 0) & (y == 0)
         out = np.where(both0, -((-x) + (-y)), out)          # -0 only if either is -0
     return out
