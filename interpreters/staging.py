@@ -24,6 +24,26 @@ record_source_info = True
 _name_scopes = threading.local()   # .stack: xform.named_scope names, outermost first
 
 
+# prim -> rule(trace, args, params): how a primitive is staged when it is not recorded
+# as one equation (e.g. ``jit(inline=True)`` inlines its body); NotImplemented = record it.
+staging_rules: dict = {}
+
+
+def inline_jaxpr(trace, jaxpr, consts, args):
+    """Stage ``jaxpr``'s equations into ``trace`` (literals keep their weak types)."""
+    env = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(a):
+        return Array(a.value, a.aval.weak_type) if type(a) is Literal else env[a]
+
+    with core.set_current_trace(trace):
+        for eqn in jaxpr.eqns:
+            outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+        return [read(a) for a in jaxpr.outvars]
+
+
 class StagingTracer(Tracer):
     __slots__ = ("var",)
 
@@ -103,6 +123,11 @@ class StagingTrace(core.Trace):
             else:
                 with core.set_current_trace(self.parent):
                     return prim.bind(*args, **params)
+        srule = staging_rules.get(prim)
+        if srule is not None:
+            out = srule(self, args, params)
+            if out is not NotImplemented:
+                return out
         invars = [self.to_atom(a) for a in args]
         rule = prim.abstract_eval
         if rule is None:

@@ -1112,8 +1112,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if unroll not in (None, 1, False):
         raise ValueError("lax.fori_loop: a non-trivial unroll requires static (concrete) "
                          "lower and upper bounds")
-    lower = ew.convert_element_type(lower, dt)
-    upper = ew.convert_element_type(upper, dt)
+    # As JAX: only a bound of another dtype (a weak one) is converted.
+    if la.dtype != dt:
+        lower = ew.convert_element_type(lower, dt)
+    if ua.dtype != dt:
+        upper = ew.convert_element_type(upper, dt)
+    one = Array(np.asarray(1, dt), core.get_aval(lower).weak_type)
 
     def cond_fun(c):
         i, u, _ = c
@@ -1121,7 +1125,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     def body(c):
         i, u, x = c
-        return ew.add_p.bind(i, np.asarray(1, dt)), u, body_fun(i, x)
+        return ew.add_p.bind(i, one), u, body_fun(i, x)
     return while_loop(cond_fun, body, (lower, upper, init_val))[2]
 
 

@@ -31,7 +31,7 @@ import logging
 
 import numpy as np
 
-from interpreters import ad, batching, core, passes
+from interpreters import ad, batching, core, passes, staging
 from interpreters import jaxpr_transforms as jt
 from interpreters.ad import Zero
 from interpreters.core import Primitive
@@ -155,7 +155,16 @@ def _jit_impl(*args, jaxpr, name, donated_invars, inline, keep_unused):
     return outs
 
 
+def _jit_staging(trace, args, params):
+    """``jit(f, inline=True)`` is inlined where it is staged, as JAX does."""
+    if not params["inline"]:
+        return NotImplemented
+    closed = params["jaxpr"]
+    return staging.inline_jaxpr(trace, closed.jaxpr, closed.consts, args)
+
+
 jit_p.def_impl(_jit_impl)
+staging.staging_rules[jit_p] = _jit_staging
 jit_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 
 
