@@ -158,6 +158,16 @@ def corpus(lib):
         "vmap_of_custom_jvp": (lib.vmap(lambda a: _custom_jvp(lib)(a)), (X34,)),
         "vmap_of_custom_vjp": (lib.vmap(lambda a: _custom_vjp(lib)(a)), (X34,)),
         "jit_grad_custom_vjp": (lib.jit(lib.grad(lambda a: jnp.sum(_custom_vjp(lib)(a)))), (V4,)),
+        "cond_all_forwarded": (lambda x: lax.cond(True, lambda u: (u, u * 2.), lambda u: (u, u),
+                                                  x), (S,)),
+        "switch_shared_consts": (lambda i, a, b: lax.switch(
+            i, [lambda u: u + b, lambda u: u * b, lambda u: (u, b)[0]], a), (1, V4, V4)),
+        "basic_indexing": (lambda a: (a[1, None], a[::2, None, 0], a[None, 0, None, 1:3],
+                                      a[:, ::-2], a[..., None], a[0, :, 1]), (B234,)),
+        "jit_inline_nested": (lambda a: lib.jit(lambda u: lib.jit(jnp.sin, inline=True)(u) * u,
+                                                inline=True)(a), (V4,)),
+        "reductions_over_no_axes": (lambda a, b: (jnp.max(a), jnp.any(a > 0), jnp.mean(a),
+                                                  jnp.sum(b, axis=())), (S, X34)),
         # ---- cases that differ in the staged equations (strict xfails below)
         "scalar_broadcast": (lambda a: a * 3.0, (V4,)),
         "where": (lambda a, b: jnp.where(a > b, a, b), (X34, X34)),
@@ -188,12 +198,8 @@ XFAIL = {
     "cumsum": "JAX stages jnp.cumsum inside jit[name=cumsum]; xform binds cumsum directly",
     "newaxis_indexing": "xform broadcasts the [4,1] + [1,4] operands explicitly "
                         "where JAX's lax add broadcasts size-1 dimensions implicitly",
-    "cond_forwarded_output": "JAX forwards a branch output that is a branch input out of the "
-                             "cond; xform keeps it as a cond output",
     "grad_of_tanh_matmul": "xform's tanh JVP and dot_general transpose stage different "
                            "equations (1 - y*y via broadcast; preferred_element_type=None)",
-    "cond_shared_operand": "JAX passes an operand used as both a closed-over constant and an "
-                           "argument once; xform passes it twice",
     "debug_print": "JAX stages debug_print (fmt, in_tree, np_printoptions params); xform "
                    "stages a generic debug_callback",
     "hessian_scalar": "xform's second-order sin/cos JVP places the neg earlier than JAX's",
