@@ -514,8 +514,9 @@ defvectorized(expm1_p)
 # --- tanh / logistic ------------------------------------------------------------------
 tanh_p = _unary("tanh", _fc)
 _impl(tanh_p, np.tanh)
-defjvp2(tanh_p, lambda t, ans, x: mul_p.bind(t, sub_p.bind(_full_like(x, 1),
-                                                          mul_p.bind(ans, ans))))
+# (t + t*y) * (1 - y) = t * (1 - y^2), in JAX's form (no y*y on the primal side)
+defjvp2(tanh_p, lambda t, ans, x: mul_p.bind(add_p.bind(t, mul_p.bind(t, ans)),
+                                             sub_p.bind(_full_like(x, 1), ans)))
 defvectorized(tanh_p)
 
 
@@ -545,7 +546,7 @@ defvectorized(sin_p)
 
 cos_p = _unary("cos", _fc)
 _impl(cos_p, np.cos)
-defjvp(cos_p, lambda t, x: mul_p.bind(t, neg_p.bind(sin_p.bind(x))))
+defjvp(cos_p, lambda t, x: neg_p.bind(mul_p.bind(t, sin_p.bind(x))))
 defvectorized(cos_p)
 
 tan_p = _unary("tan", _fc)
