@@ -260,7 +260,7 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars, inline, keep_unu
     nonzeros = tuple(type(t) is not Zero for t in tangents)
     closed, consts, out_nz = _jvp_program(jaxpr, nonzeros)
     live = [t for t in tangents if type(t) is not Zero]
-    outs = jit_p.bind(*consts, *primals, *live, jaxpr=closed, name=f"jvp({name})",
+    outs = jit_p.bind(*consts, *primals, *live, jaxpr=closed, name=name,
                       donated_invars=(False,) * (len(consts) + len(primals) + len(live)),
                       inline=inline, keep_unused=keep_unused)
     m = len(jaxpr.out_avals)
@@ -348,7 +348,7 @@ def _jit_transpose(cts, *args, jaxpr, name, donated_invars, inline, keep_unused)
     live_cts = [c for c in cts if type(c) is not Zero]
     n = len(consts) + len(known) + len(live_cts)
     outs = iter(jit_p.bind(*consts, *known, *live_cts, jaxpr=closed,
-                           name=f"transpose({name})", donated_invars=(False,) * n,
+                           name=name, donated_invars=(False,) * n,
                            inline=inline, keep_unused=keep_unused))
     lin_avals = [a for a, lin in zip(jaxpr.in_avals, lin_mask) if lin]
     lin_cts = iter([Zero(ad.tangent_aval(a)) if z else next(outs)

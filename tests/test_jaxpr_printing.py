@@ -168,6 +168,19 @@ def corpus(lib):
                                                 inline=True)(a), (V4,)),
         "reductions_over_no_axes": (lambda a, b: (jnp.max(a), jnp.any(a > 0), jnp.mean(a),
                                                   jnp.sum(b, axis=())), (S, X34)),
+        # jnp functions JAX wraps in (non-inline) jit: nested jit equations, also transformed
+        "argsort": (lambda a: jnp.argsort(a, axis=0), (X34,)),
+        "cumprod": (lambda a: jnp.cumprod(a, axis=1), (X34,)),
+        "flip_family": (lambda a: (jnp.flip(a, 0), jnp.fliplr(a), jnp.flipud(a)), (X34,)),
+        "diff": (lambda a: jnp.diff(a), (X34,)),
+        "vmap_of_cumsum": (lib.vmap(lambda a: jnp.cumsum(a)), (X34,)),
+        "jvp_of_sort": (lambda a, t: lib.jvp(lambda u: jnp.sort(u), (a,), (t,)), (V4, V4)),
+        "grad_of_jitted_jnp": (lib.grad(lambda a: jnp.sum(jnp.cumsum(a, axis=1) * a)), (X34,)),
+        "grad_of_jit_keeps_name": (lib.grad(lambda a: jnp.sum(lib.jit(jnp.sin)(a))), (V4,)),
+        "debug_print_kwargs_and_statics": (lambda a: (lib.debug.print(
+            "v {} {s} {k}", a, s="text", k=3), lib.debug.print("plain"), jnp.cos(a))[2], (V4,)),
+        "grad_of_debug_print": (lib.grad(lambda a: (lib.debug.print("g {x}", x=a), a * a)[1]),
+                                (S,)),
         # ---- cases that differ in the staged equations (strict xfails below)
         "scalar_broadcast": (lambda a: a * 3.0, (V4,)),
         "where": (lambda a, b: jnp.where(a > b, a, b), (X34, X34)),
@@ -193,15 +206,10 @@ def corpus(lib):
 XFAIL = {
     "scalar_broadcast": "xform stages broadcast_in_dim for a scalar operand where JAX's lax "
                         "binary ops broadcast rank-0 operands implicitly (mul a 3.0:f32[])",
-    "where": "JAX stages jnp.where as jit[name=_where]; xform binds select_n directly",
-    "sort": "JAX stages jnp.sort inside jit[name=sort]; xform binds sort directly",
-    "cumsum": "JAX stages jnp.cumsum inside jit[name=cumsum]; xform binds cumsum directly",
     "newaxis_indexing": "xform broadcasts the [4,1] + [1,4] operands explicitly "
                         "where JAX's lax add broadcasts size-1 dimensions implicitly",
     "grad_of_tanh_matmul": "only scalar broadcasting left: xform stages broadcast_in_dim of "
                            "1.0 where JAX's sub takes the rank-0 literal (sub 1.0:f32[] d)",
-    "debug_print": "JAX stages debug_print (fmt, in_tree, np_printoptions params); xform "
-                   "stages a generic debug_callback",
     "nn_relu": "JAX's relu is a custom_jvp around jit[name=relu] of max(x, 0.0); xform's "
                "stages gt/select_n with converted literals",
 }

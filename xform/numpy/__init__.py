@@ -181,3 +181,7 @@ for _n in _extra.__all__:
     globals()[_n] = getattr(_extra, _n)
 __all__ = sorted(set(__all__) | set(_extra.__all__))
 __all__ = sorted(set(__all__) | {"convolve", "correlate", "fft"})
+
+# ---- jnp functions that JAX wraps in jit: nested jit equations when staged (h-staging17)
+from xform.numpy import _jitted as _jitted  # noqa: E402
+_jitted.install(_sys.modules[__name__])
