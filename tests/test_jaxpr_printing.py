@@ -181,6 +181,7 @@ def corpus(lib):
             "v {} {s} {k}", a, s="text", k=3), lib.debug.print("plain"), jnp.cos(a))[2], (V4,)),
         "grad_of_debug_print": (lib.grad(lambda a: (lib.debug.print("g {x}", x=a), a * a)[1]),
                                 (S,)),
+        "nn_jitted": (lambda a: (lib.nn.silu(a), lib.nn.identity(a)), (X34,)),
         # ---- cases that differ in the staged equations (strict xfails below)
         "scalar_broadcast": (lambda a: a * 3.0, (V4,)),
         "where": (lambda a, b: jnp.where(a > b, a, b), (X34, X34)),
@@ -210,8 +211,8 @@ XFAIL = {
                         "where JAX's lax add broadcasts size-1 dimensions implicitly",
     "grad_of_tanh_matmul": "only scalar broadcasting left: xform stages broadcast_in_dim of "
                            "1.0 where JAX's sub takes the rank-0 literal (sub 1.0:f32[] d)",
-    "nn_relu": "JAX's relu is a custom_jvp around jit[name=relu] of max(x, 0.0); xform's "
-               "stages gt/select_n with converted literals",
+    "nn_relu": "only scalar broadcasting left: the custom_jvp(jit(relu)) structure matches; "
+               "xform's max broadcasts 0.0 where JAX's max takes the rank-0 literal",
 }
 
 

@@ -70,6 +70,34 @@ TABLE = {
 }
 
 
+# xform.nn (JAX's jax.nn functions decorated with a non-inline jit; relu/relu6 are
+# custom_jvp functions around such a jit, built in xform.nn itself)
+NN_TABLE = {
+    "identity": ("identity", ()),
+    "squareplus": ("squareplus", ()),
+    "softplus": ("softplus", ()),
+    "sparse_plus": ("sparse_plus", ()),
+    "soft_sign": ("soft_sign", ()),
+    "sparse_sigmoid": ("sparse_sigmoid", ()),
+    "silu": ("silu", ()),
+    "swish": ("silu", ()),
+    "mish": ("mish", ()),
+    "log_sigmoid": ("log_sigmoid", ()),
+    "elu": ("elu", ()),
+    "leaky_relu": ("leaky_relu", ()),
+    "hard_tanh": ("hard_tanh", ()),
+    "celu": ("celu", ()),
+    "selu": ("selu", ()),
+    "glu": ("glu", ("axis",)),
+    "logmeanexp": ("logmeanexp", ("axis", "keepdims")),
+    "log_softmax": ("log_softmax", ("axis",)),
+    "standardize": ("standardize", ("axis", "algorithm")),
+    "hard_sigmoid": ("hard_sigmoid", ()),
+    "hard_silu": ("hard_silu", ()),
+    "hard_swish": ("hard_silu", ()),
+}
+
+
 def _program_staging() -> bool:
     """Is a program being staged (a jit / make_jaxpr trace, not linearize's partial
     evaluator alone)?"""
@@ -150,19 +178,20 @@ def _where_three(where_fn):
     return where
 
 
-def install(namespace):
+def install(namespace, table=None, prefix="xform.numpy"):
     """Replace the table's functions in ``namespace`` (the ``xform.numpy`` module) and in
-    every ``xform.numpy`` submodule that holds the same function object."""
+    every ``prefix`` module that holds the same function object."""
+    table = TABLE if table is None else table
     mods = [m for k, m in list(sys.modules.items())
-            if m is not None and (k == "xform.numpy" or k.startswith("xform.numpy."))]
+            if m is not None and (k == prefix or k.startswith(prefix + "."))]
     done = {}
-    for pub, (name, static) in TABLE.items():
+    for pub, (name, static) in table.items():
         f = getattr(namespace, pub, None)
-        if f is None or hasattr(f, "__wrapped_for_jit__"):
+        if f is None or not callable(f) or hasattr(f, "__wrapped_for_jit__"):
             continue
         w = done.get(id(f))
         if w is None:
-            w = _where_three(f) if pub == "where" else wrap(f, name, static)
+            w = _where_three(f) if pub == "where" and table is TABLE else wrap(f, name, static)
             done[id(f)] = w
         for m in mods:
             d = m.__dict__
