@@ -27,7 +27,7 @@ import numpy as np
 
 from interpreters import core, errors
 from interpreters.core import ShapedArray, Tracer
-from interpreters.ir import DropVar, Literal
+from interpreters.ir import DropVar, Literal, source_context
 from interpreters.staging import StagingTrace, StagingTracer
 
 jvp_rules: dict = {}
@@ -414,7 +414,20 @@ def backward_pass_partial(jaxpr, consts, args, cts_out):
         if isinstance(v, Var) and v in linear:
             write_ct(v, ct)
 
+    ctx = source_context
+    entry = ctx.src
+    try:
+        _transpose_eqns(lin_eqns, linear, primal_env, read_ct, write_ct, ctx, entry)
+    finally:
+        ctx.src = entry
+
+    return [read_ct(v) if type(a) is UndefinedPrimal else None
+            for v, a in zip(jaxpr.invars, args)]
+
+
+def _transpose_eqns(lin_eqns, linear, primal_env, read_ct, write_ct, ctx, entry):
     for eqn in reversed(lin_eqns):
+        ctx.src = eqn.source_info or entry     # transposed equations keep its location
         cts = [read_ct(v) for v in eqn.outvars]
         if all(type(c) is Zero for c in cts):
             continue
@@ -430,6 +443,3 @@ def backward_pass_partial(jaxpr, consts, args, cts_out):
         for a, ct in zip(eqn.invars, cts_in):
             if type(a) is not Literal:
                 write_ct(a, ct)
-
-    return [read_ct(v) if type(a) is UndefinedPrimal else None
-            for v, a in zip(jaxpr.invars, args)]

@@ -330,3 +330,47 @@ def test_pretty_print_options_match_jax(kw):
 def test_raw_params_without_print_rules():
     text = xform.make_jaxpr(lambda a, b: a @ b)(X34, Y45).pretty_print(custom_pp_eqn_rules=False)
     assert "precision=None" in text and "dimension_numbers=(((1,), (0,)), ((), ()))" in text
+
+
+# ----------------------------------------------------------------- source locations
+
+
+def _src_program(lib, which):
+    jnp, lax = lib.numpy, lib.lax
+
+    class Model:
+        def apply(self, x):
+            def inner(y):
+                return jnp.sin(y) * 2.
+            return lib.jit(inner)(x) + jnp.cos(x)
+
+    def f(x):
+        y = jnp.exp(x)
+        return Model().apply(y)
+
+    def g(x):
+        y = jnp.sin(x)
+        lib.debug.print("x {}", x)
+        z = lax.cond(x > 0, lambda u: u + 1, lambda u: u - 1, y)
+        return jnp.cos(z)
+
+    def h(x):
+        return jnp.cos(jnp.sin(x))
+    return {"method_and_nested_jit": f, "grad": lib.grad(f), "cond_lambdas": g,
+            "two_on_one_line": h, "vmap_of_jit": lib.vmap(lib.jit(h))}[which]
+
+
+@pytest.mark.parametrize("which", ["method_and_nested_jit", "grad", "cond_lambdas",
+                                   "two_on_one_line", "vmap_of_jit"])
+@pytest.mark.parametrize("width", [80, 40])
+def test_source_info_printing_matches_jax(which, width):
+    """``pretty_print(source_info=True)``: ``# file:line:column (qualified name)`` after
+    each equation, aligned after the widest line; transformed equations keep the
+    location of the equation they come from."""
+    x = np.float32(1.0) if which != "vmap_of_jit" else V4
+    ref = jax.make_jaxpr(_src_program(jax, which))(x).pretty_print(
+        source_info=True, use_color=False, width=width)
+    ours = xform.make_jaxpr(_src_program(xform, which))(x).pretty_print(
+        source_info=True, width=width)
+    assert normalise(ours) == normalise(ref), f"\n--- jax\n{ref}\n--- xform\n{ours}"
+    assert ":" in ours and "(_src_program.<locals>." in ours

@@ -124,9 +124,11 @@ def wrap(fun, name, static_argnames):
     static = tuple(n for n in static_argnames if n in sig.parameters)
     box = []
 
+    state, eval_trace = core._state, core.EVAL_TRACE
+
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
-        if not _program_staging():
+        if state.trace is eval_trace or not _program_staging():   # eager: a direct call
             return fun(*args, **kwargs)
         try:
             bound = sig.bind(*args, **kwargs)
