@@ -909,7 +909,9 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
         new, bad = [], []
         for k, (a, b) in enumerate(zip(carry_avals, out_avals)):
             if _typematch(a, b):
-                new.append(a.update(weak_type=a.weak_type and b.weak_type))
+                # as JAX (core.typematch ignores weak types): the carry keeps the initial
+                # value's weak type in the body even if the body returns a strong value
+                new.append(a)
             elif a.shape == b.shape and a.weak_type:
                 # JAX's rule: promote the weak initial carry with the body's output type;
                 # if the body still disagrees on the next trace, that is an error
