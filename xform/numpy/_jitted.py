@@ -20,7 +20,7 @@ import functools
 import inspect
 import sys
 
-from interpreters import core
+from interpreters import core, errors
 from interpreters.staging import StagingTrace
 
 # xform.numpy name -> (jit name, static argument names)
@@ -59,7 +59,7 @@ TABLE = {
     "nan_to_num": ("nan_to_num", ()),
     "tril": ("tril", ("k",)),
     "triu": ("triu", ("k",)),
-    "trace": ("trace", ("axis1", "axis2", "dtype")),
+    "trace": ("trace", ("offset", "axis1", "axis2", "dtype")),
     "diagonal": ("diagonal", ("offset", "axis1", "axis2")),
     "flip": ("_flip", ("axis",)),
     "diff": ("diff", ("n", "axis")),
@@ -148,7 +148,12 @@ def wrap(fun, name, static_argnames):
             inner.__name__ = inner.__qualname__ = name
             inner.__signature__ = sig
             box.append(jit(inner, static_argnames=static))
-        return box[0](*args, **kwargs)
+        try:
+            return box[0](*args, **kwargs)
+        except errors.ConcretizationTypeError:
+            # an argument JAX traces that xform's implementation needs static: stage the
+            # function inline instead (same program, without the nested jit)
+            return fun(*args, **kwargs)
     wrapper.__wrapped_for_jit__ = fun
     return wrapper
 
