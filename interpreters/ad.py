@@ -330,6 +330,17 @@ def linearize_flat(fun, primals):
                 for t, m in zip(tangents_out, out_mask) if m]
     jaxpr, residuals = lin.to_jaxpr(lin_outs)
     lin.invalidate()
+    # As JAX: residuals that are primal inputs come first (in input order), then the
+    # computed ones (in order of use) -- the order of a vjp function's pytree leaves.
+    pos = {id(p): i for i, p in enumerate(primals)}
+    order = sorted(range(len(residuals)),
+                   key=lambda k: (0, pos[id(residuals[k])]) if id(residuals[k]) in pos
+                   else (1, k))
+    if order != list(range(len(residuals))):
+        from interpreters.ir import Jaxpr
+        jaxpr = Jaxpr([jaxpr.constvars[k] for k in order], jaxpr.invars, jaxpr.outvars,
+                      jaxpr.eqns, jaxpr.debug_info)
+        residuals = [residuals[k] for k in order]
     return primals_out, LinearFunction(jaxpr, residuals, in_tangent_avals, out_tangent_avals,
                                        in_mask, out_mask)
 

@@ -86,9 +86,12 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
         operand_batching_dims=batch, start_indices_batching_dims=batch)
     idx = broadcast_in_dim_p.bind(outs[-1], shape=tuple(shape) + (1,),
                                   broadcast_dimensions=tuple(range(n)))
-    t_out = [t if type(t) is Zero else
-             indexing.gather(t, idx, dnums, (1,) * n, mode="promise_in_bounds")
-             for t in tangents]
+    if 0 in shape:          # nothing to permute (and no window of size 1 to gather)
+        t_out = list(tangents)
+    else:
+        t_out = [t if type(t) is Zero else
+                 indexing.gather(t, idx, dnums, (1,) * n, mode="promise_in_bounds")
+                 for t in tangents]
     return outs[:-1], [Zero.from_primal(o) if type(t) is Zero else t
                        for o, t in zip(outs[:-1], t_out)]
 

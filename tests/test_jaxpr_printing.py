@@ -9,11 +9,13 @@ staged equations, not in the printer).
 import re
 
 import jax
+import jax.ad_checkpoint  # noqa: F401
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import xform
+import xform.ad_checkpoint  # noqa: F401
 from interpreters import ir
 
 f32 = np.float32
@@ -453,8 +455,6 @@ def test_print_saved_residuals_matches_jax(capsys):
     """The residual report names sources as JAX does (file:line:column (qualified name))."""
     W1, W2, W3 = (np.ones((5, 4), f32), np.ones((6, 5), f32), np.ones((7, 6), f32))
     x = np.ones(4, f32)
-    import jax.ad_checkpoint
-    import xform.ad_checkpoint
     outs = []
     for lib in (jax, xform):
         f, _ = _remat_doc(lib)
@@ -462,3 +462,52 @@ def test_print_saved_residuals_matches_jax(capsys):
         outs.append(capsys.readouterr().out)
     assert outs[1] == outs[0]
     assert "(_remat_doc.<locals>.g)" in outs[1]
+
+
+def _fwd_bwd(lib, f, *args):
+    """docs/gradient-checkpointing.md's print_fwd_bwd: the forward (vjp) and backward
+    programs of ``f`` as text."""
+    fwd = lib.make_jaxpr(lambda *a: lib.vjp(f, *a))(*args).jaxpr
+    y, f_vjp = lib.vjp(f, *args)
+    res, tree = lib.tree_util.tree_flatten(f_vjp)
+
+    def g_(*a):
+        *r, ct = a
+        return lib.tree_util.tree_unflatten(tree, r)(ct)
+    bwd = lib.make_jaxpr(g_)(*res, y).jaxpr
+    return str(fwd), str(bwd)
+
+
+@pytest.mark.parametrize("which", [
+    "plain",
+    pytest.param("checkpointed_g", marks=pytest.mark.xfail(strict=True, reason=(
+        "the backward remat2 takes its residuals in another order than JAX's (the "
+        "recomputed operand W after the saved input)"))),
+    pytest.param("policy_names", marks=pytest.mark.xfail(strict=True, reason=(
+        "JAX's forward program under save_only_these_names stages reduce_precision "
+        "identities for the named values; xform stages none")))])
+def test_remat_doc_fwd_bwd_programs_match_jax(which):
+    W1, W2, W3 = (np.ones((5, 4), f32), np.ones((6, 5), f32), np.ones((7, 6), f32))
+    x = np.ones(4, f32)
+    texts = []
+    for lib in (jax, xform):
+        f, g = _remat_doc(lib)
+        if which == "checkpointed_g":
+            def fn(W1, W2, W3, x, g=g):
+                return g(W3, g(W2, g(W1, x)))
+        elif which == "policy_names":
+            name = lib.ad_checkpoint.checkpoint_name
+            _, g0 = _remat_doc(lib)
+            g0 = g0.__wrapped__ if hasattr(g0, "__wrapped__") else g0
+
+            def f4(W1, W2, W3, x, g=g0, name=name):
+                x = name(g(W1, x), name="a")
+                x = name(g(W2, x), name="b")
+                return name(g(W3, x), name="c")
+            fn = lib.checkpoint(f4, policy=lib.checkpoint_policies.save_only_these_names("a"))
+        else:
+            fn = f
+        texts.append(_fwd_bwd(lib, fn, W1, W2, W3, x))
+    (jf, jb), (xf, xb) = texts
+    assert normalise(xf) == normalise(jf), f"\n--- jax\n{jf}\n--- xform\n{xf}"
+    assert normalise(xb) == normalise(jb), f"\n--- jax\n{jb}\n--- xform\n{xb}"
