@@ -389,7 +389,7 @@ class Array(ArrayOps):
                     "Array has been deleted: it was donated to a jitted computation "
                     "(donate_argnums) or deleted explicitly. Use the computation's output "
                     "instead, or do not donate this argument.")
-            v = np.asarray(self._buf)
+            v = buffer_to_host(self._buf)
             self._npy = v
         return v
 
@@ -401,12 +401,12 @@ class Array(ArrayOps):
     @property
     def shape(self):
         v = self._npy
-        return v.shape if v is not None else tuple(self._buf.shape)
+        return v.shape if v is not None else tuple(self._buf.aval.shape)
 
     @property
     def dtype(self):
         v = self._npy
-        dt = v.dtype if v is not None else np.dtype(self._buf.dtype)
+        dt = v.dtype if v is not None else np.dtype(self._buf.aval.dtype)
         if dt.kind == "V" and dt in extended_by_struct:   # a typed PRNG key array
             return extended_by_struct[dt]
         return dt
@@ -551,9 +551,15 @@ def _rebuild_array(value, weak_type):
     return Array(value, weak_type)
 
 
+def buffer_to_host(buf):
+    """A device buffer's value as a read-only NumPy array (``lowering.runtime`` installs
+    its version, which also reads dtypes NumPy's buffer protocol does not know)."""
+    return np.asarray(buf)
+
+
 def _buffer_is_cpu(buf) -> bool:
     try:
-        if len(buf.sharding.device_set) > 1:   # sharded: eager ops run partitioned
+        if len(buf._sharding.device_set) > 1:   # sharded: eager ops run partitioned
             return False
         return buf.platform() == "cpu" if callable(getattr(buf, "platform", None)) else \
             next(iter(buf.devices())).platform == "cpu"

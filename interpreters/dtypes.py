@@ -12,8 +12,8 @@ All caches are keyed by, or cleared on, the ``jax_enable_x64`` and
 from __future__ import annotations
 
 import functools
+import sys
 
-import ml_dtypes
 import numpy as np
 
 from interpreters.config import config
@@ -35,31 +35,41 @@ bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in ("uint8", "uint16", "uint32", "uint64"))
 float16, float32, float64 = (np.dtype(t) for t in ("float16", "float32", "float64"))
-bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
-float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
-float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
 # Tangent dtype of integer / boolean primals: a zero-size trivial vector space.
 float0 = np.dtype([("float0", np.void, 0)])
 
+# The narrow dtypes (bfloat16, float8/6/4 variants, sub-byte ints) are ml_dtypes' types, and
+# importing ml_dtypes costs ~0.5 s.  No value of such a dtype can exist before ml_dtypes is
+# imported, so every table below starts with NumPy's dtypes only and ``_load_ml_dtypes``
+# extends it (in place, or by rebinding a module global read at call time) the moment
+# ml_dtypes is imported -- by a name lookup here (``dtypes.bfloat16``, the module
+# ``__getattr__``), by a dtype string ("bfloat16"), or by anyone else (jaxlib, user code:
+# an import hook notices).  Other modules with narrow-dtype tables register
+# ``on_ml_dtypes(fn)``.  The hot paths keep plain dict/set lookups.
 _FLOAT8_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                  "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4", "float8_e8m0fnu",
                  # 4- and 6-bit floats behave like the 8-bit ones (no implicit promotion)
                  "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
+_NARROW_INT_NAMES = ("int1", "int2", "int4", "uint1", "uint2", "uint4")
+# names only ml_dtypes defines (a dtype string naming one loads it)
+ML_DTYPE_NAMES = frozenset(("bfloat16",) + _FLOAT8_NAMES + _NARROW_INT_NAMES)
+_LAZY_NAMES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2"})   # module attributes
+
 # 8-bit floats: floating per issubdtype; they absorb weak int/float but never
 # promote implicitly with any other strong dtype.
-_float8s = tuple(np.dtype(getattr(ml_dtypes, n)) for n in _FLOAT8_NAMES if hasattr(ml_dtypes, n))
-_custom_floats = (bfloat16,) + _float8s  # outside numpy's np.floating hierarchy
-_custom_float_types = frozenset(d.type for d in _custom_floats)
+_float8s: tuple = ()
+_custom_floats: tuple = ()      # (bfloat16,) + _float8s: outside numpy's np.floating hierarchy
+_custom_float_types: frozenset = frozenset()
 # Sub-byte integers (ml_dtypes; NumPy kind 'V'): signed/unsigned integers for issubdtype,
 # weak Python ints promote to them, and they promote to nothing else (as in JAX).
-_NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("int1", "int2", "int4")
-                       if hasattr(ml_dtypes, n))
-_NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("uint1", "uint2", "uint4")
-                         if hasattr(ml_dtypes, n))
-_narrow_ints = _NARROW_SIGNED + _NARROW_UNSIGNED
-_narrow_signed_types = frozenset(d.type for d in _NARROW_SIGNED)
-_narrow_unsigned_types = frozenset(d.type for d in _NARROW_UNSIGNED)
+_NARROW_SIGNED: tuple = ()
+_NARROW_UNSIGNED: tuple = ()
+_narrow_ints: tuple = ()
+_narrow_signed_types: frozenset = frozenset()
+_narrow_unsigned_types: frozenset = frozenset()
+_ml_loaded = [False]
+_ml_hooks: list = []
 
 # Python scalar type -> its (non-canonical, x64) dtype, as numpy sees it.
 python_scalar_dtypes = {bool: bool_, int: int64, float: float64, complex: complex128}
@@ -136,11 +146,19 @@ def _canonicalize_uncached(x) -> np.dtype:
         return default_float_dtype()
     if x is complex:
         return default_complex_dtype()
-    try:
-        dt = np.dtype(x)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"Cannot interpret {x!r} as a data type") from e
+    dt = _np_dtype(x)
     return dt if _x64() else _TO_32.get(dt, dt)
+
+
+def _np_dtype(x) -> np.dtype:
+    """``np.dtype(x)``; a string naming one of ml_dtypes' types ("bfloat16") loads them."""
+    try:
+        return np.dtype(x)
+    except (TypeError, ValueError) as e:
+        if isinstance(x, str) and x in ML_DTYPE_NAMES and not _ml_loaded[0]:
+            _load_ml_dtypes()
+            return np.dtype(x)
+        raise TypeError(f"Cannot interpret {x!r} as a data type") from e
 
 
 def canonicalize_dtype(dtype) -> np.dtype:
@@ -155,9 +173,8 @@ def canonicalize_dtype(dtype) -> np.dtype:
 
 
 # Dtypes that may appear as values (anything else is rejected by dtype_of).
-_valid_dtypes = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                           float16, float32, float64, complex64, complex128, float0,
-                           *_custom_floats, *_narrow_ints])
+_valid_dtypes = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                 float16, float32, float64, complex64, complex128, float0}
 
 
 _valid_canon_cache: dict = {}
@@ -171,6 +188,8 @@ def _canonical_valid(dt: np.dtype, x) -> np.dtype:
         pass
     if dt in extended_by_struct:   # concrete values of an extended dtype (typed keys)
         return extended_by_struct[dt]
+    if not _ml_loaded[0]:
+        _sync_ml_dtypes()
     if dt not in _valid_dtypes:
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid array type; "
                         "only numeric (and bool) dtypes are supported")
@@ -206,11 +225,7 @@ def dtype_of(x) -> np.dtype:
     if isinstance(x, np.dtype):
         return _canonical_valid(x, x)
     if t is str:
-        try:
-            dt = np.dtype(x)
-        except TypeError as e:
-            raise TypeError(f"Cannot interpret {x!r} as a data type") from e
-        return _canonical_valid(dt, x)
+        return _canonical_valid(_np_dtype(x), x)
     if t is type:
         if x in python_scalar_dtypes:
             return canonicalize_dtype(python_scalar_dtypes[x])
@@ -226,24 +241,24 @@ def dtype_of(x) -> np.dtype:
 # ----------------------------------------------------------------- promotion
 _STRONG = {"b1": bool_, "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
            "i8": int8, "i16": int16, "i32": int32, "i64": int64,
-           "bf16": bfloat16, "f16": float16, "f32": float32, "f64": float64,
-           "c64": complex64, "c128": complex128,
-           **{d.name: d for d in _float8s}, **{d.name: d for d in _narrow_ints}}
+           "f16": float16, "f32": float32, "f64": float64,
+           "c64": complex64, "c128": complex128}      # + "bf16", float8s, narrow ints (lazily)
 _WEAK = {"i*": int64, "f*": float64, "c*": complex128}
 _NODE_DTYPE = {**_STRONG, **_WEAK}
 _DTYPE_NODE = {d: n for n, d in _STRONG.items()}
 _WEAK_NODE_OF_KIND = {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}
-_F8_NODES = tuple(d.name for d in _float8s)
-_NARROW_NODES = tuple(d.name for d in _narrow_ints)
+_F8_NODES: tuple = ()
+_NARROW_NODES: tuple = ()
 
 
 def _lattice(strict: bool, x64: bool) -> dict:
     """Each node -> the nodes directly above it."""
+    bf16 = ["bf16"] if "bf16" in _STRONG else []
     if strict:  # only weak types promote, and only into their own kind
         out = {n: [] for n in _STRONG}
         out["i*"] = ["f*", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64",
                      *_NARROW_NODES]
-        out["f*"] = ["c*", *_F8_NODES, "bf16", "f16", "f32", "f64"]
+        out["f*"] = ["c*", *_F8_NODES, *bf16, "f16", "f32", "f64"]
         out["c*"] = ["c64", "c128"]
         return out
     return {
@@ -252,9 +267,9 @@ def _lattice(strict: bool, x64: bool) -> dict:
         "u8": ["i16", "u16"], "u16": ["i32", "u32"],
         "u32": ["i64", "u64"] if x64 else ["i32", "u64"], "u64": ["f*"],
         "i8": ["i16"], "i16": ["i32"], "i32": ["i64"], "i64": ["f*"],
-        "f*": [*_F8_NODES, "bf16", "f16", "c*"],
+        "f*": [*_F8_NODES, *bf16, "f16", "c*"],
         **{n: [] for n in _F8_NODES},
-        "bf16": ["f32"], "f16": ["f32"], "f32": ["f64", "c64"], "f64": ["c128"],
+        **{n: ["f32"] for n in bf16}, "f16": ["f32"], "f32": ["f64", "c64"], "f64": ["c128"],
         "c*": ["c64"], "c64": ["c128"], "c128": [],
     }
 
@@ -310,6 +325,9 @@ def _node_of_dtype(dt: np.dtype) -> str:
     try:
         return _DTYPE_NODE[dt]
     except (KeyError, TypeError):
+        if not _ml_loaded[0] and "ml_dtypes" in sys.modules:
+            _sync_ml_dtypes()
+            return _node_of_dtype(dt)
         raise ValueError(f"dtype={dt!r} is not a valid dtype for type promotion") from None
 
 
@@ -333,8 +351,8 @@ def promote_types(a, b) -> np.dtype:
     """
     na = "i*" if a is int else "f*" if a is float else "c*" if a is complex else None
     nb = "i*" if b is int else "f*" if b is float else "c*" if b is complex else None
-    na = na or _node_of_dtype(np.dtype(a))
-    nb = nb or _node_of_dtype(np.dtype(b))
+    na = na or _node_of_dtype(_np_dtype(a))
+    nb = nb or _node_of_dtype(_np_dtype(b))
     return _NODE_DTYPE[_lub(*_promotion_mode(), frozenset((na, nb)))]
 
 
@@ -373,6 +391,8 @@ def lattice_result_type(*args) -> tuple:
 
 @functools.lru_cache(maxsize=4096)
 def _lattice_of_pairs(strict: bool, x64: bool, pairs: tuple) -> tuple:
+    if not _ml_loaded[0]:
+        _sync_ml_dtypes()
     dtypes = {d for d, _ in pairs}
     all_weak = all(w for _, w in pairs)
     if len(pairs) == 1:
@@ -412,8 +432,10 @@ _ANCESTORS_OF_CUSTOM_FLOAT = frozenset([np.floating, np.inexact, np.number, np.g
 
 @functools.lru_cache(maxsize=1024)
 def _issubdtype_cached(a, b) -> bool:
-    a = a if isinstance(a, type) and issubclass(a, np.generic) else np.dtype(a).type
-    b = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
+    if not _ml_loaded[0]:
+        _sync_ml_dtypes()
+    a = a if isinstance(a, type) and issubclass(a, np.generic) else _np_dtype(a).type
+    b = b if isinstance(b, type) and issubclass(b, np.generic) else _np_dtype(b).type
     if a in _custom_float_types:
         return a is b or b in _ANCESTORS_OF_CUSTOM_FLOAT
     if a in _narrow_signed_types:
@@ -461,12 +483,21 @@ def is_inexact(dtype) -> bool:
 
 
 def finfo(dtype):
-    """Machine limits of a float (or complex: of its real part); bf16/f8 work."""
-    return ml_dtypes.finfo(np.dtype(dtype))
+    """Machine limits of a float (or complex: of its real part); bf16/f8 work (ml_dtypes'
+    finfo; NumPy's own dtypes are answered by NumPy's, without importing ml_dtypes)."""
+    dt = _np_dtype(dtype)
+    if dt.kind in "fc" and not _ml_loaded[0]:
+        return np.finfo(dt)
+    import ml_dtypes
+    return ml_dtypes.finfo(dt)
 
 
 def iinfo(dtype):
-    return ml_dtypes.iinfo(np.dtype(dtype))
+    dt = _np_dtype(dtype)
+    if dt.kind in "iub" and not _ml_loaded[0]:
+        return np.iinfo(dt)
+    import ml_dtypes
+    return ml_dtypes.iinfo(dt)
 
 
 def to_inexact_dtype(dtype) -> np.dtype:
@@ -500,7 +531,7 @@ def short_name(dtype) -> str:
     """Jaxpr-style name: f32, bf16, i32, u8, bool, c64, f8_e4m3fn, float0."""
     if isinstance(dtype, ExtendedDType):
         return dtype.name
-    return _short_name(np.dtype(dtype))
+    return _short_name(_np_dtype(dtype))
 
 
 def _on_x64_change(value) -> None:
@@ -515,3 +546,122 @@ def _on_promotion_change(value) -> None:
 
 config.on_change("jax_enable_x64", _on_x64_change)
 config.on_change("jax_numpy_dtype_promotion", _on_promotion_change)
+
+
+# ------------------------------------------------------------ ml_dtypes, lazily
+
+
+def _load_ml_dtypes() -> None:
+    """Import ml_dtypes and extend every table with its dtypes (once)."""
+    global bfloat16, float8_e4m3fn, float8_e5m2, _float8s, _custom_floats
+    global _custom_float_types, _NARROW_SIGNED, _NARROW_UNSIGNED, _narrow_ints
+    global _narrow_signed_types, _narrow_unsigned_types, _F8_NODES, _NARROW_NODES
+    if _ml_loaded[0]:
+        return
+    import ml_dtypes
+    if _ml_loaded[0]:         # the import hook ran it meanwhile
+        return
+    bfloat16 = np.dtype(ml_dtypes.bfloat16)
+    float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+    float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+    _float8s = tuple(np.dtype(getattr(ml_dtypes, n)) for n in _FLOAT8_NAMES
+                     if hasattr(ml_dtypes, n))
+    _custom_floats = (bfloat16,) + _float8s
+    _custom_float_types = frozenset(d.type for d in _custom_floats)
+    _NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("int1", "int2", "int4")
+                           if hasattr(ml_dtypes, n))
+    _NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("uint1", "uint2", "uint4")
+                             if hasattr(ml_dtypes, n))
+    _narrow_ints = _NARROW_SIGNED + _NARROW_UNSIGNED
+    _narrow_signed_types = frozenset(d.type for d in _NARROW_SIGNED)
+    _narrow_unsigned_types = frozenset(d.type for d in _NARROW_UNSIGNED)
+    _valid_dtypes.update(_custom_floats, _narrow_ints)
+    new = {"bf16": bfloat16, **{d.name: d for d in _float8s}, **{d.name: d for d in _narrow_ints}}
+    _STRONG.update(new)
+    _NODE_DTYPE.update(new)
+    _DTYPE_NODE.update({d: n for n, d in new.items()})
+    _F8_NODES = tuple(d.name for d in _float8s)
+    _NARROW_NODES = tuple(d.name for d in _narrow_ints)
+    for f in (_upper_bounds, _lub, _lattice_of_pairs, _issubdtype_cached):
+        f.cache_clear()
+    _canon_cache.clear()
+    _valid_canon_cache.clear()
+    _ml_loaded[0] = True
+    for fn in _ml_hooks:
+        fn()
+
+
+def _sync_ml_dtypes() -> None:
+    """Load the narrow dtypes if someone imported ml_dtypes (cheap when nobody has)."""
+    if not _ml_loaded[0] and "ml_dtypes" in sys.modules and \
+            hasattr(sys.modules["ml_dtypes"], "bfloat16"):
+        _load_ml_dtypes()
+
+
+def on_ml_dtypes(fn) -> None:
+    """Call ``fn()`` once ml_dtypes' dtypes are loaded (now, if they are): how modules keep
+    their own narrow-dtype tables lazy."""
+    if _ml_loaded[0]:
+        fn()
+    else:
+        _ml_hooks.append(fn)
+
+
+def ml_dtypes_loaded() -> bool:
+    return _ml_loaded[0]
+
+
+def is_bfloat16(dtype) -> bool:
+    """``dtype == bfloat16`` without importing ml_dtypes (no bfloat16 can exist before)."""
+    if not _ml_loaded[0]:
+        if "ml_dtypes" not in sys.modules:
+            return False
+        _sync_ml_dtypes()
+    return dtype == bfloat16
+
+
+def __getattr__(name):
+    if name in _LAZY_NAMES:
+        _load_ml_dtypes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _MlDtypesWatcher:
+    """A ``sys.meta_path`` finder that loads our narrow-dtype tables right after anyone
+    imports ml_dtypes (jaxlib does, in C++, on its first host-to-device transfer)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "ml_dtypes":
+            return None
+        import importlib.util
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        class _Loader:
+            def __getattr__(self, attr):      # everything else: the real loader's
+                return getattr(loader, attr)
+
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                exec_module(module)
+                _load_ml_dtypes()
+
+        spec.loader = _Loader()
+        return spec
+
+    def invalidate_caches(self):
+        pass
+
+
+if "ml_dtypes" in sys.modules:
+    _load_ml_dtypes()
+else:
+    sys.meta_path.insert(0, _MlDtypesWatcher())

@@ -6,7 +6,8 @@ submodule that defines a name:
 
 * ``lowering.mlir``    (pure Python): ``lower_jaxpr``, ``lower_subjaxpr``,
   ``lowering_rules``, ``register``, type helpers.
-* ``lowering.runtime`` (imports jax): ``compile_jaxpr``, ``Compiled``,
+* ``lowering.runtime`` (imports jaxlib; JAX's runtime layer only when needed -- see
+  its docstring): ``compile_jaxpr``, ``Compiled``,
   ``devices``, ``default_backend``, ``device_put``, ``get_device``,
   ``device_impl_hook`` (installed into ``interpreters.core`` on import).
 """

@@ -18,11 +18,11 @@ constants make the text large; XLA folds them into the executable once.)
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
-from interpreters import core
+from interpreters import core, dtypes as _dtypes
 from interpreters.ir import ClosedJaxpr, Jaxpr, Literal
+from primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
 
 # ----------------------------------------------------------------- types
 
@@ -32,30 +32,42 @@ _ELEMENT_TYPES = {
     np.dtype(np.int64): "i64",
     np.dtype(np.uint8): "ui8", np.dtype(np.uint16): "ui16", np.dtype(np.uint32): "ui32",
     np.dtype(np.uint64): "ui64",
-    np.dtype(ml_dtypes.int4): "i4", np.dtype(ml_dtypes.uint4): "ui4",
-    np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16",
-    np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
-    np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN", np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
+    np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
     np.dtype(np.complex64): "complex<f32>", np.dtype(np.complex128): "complex<f64>",
 }
-# The other narrow types of ml_dtypes (jnp.int2, float8_e4m3fnuz, float4_e2m1fn, ...).
-for _name, _mlir in (("int2", "i2"), ("uint2", "ui2"), ("float8_e4m3fnuz", "f8E4M3FNUZ"),
+# ml_dtypes' narrow types join once ml_dtypes is imported (no value of them can exist before;
+# importing it costs ~0.5 s): see ``_add_ml_dtypes``.
+_ML_ELEMENT_TYPES = (("int4", "i4"), ("uint4", "ui4"), ("bfloat16", "bf16"),
+                     ("float8_e4m3fn", "f8E4M3FN"), ("float8_e5m2", "f8E5M2"),
+                     ("int2", "i2"), ("uint2", "ui2"), ("float8_e4m3fnuz", "f8E4M3FNUZ"),
                      ("float8_e5m2fnuz", "f8E5M2FNUZ"), ("float8_e4m3b11fnuz", "f8E4M3B11FNUZ"),
                      ("float8_e4m3", "f8E4M3"), ("float8_e3m4", "f8E3M4"),
                      ("float8_e8m0fnu", "f8E8M0FNU"), ("float4_e2m1fn", "f4E2M1FN"),
-                     ("float6_e2m3fn", "f6E2M3FN"), ("float6_e3m2fn", "f6E3M2FN")):
-    if hasattr(ml_dtypes, _name):
-        _ELEMENT_TYPES[np.dtype(getattr(ml_dtypes, _name))] = _mlir
-_NARROW_FLOATS = frozenset(d for d in _ELEMENT_TYPES if d.kind == "V" and
-                           _ELEMENT_TYPES[d][0] in "fb")
-_NARROW_INTS = frozenset(d for d in _ELEMENT_TYPES if d.kind == "V" and
-                         _ELEMENT_TYPES[d][0] in "iu")
+                     ("float6_e2m3fn", "f6E2M3FN"), ("float6_e3m2fn", "f6E3M2FN"))
+_NARROW_FLOATS: set = set()
+_NARROW_INTS: set = set()
+
+
+def _add_ml_dtypes():
+    import ml_dtypes
+    for name, mlir in _ML_ELEMENT_TYPES:
+        if hasattr(ml_dtypes, name):
+            d = np.dtype(getattr(ml_dtypes, name))
+            _ELEMENT_TYPES[d] = mlir
+            (_NARROW_FLOATS if mlir[0] in "fb" else _NARROW_INTS).add(d)
+
+
+_dtypes.on_ml_dtypes(_add_ml_dtypes)
 
 
 def element_type(dtype) -> str:
     try:
         return _ELEMENT_TYPES[np.dtype(dtype)]
     except KeyError:
+        if not _dtypes.ml_dtypes_loaded():
+            _dtypes._sync_ml_dtypes()
+            if _dtypes.ml_dtypes_loaded():
+                return element_type(dtype)
         raise TypeError(f"dtype {np.dtype(dtype)} cannot be lowered to XLA; supported: "
                         + ", ".join(d.name for d in _ELEMENT_TYPES)) from None
 
@@ -216,6 +228,8 @@ class LoweringContext:
         self.in_avals = self.out_avals = ()
         self.loc = ""
         self.name_stack = parent.name_stack if parent is not None else ""
+        # implicit scalar broadcasts emitted in this scope (visible to nested regions)
+        self.bcast_cache: dict = dict(parent.bcast_cache) if parent is not None else {}
 
     # -- names
     def fresh(self) -> str:
@@ -334,11 +348,16 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
 
     for eqn in jaxpr.eqns:
         rule = lookup_rule(eqn.primitive)
-        ins = [read(a) for a in eqn.invars]
-        ctx.in_avals = [a.aval for a in eqn.invars]
+        if eqn.primitive in _SCALAR_BROADCASTING and eqn.outvars[0].aval.shape:
+            ins = None          # read below, with rank-0 operands broadcast
+        else:
+            ins = [read(a) for a in eqn.invars]
+            ctx.in_avals = [a.aval for a in eqn.invars]
         ctx.out_avals = [v.aval for v in eqn.outvars]
         saved_loc = ctx.loc
         ctx.loc = location(eqn.primitive.name, eqn.source_info) if ctx.module.debug_info else ""
+        if ins is None:
+            ins = _read_broadcasting(ctx, eqn, env)
         try:
             outs = rule(ctx, eqn, *ins)
         except (TypeError, ValueError, NotImplementedError):
@@ -355,6 +374,38 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
         for v, o in zip(eqn.outvars, outs):
             env[v] = o
     return [read(a) for a in jaxpr.outvars]
+
+
+def _read_broadcasting(ctx, eqn, env):
+    """Operands of an n-ary elementwise op with implicit scalar broadcasting: StableHLO
+    wants equal shapes, so a rank-0 operand is ``broadcast_in_dim``-ed to the result's
+    shape, as JAX's lowering does (a rank-0 literal stays a scalar constant, which keeps
+    its value a scalar for shape-polymorphic export).  Each distinct broadcast is
+    emitted once per scope (``x * 2.0 + 2.0`` broadcasts ``2.0`` once).
+    ``ctx.in_avals`` are the broadcast avals."""
+    shape = ctx.out_avals[0].shape
+    cache = ctx.bcast_cache
+    ins, avals = [], []
+    for a in eqn.invars:
+        av = a.aval
+        if av.shape == shape:
+            x = ctx.constant(np.asarray(a.val, av.dtype)) if type(a) is Literal else env[a]
+        else:
+            av = av.update(shape=shape)
+            if type(a) is Literal:
+                val = np.asarray(a.val, av.dtype)
+                key = (val.dtype, val.tobytes(), shape)
+            else:
+                key = (env[a], shape)
+            x = cache.get(key)
+            if x is None:
+                src = ctx.constant(val) if type(a) is Literal else env[a]
+                x = cache[key] = ctx.op1("stablehlo.broadcast_in_dim", [src], av,
+                                         "broadcast_dimensions = array<i64>")
+        ins.append(x)
+        avals.append(av)
+    ctx.in_avals = avals
+    return ins
 
 
 def _bind_consts(ctx, jaxpr, consts, env):

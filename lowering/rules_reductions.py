@@ -7,8 +7,9 @@ axis, padded on the leading side (trailing side for ``reverse``).
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
+
+from interpreters.dtypes import finfo
 
 from lowering.mlir import compare_type, i64_array, is_complex, is_float, register, tensor_type
 
@@ -17,7 +18,7 @@ def _lowest(dtype):
     if is_float(dtype):
         with np.errstate(invalid="ignore", over="ignore"):
             inf = np.array(np.inf).astype(dtype)
-        return -inf if np.isinf(inf.astype(np.float32)) else ml_dtypes.finfo(dtype).min
+        return -inf if np.isinf(inf.astype(np.float32)) else finfo(dtype).min
     if dtype == np.bool_:
         return False
     return np.iinfo(dtype).min
@@ -27,7 +28,7 @@ def _highest(dtype):
     if is_float(dtype):
         with np.errstate(invalid="ignore", over="ignore"):
             inf = np.array(np.inf).astype(dtype)
-        return inf if np.isinf(inf.astype(np.float32)) else ml_dtypes.finfo(dtype).max
+        return inf if np.isinf(inf.astype(np.float32)) else finfo(dtype).max
     if dtype == np.bool_:
         return True
     return np.iinfo(dtype).max

@@ -1,9 +1,22 @@
 """The XLA runtime: PJRT client, devices, buffers, compiled executables, caches.
 
-Importing this module imports jax (needed to create device arrays: jaxlib's
-``ArrayImpl`` uses jax's avals and shardings) but never runs JAX's tracing or
-numerics.  Every jaxlib touch point lives here, so version churn stays in one
-file (see shared/LOWERING.md for the facts this relies on):
+Two ways to reach jaxlib's PJRT runtime (decided once, when the first client is
+needed; see ``_choose_runtime``):
+
+* **own** (the common single-CPU-device case): jaxlib's public API only --
+  ``xla_client.make_cpu_client``, ``batched_device_put`` / ``array_result_handler``
+  with this module's own aval objects (``_Aval``: shape, dtype, weak_type) and
+  jaxlib's C++ ``SingleDeviceSharding``.  JAX's Python package is not imported
+  (a fresh process's first jitted result does not pay its ~0.5-1 s import).
+* **jax**: JAX's Python runtime layer (``jax.extend.backend.get_backend``, jax's
+  ShapedArray and SingleDeviceSharding), imported lazily -- needed for PJRT plugins
+  (GPU/TPU: plugin discovery and initialisation), several CPU devices (sharding,
+  ``lowering/spmd.py`` builds on jax's Mesh/NamedSharding), multi-process runs and
+  ``compat.alias_jax`` (which loads it on purpose).
+
+Either way JAX's tracing and numerics are never run.  Every jaxlib touch point lives
+here, so version churn stays in one file (see shared/LOWERING.md for the facts this
+relies on):
 
 * ``batched_device_put(..., IMMUTABLE_ONLY_DURING_CALL, enable_x64=True)``:
   copies host data (no aliasing of user NumPy memory) and never narrows
@@ -11,29 +24,216 @@ file (see shared/LOWERING.md for the facts this relies on):
 * ``execute_sharded(bufs).consume_with_handlers(handlers)``: the fastest
   dispatch; results are futures (async dispatch).
 * The runtime checks only byte sizes, so ``Compiled`` checks shape and dtype.
+* jaxlib imports ``ml_dtypes`` (C++) on the first host-to-device transfer, whatever
+  the dtype: that ~0.5 s is part of every first jitted result and cannot be avoided
+  through jaxlib's API.
 """
 from __future__ import annotations
 
 import collections
+import os
+import sys
 import threading
 import time
 
 import numpy as np
 
-import jax  # noqa: F401  (initialises jax's runtime state that ArrayImpl creation needs)
-import jax.core as _jcore
-from jax.extend.backend import get_backend as _jax_get_backend
-from jax.sharding import SingleDeviceSharding
-from jaxlib import xla_client as xc
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
+from jaxlib import xla_client as xc  # noqa: E402
 
-from interpreters import core, staging
-from interpreters.config import config
-from interpreters.core import Array, ShapedArray, Tracer
-from interpreters.ir import ClosedJaxpr, Jaxpr
-from lowering.mlir import lower_jaxpr, lower_module  # noqa: F401  (lower_jaxpr re-exported)
+from interpreters import core, staging  # noqa: E402
+from interpreters.config import config  # noqa: E402
+from interpreters.core import Array, ShapedArray, Tracer  # noqa: E402
+from interpreters.ir import ClosedJaxpr, Jaxpr  # noqa: E402
+from lowering.mlir import lower_jaxpr, lower_module  # noqa: E402,F401  (lower_jaxpr re-exported)
 
 _HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 _put = xc.batched_device_put
+SingleDeviceSharding = xc.SingleDeviceSharding    # jax.sharding.SingleDeviceSharding is this class
+
+# ----------------------------------------------------------------- which runtime
+
+_runtime = [None]          # "own" or "jax", fixed when the first client is created
+_own_clients: dict = {}    # own runtime: platform -> client (only "cpu")
+_runtime_lock = threading.RLock()
+
+
+def _jax_runtime():
+    """JAX's runtime layer (imported here, lazily: only the "jax" runtime needs it)."""
+    import jax  # noqa: F401  (initialises jax's runtime state)
+    from jax._src import xla_bridge
+    return xla_bridge
+
+
+def load_jax_runtime():
+    """Import the parts of JAX's Python runtime layer this package may use later
+    (``compat.alias_jax`` calls it before ``import jax`` starts meaning xform): creates
+    no client, decides nothing."""
+    _jax_runtime()
+    import jax.extend.backend  # noqa: F401
+    from jax._src import core, distributed, mesh, partition_spec, sharding_impls  # noqa: F401
+
+
+def _forced_cpu_devices() -> int:
+    flags = os.environ.get("XLA_FLAGS", "")
+    key = "xla_force_host_platform_device_count="
+    i = flags.find(key)
+    if i < 0:
+        return 1
+    try:
+        return int(flags[i + len(key):].split()[0])
+    except ValueError:
+        return 1
+
+
+_plugins_found = [None]
+
+
+def _pjrt_plugins_installed() -> bool:
+    """Whether a PJRT plugin (GPU/TPU/...) is installed, as JAX discovers them: a
+    ``jax_plugins`` namespace package, a known plugin package, or a distribution with
+    a ``jax_plugins`` entry point.  A directory scan (importlib.metadata costs more
+    than creating the client)."""
+    if _plugins_found[0] is not None:
+        return _plugins_found[0]
+    found = bool(os.environ.get("PJRT_NAMES_AND_LIBRARY_PATHS"))
+    prefixes = ("jax_plugins", "jax_cuda", "jax_rocm", "jax-cuda", "jax-rocm", "libtpu",
+                "jax_metal", "jax-metal")
+    for entry in sys.path:
+        if found:
+            break
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            low = n.lower()
+            if low.startswith(prefixes):
+                found = True
+                break
+            if low.endswith(".dist-info") or low.endswith(".egg-info"):
+                ep = os.path.join(entry or ".", n, "entry_points.txt")
+                try:
+                    with open(ep, encoding="utf-8", errors="replace") as f:
+                        if "[jax_plugins]" in f.read():
+                            found = True
+                            break
+                except OSError:
+                    pass
+    _plugins_found[0] = found
+    return found
+
+
+def _choose_runtime() -> str:
+    """"own" when one CPU device is all there is to drive, else "jax" (see module doc)."""
+    for value in (config.read("jax_platforms"), os.environ.get("JAX_PLATFORMS"),
+                  config.read("jax_platform_name")):
+        if value and str(value).strip().lower() != "cpu":
+            return "jax"
+    n = config.read("jax_num_cpu_devices")
+    if (n is not None and n not in (-1, 1)) or _forced_cpu_devices() > 1:
+        return "jax"
+    if config.read("jax_cpu_collectives_implementation") is not None:
+        return "jax"
+    jcfg = sys.modules.get("jax._src.config")     # JAX imported and configured directly
+    if jcfg is not None:
+        try:
+            read = jcfg.config._read
+            n = read("jax_num_cpu_devices")
+            if (n is not None and n not in (-1, 1)) or \
+                    any(v and str(v).strip().lower() != "cpu"
+                        for v in (read("jax_platforms"), read("jax_platform_name"))):
+                return "jax"
+        except Exception:       # another jax version: its defaults are what we assume
+            pass
+    dist = sys.modules.get("jax._src.distributed")
+    if dist is not None and getattr(dist.global_state, "client", None) is not None:
+        return "jax"
+    if os.environ.get("XFORM_RUNTIME", "").lower() == "jax":   # opt-out, for debugging
+        return "jax"
+    if _pjrt_plugins_installed():
+        return "jax"
+    return "own"
+
+
+def runtime_kind() -> str:
+    """"own" or "jax": which way this process reaches jaxlib (chosen on first use)."""
+    if _runtime[0] is None:
+        with _runtime_lock:
+            if _runtime[0] is None:
+                kind = _choose_runtime()
+                if kind == "own":
+                    _install_sharding_methods()
+                _runtime[0] = kind
+    return _runtime[0]
+
+
+def _install_sharding_methods():
+    """jaxlib's C++ ``SingleDeviceSharding`` calls a few Python methods that JAX's
+    ``jax.sharding.SingleDeviceSharding`` normally adds to it (JAX's classes *are*
+    jaxlib's, extended at import).  Without JAX imported, add the same methods with
+    the same meaning; importing JAX later replaces them with its own."""
+    cls = xc.SingleDeviceSharding
+    if hasattr(cls, "_to_xla_hlo_sharding"):      # JAX is imported: its methods are there
+        return
+    replicated = xc.HloSharding.replicate()
+
+    def _repr(self):
+        mem = "" if self._memory_kind is None else f", memory_kind={self._memory_kind}"
+        return f"SingleDeviceSharding(device={self._device!r}{mem})"
+
+    def _eq(self, other):
+        if not isinstance(other, xc.SingleDeviceSharding):
+            return False
+        return self is other or (self._device == other._device
+                                 and self._memory_kind == other._memory_kind)
+
+    methods = {
+        "memory_kind": property(lambda self: self._memory_kind),
+        "device_set": property(lambda self: {self._device}),
+        "num_devices": property(lambda self: 1),
+        "_device_assignment": property(lambda self: (self._device,)),
+        "is_fully_replicated": property(lambda self: True),
+        "is_fully_addressable": property(
+            lambda self: self._device.process_index == self._device.client.process_index()),
+        "_to_xla_hlo_sharding": lambda self, num_dimensions: replicated,
+        "devices_indices_map": lambda self, shape: {self._device: (slice(None),) * len(shape)},
+        "__repr__": _repr,
+        "__eq__": _eq,
+        "__hash__": lambda self: hash((self._device, self._memory_kind)),
+    }
+    for name, value in methods.items():
+        setattr(cls, name, value)
+
+
+def share_client_with_jax():
+    """Before JAX's runtime layer is used in a process that runs the "own" runtime
+    (``lowering/spmd.py``, ``compat.alias_jax``): make JAX's backend registry hold our
+    client when JAX has none yet, so one process has one CPU client."""
+    xb = _jax_runtime()
+    if runtime_kind() != "own":
+        return
+    client = _own_client("cpu")
+    try:
+        with xb._backend_lock:
+            if not xb._backends:
+                xb._backends["cpu"] = client
+                xb._default_backend = client
+    except AttributeError:      # another jax version: it creates its own client
+        pass
+
+
+def _own_client(platform):
+    c = _own_clients.get(platform)
+    if c is None:
+        with _runtime_lock:
+            c = _own_clients.get(platform)
+            if c is None:
+                c = xc.make_cpu_client(
+                    asynchronous=bool(config.read("jax_cpu_enable_async_dispatch")))
+                _own_clients[platform] = c
+    return c
+
 
 # ----------------------------------------------------------------- backends and devices
 
@@ -44,13 +244,21 @@ def get_backend(backend=None):
         backend = config.jax_platform_name or None
     if isinstance(backend, str):
         backend = backend.lower()
-    elif backend is not None and not hasattr(backend, "devices"):   # a client passes as is
+    elif backend is not None:
+        if hasattr(backend, "devices"):    # a client passes as is
+            return backend
         raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
                         f"{backend!r} of type {type(backend).__name__}")
+    if runtime_kind() == "own":
+        if backend in (None, "cpu"):
+            return _own_client("cpu")
+        raise ValueError(f"backend {backend!r} is not available (no PJRT plugin for it is "
+                         "installed); available: ['cpu']")
     if not _synced[0]:
         _sync_runtime_config()
+    from jax.extend.backend import get_backend as jax_get_backend
     try:
-        return _jax_get_backend(backend)
+        return jax_get_backend(backend)
     except RuntimeError as e:
         raise ValueError(f"backend {backend!r} is not available ({e}); available: "
                          f"{_available_platforms()}") from None
@@ -63,6 +271,8 @@ def _sync_runtime_config():
     """Options the runtime client reads when it is created (JAX's names), set with
     ``xform.config.update`` before the first computation: forwarded once."""
     _synced[0] = True
+    _jax_runtime()
+    import jax
     try:
         n = config.jax_num_cpu_devices
         if n is not None and n != -1:
@@ -75,10 +285,13 @@ def _sync_runtime_config():
 
 
 def _available_platforms():
+    if runtime_kind() == "own":
+        return ["cpu"]
+    from jax.extend.backend import get_backend as jax_get_backend
     out = []
     for p in ("cpu", "gpu", "tpu"):
         try:
-            _jax_get_backend(p)
+            jax_get_backend(p)
             out.append(p)
         except RuntimeError:
             pass
@@ -120,34 +333,117 @@ config.on_change("jax_platform_name", _on_default_change)
 
 # ----------------------------------------------------------------- buffers
 
+
+class _Aval:
+    """The aval a buffer of the "own" runtime carries (jaxlib reads shape, dtype and
+    weak_type; the rest serves JAX's ``ArrayImpl`` methods should JAX be imported)."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.weak_type = shape, dtype, False
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def str_short(self, short_dtypes=False, mesh_axis_types=False):
+        from interpreters.dtypes import short_name
+        return f"{short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
+
+
 _jax_avals: dict = {}
 _shardings: dict = {}
 
 
 def _jax_aval(shape, dtype):
-    """One shared jax ShapedArray per (shape, dtype): buffers we create carry it, so
-    ``buf.aval is expected`` is the argument check on the fast path."""
+    """One shared aval object per (shape, dtype) that buffers we create carry, so
+    ``buf.aval is expected`` is the argument check on the fast path (jax's ShapedArray
+    in the "jax" runtime, ``_Aval`` in the "own" one)."""
     key = (tuple(shape), np.dtype(dtype))
     a = _jax_avals.get(key)
     if a is None:
-        a = _jax_avals[key] = _jcore.ShapedArray(*key)
+        if runtime_kind() == "own":
+            a = _Aval(*key)
+        else:
+            from jax._src import core as jcore
+            a = jcore.ShapedArray(*key)
+        a = _jax_avals.setdefault(key, a)
     return a
 
 
 def _sharding(device):
     s = _shardings.get(device)
     if s is None:
-        s = _shardings[device] = SingleDeviceSharding(device)
+        runtime_kind()    # installs the sharding methods jaxlib calls (own runtime)
+        s = _shardings.setdefault(device, xc.SingleDeviceSharding(device))
     return s
 
 
 def _buf_device(buf):
-    return next(iter(buf.devices()))
+    s = buf._sharding
+    try:
+        return s._device                     # SingleDeviceSharding
+    except AttributeError:
+        return next(iter(s.device_set))
 
 
 def _put_numpy(x: np.ndarray, device):
     return _put(_jax_aval(x.shape, x.dtype), _sharding(device), [x], [device], True, False, _HBS,
                 enable_x64=True)
+
+
+# Narrow types XLA stores with fewer bits than NumPy's one byte per element.
+_SUB_BYTE = frozenset(("int1", "int2", "int4", "uint1", "uint2", "uint4", "float4_e2m1fn",
+                       "float6_e2m3fn", "float6_e3m2fn"))
+
+
+def _buffer_to_host(buf):
+    """``buf``'s value as a read-only NumPy array.  JAX's ``__array__`` when JAX is loaded,
+    else jaxlib's buffer protocol; dtypes that protocol refuses (bfloat16, float8, int4:
+    NumPy then makes an object array) are copied out of the CPU buffer's memory, or -- on
+    other layouts -- read by jaxlib's own copy, which loads JAX's runtime."""
+    v = np.asarray(buf)
+    if v.dtype != object:
+        return v
+    aval = buf.aval
+    dt, shape = np.dtype(aval.dtype), tuple(aval.shape)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if buf.platform() == "cpu" and dt.name not in _SUB_BYTE and \
+            buf.on_device_size_in_bytes() == n:
+        buf.block_until_ready()
+        if n == 0:
+            v = np.zeros(shape, dt)
+        else:
+            import ctypes
+            raw = (ctypes.c_char * n).from_address(buf.unsafe_buffer_pointer())
+            v = np.frombuffer(raw, dtype=dt).reshape(shape).copy()
+    else:
+        _jax_runtime()
+        v, _ = buf._single_device_array_to_np_array_did_copy()
+    v.flags.writeable = False
+    return v
+
+
+core.buffer_to_host = _buffer_to_host
+
+
+def buffer_dlpack(buf, stream=None, max_version=None, dl_device=None, copy=None):
+    """``__dlpack__`` of a single-device CPU buffer without JAX's ``ArrayImpl`` methods
+    (the "own" runtime before anything imported JAX)."""
+    if dl_device is not None and tuple(dl_device)[0] != 1:     # kDLCPU
+        raise BufferError(f"__dlpack__: the array is on the CPU; dl_device={dl_device!r} "
+                          "would need a cross-device copy, which is not supported")
+    if stream is not None and stream != -1:
+        raise BufferError(f"__dlpack__: stream={stream!r} is not supported for CPU arrays; "
+                          "pass stream=None")
+    if copy:
+        host = np.array(buf, copy=True)
+        return host.__dlpack__() if max_version is None else \
+            host.__dlpack__(max_version=max_version)
+    return xc._xla.buffer_to_dlpack_managed_tensor(buf, stream=None)
 
 
 def get_device(x):
@@ -533,9 +829,9 @@ class Compiled:
             if b is not None:
                 if b.is_deleted():
                     raise RuntimeError(f"argument {i}: Array has been deleted (donated).")
-                if tuple(b.shape) != shape or np.dtype(b.dtype) != dtype:
+                if tuple(b.aval.shape) != shape or np.dtype(b.aval.dtype) != dtype:
                     raise TypeError(self._mismatch(i, f"{x.aval.str_short()}"))
-                if len(b.sharding.device_set) > 1:       # a sharded Array
+                if len(b._sharding.device_set) > 1:       # a sharded Array
                     if self._route_sharded:
                         raise ShardedArgument(i)
                     return _put_numpy(np.asarray(x._value), self.device)   # gather it
@@ -545,7 +841,7 @@ class Compiled:
                     raise ValueError(f"argument {i} is committed to {_buf_device(b)} but the "
                                      f"program was compiled for {self.device}; move it with "
                                      "device_put first.")
-                return _put_numpy(np.asarray(b), self.device)     # device -> host -> device
+                return _put_numpy(_buffer_to_host(b), self.device)     # device -> host -> device
             v = x._npy
             weak = x.weak_type
         elif isinstance(x, (np.ndarray, np.generic)):
@@ -723,7 +1019,7 @@ def device_impl_hook(prim, args, params):
     """
     device, committed = None, None
     for a in args:
-        if type(a) is Array and a._buf is not None and len(a._buf.sharding.device_set) > 1:
+        if type(a) is Array and a._buf is not None and len(a._buf._sharding.device_set) > 1:
             from lowering import spmd          # an argument spans several devices
             return spmd.eager_sharded(prim, args, params)
     for a in args:

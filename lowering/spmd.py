@@ -19,15 +19,7 @@ import numpy as np
 
 import types
 
-import jax  # noqa: F401
-from jax._src import core as _jcore   # _src: still the real modules under compat.alias_jax
-from jax._src.mesh import Mesh as _JMesh
-from jax._src.partition_spec import PartitionSpec as _JP
-from jax._src.sharding_impls import NamedSharding as _JNS, SingleDeviceSharding as _JSDS
 from jaxlib import xla_client as xc
-
-_jsh = types.SimpleNamespace(Mesh=_JMesh, PartitionSpec=_JP, NamedSharding=_JNS,
-                             SingleDeviceSharding=_JSDS)
 
 from interpreters import core
 from interpreters.core import Array, Tracer
@@ -35,6 +27,25 @@ from lowering import runtime as rt
 from lowering.mlir import ModuleContext, _function_text, aval_type
 
 _HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+
+_jsh_cache = []
+
+
+def _jax():
+    """JAX's Mesh, PartitionSpec, NamedSharding, SingleDeviceSharding and core, imported
+    on first need (multi-device work): single-device Arrays never get here, so the
+    "own" runtime stays free of JAX's Python package (see runtime.py).  ``_src``: still
+    the real modules under compat.alias_jax."""
+    if not _jsh_cache:
+        rt.share_client_with_jax()
+        from jax._src import core as jcore
+        from jax._src.mesh import Mesh
+        from jax._src.partition_spec import PartitionSpec
+        from jax._src.sharding_impls import NamedSharding, SingleDeviceSharding
+        _jsh_cache.append(types.SimpleNamespace(
+            Mesh=Mesh, PartitionSpec=PartitionSpec, NamedSharding=NamedSharding,
+            SingleDeviceSharding=SingleDeviceSharding, core=jcore))
+    return _jsh_cache[0]
 
 # ----------------------------------------------------------------- sharding conversion
 
@@ -54,7 +65,7 @@ def jax_mesh(mesh):
     key = ("mesh", mesh)
     m = _to_jax_cache.get(key)
     if m is None:
-        m = _to_jax_cache[key] = _jsh.Mesh(mesh.devices, mesh.axis_names)
+        m = _to_jax_cache[key] = _jax().Mesh(mesh.devices, mesh.axis_names)
     return m
 
 
@@ -62,10 +73,10 @@ def _jax_spec(spec):
     parts = []
     for p in spec:
         if p is _sh().UNCONSTRAINED:
-            parts.append(_jsh.PartitionSpec.UNCONSTRAINED)
+            parts.append(_jax().PartitionSpec.UNCONSTRAINED)
         else:
             parts.append(p)
-    return _jsh.PartitionSpec(*parts)
+    return _jax().PartitionSpec(*parts)
 
 
 def to_jax(s):
@@ -75,7 +86,7 @@ def to_jax(s):
         key = ("ns", s.mesh, tuple(s.spec))    # exact entries: P('y') vs P('y', None)
         j = _to_jax_cache.get(key)
         if j is None:
-            j = _to_jax_cache[key] = _jsh.NamedSharding(jax_mesh(s.mesh), _jax_spec(s.spec))
+            j = _to_jax_cache[key] = _jax().NamedSharding(jax_mesh(s.mesh), _jax_spec(s.spec))
         return j
     if isinstance(s, S.SingleDeviceSharding):
         return rt._sharding(s._device)
@@ -84,16 +95,16 @@ def to_jax(s):
 
 def from_jax(js):
     """jax's sharding of a buffer -> ours."""
-    key = (js, tuple(js.spec)) if isinstance(js, _jsh.NamedSharding) else js
+    key = (js, tuple(js.spec)) if isinstance(js, xc.NamedSharding) else js
     r = _from_jax_cache.get(key)
     if r is not None:
         return r
     S = _sh()
-    if isinstance(js, _jsh.NamedSharding):
+    if isinstance(js, xc.NamedSharding):
         m = js.mesh
         mesh = S.Mesh(np.asarray(m.devices), tuple(m.axis_names))
         r = S.NamedSharding(mesh, S.PartitionSpec(*tuple(js.spec)))
-    elif isinstance(js, _jsh.SingleDeviceSharding):
+    elif isinstance(js, xc.SingleDeviceSharding):
         r = S.SingleDeviceSharding(next(iter(js.device_set)))
     else:
         r = _OpaqueSharding(js)
@@ -137,11 +148,11 @@ def process_count() -> int:
 def _fresh_aval(shape, dtype):
     # A fresh aval object: single-device executables recognise their own buffers by
     # the identity of the cached aval, which a sharded buffer must never match.
-    return _jcore.ShapedArray(tuple(shape), np.dtype(dtype))
+    return _jax().core.ShapedArray(tuple(shape), np.dtype(dtype))
 
 
 def is_sharded_buf(b) -> bool:
-    return b is not None and len(b.sharding.device_set) > 1
+    return b is not None and len(b._sharding.device_set) > 1
 
 
 def put(x, sharding, weak=False) -> Array:
@@ -150,7 +161,7 @@ def put(x, sharding, weak=False) -> Array:
     if isinstance(sharding, S.SingleDeviceSharding):
         return rt.device_put(x, sharding._device)
     if isinstance(x, Array):
-        if x._buf is not None and not x._deleted and x._buf.sharding == to_jax(sharding):
+        if x._buf is not None and not x._deleted and x._buf._sharding == to_jax(sharding):
             return x
         host, weak = np.asarray(x._value), x.weak_type
     else:
@@ -169,11 +180,14 @@ def put_host(host, sharding):
 
 
 def buf_sharding(b):
-    return from_jax(b.sharding)
+    return from_jax(b._sharding)
 
 
 def shards(b):
     """[(device, index, single-device buffer)] of a buffer's addressable shards."""
+    js = b._sharding
+    if isinstance(js, xc.SingleDeviceSharding):    # one device: no need for JAX's methods
+        return [(js._device, tuple(slice(None) for _ in b.aval.shape), b, 0)]
     out = []
     for s in b.addressable_shards:
         out.append((s.device, s.index, s.data, s.replica_id))
@@ -404,7 +418,7 @@ class SpmdCompiled:
                 raise TypeError(f"argument {i}: expected {aval.str_short()}, got "
                                 f"{x.aval.str_short()}")
             b = x._buf
-            if b is not None and (b.sharding is js or b.sharding == js):
+            if b is not None and (b._sharding is js or b._sharding == js):
                 return b
             host = np.asarray(x._value)
         else:

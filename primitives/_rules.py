@@ -22,19 +22,73 @@ def aval_of(x) -> ShapedArray:
     return core.get_aval(x)
 
 
-def elementwise_aval(name, *avals, out_dtype=None, allow_weak=True):
-    """Shape/dtype rule of an n-ary elementwise op: equal shapes and dtypes."""
+# Primitives whose operands may mix rank-0 arrays with arrays of one common shape (JAX's
+# lax n-ary elementwise ops: "implicit scalar broadcasting").  Lowering broadcasts the
+# rank-0 operands (StableHLO wants equal shapes); batching keeps unbatched ones rank 0.
+scalar_broadcasting: set = set()
+
+
+def nary_shape(name, avals):
+    """The result shape of an n-ary elementwise op: the common shape of the operands
+    that are not rank 0 (rank-0 operands broadcast implicitly, as in JAX's lax)."""
+    shape = None
+    for a in avals:
+        s = a.shape
+        if not s:
+            continue
+        if shape is None:
+            shape = s
+        elif s != shape:
+            raise TypeError(f"{name} requires arguments of equal shapes (or rank 0, which "
+                            "broadcasts), got " + ", ".join(x.str_short() for x in avals)
+                            + ". Broadcast explicitly (lax.broadcast_in_dim) or use "
+                            "xform.numpy, which broadcasts.")
+    return () if shape is None else shape
+
+
+def elementwise_aval(name, *avals, out_dtype=None, allow_weak=True, scalars=True):
+    """Shape/dtype rule of an n-ary elementwise op: equal dtypes; equal shapes, except
+    that rank-0 operands broadcast (``scalars=False``: shapes must be equal)."""
     a0 = avals[0]
     for a in avals[1:]:
-        if a.shape != a0.shape:
-            raise TypeError(f"{name} requires arguments of equal shapes, got "
-                            + ", ".join(x.str_short() for x in avals))
         if a.dtype != a0.dtype:
             raise TypeError(f"{name} requires arguments of equal dtypes, got "
                             + ", ".join(x.str_short() for x in avals))
+    if scalars:
+        shape = nary_shape(name, avals)
+    else:
+        shape = a0.shape
+        for a in avals[1:]:
+            if a.shape != shape:
+                raise TypeError(f"{name} requires arguments of equal shapes, got "
+                                + ", ".join(x.str_short() for x in avals))
     weak = allow_weak and all(a.weak_type for a in avals)
-    return ShapedArray(a0.shape, a0.dtype if out_dtype is None else out_dtype,
+    return ShapedArray(shape, a0.dtype if out_dtype is None else out_dtype,
                        weak and out_dtype is None)
+
+
+def unbroadcast(aval, ct):
+    """The cotangent of an operand with ``aval`` from a cotangent ``ct`` of the
+    (implicitly broadcast) result: summed to rank 0 for a rank-0 operand."""
+    if ct is None or type(ct) is Zero:
+        return ct
+    cs = core.get_aval(ct).shape
+    if cs == aval.shape:
+        return ct
+    if aval.shape:
+        raise TypeError(f"cannot unbroadcast a cotangent of shape {cs} to {aval.str_short()}")
+    from primitives.reductions import reduce_sum_p
+    return reduce_sum_p.bind(ct, axes=tuple(range(len(cs))))
+
+
+def broadcast_scalar(x, shape):
+    """``x`` (rank 0, or already of ``shape``) broadcast to ``shape``."""
+    a = core.get_aval(x)
+    if a.shape == tuple(shape):
+        return x
+    if a.shape:
+        raise TypeError(f"cannot broadcast {a.str_short()} to shape {tuple(shape)}")
+    return _s().broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=())
 
 
 # ----------------------------------------------------------------- structural helpers
@@ -163,11 +217,47 @@ def defvectorized(prim: Primitive):
 
 
 def defbroadcasting(prim: Primitive):
-    """n-ary elementwise on equal shapes: line the batch axes up at the front."""
+    """n-ary elementwise with implicit rank-0 broadcasting (JAX's lax n-ary ops).
+
+    When every operand that is not an unbatched scalar has the same shape and batch
+    axis, the primitive applies as is (unbatched rank-0 operands broadcast
+    implicitly).  Otherwise the batch axes move to the front; an unbatched rank-0
+    operand stays rank 0, an unbatched array gets a batch axis, and a batched
+    per-example scalar (shape ``[B]``) is spread over the per-example shape.
+    """
+    scalar_broadcasting.add(prim)
+
     def rule(axis_data, vals, dims, **params):
-        first = next(d for d in dims if d is not None)
-        if all(d == first for d in dims):
+        first = shape = None
+        agree = True
+        for v, d in zip(vals, dims):
+            s = core.get_aval(v).shape
+            if d is None and not s:
+                continue
+            if first is None and shape is None:
+                first, shape = d, s
+            elif d != first or s != shape:
+                agree = False
+                break
+        if agree and first is not None:
             return prim.bind(*vals, **params), first
-        vals = [bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
-        return prim.bind(*vals, **params), 0
+        size = axis_data.size
+        ex = ()
+        for v, d in zip(vals, dims):
+            s = core.get_aval(v).shape
+            s = s if d is None else s[:d] + s[d + 1:]
+            if s:
+                ex = s
+                break
+        out = []
+        for v, d in zip(vals, dims):
+            nd = core.get_aval(v).ndim
+            if d is None and nd == 0:
+                out.append(v)
+                continue
+            v = bdim_at_front(v, d, size)
+            if ex and nd - (d is not None) == 0:
+                v = _s().broadcast_in_dim_p.bind(v, shape=(size,) + ex, broadcast_dimensions=(0,))
+            out.append(v)
+        return prim.bind(*out, **params), 0
     batching.batch_rules[prim] = rule

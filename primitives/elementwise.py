@@ -27,15 +27,18 @@ from interpreters import ad, batching, core
 from interpreters import dtypes as D
 from interpreters.ad import Zero
 from interpreters.core import Array, Primitive, ShapedArray, Tracer
-from primitives._rules import (bdim_at_front, defbroadcasting, defjvp, defjvp2, defjvp_zero,
-                               defvectorized, elementwise_aval)
+from primitives._rules import (bdim_at_front, broadcast_scalar, defbroadcasting, defjvp, defjvp2,
+                               defjvp_zero, defvectorized, elementwise_aval, nary_shape,
+                               unbroadcast)
 
 # ================================================================ dtype classes
 # JAX checks each operand against a set of numpy abstract classes; these are the
 # same sets as frozensets of concrete dtypes (fast membership for the eager path).
 
-_FLOATS = frozenset([D.float16, D.bfloat16, D.float32, D.float64, *D._float8s])
-_SMALL_FLOATS = frozenset(d for d in _FLOATS if d.itemsize < 4)
+# bfloat16 and the float8/6/4 types join _FLOATS (and every set built from it) when
+# ml_dtypes is imported (``_add_narrow_floats``): sets, so they can grow in place.
+_FLOATS = {D.float16, D.float32, D.float64}
+_SMALL_FLOATS = {d for d in _FLOATS if d.itemsize < 4}
 _COMPLEX = frozenset([D.complex64, D.complex128])
 _SIGNED = frozenset([D.int8, D.int16, D.int32, D.int64])
 _UNSIGNED = frozenset([D.uint8, D.uint16, D.uint32, D.uint64])
@@ -54,8 +57,13 @@ class _Accepts:
     __slots__ = ("dtypes", "desc")
 
     def __init__(self, *names):
-        self.dtypes = frozenset().union(*(_CLASSES[n] for n in names))
+        self.dtypes = set().union(*(_CLASSES[n] for n in names))
         self.desc = ", ".join(names)
+        if "floating" in names:
+            _FLOAT_SETS.append(self.dtypes)
+
+
+_FLOAT_SETS: list = []      # the sets that hold _FLOATS' members (see _add_narrow_floats)
 
 
 _num = _Accepts("integer", "floating", "complexfloating")
@@ -131,6 +139,17 @@ def _full_like(x, v):
     return _broadcast_to(Array(np.asarray(v, a.dtype)), a.shape)
 
 
+def _scalar_like(x, v):
+    """A rank-0 constant of ``x``'s dtype: an operand of an n-ary op next to ``x``
+    (implicit scalar broadcasting; staged as a literal, as JAX's ``_one(x)``)."""
+    return Array(np.asarray(v, core.get_aval(x).dtype))
+
+
+def _aval(x):
+    """The aval of a primal (or of an undefined primal, in a transpose rule)."""
+    return x.aval if ad.is_undefined_primal(x) else core.get_aval(x)
+
+
 def _broadcast_to(x, shape):
     """``x`` (rank 0 or same rank with 1s) broadcast to ``shape``."""
     a = core.get_aval(x)
@@ -155,7 +174,7 @@ def _structural():
 
 def _replace_zero(x):
     """``x`` with zeros replaced by ones (keeps log/div in JVPs finite)."""
-    return select_n_p.bind(eq_p.bind(x, _full_like(x, 0)), x, _full_like(x, 1))
+    return select_n_p.bind(eq_p.bind(x, _scalar_like(x, 0)), x, _full_like(x, 1))
 
 
 def _weak_false(args, params):
@@ -169,21 +188,23 @@ def _unary(name, accepts=_any, out=None):
     return _std(name, (accepts,), out)
 
 
-def _binary(name, accepts=_any, out=None):
-    return _std(name, (accepts, accepts), out)
+def _binary(name, accepts=_any, out=None, scalars=True):
+    return _std(name, (accepts, accepts), out, scalars)
 
 
-def _std(name, accepts, out=None):
+def _std(name, accepts, out=None, scalars=True):
     """A primitive whose abstract eval checks dtypes per position, then shapes.
 
     ``out(dtype) -> dtype`` gives a different output dtype; weak-typedness is
-    "all inputs weak", JAX's standard rule.
+    "all inputs weak", JAX's standard rule.  Operands have equal shapes, except
+    that rank-0 operands broadcast implicitly (JAX's lax n-ary ops) unless
+    ``scalars=False``.
     """
     p = Primitive(name)
 
     def abstract(*avals, **params):
         _check_dtypes(name, accepts, [a.dtype for a in avals])
-        aval = elementwise_aval(name, *avals)
+        aval = elementwise_aval(name, *avals, scalars=scalars)
         return aval if out is None else aval.update(dtype=out(aval.dtype))
     p.def_abstract_eval(abstract)
     _ACCEPTS[p] = accepts
@@ -204,24 +225,57 @@ def _compare(name, accepts, nargs=2):
 # --- add ------------------------------------------------------------------------------
 add_p = _binary("add", _num)
 add_p.def_impl(_quiet(np.add))
-defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
-ad.transpose_rules[add_p] = lambda ct, x, y: [ct, ct]
+
+
+def _add_sub_jvp(prim, neg_y):
+    """Tangent of ``x + y`` / ``x - y``: one nonzero tangent is broadcast to the result's
+    shape (a rank-0 operand's tangent is rank 0); two are combined by the op itself."""
+    def rule(primals, tangents):
+        out = prim.bind(*primals)
+        tx, ty = tangents
+        if type(tx) is Zero and type(ty) is Zero:
+            return out, Zero.from_primal(out)
+        shape = core.get_aval(out).shape
+        if type(tx) is Zero:
+            return out, broadcast_scalar(neg_p.bind(ty) if neg_y else ty, shape)
+        if type(ty) is Zero:
+            return out, broadcast_scalar(tx, shape)
+        return out, prim.bind(tx, ty)
+    ad.jvp_rules[prim] = rule
+
+
+def _add_transpose(ct, x, y):
+    return [unbroadcast(_aval(x), ct) if ad.is_undefined_primal(x) else None,
+            unbroadcast(_aval(y), ct) if ad.is_undefined_primal(y) else None]
+
+
+_add_sub_jvp(add_p, False)
+ad.transpose_rules[add_p] = _add_transpose
 defbroadcasting(add_p)
 
 # --- add_any: the sum of two tangents (never differentiated, only transposed) ---------
-add_any_p = _binary("add_any")
+add_any_p = _binary("add_any", scalars=False)   # equal shapes: no implicit broadcasting
 add_any_p.def_impl(_quiet(np.add))
 defjvp(add_any_p, lambda t, x, y: t, lambda t, x, y: t)
 ad.transpose_rules[add_any_p] = lambda ct, x, y: [ct, ct]
-defbroadcasting(add_any_p)
+
+
+def _add_any_batch(axis_data, vals, dims):
+    first = next(d for d in dims if d is not None)
+    if all(d == first for d in dims):
+        return add_any_p.bind(*vals), first
+    return add_any_p.bind(*[bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]), 0
+
+
+batching.batch_rules[add_any_p] = _add_any_batch
 
 # --- sub ------------------------------------------------------------------------------
 sub_p = _binary("sub", _num)
 sub_p.def_impl(_quiet(np.subtract))
-defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg_p.bind(t))
+_add_sub_jvp(sub_p, True)
 ad.transpose_rules[sub_p] = lambda ct, x, y: [
-    ct if ad.is_undefined_primal(x) else None,
-    neg_p.bind(ct) if ad.is_undefined_primal(y) else None]
+    unbroadcast(_aval(x), ct) if ad.is_undefined_primal(x) else None,
+    unbroadcast(_aval(y), neg_p.bind(ct)) if ad.is_undefined_primal(y) else None]
 defbroadcasting(sub_p)
 
 # --- mul ------------------------------------------------------------------------------
@@ -232,8 +286,8 @@ defjvp(mul_p, lambda t, x, y: mul_p.bind(t, y), lambda t, x, y: mul_p.bind(x, t)
 
 def _mul_transpose(ct, x, y):
     if ad.is_undefined_primal(x):
-        return [mul_p.bind(ct, y), None]
-    return [None, mul_p.bind(x, ct)]
+        return [unbroadcast(x.aval, mul_p.bind(ct, y)), None]
+    return [None, unbroadcast(y.aval, mul_p.bind(x, ct))]
 
 
 ad.transpose_rules[mul_p] = _mul_transpose
@@ -264,8 +318,8 @@ def _div_impl(x, y):
 div_p = _binary("div", _num)
 _impl(div_p, _div_impl)
 defjvp(div_p, lambda t, x, y: div_p.bind(t, y),
-       lambda t, x, y: mul_p.bind(neg_p.bind(t), div_p.bind(div_p.bind(x, y), y)))
-ad.transpose_rules[div_p] = lambda ct, x, y: [div_p.bind(ct, y), None]
+       lambda t, x, y: mul_p.bind(mul_p.bind(neg_p.bind(t), x), integer_pow_p.bind(y, y=-2)))
+ad.transpose_rules[div_p] = lambda ct, x, y: [unbroadcast(x.aval, div_p.bind(ct, y)), None]
 defbroadcasting(div_p)
 
 
@@ -278,10 +332,14 @@ def _rem_impl(x, y):
 
 rem_p = _binary("rem", _int_float)
 _impl(rem_p, _rem_impl)
-defjvp(rem_p, lambda t, x, y: t,
+defjvp(rem_p, lambda t, x, y: broadcast_scalar(t, _out_shape("rem", x, y)),
        lambda t, x, y: mul_p.bind(neg_p.bind(t), round_p.bind(
            _trunc_div(x, y), rounding_method=0)))
 defbroadcasting(rem_p)
+
+
+def _out_shape(name, *xs):
+    return nary_shape(name, [core.get_aval(x) for x in xs])
 
 
 def _trunc_div(x, y):
@@ -297,10 +355,7 @@ def _pow_abstract(x, y):
                         "complex), and the second argument must have an inexact or integer "
                         "dtype, and two inexact dtypes must match, but got "
                         f"{x.dtype} and {y.dtype} respectively.")
-    if x.shape != y.shape:
-        raise TypeError(f"pow requires arguments of equal shapes, got {x.str_short()}, "
-                        f"{y.str_short()}")
-    return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+    return ShapedArray(nary_shape("pow", (x, y)), x.dtype, x.weak_type and y.weak_type)
 
 
 def _pow_impl(x, y):
@@ -317,10 +372,10 @@ def _pow_jvp_x(t, ans, x, y):
     xa = core.get_aval(x)
     if core.get_aval(y).dtype in _INTS:
         yf = convert_element_type_p.bind(y, new_dtype=xa.dtype, weak_type=False)
-        jac = mul_p.bind(yf, pow_p.bind(x, sub_p.bind(y, _full_like(y, 1))))
-        jac = select_n_p.bind(eq_p.bind(y, _full_like(y, 0)), jac, _full_like(x, 0))
+        jac = mul_p.bind(yf, pow_p.bind(x, sub_p.bind(y, _scalar_like(y, 1))))
+        jac = select_n_p.bind(eq_p.bind(y, _scalar_like(y, 0)), jac, _full_like(jac, 0))
     else:
-        jac = mul_p.bind(y, pow_p.bind(x, sub_p.bind(y, _full_like(y, 1))))
+        jac = mul_p.bind(y, pow_p.bind(x, sub_p.bind(y, _scalar_like(y, 1))))
     return mul_p.bind(t, jac)
 
 
@@ -357,8 +412,8 @@ def _integer_pow_jvp(t, x, *, y):
         return _full_like(t, 0)
     if y == 1:
         return t
-    xm = x if y == 2 else integer_pow_p.bind(x, y=y - 1)
-    return mul_p.bind(t, mul_p.bind(_full_like(x, y), xm))
+    xm = x if y == 2 else integer_pow_p.bind(x, y=y - 1)   # JAX's formula
+    return mul_p.bind(t, mul_p.bind(_scalar_like(x, y), xm))
 
 
 integer_pow_p = Primitive("integer_pow")
@@ -371,7 +426,7 @@ defvectorized(integer_pow_p)
 # --- square ---------------------------------------------------------------------------
 square_p = _unary("square", _num)
 _impl(square_p, lambda x: x * x, small_floats_in_f32=False)
-defjvp(square_p, lambda t, x: mul_p.bind(t, add_p.bind(x, x)))
+defjvp(square_p, lambda t, x: mul_p.bind(t, mul_p.bind(_scalar_like(x, 2), x)))
 defvectorized(square_p)
 
 
@@ -403,10 +458,14 @@ def _min_impl(x, y):
 
 
 def _balanced(x, y, ans):
-    """Jacobian of max/min wrt x: 1 where x wins, 1/2 on ties, 0 elsewhere."""
-    return select_n_p.bind(eq_p.bind(x, ans), _full_like(x, 0),
-                           select_n_p.bind(eq_p.bind(y, ans), _full_like(x, 1),
-                                           _full_like(x, 0.5)))
+    """Jacobian of max/min wrt x: 1 where x wins, 1/2 on ties, 0 elsewhere (JAX's
+    ``(x == ans ? 1 : 0) / (y == ans ? 2 : 1)``)."""
+    wins = eq_p.bind(x, ans)
+    one, zero = _full_like(ans, 1), _full_like(ans, 0)
+    num = select_n_p.bind(wins, zero, one)
+    tie = eq_p.bind(y, ans)
+    two, one = _full_like(ans, 2), _full_like(ans, 1)
+    return div_p.bind(num, select_n_p.bind(tie, one, two))
 
 
 max_p = _binary("max", _any)
@@ -493,7 +552,7 @@ exp2_p = _unary("exp2", _fc)
 # XLA expands exp2(x) as exp(x * log(2)) with the product rounded to x's dtype.
 _impl(exp2_p, lambda x: np.exp((x * np.asarray(math.log(2), x.dtype)).astype(x.dtype)),
       small_floats_in_f32=False)
-defjvp2(exp2_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(ans, _full_like(x, math.log(2)))))
+defjvp2(exp2_p, lambda t, ans, x: mul_p.bind(log_p.bind(_scalar_like(x, 2)), mul_p.bind(t, ans)))
 defvectorized(exp2_p)
 
 log_p = _unary("log", _fc)
@@ -503,20 +562,20 @@ defvectorized(log_p)
 
 log1p_p = _unary("log1p", _fc)
 _impl(log1p_p, np.log1p)
-defjvp(log1p_p, lambda t, x: div_p.bind(t, add_p.bind(x, _full_like(x, 1))))
+defjvp(log1p_p, lambda t, x: div_p.bind(t, add_p.bind(x, _scalar_like(x, 1))))
 defvectorized(log1p_p)
 
 expm1_p = _unary("expm1", _fc)
 _impl(expm1_p, np.expm1)
-defjvp2(expm1_p, lambda t, ans, x: mul_p.bind(t, add_p.bind(ans, _full_like(x, 1))))
+defjvp2(expm1_p, lambda t, ans, x: mul_p.bind(t, add_p.bind(ans, _scalar_like(x, 1))))
 defvectorized(expm1_p)
 
 # --- tanh / logistic ------------------------------------------------------------------
 tanh_p = _unary("tanh", _fc)
 _impl(tanh_p, np.tanh)
-# (t + t*y) * (1 - y) = t * (1 - y^2), in JAX's form (no y*y on the primal side)
+# (t + t*y) * (1 - y): JAX's formula (the same equations as JAX under grad)
 defjvp2(tanh_p, lambda t, ans, x: mul_p.bind(add_p.bind(t, mul_p.bind(t, ans)),
-                                             sub_p.bind(_full_like(x, 1), ans)))
+                                            sub_p.bind(_scalar_like(x, 1), ans)))
 defvectorized(tanh_p)
 
 
@@ -535,7 +594,7 @@ def _logistic_impl(x):
 logistic_p = _unary("logistic", _fc)
 _impl(logistic_p, _logistic_impl, small_floats_in_f32=False)
 defjvp2(logistic_p, lambda t, ans, x: mul_p.bind(
-    t, mul_p.bind(ans, sub_p.bind(_full_like(x, 1), ans))))
+    t, mul_p.bind(ans, sub_p.bind(_scalar_like(x, 1), ans))))
 defvectorized(logistic_p)
 
 # --- sin / cos / tan ------------------------------------------------------------------
@@ -551,14 +610,14 @@ defvectorized(cos_p)
 
 tan_p = _unary("tan", _fc)
 _impl(tan_p, np.tan)
-defjvp2(tan_p, lambda t, ans, x: mul_p.bind(t, add_p.bind(_full_like(x, 1),
-                                                         mul_p.bind(ans, ans))))
+defjvp2(tan_p, lambda t, ans, x: mul_p.bind(t, add_p.bind(_scalar_like(x, 1),
+                                                         square_p.bind(ans))))
 defvectorized(tan_p)
 
 
 # --- asin / acos / atan / atan2 -------------------------------------------------------
 def _one_minus_sq(x):
-    return sub_p.bind(_full_like(x, 1), mul_p.bind(x, x))
+    return sub_p.bind(_scalar_like(x, 1), square_p.bind(x))
 
 
 asin_p = _unary("asin", _fc)
@@ -568,12 +627,12 @@ defvectorized(asin_p)
 
 acos_p = _unary("acos", _fc)
 _impl(acos_p, np.arccos)
-defjvp(acos_p, lambda t, x: mul_p.bind(neg_p.bind(t), rsqrt_p.bind(_one_minus_sq(x))))
+defjvp(acos_p, lambda t, x: mul_p.bind(t, neg_p.bind(rsqrt_p.bind(_one_minus_sq(x)))))
 defvectorized(acos_p)
 
 atan_p = _unary("atan", _fc)
 _impl(atan_p, np.arctan)
-defjvp(atan_p, lambda t, x: div_p.bind(t, add_p.bind(_full_like(x, 1), mul_p.bind(x, x))))
+defjvp(atan_p, lambda t, x: div_p.bind(t, add_p.bind(_scalar_like(x, 1), square_p.bind(x))))
 defvectorized(atan_p)
 
 
@@ -584,7 +643,7 @@ def _atan2_impl(x, y):
 
 
 def _atan2_denom(x, y):
-    return add_p.bind(mul_p.bind(x, x), mul_p.bind(y, y))
+    return add_p.bind(square_p.bind(x), square_p.bind(y))
 
 
 atan2_p = _binary("atan2", _fc)
@@ -607,37 +666,38 @@ defvectorized(cosh_p)
 asinh_p = _unary("asinh", _fc)
 _impl(asinh_p, np.arcsinh)
 defjvp(asinh_p, lambda t, x: mul_p.bind(t, rsqrt_p.bind(
-    add_p.bind(mul_p.bind(x, x), _full_like(x, 1)))))
+    add_p.bind(square_p.bind(x), _scalar_like(x, 1)))))
 defvectorized(asinh_p)
 
 acosh_p = _unary("acosh", _fc)
 _impl(acosh_p, np.arccosh)
 defjvp(acosh_p, lambda t, x: mul_p.bind(t, rsqrt_p.bind(mul_p.bind(
-    sub_p.bind(x, _full_like(x, 1)), add_p.bind(x, _full_like(x, 1))))))
+    sub_p.bind(x, _scalar_like(x, 1)), add_p.bind(x, _scalar_like(x, 1))))))
 defvectorized(acosh_p)
 
 atanh_p = _unary("atanh", _fc)
 _impl(atanh_p, np.arctanh)
-defjvp(atanh_p, lambda t, x: div_p.bind(t, mul_p.bind(
-    add_p.bind(_full_like(x, 1), x), sub_p.bind(_full_like(x, 1), x))))
+defjvp(atanh_p, lambda t, x: mul_p.bind(
+    integer_pow_p.bind(add_p.bind(_scalar_like(x, 1), x), y=-1),
+    div_p.bind(t, sub_p.bind(_scalar_like(x, 1), x))))
 defvectorized(atanh_p)
 
 # --- sqrt / rsqrt / cbrt --------------------------------------------------------------
 sqrt_p = _unary("sqrt", _fc)
 _impl(sqrt_p, np.sqrt)
-defjvp2(sqrt_p, lambda t, ans, x: div_p.bind(t, add_p.bind(ans, ans)))
+defjvp2(sqrt_p, lambda t, ans, x: mul_p.bind(t, div_p.bind(_scalar_like(x, 0.5), ans)))
 defvectorized(sqrt_p)
 
 rsqrt_p = _unary("rsqrt", _fc)
 _impl(rsqrt_p, lambda x: (np.ones((), x.dtype) / np.sqrt(x)).astype(x.dtype))
-defjvp2(rsqrt_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(_full_like(x, -0.5),
+defjvp2(rsqrt_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(_scalar_like(x, -0.5),
                                                            div_p.bind(ans, x))))
 defvectorized(rsqrt_p)
 
 cbrt_p = _unary("cbrt", _float)
 _impl(cbrt_p, np.cbrt)
 defjvp2(cbrt_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(
-    _full_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))))
+    _scalar_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))))
 defvectorized(cbrt_p)
 
 
@@ -647,7 +707,7 @@ def _abs_jvp(t, ans, x):
         d = convert_element_type_p.bind(_replace_zero(ans), new_dtype=core.get_aval(x).dtype,
                                         weak_type=False)
         return real_p.bind(mul_p.bind(t, div_p.bind(conj_p.bind(x), d)))
-    return select_n_p.bind(ge_p.bind(x, _full_like(x, 0)), neg_p.bind(t), t)
+    return select_n_p.bind(ge_p.bind(x, _scalar_like(x, 0)), neg_p.bind(t), t)
 
 
 abs_p = _unary("abs", _abs_in, out=_real_dtype)
@@ -719,20 +779,20 @@ def _erf_inv1(y):
 
 erf_p = _unary("erf", _float)
 _impl(erf_p, _f64(math.erf), small_floats_in_f32=False)
-defjvp(erf_p, lambda t, x: mul_p.bind(t, mul_p.bind(
-    _full_like(x, 2 / _SQRT_PI), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
+defjvp(erf_p, lambda t, x: mul_p.bind(_scalar_like(x, 2 / _SQRT_PI), mul_p.bind(
+    t, exp_p.bind(neg_p.bind(square_p.bind(x))))))
 defvectorized(erf_p)
 
 erfc_p = _unary("erfc", _float)
 _impl(erfc_p, _f64(math.erfc), small_floats_in_f32=False)
-defjvp(erfc_p, lambda t, x: mul_p.bind(t, mul_p.bind(
-    _full_like(x, -2 / _SQRT_PI), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
+defjvp(erfc_p, lambda t, x: mul_p.bind(_scalar_like(x, -2 / _SQRT_PI), mul_p.bind(
+    t, exp_p.bind(neg_p.bind(square_p.bind(x))))))
 defvectorized(erfc_p)
 
 erf_inv_p = _unary("erf_inv", _float)
 _impl(erf_inv_p, _f64(_erf_inv1), small_floats_in_f32=False)
-defjvp2(erf_inv_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(
-    _full_like(x, _SQRT_PI / 2), exp_p.bind(mul_p.bind(ans, ans)))))
+defjvp2(erf_inv_p, lambda t, ans, x: mul_p.bind(_scalar_like(x, _SQRT_PI / 2), mul_p.bind(
+    t, exp_p.bind(square_p.bind(ans)))))
 defvectorized(erf_inv_p)
 
 lgamma_p = _unary("lgamma", _float)
@@ -761,7 +821,7 @@ complex_p = _binary("complex", _complex_elem, out=_complex_dtype)
 
 
 def _complex_impl(x, y):
-    out = np.empty(np.shape(x), _complex_dtype(x.dtype))
+    out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), _complex_dtype(x.dtype))
     out.real, out.imag = x, y       # not x + 1j*y: that turns inf parts into nan
     return out
 
@@ -785,11 +845,11 @@ for _p in (real_p, imag_p, complex_p, conj_p):
     _linear_jvp(_p)
     (defvectorized if _p is not complex_p else defbroadcasting)(_p)
 
-ad.transpose_rules[real_p] = lambda ct, x: [complex_p.bind(ct, _full_like(ct, 0))]
-ad.transpose_rules[imag_p] = lambda ct, x: [complex_p.bind(_full_like(ct, 0), neg_p.bind(ct))]
+ad.transpose_rules[real_p] = lambda ct, x: [complex_p.bind(ct, _scalar_like(ct, 0))]
+ad.transpose_rules[imag_p] = lambda ct, x: [complex_p.bind(_scalar_like(ct, 0), neg_p.bind(ct))]
 ad.transpose_rules[complex_p] = lambda ct, x, y: [
-    real_p.bind(ct) if ad.is_undefined_primal(x) else None,
-    neg_p.bind(imag_p.bind(ct)) if ad.is_undefined_primal(y) else None]
+    unbroadcast(_aval(x), real_p.bind(ct)) if ad.is_undefined_primal(x) else None,
+    unbroadcast(_aval(y), neg_p.bind(imag_p.bind(ct))) if ad.is_undefined_primal(y) else None]
 ad.transpose_rules[conj_p] = lambda ct, x: [
     conj_p.bind(ct) if x.aval.dtype in _COMPLEX else real_p.bind(ct)]
 
@@ -981,12 +1041,13 @@ def _clamp_jvp(primals, tangents):
     lo, x, hi = primals
     out = clamp_p.bind(lo, x, hi)
     shape = core.get_aval(x).shape
-    lo_b, hi_b = _broadcast_to(lo, shape), _broadcast_to(hi, shape)
     acc = None
     z = None
-    for t, cond in ((tangents[0], lambda: and_p.bind(gt_p.bind(lo_b, x), lt_p.bind(lo_b, hi_b))),
-                    (tangents[1], lambda: and_p.bind(gt_p.bind(x, lo_b), lt_p.bind(x, hi_b))),
-                    (tangents[2], lambda: lt_p.bind(hi_b, x))):
+    # The comparisons broadcast rank-0 bounds implicitly; a rank-0 bound's tangent is
+    # broadcast to the operand's shape (JAX's clamp JVP).
+    for t, cond in ((tangents[0], lambda: and_p.bind(gt_p.bind(lo, x), lt_p.bind(lo, hi))),
+                    (tangents[1], lambda: and_p.bind(gt_p.bind(x, lo), lt_p.bind(x, hi))),
+                    (tangents[2], lambda: lt_p.bind(hi, x))):
         if type(t) is Zero:
             continue
         t = _broadcast_to(t, shape)
@@ -1144,8 +1205,19 @@ defvectorized(stop_gradient_p)
 # array operands when its kind fits (2 next to a float32 array is a weak float32,
 # 2.5 next to an int32 array is not: that mismatch raises, as in JAX).
 
-_PY_SCALAR_FITS = {bool: _BOOL, int: _INTS | _FLOATS | _COMPLEX,
+_PY_SCALAR_FITS = {bool: _BOOL, int: set(_INTS) | _FLOATS | _COMPLEX,
                    float: _FLOATS | _COMPLEX, complex: _COMPLEX}
+_FLOAT_SETS += [_FLOATS, _PY_SCALAR_FITS[int], _PY_SCALAR_FITS[float]]
+
+
+def _add_narrow_floats():
+    new = (D.bfloat16,) + D._float8s
+    for s in _FLOAT_SETS:
+        s.update(new)
+    _SMALL_FLOATS.update(d for d in new if d.itemsize < 4)
+
+
+D.on_ml_dtypes(_add_narrow_floats)
 
 
 def _scalar_to_array(v, like):
@@ -1186,6 +1258,9 @@ def _operands(name, args, same_dtypes=True, tip=None):
     shapes = [tuple(o.shape) for o in ops]
     if all(s == shapes[0] for s in shapes):
         return ops
+    arrays = [s for s in shapes if s]
+    if all(s == arrays[0] for s in arrays):
+        return ops          # rank-0 operands broadcast implicitly (in the primitive)
     ranks = {len(s) for s in shapes if s}
     if len(ranks) > 1:
         raise TypeError(f"{name}: arrays must have the same number of dimensions (only rank-0 "
@@ -1199,7 +1274,7 @@ def _operands(name, args, same_dtypes=True, tip=None):
             raise TypeError(f"{name} got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.")
         target.append(sizes.pop() if sizes else 1)
-    return [_broadcast_to(o, tuple(target)) for o in ops]
+    return [_broadcast_to(o, tuple(target)) if o.shape else o for o in ops]
 
 
 def _doc(fn, name, doc):

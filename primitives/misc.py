@@ -74,7 +74,7 @@ def _float_layout(dt):
     dt = np.dtype(dt)
     if dt in _FLOAT_BITS:
         return _FLOAT_BITS[dt]
-    if dt == dtypes.bfloat16:
+    if dtypes.is_bfloat16(dt):
         return (8, 7)
     raise TypeError(f"reduce_precision needs a floating-point operand, got {dt}")
 
@@ -115,7 +115,7 @@ def _rp_impl(x, *, exponent_bits, mantissa_bits):
         sz = xi & sign_mask
         xi = np.where(over, sz | exp_mask, np.where(under, sz, xi))
     out = xi.astype(ut).view(dt)
-    return np.where(np.isnan(x.astype(np.float32) if dt == dtypes.bfloat16 else x), x,
+    return np.where(np.isnan(x.astype(np.float32) if dtypes.is_bfloat16(dt) else x), x,
                     out).astype(dt)
 
 

@@ -26,7 +26,6 @@ __all__ = ["polygamma", "zeta", "igamma", "igammac", "igamma_grad_a", "random_ga
            "bessel_i0e", "bessel_i1e", "betainc"]
 
 _float = E._float
-_SMALL = (np.dtype(np.float16), D.bfloat16) if hasattr(D, "bfloat16") else (np.dtype(np.float16),)
 
 
 def _sp():
@@ -137,10 +136,10 @@ def _polygamma_grad_m(t, m, x):
 
 
 defjvp(polygamma_p, _polygamma_grad_m,
-       lambda t, m, x: E.mul_p.bind(t, polygamma_p.bind(E.add_p.bind(m, E._full_like(m, 1)), x)))
+       lambda t, m, x: E.mul_p.bind(t, polygamma_p.bind(E.add_p.bind(m, E._scalar_like(m, 1)), x)))
 
 # digamma's derivative is the trigamma function
-defjvp(E.digamma_p, lambda t, x: E.mul_p.bind(t, polygamma_p.bind(E._full_like(x, 1), x)))
+defjvp(E.digamma_p, lambda t, x: E.mul_p.bind(t, polygamma_p.bind(E._scalar_like(x, 1), x)))
 
 zeta_p = _nary("zeta", 2)
 _impl(zeta_p, _zeta_ref)
@@ -161,7 +160,7 @@ defbroadcasting(igamma_grad_a_p)
 
 def _igamma_gradx(t, a, x):
     # exp(-x + (a - 1) log x - lgamma(a))
-    e = E.sub_p.bind(E.mul_p.bind(E.sub_p.bind(a, E._full_like(a, 1)), E.log_p.bind(x)),
+    e = E.sub_p.bind(E.mul_p.bind(E.sub_p.bind(a, E._scalar_like(a, 1)), E.log_p.bind(x)),
                      E.add_p.bind(x, E.lgamma_p.bind(a)))
     return E.mul_p.bind(t, E.exp_p.bind(e))
 
@@ -184,10 +183,10 @@ defjvp2(bessel_i0e_p, lambda t, y, x: E.mul_p.bind(
 
 def _i1e_jvp(t, y, x):
     eps = float(np.finfo(core.get_aval(x).dtype).eps)
-    not_tiny = E.gt_p.bind(E.abs_p.bind(x), E._full_like(x, eps))
+    not_tiny = E.gt_p.bind(E.abs_p.bind(x), E._scalar_like(x, eps))
     sx = E.select_n_p.bind(not_tiny, E._full_like(x, eps), x)
     d = E.sub_p.bind(bessel_i0e_p.bind(sx), E.mul_p.bind(
-        y, E.add_p.bind(E.sign_p.bind(sx), E.div_p.bind(E._full_like(sx, 1), sx))))
+        y, E.add_p.bind(E.sign_p.bind(sx), E.div_p.bind(E._scalar_like(sx, 1), sx))))
     d = E.select_n_p.bind(not_tiny, E._full_like(x, 0.5), d)
     return E.mul_p.bind(t, d)
 
@@ -206,7 +205,7 @@ def _betainc_grad_ab(t, a, b, x):
 def _betainc_gradx(t, a, b, x):
     lbeta = E.sub_p.bind(E.add_p.bind(E.lgamma_p.bind(a), E.lgamma_p.bind(b)),
                          E.lgamma_p.bind(E.add_p.bind(a, b)))
-    one = E._full_like(x, 1)
+    one = E._scalar_like(x, 1)
     e = E.add_p.bind(E.mul_p.bind(E.sub_p.bind(b, one), E.log1p_p.bind(E.neg_p.bind(x))),
                      E.mul_p.bind(E.sub_p.bind(a, one), E.log_p.bind(x)))
     return E.mul_p.bind(t, E.exp_p.bind(E.sub_p.bind(e, lbeta)))
@@ -243,6 +242,8 @@ def random_gamma_grad(a, x):
     reparameterization), computed by the igamma series / continued fraction."""
     a, x = E._operands("random_gamma_grad", (a, x))
     E._check_dtypes("random_gamma_grad", (_float, _float), [a.dtype, x.dtype])
+    shape = a.shape or x.shape     # the expansion below works on equal shapes
+    a, x = E._broadcast_to(a, shape), E._broadcast_to(x, shape)
     return _upcast(lambda a, x: _gamma_family(a, x, "sample"))(a, x)
 
 

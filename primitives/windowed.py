@@ -324,7 +324,7 @@ def _ssa_impl(source, x, *, select_prim, window_dimensions, window_strides, padd
     ones = (1,) * nd
     _, idx = _chosen_offsets(x, select_prim, window_dimensions, window_strides, padding,
                              ones, ones)
-    acc_dt = np.float64 if source.dtype.kind == "f" or source.dtype == dtypes.bfloat16 \
+    acc_dt = np.float64 if source.dtype.kind == "f" or dtypes.is_bfloat16(source.dtype) \
         else source.dtype
     out = np.zeros(x.shape, acc_dt)
     if source.size:

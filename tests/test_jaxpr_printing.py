@@ -261,17 +261,9 @@ def corpus(lib):
 
 
 XFAIL = {
-    "scalar_broadcast": "xform stages broadcast_in_dim for a scalar operand where JAX's lax "
-                        "binary ops broadcast rank-0 operands implicitly (mul a 3.0:f32[])",
-    "newaxis_indexing": "xform broadcasts the [4,1] + [1,4] operands explicitly "
-                        "where JAX's lax add broadcasts size-1 dimensions implicitly",
-    "grad_of_tanh_matmul": "only scalar broadcasting left: xform stages broadcast_in_dim of "
-                           "1.0 where JAX's sub takes the rank-0 literal (sub 1.0:f32[] d)",
-    "nn_relu": "only scalar broadcasting left: the custom_jvp(jit(relu)) structure matches; "
-               "xform's max broadcasts 0.0 where JAX's max takes the rank-0 literal",
-    **{k: "only scalar broadcasting left (JAX's lax binary ops take rank-0 operands)" for k in
-       ("jaxpr_md_func1", "jaxpr_md_func4", "jaxpr_md_func8", "jaxpr_md_func10",
-        "jaxpr_md_func12")},
+    "newaxis_indexing": "the indexing matches (broadcast_in_dim); JAX's lax add then "
+                        "broadcasts the [4,1] and [1,4] operands' size-1 dimensions "
+                        "implicitly where xform's jnp add reshapes/broadcasts them first",
 }
 
 

@@ -637,7 +637,7 @@ class JitWrapped:
         if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
             for x in leaves:
                 if type(x) is Array and x._buf is not None and not x._deleted and \
-                        len(x._buf.sharding.device_set) > 1:
+                        len(x._buf._sharding.device_set) > 1:
                     return self._sharded(args, kwargs)
             if entry.compiled is None:
                 self._compile(entry)

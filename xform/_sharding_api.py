@@ -89,7 +89,7 @@ def _addressable_shards(self):
 def _array_devices(self):
     b = self._buf
     if b is not None and _spmd().is_sharded_buf(b):
-        return set(b.sharding.device_set)
+        return set(b._sharding.device_set)
     return _prev_devices(self)
 
 

@@ -172,7 +172,7 @@ class ShardedJit:
                 if type(x) is Array:
                     b = x._buf
                     sig.append((x.shape, x.dtype, x.weak_type,
-                                b.sharding if b is not None else None))
+                                b._sharding if b is not None else None))
                 elif type(x) is np.ndarray:
                     sig.append((x.shape, x.dtype))
                 else:

@@ -167,7 +167,8 @@ def alias_jax() -> types.ModuleType:
     global _finder
     if is_aliased():
         return sys.modules["jax"]
-    import lowering.runtime  # noqa: F401  (real jax runtime loaded before the swap)
+    import lowering.runtime
+    lowering.runtime.load_jax_runtime()   # real jax runtime loaded before the swap
     for name in list(sys.modules):
         if (name == "jax" or name.startswith("jax.")) and not name.startswith(_KEEP_PREFIXES):
             _stash[name] = sys.modules.pop(name)

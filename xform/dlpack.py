@@ -32,6 +32,9 @@ def _array_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=N
     if copy is not None:
         kw["copy"] = copy
     if self._buf is not None:
+        if not hasattr(type(self._buf), "__dlpack__"):   # JAX's ArrayImpl methods not loaded
+            from lowering.runtime import buffer_dlpack
+            return buffer_dlpack(self._buf, stream, max_version, dl_device, copy)
         return self._buf.__dlpack__(stream=stream, **kw)
     if stream is not None and stream != -1:
         raise BufferError(f"__dlpack__: stream={stream!r} is not supported for CPU arrays; "
@@ -41,6 +44,8 @@ def _array_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=N
 
 def _array_dlpack_device(self):
     if self._buf is not None:
+        if not hasattr(type(self._buf), "__dlpack_device__"):   # own runtime: a CPU buffer
+            return (_kDLCPU, 0)
         return self._buf.__dlpack_device__()
     return (_kDLCPU, 0)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from interpreters import dtypes as _d
-from interpreters.dtypes import (TypePromotionError, bfloat16, canonicalize_dtype,  # noqa: F401
+from interpreters.dtypes import (TypePromotionError, canonicalize_dtype,  # noqa: F401
                                  finfo, float0, iinfo, result_type)
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo",
@@ -77,3 +77,13 @@ def scalar_type_of(x) -> type:
     if _d.issubdtype(dt, np.complexfloating):
         return complex
     raise TypeError(f"scalar_type_of: invalid scalar value {x!r} (dtype {dt})")
+
+
+def __getattr__(name):
+    if name == "bfloat16":       # ml_dtypes' type: imported on first use (~0.5 s)
+        return _d.bfloat16
+    raise AttributeError(f"module 'xform.dtypes' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"bfloat16"})

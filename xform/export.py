@@ -938,7 +938,7 @@ def _has_named_sharding(x):
     if isinstance(getattr(x, "sharding", None), NamedSharding) and not isinstance(x, core.Array):
         return True
     if type(x) is core.Array and x._buf is not None and not x._deleted:
-        return len(x._buf.sharding.device_set) > 1
+        return len(x._buf._sharding.device_set) > 1
     return False
 
 
@@ -1451,7 +1451,7 @@ def _context_mesh(args):
     S = _xs()
     for a in args:
         if type(a) is core.Array and a._buf is not None and not a._deleted and \
-                len(a._buf.sharding.device_set) > 1:
+                len(a._buf._sharding.device_set) > 1:
             s = a.sharding
             if isinstance(s, S.NamedSharding):
                 return s.mesh

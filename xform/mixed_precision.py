@@ -119,7 +119,7 @@ def _short(dt):
     from interpreters import dtypes
     dt = np.dtype(dt)
     return {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32",
-            np.dtype(np.float64): "f64", np.dtype(dtypes.bfloat16): "bf16"}.get(dt, dt.name)
+            np.dtype(np.float64): "f64"}.get(dt, "bf16" if dtypes.is_bfloat16(dt) else dt.name)
 
 
 def _parse_dtype(name):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import ml_dtypes
 import numpy as np
 
 from interpreters import dtypes
@@ -222,6 +221,7 @@ class BlockScaleConfig:
 
 def get_scaled_dot_general_config(mode, global_scale=None):
     """The block-scaling configuration of ``mode`` ('nvfp4' or 'mxfp8')."""
+    import ml_dtypes   # lazily: ~0.5 s to import
     if mode == "nvfp4":
         one = xnp.ones((1,), dtype=np.float32)
         return BlockScaleConfig("nvfp4", 16, np.dtype(ml_dtypes.float4_e2m1fn),
@@ -267,6 +267,7 @@ def _quantize(x, config, axis):
     """Block-quantize ``x`` along ``axis`` as JAX's block-scaled dot does (mxfp8: power-of-two
     scales rounded up; nvfp4: float8 scales after dividing by the global scale) and return
     the dequantized float32 value (the global scale multiplied back)."""
+    import ml_dtypes
     x = xnp.moveaxis(x.astype(np.float32), axis, -1)
     K = x.shape[-1]
     bs = config.block_size

@@ -93,10 +93,10 @@ def isdtype(dt, kind):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
-    x, y = _util.promote_args("isclose", a, b)
-    if x.dtype.kind not in "fc" and x.dtype not in (_dtypes.bfloat16,):
+    x, y = _util.promote_args_lax("isclose", a, b)
+    if x.dtype.kind not in "fc" and not _dtypes.is_bfloat16(x.dtype):
         return _F.equal(x, y)
-    (x, y) = _util.promote_args_inexact("isclose", x, y)
+    (x, y) = _util.promote_args_inexact_lax("isclose", x, y)
     rt = _util.to_array(rtol, x.dtype, True) if x.dtype.kind != "c" else \
         _util.to_array(rtol, _F.real(x).dtype, True)
     at = _util.to_array(atol, rt.dtype, True)
@@ -146,7 +146,7 @@ def astype(x, dtype, /, *, copy=False, device=None):
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     a = _util.to_array(x)
-    if a.dtype.kind not in "fc" and a.dtype != _dtypes.bfloat16:
+    if a.dtype.kind not in "fc" and not _dtypes.is_bfloat16(a.dtype):
         return a
     info = _dtypes.finfo(a.dtype)
     posinf = info.max if posinf is None else posinf
@@ -181,6 +181,29 @@ for _n in _extra.__all__:
     globals()[_n] = getattr(_extra, _n)
 __all__ = sorted(set(__all__) | set(_extra.__all__))
 __all__ = sorted(set(__all__) | {"convolve", "correlate", "fft"})
+
+
+# ml_dtypes' scalar types (bfloat16, float8_*, int4, ...): made on first access, so that
+# ``import xform`` does not import ml_dtypes (~0.5 s).
+from xform.numpy import _dtype_names as _dtype_names  # noqa: E402
+
+_creation_lazy = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+_LAZY_DTYPE_NAMES = frozenset(_creation_lazy) | frozenset(_dtype_names._NAMES)
+__all__ = sorted(set(__all__) | _LAZY_DTYPE_NAMES)
+
+
+def __getattr__(name):
+    if name in _LAZY_DTYPE_NAMES:
+        from xform.numpy import _creation
+        value = getattr(_creation if name in _creation_lazy else _dtype_names, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'xform.numpy' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _LAZY_DTYPE_NAMES)
+
 
 # ---- jnp functions that JAX wraps in jit: nested jit equations when staged (h-staging17)
 from xform.numpy import _jitted as _jitted  # noqa: E402

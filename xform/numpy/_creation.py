@@ -92,6 +92,17 @@ def _scalar_type(name, dt):
     return _ScalarMeta(name, (object,), {"dtype": np.dtype(dt), "__module__": "xform.numpy"})
 
 
+# ml_dtypes' scalar types: made on first access (importing ml_dtypes costs ~0.5 s).
+LAZY_SCALAR_TYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
+def __getattr__(name):
+    if name in LAZY_SCALAR_TYPES:
+        value = globals()[name] = _scalar_type(name, getattr(dtypes, name))
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 bool_ = _scalar_type("bool", np.bool_)
 int8 = _scalar_type("int8", np.int8)
 int16 = _scalar_type("int16", np.int16)
@@ -102,13 +113,10 @@ uint16 = _scalar_type("uint16", np.uint16)
 uint32 = _scalar_type("uint32", np.uint32)
 uint64 = _scalar_type("uint64", np.uint64)
 float16 = _scalar_type("float16", np.float16)
-bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
 float32 = _scalar_type("float32", np.float32)
 float64 = _scalar_type("float64", np.float64)
 complex64 = _scalar_type("complex64", np.complex64)
 complex128 = _scalar_type("complex128", np.complex128)
-float8_e4m3fn = _scalar_type("float8_e4m3fn", dtypes.float8_e4m3fn)
-float8_e5m2 = _scalar_type("float8_e5m2", dtypes.float8_e5m2)
 int_ = int64  # canonicalised to int32 when x64 is off, as in JAX
 float_ = float64
 complex_ = complex128

@@ -1,8 +1,10 @@
 """The narrow dtype names of ``jax.numpy`` (int1/2/4, uint1/2/4, float4/6/8 variants) and
-the Array-API alias ``bool``, as callable scalar types like ``xnp.float32``."""
-from __future__ import annotations
+the Array-API alias ``bool``, as callable scalar types like ``xnp.float32``.
 
-import ml_dtypes
+The narrow ones are ml_dtypes' types, made on first access (``__getattr__``; importing
+ml_dtypes costs ~0.5 s, which ``import xform`` does not pay); ``xform.numpy`` lists them
+in its ``__all__`` and forwards its own ``__getattr__`` here."""
+from __future__ import annotations
 
 from xform.numpy._creation import _scalar_type, bool_
 
@@ -13,8 +15,13 @@ _NAMES = ("int1", "uint1", "int2", "uint2", "int4", "uint4", "float4_e2m1fn", "f
           "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
 
 __all__ = ["bool"]
-for _n in _NAMES:
-    if hasattr(ml_dtypes, _n):
-        globals()[_n] = _scalar_type(_n, getattr(ml_dtypes, _n))
-        __all__.append(_n)
-del _n
+
+
+def __getattr__(name):
+    if name in _NAMES:
+        import ml_dtypes
+        t = getattr(ml_dtypes, name, None)
+        if t is not None:
+            value = globals()[name] = _scalar_type(name, t)
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

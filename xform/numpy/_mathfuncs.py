@@ -92,7 +92,7 @@ def ldexp(x1, x2, /):
     """``x1 * 2**x2`` computed without intermediate overflow; ``x2`` must be integer."""
     U.check_arraylike("ldexp", x1, x2)
     a, b = U.to_array(x1), U.to_array(x2)
-    if a.dtype.kind == "c" or b.dtype.kind in "fc" or b.dtype == dtypes.bfloat16 or \
+    if a.dtype.kind == "c" or b.dtype.kind in "fc" or dtypes.is_bfloat16(b.dtype) or \
             dtypes.issubdtype(b.dtype, np.inexact):
         raise ValueError(f"ldexp not supported for input types {(a.dtype, b.dtype)}")
     (a,) = U.promote_dtypes_inexact(a)
@@ -190,7 +190,7 @@ def bitwise_count(x, /):
     """Number of 1 bits in ``|x|`` (uint8 result)."""
     U.check_arraylike("bitwise_count", x)
     a = U.to_array(x)
-    if a.dtype.kind not in "iub" or a.dtype == dtypes.bfloat16:
+    if a.dtype.kind not in "iub" or dtypes.is_bfloat16(a.dtype):
         raise TypeError(f"bitwise_count requires an integer or boolean input, got {a.dtype}")
     if a.dtype.kind == "i":
         a = F.absolute(a)
@@ -269,7 +269,7 @@ def i0(x):
     if a.dtype.kind == "c":
         raise NotImplementedError("i0 does not support complex-valued inputs")
     (a,) = U.promote_dtypes_inexact(a)
-    comp = np.float32 if a.dtype in (dtypes.float16, dtypes.bfloat16) else a.dtype
+    comp = np.float32 if (a.dtype == dtypes.float16 or dtypes.is_bfloat16(a.dtype)) else a.dtype
     out = _i0_custom()(U.to_array(a, comp, a.weak_type))
     return U.to_array(out, a.dtype, a.weak_type)
 

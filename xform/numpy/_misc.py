@@ -571,7 +571,7 @@ def vecmat(x1, x2, /):
 def packbits(a, axis=None, bitorder="big"):
     """Pack (truthy) elements into bits of uint8, 8 per byte, zero-padded."""
     x = _arr("packbits", a)
-    if x.dtype.kind not in "iub" or x.dtype == dtypes.bfloat16:
+    if x.dtype.kind not in "iub" or dtypes.is_bfloat16(x.dtype):
         raise TypeError("Expected an input array of integer or boolean data type")
     if bitorder not in ("little", "big"):
         raise ValueError("'order' must be either 'little' or 'big'")

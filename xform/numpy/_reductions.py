@@ -18,7 +18,8 @@ from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.numpy._creation import _staging
 
-_LOWP = (dtypes.float16, dtypes.bfloat16)
+_LOWP = [dtypes.float16]        # + bfloat16, once ml_dtypes is imported
+dtypes.on_ml_dtypes(lambda: _LOWP.append(dtypes.bfloat16))
 
 
 def _prep(name, a):

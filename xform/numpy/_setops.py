@@ -69,7 +69,7 @@ def _sorted_mask(x, equal_nan):
     rest = x.shape[1:]
     m = int(np.prod(rest, dtype=np.int64))
     idt = _int()
-    if x.dtype.kind == "c" or x.dtype.kind == "f" or x.dtype == dtypes.bfloat16:
+    if x.dtype.kind == "c" or x.dtype.kind == "f" or dtypes.is_bfloat16(x.dtype):
         if equal_nan:   # canonical NaN so all NaNs sort together
             x = F.where(F.isnan(x), U.to_array(np.nan, x.dtype, False), x)
     if m == 0 or n == 0:

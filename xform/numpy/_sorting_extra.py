@@ -20,7 +20,7 @@ def _idx_dtype(n):
 
 
 def _isnan(x):
-    if x.dtype.kind in "fc" or x.dtype == dtypes.bfloat16:
+    if x.dtype.kind in "fc" or dtypes.is_bfloat16(x.dtype):
         return F.isnan(x)
     return None
 

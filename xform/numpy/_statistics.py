@@ -223,7 +223,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     """Occurrences of each non-negative integer (negative values count as 0)."""
     U.check_arraylike("bincount", x)
     xx = U.to_array(x)
-    if xx.dtype.kind not in "iub" or xx.dtype == dtypes.bfloat16:
+    if xx.dtype.kind not in "iub" or dtypes.is_bfloat16(xx.dtype):
         raise TypeError(f"x argument to bincount must have an integer type; got {xx.dtype}")
     if xx.ndim != 1:
         raise ValueError("only 1-dimensional input supported.")
@@ -655,7 +655,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         df = F.subtract(f1, f0)
         delta = F.subtract(xa, x0)
         eps = U.to_array(np.finfo(np.float32 if dt.itemsize < 4 else dt).eps
-                         if dt != dtypes.bfloat16 else 2 ** -7, dt, False)
+                         if not dtypes.is_bfloat16(dt) else 2 ** -7, dt, False)
         small = F.less_equal(dx, eps)
         safe = F.where(small, U.to_array(1, dt, False), dx)
         out = F.where(small, f0, F.add(f0, F.multiply(F.true_divide(delta, safe), df)))

@@ -19,14 +19,33 @@ from interpreters.core import Array, ArrayOps
 from xform.numpy import _util as U
 from xform.numpy._util import lax, prim
 
-_F = frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
+# Sets of dtypes that hold the floats gain bfloat16 when ml_dtypes is imported
+# (``_floats_too``; importing it costs ~0.5 s, so it waits until someone does).
+_FLOAT_SETS: list = []
+
+
+def _floats_too(dts) -> set:
+    """``dts`` as a set that receives bfloat16 with the other floats (if it has them)."""
+    out = set(dts)
+    if dtypes.float16 in out:
+        _FLOAT_SETS.append(out)
+    return out
+
+
+def _add_bfloat16():
+    for s in _FLOAT_SETS:
+        s.add(dtypes.bfloat16)
+
+
+_F = _floats_too([dtypes.float16, dtypes.float32, dtypes.float64])
 _C = frozenset([dtypes.complex64, dtypes.complex128])
 _I = frozenset([dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64])
 _U = frozenset([dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64])
 _B = frozenset([dtypes.bool_])
-_NUM = _F | _C | _I | _U
-_ALL = _NUM | _B
+_NUM = _floats_too(_F | _C | _I | _U)
+_ALL = _floats_too(_NUM | _B)
 _F_FAST = _F  # dtypes for which "Array op Python scalar" keeps the Array's dtype
+dtypes.on_ml_dtypes(_add_bfloat16)
 _state, _EVAL = core._state, core.EVAL_TRACE
 _ARRAYLIKE = (ArrayOps, np.ndarray, np.generic, int, float, complex, bool)
 
@@ -54,7 +73,8 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
     own common case, without ``bind``'s generic loop).
     """
     p = _try_prim(pname)
-    fast_scalar = _F_FAST & fast
+    fast = _floats_too(fast)
+    fast_scalar = _floats_too(_F_FAST & fast)
     # The last Python scalar converted, by identity: in a loop ``x * 2.0`` the constant
     # is one object, so its 0-d array (read-only, never handed out) is made once.
     last = [(None, None, None)]
@@ -96,7 +116,7 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                     f = p._eager_fast or p.eager_fast()
                     if f is not None:
                         return f(x1.weak_type, v1, scalar(x2, v1.dtype))
-                    return p.bind(x1, Array(np.full(v1.shape, x2, v1.dtype), True))
+                    return p.bind(x1, Array(scalar(x2, v1.dtype), True))
             elif t1 is float or t1 is int:
                 if t2 is Array:
                     v2 = x2._npy
@@ -106,11 +126,11 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         f = p._eager_fast or p.eager_fast()
                         if f is not None:
                             return f(x2.weak_type, scalar(x1, v2.dtype), v2)
-                        return p.bind(Array(np.full(v2.shape, x1, v2.dtype), True), x2)
+                        return p.bind(Array(scalar(x1, v2.dtype), True), x2)
             if operator and not isinstance(x2, _ARRAYLIKE):
                 return NotImplemented
             U.check_arraylike(name, x1, x2)
-            a, b = U.promote_shapes(name, *promote(x1, x2))
+            a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
             if a.dtype not in fast:
@@ -138,7 +158,8 @@ def _reject(name, dt, accepted):
 def _unary(name, pname, inexact=True, fast=_F, accept=None, doc=None):
     """A unary ufunc; ``inexact`` promotes integers/bools to float first (as jnp.sin)."""
     p = _try_prim(pname)
-    accept = accept or (_F | _C if inexact else _NUM)
+    accept = _floats_too(accept or (_F | _C if inexact else _NUM))
+    fast = _floats_too(fast)
 
     def fn(x, /):
         nonlocal p
@@ -282,13 +303,13 @@ abs = absolute
 def square(x, /):
     U.check_arraylike("square", x)
     (a,) = U.promote_dtypes_numeric(x)
-    return multiply(a, a)
+    return _bind("square", a)            # lax.square, as JAX's jnp.square
 
 
 def reciprocal(x, /):
     U.check_arraylike("reciprocal", x)
     (a,) = U.promote_dtypes_inexact(x)
-    return true_divide(_const(a, 1), a)
+    return lax().integer_pow(a, -1)      # as JAX's jnp.reciprocal
 
 
 def _int_identity(name, pname):
@@ -387,9 +408,15 @@ radians, degrees = deg2rad, rad2deg
 
 # ----------------------------------------------------------------- division family
 
+def _lax_args(name, *args):
+    """``promote_args`` for operands of lax n-ary ops: rank-0 operands stay rank 0."""
+    U.check_arraylike(name, *args)
+    return U.promote_shapes_lax(name, *U.promote_dtypes(*args))
+
+
 def floor_divide(x1, x2, /):
     """Python ``//``: rounds toward negative infinity (integers and floats)."""
-    a, b = U.promote_args("floor_divide", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("floor_divide", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype in _U:
         return _bind("div", a, b)
     if a.dtype in _I:
@@ -415,7 +442,7 @@ def _float_divmod(x1, x2):
 
 def remainder(x1, x2, /):
     """Python ``%``: the result has the sign of the divisor."""
-    a, b = U.promote_args("remainder", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("remainder", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype in _U:
         return _bind("rem", a, b)
     if a.dtype in _C:
@@ -430,7 +457,7 @@ mod = remainder
 
 def fmod(x1, x2, /):
     """C ``fmod``: the result has the sign of the dividend."""
-    a, b = U.promote_args("fmod", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("fmod", *U.promote_dtypes_numeric(x1, x2))
     return _bind("rem", a, b)
 
 
@@ -449,10 +476,10 @@ def power(x1, x2, /):
             raise ValueError("Integers cannot be raised to negative integer powers.")
         if a.dtype in _F | _C or int(x2) >= 0:
             return lax().integer_pow(a, int(x2))
-    a, b = U.promote_args("power", *U.promote_dtypes_numeric(x1, x2))
+    a, b = U.promote_dtypes_numeric(x1, x2)
     if a.dtype in _I | _U:
-        return _int_pow(a, b)
-    return _bind("pow", a, b)
+        return _int_pow(*U.promote_args("power", a, b))
+    return _bind("pow", *_lax_args("power", a, b))
 
 
 def _int_pow(x, y):
@@ -478,9 +505,8 @@ pow = power
 def float_power(x1, x2, /):
     U.check_arraylike("float_power", x1, x2)
     dt = dtypes.default_float_dtype()
-    a, b = U.promote_shapes("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
-                            U.to_array(x2, _float_or_complex(x2, dt)))
-    a, b = U.promote_args("float_power", a, b)
+    a, b = _lax_args("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
+                     U.to_array(x2, _float_or_complex(x2, dt)))
     return _bind("pow", a, b)
 
 
@@ -505,7 +531,7 @@ def _as_bool(x):
 def _logical(name, pname):
     def fn(x1, x2, /):
         U.check_arraylike(name, x1, x2)
-        a, b = U.promote_shapes(name, _as_bool(x1), _as_bool(x2))
+        a, b = U.promote_shapes_lax(name, _as_bool(x1), _as_bool(x2))
         return _bind(pname, a, b)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of the truth values."
@@ -529,14 +555,14 @@ invert = bitwise_invert = bitwise_not
 
 
 def left_shift(x1, x2, /):
-    a, b = U.promote_args("left_shift", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("left_shift", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype not in _I | _U:
         _reject("left_shift", a.dtype, _I | _U)
     return _bind("shift_left", a, b)
 
 
 def right_shift(x1, x2, /):
-    a, b = U.promote_args("right_shift", *U.promote_dtypes_numeric(x1, x2))
+    a, b = _lax_args("right_shift", *U.promote_dtypes_numeric(x1, x2))
     if a.dtype not in _I | _U:
         _reject("right_shift", a.dtype, _I | _U)
     return _bind("shift_right_logical" if a.dtype in _U else "shift_right_arithmetic", a, b)
@@ -604,7 +630,7 @@ def signbit(x, /):
 
 
 def copysign(x1, x2, /):
-    a, b = U.promote_args_inexact("copysign", x1, x2)
+    a, b = U.promote_args_inexact_lax("copysign", x1, x2)
     if a.dtype in _C:
         raise TypeError("copysign does not support complex-valued inputs")
     return where(signbit(b), negative(absolute(a)), absolute(a))
@@ -623,7 +649,10 @@ def where(condition, x=None, y=None, /):
     U.check_arraylike("where", condition, x, y)
     c = _as_bool(condition)
     a, b = U.promote_dtypes(x, y)
-    c, a, b = U.promote_shapes("where", c, a, b)
+    if c.shape:
+        c, a, b = U.promote_shapes("where", c, a, b)
+    else:       # select_n takes a rank-0 predicate as is (JAX's _where)
+        a, b = U.promote_shapes("where", a, b)
     return _bind("select_n", c, b, a)
 
 
@@ -643,18 +672,18 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
 
 
 def fmax(x1, x2, /):
-    a, b = U.promote_args("fmax", x1, x2)
+    a, b = U.promote_args_lax("fmax", x1, x2)
     return where(isnan(b), a, where(isnan(a), b, maximum(a, b)))
 
 
 def fmin(x1, x2, /):
-    a, b = U.promote_args("fmin", x1, x2)
+    a, b = U.promote_args_lax("fmin", x1, x2)
     return where(isnan(b), a, where(isnan(a), b, minimum(a, b)))
 
 
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without overflow: scale by the larger magnitude."""
-    a, b = U.promote_args_inexact("hypot", x1, x2)
+    a, b = U.promote_args_inexact_lax("hypot", x1, x2)
     a, b = absolute(a), absolute(b)
     inf_ = logical_or(isinf(a), isinf(b))
     hi, lo = maximum(a, b), minimum(a, b)
@@ -666,7 +695,7 @@ def hypot(x1, x2, /):
 
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
-    a, b = U.promote_args_inexact("logaddexp", x1, x2)
+    a, b = U.promote_args_inexact_lax("logaddexp", x1, x2)
     amax = maximum(a, b)
     delta = subtract(a, b)
     out = add(amax, log1p(exp(negative(absolute(delta)))))
@@ -674,7 +703,7 @@ def logaddexp(x1, x2, /):
 
 
 def logaddexp2(x1, x2, /):
-    a, b = U.promote_args_inexact("logaddexp2", x1, x2)
+    a, b = U.promote_args_inexact_lax("logaddexp2", x1, x2)
     amax = maximum(a, b)
     delta = subtract(a, b)
     ln2 = _const(a, math.log(2))
@@ -683,7 +712,7 @@ def logaddexp2(x1, x2, /):
 
 
 def heaviside(x1, x2, /):
-    a, b = U.promote_args_inexact("heaviside", x1, x2)
+    a, b = U.promote_args_inexact_lax("heaviside", x1, x2)
     return where(less(a, _zero(a)), _zero(a), where(greater(a, _zero(a)), _const(a, 1), b))
 
 

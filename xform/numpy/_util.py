@@ -259,6 +259,38 @@ def promote_shapes(name, *args):
     return [broadcast_to_shape(a, out) for a in args]
 
 
+def promote_shapes_lax(name, *args):
+    """``promote_shapes`` for operands of a lax n-ary elementwise op (JAX's jnp rule):
+    rank-0 operands stay rank 0 (the primitive broadcasts them implicitly, so no
+    ``broadcast_in_dim`` is staged); the others are broadcast to their common shape."""
+    shapes = [a.shape for a in args]
+    s0 = shapes[0]
+    if all(s == s0 for s in shapes):
+        return list(args)
+    arrays = [s for s in shapes if s]
+    a0 = arrays[0]
+    if all(s == a0 for s in arrays):
+        return list(args)
+    out = broadcast_shapes_or_none(*shapes)
+    if out is None:
+        if len({len(s) for s in arrays}) > 1:
+            raise ValueError("Incompatible shapes for broadcasting: "
+                             f"shapes={[tuple(s) for s in shapes]}")
+        out = broadcast_shapes(*shapes, name=name)
+    return [broadcast_to_shape(a, out) if a.shape else a for a in args]
+
+
+def promote_args_lax(name, *args):
+    """``promote_args`` for code built from lax n-ary ops (rank-0 operands stay rank 0)."""
+    check_arraylike(name, *args)
+    return promote_shapes_lax(name, *promote_dtypes(*args))
+
+
+def promote_args_inexact_lax(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes_lax(name, *promote_dtypes_inexact(*args))
+
+
 def promote_args(name, *args):
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))

@@ -11,35 +11,52 @@ a failing check fails the same way every time.
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
-from interpreters import core
+from interpreters import core, dtypes as _dtypes
 from interpreters.ad import float0
 
 __all__ = ["assert_allclose", "check_grads", "check_jvp", "check_vjp", "default_tolerance",
            "default_gradient_tolerance", "default_eps", "tolerance"]
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16, _F32, _F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 _C64, _C128 = np.dtype(np.complex64), np.dtype(np.complex128)
-_F8 = [np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)]
+_F8: list = []      # float8_e4m3fn, float8_e5m2 -- and bfloat16's entries below -- are added
+#                     when ml_dtypes is imported (``_add_narrow``; it costs ~0.5 s to import)
 
 # Tolerances for comparing two computations of the same value (as JAX's public_test_util).
-default_tolerance = {np.dtype(np.bool_): 0, _BF16: 1e-2, _F16: 1e-3, _F32: 1e-6, _F64: 1e-15,
-                     _C64: 1e-6, _C128: 1e-15, **{d: 1e-1 for d in _F8}}
+default_tolerance = {np.dtype(np.bool_): 0, _F16: 1e-3, _F32: 1e-6, _F64: 1e-15,
+                     _C64: 1e-6, _C128: 1e-15}
 # Tolerances for AD vs central differences (truncation + roundoff of the difference quotient).
-default_gradient_tolerance = {_BF16: 2e-1, _F16: 5e-2, _F32: 2e-3, _F64: 1e-5,
-                              _C64: 2e-3, _C128: 1e-5}
+default_gradient_tolerance = {_F16: 5e-2, _F32: 2e-3, _F64: 1e-5, _C64: 2e-3, _C128: 1e-5}
 # Central-difference step: roughly cbrt(machine epsilon), balancing truncation and roundoff.
-default_eps = {_BF16: 1e-1, _F16: 3e-2, _F32: 1e-3, _F64: 1e-5, _C64: 1e-3, _C128: 1e-5}
+default_eps = {_F16: 3e-2, _F32: 1e-3, _F64: 1e-5, _C64: 1e-3, _C128: 1e-5}
 
-_PRECISION_ORDER = [*_F8, _BF16, _F16, _F32, _C64, _F64, _C128]
+_PRECISION_ORDER = [_F16, _F32, _C64, _F64, _C128]
+
+
+def _add_narrow():
+    bf16 = _dtypes.bfloat16
+    f8 = [_dtypes.float8_e4m3fn, _dtypes.float8_e5m2]
+    _F8.extend(f8)
+    default_tolerance.update({bf16: 1e-2, **{d: 1e-1 for d in f8}})
+    default_gradient_tolerance[bf16] = 2e-1
+    default_eps[bf16] = 1e-1
+    _PRECISION_ORDER[:0] = [*f8, bf16]
+
+
+_dtypes.on_ml_dtypes(_add_narrow)
+
+
+def __getattr__(name):
+    if name == "_BF16":
+        return _dtypes.bfloat16
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _is_inexact(dt) -> bool:
     dt = np.dtype(dt)
-    return dt.kind in "fc" or dt == _BF16 or dt in _F8
+    return dt.kind in "fc" or _dtypes.is_bfloat16(dt) or dt in _F8
 
 
 def _least_precise(dtypes_):

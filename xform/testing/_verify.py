@@ -24,15 +24,17 @@ import numpy as np
 
 from interpreters import core, staging
 from interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
-from xform.testing._checks import _BF16, _C64, _C128, _F8, _F16, _F32, _F64, compare, tolerance
+from interpreters import dtypes as _dtypes
+from xform.testing._checks import _C64, _C128, _F16, _F32, _F64, compare, tolerance
 
 __all__ = ["verify", "VerificationError", "VerificationReport", "EquationReport",
            "verify_tolerance"]
 
 # XLA vs NumPy on the same program: a few dozen ulps (transcendental approximations
 # differ, and rounding accumulates across equations).  Integers and bools: exact.
-verify_tolerance = {_BF16: 5e-2, _F16: 1e-2, _F32: 1e-5, _F64: 1e-12, _C64: 1e-5, _C128: 1e-12,
-                    **{d: 2.5e-1 for d in _F8}}
+verify_tolerance = {_F16: 1e-2, _F32: 1e-5, _F64: 1e-12, _C64: 1e-5, _C128: 1e-12}
+_dtypes.on_ml_dtypes(lambda: verify_tolerance.update(
+    {_dtypes.bfloat16: 5e-2, _dtypes.float8_e4m3fn: 2.5e-1, _dtypes.float8_e5m2: 2.5e-1}))
 
 # Call-like primitives whose sub-program the reference interpreter inlines (their eager
 # rule would otherwise compile it with XLA).
