@@ -189,19 +189,19 @@ def install(namespace, table=None, prefix="xform.numpy"):
     """Replace the table's functions in ``namespace`` (the ``xform.numpy`` module) and in
     every ``prefix`` module that holds the same function object."""
     table = TABLE if table is None else table
-    mods = [m for k, m in list(sys.modules.items())
-            if m is not None and (k == prefix or k.startswith(prefix + "."))]
-    done = {}
+    done = {}                   # id(original) -> (original, wrapper)
     for pub, (name, static) in table.items():
-        f = getattr(namespace, pub, None)
-        if f is None or not callable(f) or hasattr(f, "__wrapped_for_jit__"):
+        f = namespace.__dict__.get(pub)
+        if f is None or not callable(f) or hasattr(f, "__wrapped_for_jit__") or id(f) in done:
             continue
-        w = done.get(id(f))
-        if w is None:
-            w = _where_three(f) if pub == "where" and table is TABLE else wrap(f, name, static)
-            done[id(f)] = w
-        for m in mods:
-            d = m.__dict__
-            for k, v in list(d.items()):
-                if v is f:
-                    d[k] = w
+        w = _where_three(f) if pub == "where" and table is TABLE else wrap(f, name, static)
+        done[id(f)] = (f, w)
+    # one pass over the package's modules (import time: no per-function module scans)
+    for k, m in list(sys.modules.items()):
+        if m is None or not (k == prefix or k.startswith(prefix + ".")):
+            continue
+        d = m.__dict__
+        for key, v in list(d.items()):
+            hit = done.get(id(v))
+            if hit is not None and hit[0] is v:
+                d[key] = hit[1]
