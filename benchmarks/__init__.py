@@ -35,6 +35,8 @@ import time
 __all__ = ["run", "format_results"]
 
 TIME_METRICS = ("steady", "first_call", "trace", "lower", "compile")
+RATIO_LIBS = ("jax", "numpy", "floor")      # xform/<lib> ratios, where both are measured
+COUNT_METRICS = ("break_even_n", "overhead_ratio")   # plain numbers, not times
 
 
 def _ratios(metrics):
@@ -44,7 +46,7 @@ def _ratios(metrics):
         if not isinstance(x, (int, float)):
             continue
         r = {}
-        for other in ("jax", "numpy"):
+        for other in RATIO_LIBS:
             y = vals.get(other)
             if isinstance(y, (int, float)) and y > 0:
                 r[f"xform/{other}"] = x / y
@@ -87,7 +89,7 @@ def _clean(v):
 
 
 def run(quick: bool = False, json_path: str | None = "bench_results.json", only=None,
-        rounds: int | None = None, profile=None, out=sys.stdout) -> dict:
+        rounds: int | None = None, profile=None, out=sys.stdout, clock: str = "wall") -> dict:
     """Run the suite, print tables and reports to ``out``, write JSON to ``json_path``
     (``None``: don't), return the results dict.  ``only``: substrings of case names."""
     from benchmarks import cases as C
@@ -96,6 +98,7 @@ def run(quick: bool = False, json_path: str | None = "bench_results.json", only=
     ctx = C.Ctx(load_libs(), quick=quick, rounds=rounds, profile=profile)
     t_start = time.perf_counter()
     results = {"meta": _meta(ctx, quick), "cases": {}}
+    results["meta"]["steady_clock"] = clock
     for name, group, desc, metrics, libs, fn in C.CASES:
         if only and not any(s in name for s in only):
             continue
@@ -112,6 +115,8 @@ def run(quick: bool = False, json_path: str | None = "bench_results.json", only=
         results["cases"][name] = rec
         print(format_case(name, rec), file=out, flush=True)
     results["meta"]["total_wall_s"] = time.perf_counter() - t_start
+    print("\n== summary: ratios (xform/JAX, xform/NumPy, xform/floor; below 1: xform "
+          "faster or smaller)\n" + summary_table(results), file=out)
     print(f"\ntotal: {results['meta']['total_wall_s']:.1f} s", file=out)
     results = _clean(results)
     if json_path:
@@ -127,6 +132,8 @@ def run(quick: bool = False, json_path: str | None = "bench_results.json", only=
 def _fmt(metric, v):
     if v is None:
         return "-"
+    if metric in COUNT_METRICS:
+        return f"{v:.3g}"
     if metric.startswith("residual"):
         return f"{v / 2**20:.2f} MiB" if v >= 2**20 else f"{v / 1024:.1f} KiB"
     if v < 1e-3:
@@ -155,14 +162,14 @@ def format_case(name, rec) -> str:
     elif "text" in rec:
         lines.append("\n".join("   " + ln for ln in rec["text"].splitlines()))
     else:
+        keys = ["xform/jax", "xform/numpy"] + (["xform/floor"] if "floor" in libs else [])
         head = f"   {'metric':<26}" + "".join(f"{lib:>13}" for lib in libs) \
-            + f"{'xform/jax':>11}{'xform/np':>10}"
+            + "".join(f"{k.replace('numpy', 'np'):>12}" for k in keys)
         lines.append(head)
         for m, vals in rec["metrics"].items():
             r = rec["ratios"].get(m, {})
             row = f"   {m:<26}" + "".join(f"{_fmt(m, vals.get(lib)):>13}" for lib in libs)
-            row += "".join(f"{r[k]:>10.2f}x" if k in r else f"{'':>11}"
-                           for k in ("xform/jax", "xform/numpy"))
+            row += "".join(f"{r[k]:>11.2f}x" if k in r else f"{'':>12}" for k in keys)
             lines.append(row)
     skipped = rec.get("skipped", {})
     if len(skipped) > 1 and len(set(skipped.values())) == 1 and set(skipped) >= set(libs):
@@ -171,6 +178,19 @@ def format_case(name, rec) -> str:
         for lib, why in skipped.items():
             lines.append(f"   {lib}: skipped: {why}")
     return "\n".join(lines)
+
+
+def summary_table(results) -> str:
+    """A Markdown table of every case's ratios (what README's benchmark table is
+    regenerated from: ``python -m benchmarks.summary bench_results.json``)."""
+    rows = ["| case | metric | xform/JAX | xform/NumPy | xform/floor |",
+            "|---|---|---:|---:|---:|"]
+    for name, rec in results["cases"].items():
+        for m, r in rec.get("ratios", {}).items():
+            cells = [f"{r[k]:.2f}" if isinstance(r.get(k), (int, float)) else "-"
+                     for k in ("xform/jax", "xform/numpy", "xform/floor")]
+            rows.append(f"| {name} | {m} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def format_results(results) -> str:

@@ -19,6 +19,9 @@ def main(argv=None):
                     help="timing rounds per case (default: 3 quick, 7 full)")
     ap.add_argument("--profile", default="cpu", choices=("cpu", "a100", "h100", "calibrated"),
                     help="device model for the dispatch report's T_compute/T_memory")
+    ap.add_argument("--clock", default="wall", choices=("wall", "process"),
+                    help="clock of the steady-state timings: wall time, or the process's "
+                         "CPU time (robust on a loaded, shared machine)")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     a = ap.parse_args(argv)
     from xform import profile
@@ -32,7 +35,10 @@ def main(argv=None):
         ap.error("--rounds must be >= 1")
     prof = {"cpu": profile.CPU, "a100": profile.A100, "h100": profile.H100}.get(a.profile) \
         or profile.calibrate_cpu()
-    run(quick=a.quick, json_path=a.json or None, only=a.only, rounds=a.rounds, profile=prof)
+    from benchmarks import timing
+    timing.set_clock(a.clock)
+    run(quick=a.quick, json_path=a.json or None, only=a.only, rounds=a.rounds, profile=prof,
+        clock=a.clock)
     return 0
 
 

@@ -20,6 +20,20 @@ default clock is the process's CPU time (``time.process_time``: time the
 process is preempted by other load does not count; XLA's worker threads do);
 ``--clock wall`` uses ``time.perf_counter``.  The ``vs jnp.sin`` column divides
 by JAX's eager ``jnp.sin(x)``, the reference per-op cost.
+
+``--stages`` profiles jit's cache-hit path stage by stage instead, for one device
+argument, 4 arguments / 2 outputs, NumPy arguments, a pytree of parameters and
+``jit(grad(f))``; each row adds one layer to the one above:
+
+* ``floor``: the bare jaxlib calls (``execute_sharded(bufs)
+  .consume_with_handlers(handlers)``; for NumPy arguments one ``batched_device_put``
+  each first) with the argument buffers made ahead;
+* ``+ wrap``: the floor plus wrapping each output buffer in an ``Array``;
+* ``call path``: the generated call path of the specialisation
+  (``lowering/dispatch.py``): argument structure and leaf checks, transfers,
+  execute, output wrapping, result pytree;
+* ``jit(f)(...)``: the full call (``JitWrapped.__call__`` reaching the call path);
+* ``jax``: ``jax.jit(f)(...)``, JAX's C++ dispatch.
 """
 from __future__ import annotations
 
@@ -153,14 +167,115 @@ def run(rounds=15, round_ms=20.0, only=None, clock="process"):
     return rows
 
 
+def stage_cases():
+    """{case: {stage: thunk}} for the per-stage profile (see the module docstring)."""
+    import jax
+    import jax.numpy as jnp
+
+    import xform
+    import xform.numpy as xnp
+    from interpreters.core import Array
+    from xform.tree_util import tree_leaves
+
+    rng = np.random.default_rng(0)
+
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    def mlp_grad(m):
+        def loss(p, x):
+            h = m.tanh(x @ p[0][0] + p[0][1])
+            return m.sum((h @ p[1][0] + p[1][1]) ** 2)
+        return lambda p, x: (jax.grad(loss) if m is jnp else xform.grad(loss))(p, x)
+
+    defs = {
+        "one device arg": (lambda m: (lambda x: m.sin(x)), [f32(8)], True),
+        "4 args / 2 outputs": (lambda m: (lambda a, b, c, d: (a * b + c, c - d)),
+                               [f32(8) for _ in range(4)], True),
+        "numpy args": (lambda m: (lambda x, y: m.sin(x) * y), [f32(8), f32(8)], False),
+        "pytree params": (lambda m: (lambda p, x: m.tanh(x @ p["w"] + p["b"]).sum()),
+                          [{"w": f32(4, 4), "b": f32(4)}, f32(2, 4)], True),
+        "jit(grad(f))": (mlp_grad, [[(f32(16, 32), f32(32)), (f32(32, 4), f32(4))],
+                                    f32(8, 16)], True),
+    }
+    out = {}
+    for name, (mk, arrays, on_device) in defs.items():
+        fx, fj = xform.jit(mk(xnp)), jax.jit(mk(jnp))
+        ax = [xform.device_put(a) for a in arrays] if on_device else list(arrays)
+        aj = [jax.device_put(a) for a in arrays] if on_device else list(arrays)
+        for _ in range(100):       # past the packing threshold of NumPy arguments
+            fx(*ax)
+        import threading
+        for t in threading.enumerate():
+            if t.name.startswith("xform-jit-pack"):
+                t.join(60)
+        entry = next(iter(fx._cache.values()))
+        comp = entry.compiled
+        consts = [c._buf for c in entry.dev_consts]
+        ex, hs = comp._exe.execute_sharded, comp._handlers
+        leaves = tree_leaves(ax)
+        if on_device:
+            bufs = consts + [x._buf for x in leaves]
+
+            def floor(ex=ex, hs=hs, bufs=bufs):
+                return ex(bufs).consume_with_handlers(hs)
+        else:
+            from lowering import runtime as rt
+            put, sh, dl, hbs = rt._put, comp._sh, comp._devlist, rt._HBS
+            pairs = list(zip([sp[2] for sp in comp._specs[len(consts):]], leaves))
+
+            def floor(ex=ex, hs=hs, pairs=pairs, consts=consts):
+                return ex(consts + [put(a, sh, [x], dl, True, False, hbs, True)
+                                    for a, x in pairs]).consume_with_handlers(hs)
+        new = object.__new__
+
+        def wrapped(floor=floor):
+            res = []
+            for o in floor():
+                r = new(Array)
+                r._npy, r._buf, r.weak_type, r._committed, r._deleted = \
+                    None, o, False, False, False
+                res.append(r)
+            return res
+        mono, targs = fx._fast.mono, tuple(ax)
+        out[name] = {"floor": floor, "+ wrap": wrapped,
+                     "call path": (lambda mono=mono, targs=targs: mono(targs)),
+                     "jit(f)(...)": (lambda fx=fx, ax=ax: fx(*ax)),
+                     "jax": (lambda fj=fj, aj=aj: fj(*aj))}
+    return out
+
+
+def run_stages(rounds=15, round_ms=20.0, clock="process"):
+    clk = _CLOCKS[clock]
+    print(f"clock={clock}, {rounds} rounds of ~{round_ms:g} ms per stage; each row adds "
+          "one layer to the row above (us per call, not awaited)", flush=True)
+    for name, thunks in stage_cases().items():
+        t = measure(thunks, rounds, round_ms / 1e3, clk)
+        prev = None
+        parts = []
+        for stage, v in t.items():
+            inc = "" if prev is None or stage == "jax" else f" (+{(v - prev) * 1e6:.2f})"
+            parts.append(f"{stage} {v * 1e6:.2f}{inc}")
+            if stage != "jax":
+                prev = v
+        print(f"{name:20s} " + " | ".join(parts) +
+              f"   xform/jax = {t['jit(f)(...)'] / t['jax']:.2f}"
+              f"   xform/floor = {t['jit(f)(...)'] / t['floor']:.2f}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--round-ms", type=float, default=20.0)
     ap.add_argument("--only", default=None, help="substring of the case names to run")
     ap.add_argument("--clock", choices=sorted(_CLOCKS), default="process")
+    ap.add_argument("--stages", action="store_true",
+                    help="per-stage profile of jit's cache-hit path (see the docstring)")
     a = ap.parse_args(argv)
-    run(a.rounds, a.round_ms, a.only, a.clock)
+    if a.stages:
+        run_stages(a.rounds, a.round_ms, a.clock)
+    else:
+        run(a.rounds, a.round_ms, a.only, a.clock)
 
 
 if __name__ == "__main__":

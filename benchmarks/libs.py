@@ -39,6 +39,10 @@ class Lib:
 
 def _blocker(tree_leaves):
     def block(out):
+        b = getattr(out, "block_until_ready", None)
+        if b is not None:                  # a lone array: no pytree walk
+            b()
+            return out
         for leaf in tree_leaves(out):
             b = getattr(leaf, "block_until_ready", None)
             if b is not None:
@@ -75,8 +79,9 @@ def _xform_lib(device: bool) -> Lib:
     sr = getattr(getattr(xform, "ad_checkpoint", None), "saved_residuals", None)
     lax = getattr(xform, "lax", None)
     nn = getattr(xform, "nn", None)
+    block = getattr(xform, "block_until_ready", None) or _blocker(tree_leaves)
     return Lib("xform_dev" if device else "xform", xnp, put if device else xnp.asarray, put,
-               _blocker(tree_leaves), jit=getattr(xform, "jit", None),
+               block, jit=getattr(xform, "jit", None),
                grad=getattr(xform, "grad", None),
                value_and_grad=getattr(xform, "value_and_grad", None),
                vmap=getattr(xform, "vmap", None), checkpoint=getattr(xform, "checkpoint", None),
@@ -88,6 +93,12 @@ def _xform_lib(device: bool) -> Lib:
 def _jax_lib() -> Lib:
     import jax
     import jax.numpy as jnp
+    # First calls are measured cold: JAX's persistent cache stays off even where the
+    # environment (JAX_COMPILATION_CACHE_DIR) turns it on.
+    try:
+        jax.config.update("jax_enable_compilation_cache", False)
+    except Exception:  # noqa: BLE001
+        pass
     try:   # the function behind jax.ad_checkpoint.print_saved_residuals
         from jax._src.ad_checkpoint import saved_residuals
     except ImportError:

@@ -19,6 +19,7 @@ its reason; the suite carries on.
 """
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 import traceback
@@ -38,8 +39,29 @@ def reason_of(e: BaseException) -> str:
 
 
 def _order(libs, r):
-    k = r % len(libs) if libs else 0
-    return libs[k:] + libs[:k]
+    """Round ``r``'s library order: rotations, run forwards in even blocks of
+    ``len(libs)`` rounds and backwards in odd ones, so over ``2 * len(libs)`` rounds
+    every library follows every other one equally often (a library that leaves the
+    machine busy -- BLAS threads spinning after NumPy's matmul -- then slows all the
+    others alike, not the one that happens to come next)."""
+    if not libs:
+        return []
+    n = len(libs)
+    k = r % n
+    order = libs[k:] + libs[:k]
+    return order[::-1] if (r // n) % 2 else order
+
+
+# The clock of steady-state timings: wall time (``time.perf_counter``, the default) or
+# the process's CPU time (``time.process_time``, ``python -m benchmarks --clock
+# process``), which does not count the time the process waits while other load has the
+# cores -- the robust choice on a shared machine; XLA's worker threads count in both.
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
+_steady_clock = [time.perf_counter]
+
+
+def set_clock(name: str) -> None:
+    _steady_clock[0] = CLOCKS[name]
 
 
 def steady(thunks: dict, rounds: int, target_s: float):
@@ -65,13 +87,26 @@ def steady(thunks: dict, rounds: int, target_s: float):
         except Exception as e:  # noqa: BLE001  (any failure -> skipped with its reason)
             skipped[lib] = reason_of(e)
     live = list(times)
-    for r in range(rounds):
-        for lib in _order(live, r):
-            fn, k = thunks[lib], n[lib]
-            t0 = time.perf_counter()
-            for _ in range(k):
-                fn()
-            times[lib].append((time.perf_counter() - t0) / k)
+    clk = _steady_clock[0]
+    gc_was_on = gc.isenabled()
+    try:
+        for r in range(rounds):
+            for lib in _order(live, r):
+                fn, k = thunks[lib], n[lib]
+                # No cyclic-GC pass inside the timed loop (as timeit): a full collection
+                # walks every object the whole suite has made so far, a cost that lands
+                # on whichever library happens to allocate at that moment.
+                gc.disable()
+                t0 = clk()
+                for _ in range(k):
+                    fn()
+                t1 = clk()
+                if gc_was_on:
+                    gc.enable()
+                times[lib].append((t1 - t0) / k)
+    finally:
+        if gc_was_on:
+            gc.enable()
     return {lib: statistics.median(ts) for lib, ts in times.items()}, first, skipped
 
 

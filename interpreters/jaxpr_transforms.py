@@ -188,7 +188,7 @@ def note_residuals(vals):
     from interpreters.staging import StagingTracer
     for v in vals:
         if isinstance(v, StagingTracer):
-            chosen.add(v.var)
+            chosen.add(v._var)
 
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate, policy=None):

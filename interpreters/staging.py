@@ -45,18 +45,18 @@ def inline_jaxpr(trace, jaxpr, consts, args):
 
 
 class StagingTracer(Tracer):
-    __slots__ = ("var",)
+    __slots__ = ("_var",)   # not "var": that would hide the array method x.var()
 
     def __init__(self, trace, var):
         self._trace = trace
-        self.var = var
+        self._var = var
 
     @property
     def aval(self):
-        return self.var.aval
+        return self._var.aval
 
     def __repr__(self):
-        return f"JitTracer({core.aval_text(self.var.aval)})"
+        return f"JitTracer({core.aval_text(self._var.aval)})"
 
     __str__ = __repr__
 
@@ -80,7 +80,7 @@ class StagingTrace(core.Trace):
     def to_atom(self, x):
         """The Var/Literal for any argument: own tracers, constants, outer tracers."""
         if isinstance(x, StagingTracer) and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, Tracer):
             self.check_foreign_tracer(x)
             return self._constvar(x, x.aval)

@@ -726,84 +726,13 @@ class Compiled:
         new = Array._from_buf
         return [new(o, w, c) for o, w in zip(outs, self._out_weak)]
 
-    def fast_caller(self, consts, weak_types, unflatten=None):
-        """A call path for one exact signature: ``f(args) -> outputs or None``.
-
-        ``consts`` are leading arguments (a jit's hoisted constants: Arrays placed
-        on this program's device, else there is no fast caller); ``args`` must then
-        match ``in_avals`` after them exactly --
-        Arrays whose buffer carries this layer's aval object for the parameter
-        (one identity test checks shape and dtype) or host Arrays / NumPy arrays
-        of exactly the parameter's shape and dtype, with the given weak types.
-        Anything else returns ``None`` (the caller takes its general path, which
-        validates, converts and reports errors).  ``unflatten(outs)`` builds the
-        result from the list of output Arrays; without it the result is the lone
-        output Array itself (or the list, for several).  Programs with donated
-        inputs have no fast caller (returns ``None``).
-        """
-        if self._donated_idx or len(consts) + len(weak_types) != self._n:
-            return None
-        k = len(consts)
-        bufs0 = []
-        for c, (_, _, javal) in zip(consts, self._specs[:k]):
-            b = c._buf if type(c) is Array and not c._deleted else None
-            if b is None or b.aval is not javal:
-                return None
-            bufs0.append(b)
-        consts = bufs0
-        specs = self._specs[k:]
-        shapes = tuple(sp[0] for sp in specs)
-        dtypes = tuple(sp[1] for sp in specs)
-        javals = tuple(sp[2] for sp in specs)
-        weaks = tuple(bool(w) for w in weak_types)
-        n_args = len(specs)
-        sh, devlist, execute, handlers = self._sh, self._devlist, self._execute, self._handlers
-        committed = self._committed
-        out_weak = tuple(self._out_weak)
-        single = len(out_weak) == 1
-        w0 = out_weak[0] if single else None
-        new = Array._from_buf
-
-        def call(args):
-            if len(args) != n_args:
-                return None
-            bufs = [None] * n_args
-            i = 0
-            for x in args:        # indexed loop: measurably cheaper than zip + unpacking
-                tx = type(x)
-                if tx is Array:
-                    if x.weak_type != weaks[i] or x._deleted:
-                        return None
-                    b = x._buf
-                    if b is not None:
-                        if b.aval is not javals[i]:
-                            return None
-                        bufs[i] = b
-                        i += 1
-                        continue
-                    v = x._npy
-                elif tx is np.ndarray:
-                    if weaks[i]:
-                        return None
-                    v = x
-                else:
-                    return None
-                if v.dtype != dtypes[i] or v.shape != shapes[i]:
-                    return None
-                bufs[i] = _put(javals[i], sh, [v], devlist, True, False, _HBS, True)  # x64
-                i += 1
-            if consts:
-                bufs = consts + bufs
-            try:
-                outs = execute(bufs).consume_with_handlers(handlers)
-            except Exception:       # let the general path validate and report
-                return None
-            if single:
-                out = new(outs[0], w0, committed)
-                return out if unflatten is None else unflatten([out])
-            outs = [new(o, w, committed) for o, w in zip(outs, out_weak)]
-            return outs if unflatten is None else unflatten(outs)
-        return call
+    def fast_caller(self, consts, weak_types, in_tree=None, out_tree=None, host_leaves=(),
+                    on_hot=None):
+        """A generated call path for one exact signature (see ``lowering/dispatch.py``):
+        ``f(args) -> result or dispatch.MISS``; ``None`` when there is none."""
+        from lowering.dispatch import make_caller
+        return make_caller(self, consts, weak_types, in_tree, out_tree, host_leaves,
+                           on_hot=on_hot)
 
     def _mark_donated(self, args):
         for i in self._donated_idx:

@@ -147,3 +147,29 @@ def test_tracer_has_the_surface():
     out = xform.vmap(lambda r: (r.T @ r).sum() + r[0].mean() + r.at[1].set(0.0).max())(X)
     ref = jax.vmap(lambda r: (r.T @ r).sum() + r[0].mean() + r.at[1].set(0.0).max())(X)
     np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_tracer_attributes_do_not_hide_array_methods():
+    """A tracer's own slots must not shadow jax.Array methods (a slot named ``var`` once
+    made ``x.var()`` inside jit raise TypeError: 'Var' object is not callable)."""
+    import jax
+    import numpy as np
+    import xform
+    from interpreters import batching, core, staging  # noqa: F401  (register the tracers)
+    from interpreters import ad  # noqa: F401
+
+    def subclasses(c):
+        for s in c.__subclasses__():
+            yield s
+            yield from subclasses(s)
+    public = {n for n in dir(jax.Array) if not n.startswith("_")}
+    for cls in subclasses(core.Tracer):
+        slots = {s for k in cls.__mro__ for s in getattr(k, "__slots__", ())}
+        assert not slots & public, (cls.__name__, slots & public)
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for name in ("var", "std", "mean", "ptp", "cumsum"):
+        f = lambda a: getattr(a, name)(axis=1)   # noqa: E731
+        np.testing.assert_allclose(xform.jit(f)(x), jax.jit(f)(x), rtol=1e-6)
+        np.testing.assert_allclose(xform.vmap(f)(x[None]), jax.vmap(f)(x[None]), rtol=1e-6)
+        np.testing.assert_allclose(xform.grad(lambda a: f(a).sum())(x),
+                                   jax.grad(lambda a: f(a).sum())(x), rtol=1e-6)

@@ -161,3 +161,35 @@ def test_cli_list_and_bad_args():
     assert main(["--list"]) == 0
     with pytest.raises(SystemExit):
         main(["--rounds", "0"])
+
+
+def test_summary_table_and_readme_rewrite():
+    from benchmarks import summary, summary_table
+    res = {"meta": {"mode": "full", "rounds": 15}, "cases": {
+        "jit/one_arg": {"ratios": {"steady": {"xform/jax": 0.9, "xform/numpy": 3.0,
+                                               "xform/floor": 1.2}}},
+        "archetype/x": {"ratios": {"eager": {"xform/jax": 2.0}}}}}
+    table = summary_table(res)
+    assert "| jit/one_arg | steady | 0.90 | 3.00 | 1.20 |" in table
+    assert "| archetype/x | eager | 2.00 | - | - |" in table
+    text = f"head\n{summary.START}\nold table\n{summary.END}\ntail\n"
+    out = summary.replace_table(text, table, res["meta"])
+    assert out.startswith("head\n") and out.endswith(f"{summary.END}\ntail\n")
+    assert "old table" not in out and table in out
+    assert summary.replace_table(out, table, res["meta"]) == out      # idempotent
+
+
+def test_dispatch_probe_stage_profile_runs():
+    """``python -m benchmarks.dispatch_probe --stages``: every case has every stage, the
+    generated call path is in use, and each stage's thunk runs (no timing thresholds)."""
+    from benchmarks import dispatch_probe
+    cases = dispatch_probe.stage_cases()
+    assert set(cases) == {"one device arg", "4 args / 2 outputs", "numpy args",
+                          "pytree params", "jit(grad(f))"}
+    for name, thunks in cases.items():
+        assert list(thunks) == ["floor", "+ wrap", "call path", "jit(f)(...)", "jax"]
+        t = dispatch_probe.measure(thunks, rounds=1, round_s=0.001)
+        assert all(v > 0 for v in t.values()), name
+        out = thunks["call path"]()
+        from lowering.dispatch import MISS
+        assert out is not MISS, name

@@ -216,7 +216,7 @@ def test_jit_pytree_argument_fast_path_matches_jax_and_falls_back():
         got = fx(px, xform.device_put(x))
         for k in ("y", "n"):
             np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-6)
-    assert fx._fast.tree_mono is not None
+    assert fx._fast.mono is not None or fx._fast.tree_mono is not None
     # another structure (extra key) retraces and stays correct
     p2 = dict(p, unused=np.zeros(1, np.float32))
     np.testing.assert_allclose(np.asarray(fx(p2, x)["y"]), np.asarray(fj(p2, x)["y"]), rtol=1e-6)
@@ -228,3 +228,251 @@ def test_jit_pytree_argument_fast_path_matches_jax_and_falls_back():
     dead["w"].delete()
     with pytest.raises(RuntimeError, match="deleted"):
         fx(dead, x)
+
+
+# ----------------------------------------------------------------- generated call paths
+
+
+import collections  # noqa: E402
+
+_Pair = collections.namedtuple("_Pair", ["a", "b"])
+
+
+def _trees(m, rng):
+    w = rng.normal(size=(3, 2)).astype(np.float32)
+    b = rng.normal(size=(2,)).astype(np.float32)
+    return {"w": w, "nested": [(b, None), _Pair(b, w)], "empty": ()}
+
+
+def _tree_fn(m):
+    def f(p, x):
+        y = x @ p["w"] + p["nested"][0][0]
+        return {"y": y, "pair": _Pair(m.sum(y), p["nested"][1].b * 2.0), "none": None,
+                "list": [p["nested"][1].a, (m.tanh(y),)]}
+    return f
+
+
+def _assert_tree_close(got, want):
+    from xform.tree_util import tree_flatten as xf
+    gl, gt = xf(got)
+    wl, wt = jax.tree_util.tree_flatten(want)
+    assert len(gl) == len(wl)
+    assert type(got) is type(want)
+    for g, w in zip(gl, wl):
+        assert type(g) is core.Array
+        same(g, w, rtol=1e-6)
+
+
+def test_generated_call_path_pytrees_match_jax():
+    rng = np.random.default_rng(1)
+    p = _trees(np, rng)
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    fx, fj = xform.jit(_tree_fn(xnp)), jax.jit(_tree_fn(jnp))
+    want = fj(p, x)
+    px = xform.device_put(p)
+    for args in [(px, xform.device_put(x))] * 3 + [(p, x)] * 3:   # device leaves, NumPy leaves
+        got = fx(*args)
+        _assert_tree_close(got, want)
+        assert type(got["pair"]) is _Pair and got["none"] is None
+    assert fx._fast.mono is not None
+    assert fx._cache_size() == 1
+
+
+@pytest.mark.parametrize("change", ["list_for_tuple", "other_key", "extra_leaf", "weak",
+                                    "dtype", "shape", "scalar"])
+def test_generated_call_path_misses_fall_back(change):
+    """A call differing from the cached signature in any way gives what JAX gives (a
+    new trace), never a silently reused program."""
+    def f(p):
+        return p["a"][0] * 2.0 + p["a"][1]
+    fx, fj = xform.jit(f), jax.jit(f)
+    a = np.arange(3, dtype=np.float32)
+    base = {"a": (a, a + 1)}
+    for _ in range(3):
+        fx(base)
+    other = {
+        "list_for_tuple": {"a": [a, a + 1]},
+        "other_key": {"b": (a, a + 1)},
+        "extra_leaf": {"a": (a, a + 1, a)},
+        "weak": {"a": (xnp.asarray(2.0), xnp.asarray(1.0))},
+        "dtype": {"a": (a.astype(np.int32), a.astype(np.int32))},
+        "shape": {"a": (a[:2], a[:2])},
+        "scalar": {"a": (2.0, a)},
+    }[change]
+    if change == "other_key":
+        with pytest.raises(KeyError):
+            fj(other)
+        with pytest.raises(KeyError):
+            fx(other)
+        return
+    if change == "extra_leaf":
+        want = fj(other)
+        got = fx(other)
+    else:
+        jo = jax.tree_util.tree_map(lambda v: jnp.asarray(v) if not isinstance(v, xform.Array)
+                                    else jnp.asarray(np.asarray(v), dtype=v.dtype), other)
+        if change == "weak":
+            jo = {"a": (jnp.asarray(2.0), jnp.asarray(1.0))}
+        want, got = fj(jo), fx(other)
+    same(got, want, rtol=1e-6)
+    same(fx(base), fj(base), rtol=1e-6)       # the cached signature still works
+
+
+def test_generated_call_path_none_outputs_and_no_arguments():
+    calls = []
+
+    def f():
+        calls.append(1)
+        return None
+    g = xform.jit(lambda: (xnp.ones(2), None))
+    jf = xform.jit(f)
+    for _ in range(3):
+        assert jf() is None
+        out = g()
+        assert out[1] is None and np.asarray(out[0]).tolist() == [1.0, 1.0]
+    assert len(calls) == 1
+
+
+def test_generated_call_path_custom_nodes_and_donation():
+    @xform.tree_util.register_pytree_node_class
+    class Box:
+        def __init__(self, v, tag):
+            self.v, self.tag = v, tag
+
+        def tree_flatten(self):
+            return (self.v,), self.tag
+
+        @classmethod
+        def tree_unflatten(cls, tag, ch):
+            return cls(ch[0], tag)
+
+    f = xform.jit(lambda b: Box(b.v + 1.0, b.tag))
+    x = xform.device_put(np.zeros(2, np.float32))
+    for _ in range(3):
+        out = f(Box(x, "t"))
+        assert type(out) is Box and out.tag == "t"
+        np.testing.assert_array_equal(np.asarray(out.v), [1.0, 1.0])
+    out = f(Box(x, "u"))                  # other aux data: another trace
+    assert out.tag == "u"
+    d = xform.jit(lambda a: a * 2.0, donate_argnums=0)
+    for _ in range(2):
+        y = xform.device_put(np.ones(2, np.float32))
+        np.testing.assert_array_equal(np.asarray(d(y)), [2.0, 2.0])
+        assert y.is_deleted()
+        with pytest.raises(RuntimeError, match="deleted"):
+            d(y)
+
+
+def test_generated_call_path_deleted_leaf_in_pytree():
+    f = xform.jit(lambda p: p[0] + p[1])
+    a = xform.device_put(np.ones(2, np.float32))
+    for _ in range(3):
+        f((a, a))
+    b = xform.device_put(np.ones(2, np.float32))
+    b.delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        f((a, b))
+    np.testing.assert_array_equal(np.asarray(f((a, a))), [2.0, 2.0])
+
+
+# ----------------------------------------------------------------- packed NumPy transfer
+
+
+def _join_packers():
+    import threading
+    for t in threading.enumerate():
+        if t.name.startswith("xform-jit-pack"):
+            t.join(60)
+
+
+DT_CASES = [np.float32, np.int8, np.uint8, np.bool_, np.float16, np.int32, np.uint16]
+
+
+@pytest.mark.parametrize("dt", DT_CASES, ids=lambda d: np.dtype(d).name)
+def test_packed_program_semantics(dt):
+    """The packed program (arguments as one byte buffer sliced and bitcast back) computes
+    what the original computes, evaluated by the NumPy reference interpreter."""
+    from interpreters.ir import eval_jaxpr
+    from lowering import dispatch
+    rng = np.random.default_rng(0)
+
+    def f(a, b, c):
+        return [a.astype(np.float32) * 2 + b.sum(), c]
+    a = (rng.normal(size=(2, 3)) * 10).astype(dt)
+    b = rng.normal(size=(4,)).astype(np.float32)
+    c = (rng.normal(size=(3,)) * 10).astype(dt)
+    closed = xform.make_jaxpr(f)(a, b, c)
+    packed = dispatch.packed_program(closed, 0, (0, 2))
+    blob = np.frombuffer(a.tobytes() + c.tobytes(), np.uint8)
+    got = eval_jaxpr(packed.jaxpr, packed.consts, blob, b)
+    want = eval_jaxpr(closed.jaxpr, closed.consts, a, b, c)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_packed_numpy_transfer_end_to_end_matches_jax():
+    from lowering import dispatch
+    rng = np.random.default_rng(3)
+
+    def step(p, x, y):
+        return {"loss": ((x @ p["w"] - y) ** 2).sum(), "mask": x > 0}
+    p = {"w": rng.normal(size=(3, 2)).astype(np.float32)}
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    y = rng.normal(size=(4, 2)).astype(np.float32)
+    fx, fj = xform.jit(step), jax.jit(step)
+    px = xform.device_put(p)
+    want = fj(p, x, y)
+    for _ in range(dispatch.PACK_AFTER + 2):
+        fx(px, x, y)
+    _join_packers()
+    assert "_pk" in fx._fast.mono.__source__           # the packed call path is in use
+    for _ in range(2):
+        got = fx(px, x, y)
+        same(got["loss"], want["loss"], rtol=1e-5)
+        np.testing.assert_array_equal(np.asarray(got["mask"]), np.asarray(want["mask"]))
+    # other values, then device arrays / another dtype where NumPy arrays were packed
+    x2 = rng.normal(size=(4, 3)).astype(np.float32)
+    same(fx(px, x2, y)["loss"], fj(p, x2, y)["loss"], rtol=1e-5)
+    same(fx(px, xform.device_put(x2), y)["loss"], fj(p, x2, y)["loss"], rtol=1e-5)
+    same(fx(px, x2.astype(np.float16), y)["loss"], fj(p, x2.astype(np.float16), y)["loss"],
+         rtol=1e-3)
+    same(fx(px, x, y)["loss"], want["loss"], rtol=1e-5)
+    # a NumPy array mutated after the call does not change the result
+    x3 = x.copy()
+    out = fx(px, x3, y)["loss"]
+    x3[:] = 100.0
+    same(out, want["loss"], rtol=1e-5)
+
+
+def test_pack_plan_limits():
+    from interpreters.core import ShapedArray
+    from lowering import dispatch
+    f32 = np.dtype(np.float32)
+    small = [ShapedArray((8,), f32)] * 3
+    assert dispatch.pack_plan(small, 0, (0, 1, 2)) == (0, 1, 2)
+    assert dispatch.pack_plan(small, 0, (1,)) == ()                    # one leaf: no gain
+    big = [ShapedArray((dispatch.PACK_MAX_BYTES,), f32)] * 2
+    assert dispatch.pack_plan(big, 0, (0, 1)) == ()                    # large: copy-bound
+    weak = [ShapedArray((), f32, weak_type=True)] * 2
+    assert dispatch.pack_plan(weak, 0, (0, 1)) == ()
+    c64 = [ShapedArray((2,), np.dtype(np.complex64))] * 2
+    assert dispatch.pack_plan(c64, 0, (0, 1)) == ()
+    assert dispatch.pack_plan(small, 1, (0, 1)) == (0, 1)             # after a constant
+
+
+def test_packed_transfer_with_hoisted_constants():
+    from lowering import dispatch
+    c = np.linspace(0, 1, 5).astype(np.float32)
+
+    def f(a, b):
+        return a * xnp.asarray(c) + b.astype(np.float32)
+    fx = xform.jit(f)
+    a = np.arange(5, dtype=np.float32)
+    b = np.arange(5, dtype=np.int16)
+    want = a * c + b.astype(np.float32)
+    for _ in range(dispatch.PACK_AFTER + 2):
+        fx(a, b)
+    _join_packers()
+    assert "_pk" in fx._fast.mono.__source__
+    np.testing.assert_allclose(np.asarray(fx(a, b)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fx(a + 1, b)), want + c, rtol=1e-6)

@@ -80,8 +80,35 @@ def device_get(x):
     return tree_map(_get_leaf, x)
 
 
+def _collect_bufs(x, out):
+    """Device buffers of a tree of Arrays in lists/tuples/dicts (the common result
+    shapes), appended to ``out``; False if anything else is in it."""
+    t = type(x)
+    if t is Array:
+        b = x._buf
+        if b is not None and not x._deleted:
+            out.append(b)
+        return True
+    if t is list or t is tuple:
+        for c in x:
+            if not _collect_bufs(c, out):
+                return False
+        return True
+    if t is dict:
+        for c in x.values():
+            if not _collect_bufs(c, out):
+                return False
+        return True
+    return x is None
+
+
 def block_until_ready(x):
     """Wait until every array in the pytree ``x`` is computed; returns ``x``."""
+    bufs = []
+    if _collect_bufs(x, bufs):       # Arrays in built-in containers: no generic flatten
+        for b in bufs:
+            b.block_until_ready()
+        return x
     for leaf in _leaves(x):
         if isinstance(leaf, Array):
             leaf.block_until_ready()

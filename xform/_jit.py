@@ -40,6 +40,7 @@ from interpreters.staging import trace_to_jaxpr
 import primitives.jit as _jit_prim
 from primitives.jit import _hoist, compile_program, jit_p
 from xform.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from lowering.dispatch import MISS, make_packed_caller, pack_plan, tree_codegen_ok
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -402,7 +403,7 @@ class _Entry:
         self.in_avals = in_avals
         self.key = key
         self.names = names
-        self.fast = None      # (runtime fast caller or False), built on first use
+        self.fast = None      # {tree-shaped?: generated call path or False}, built on use
 
 
 # ----------------------------------------------------------------- jit
@@ -443,27 +444,29 @@ class JitWrapped:
 
     # -- the hot path
     def __call__(self, *args, **kwargs):
-        # Monomorphic inline cache: the executable last called with flat positional
-        # array arguments checks the new arguments against its exact signature as it
-        # places them (no key to build or hash).  It lives on the fast table, so
-        # whatever clears that (eviction, clear_cache) drops it too.
+        # Monomorphic inline cache: the generated call path (lowering/dispatch.py) of
+        # the specialisation last called with positional arguments checks the new
+        # arguments' structure and leaves against its exact signature as it takes
+        # them apart (no key to build or hash) and returns MISS on any difference.
+        # It lives on the fast table, so whatever clears that (eviction,
+        # clear_cache, flag changes) drops it too.
         mono = self._fast.mono
         if mono is not None and not kwargs and _state.trace is EVAL_TRACE:
             out = mono(args)
-            if out is not None:
+            if out is not MISS:
                 return out
         if _flags["disable"]:
             return self._fun(*args, **kwargs)
         if self._has_static or kwargs:
             return self._call_general(args, kwargs)
-        # Pytree arguments (``step(params, batch)``): the same inline cache, keyed on
-        # the tree structure, checks the flat leaves against its signature.
+        # Pytrees with custom nodes: the same inline cache over the flat leaves, keyed
+        # on the tree structure.
         tree_mono = self._fast.tree_mono
         if tree_mono is not None and _state.trace is EVAL_TRACE:
             leaves, treedef = tree_flatten(args)
             if treedef == tree_mono[0]:
                 out = tree_mono[1](leaves)
-                if out is not None:
+                if out is not MISS:
                     return out
         # Common case: positional Array arguments only.  The fast table is keyed on
         # the avals alone (no pytree structure to hash or compare).
@@ -471,7 +474,7 @@ class JitWrapped:
                        for x in args]), _flags["x64"])
         entry = self._fast.get(fkey)
         if entry is not None and _state.trace is EVAL_TRACE:
-            self._set_mono(entry, args)
+            self._set_mono(entry, args, args)
             try:
                 outs = entry.compiled(*entry.dev_consts, *args)
             except TypeError as e:
@@ -490,12 +493,9 @@ class JitWrapped:
         entry = self._cache.get(key)
         if entry is not None and entry.compiled is not None and _state.trace is EVAL_TRACE:
             self._cache.move_to_end(key)
-            if treedef == _flat_treedef(len(args)):
-                if _NOT_ARRAY not in fkey[0]:
-                    self._fast[fkey] = entry
-                self._set_mono(entry, args)
-            else:
-                self._set_tree_mono(entry, treedef, leaves)
+            if treedef == _flat_treedef(len(args)) and _NOT_ARRAY not in fkey[0]:
+                self._fast[fkey] = entry
+            self._set_mono(entry, args, leaves, treedef)
             try:
                 outs = entry.compiled(*entry.dev_consts, *leaves)
             except TypeError as e:
@@ -508,39 +508,87 @@ class JitWrapped:
             return entry.out_tree.unflatten(outs)
         return self._call_general(args, kwargs)
 
-    def _set_tree_mono(self, entry, treedef, leaves):
-        """Like ``_set_mono`` for pytree arguments: remember (structure, fast caller)."""
+    def _fast_caller(self, entry, tree, leaves):
+        """The generated call path of ``entry`` (built once per kind of call): over the
+        positional argument tuple when ``tree`` (its structure) has only built-in
+        containers, else (``tree=None``) over the flat leaves; leaves that are NumPy
+        arrays now are tested for that first.  False when there is none."""
+        fast = entry.fast
+        if fast is None:
+            fast = entry.fast = {}
+        host = tuple(i for i, x in enumerate(leaves) if type(x) is np.ndarray)
+        slot = (tree is not None, host)
+        caller = fast.get(slot)
+        if caller is None:
+            maker = getattr(entry.compiled, "fast_caller", None)
+            caller = None
+            if maker is not None:
+                try:
+                    caller = maker(entry.dev_consts, [a.weak_type for a in entry.in_avals],
+                                   in_tree=tree, out_tree=entry.out_tree, host_leaves=host,
+                                   on_hot=self._packer(entry, tree, host, slot))
+                except Exception:      # never let an optimisation break a call
+                    caller = None
+            if len(fast) > 8:
+                fast.clear()
+            caller = fast[slot] = caller or False
+        return caller
+
+    def _packer(self, entry, tree, host, slot):
+        """``on_hot`` for a call path whose calls pass small NumPy arrays: once called
+        (after ``dispatch.PACK_AFTER`` such calls), compile in a background thread a
+        variant of the program taking those arrays as one packed byte buffer -- one
+        host-to-device transfer per call instead of one per array -- and make it the
+        call path (the inline cache too, if it still is the old one).  None when
+        packing does not pay (fewer than two small NumPy leaves)."""
+        plan = pack_plan(entry.closed.in_avals, len(entry.const_args), host)
+        if not plan:
+            return None
+        table, name, fast, started = self._fast, self._name, entry.fast, []
+        weaks = [a.weak_type for a in entry.in_avals]
+
+        def work():
+            old = fast.get(slot)
+            try:
+                caller = make_packed_caller(entry.compiled, passes.simplify(entry.closed),
+                                            entry.dev_consts, weaks, tree, entry.out_tree,
+                                            plan, name)
+            except Exception:          # an optimisation only: keep the working path
+                return
+            if not caller or fast.get(slot) is not old:
+                return
+            fast[slot] = caller
+            if table.mono is old:
+                table.mono = caller
+            tm = table.tree_mono
+            if tm is not None and tm[1] is old:
+                table.tree_mono = (tm[0], caller)
+
+        def on_hot():
+            if not started:
+                started.append(True)
+                threading.Thread(target=work, name=f"xform-jit-pack-{name}").start()
+        return on_hot
+
+    def _set_mono(self, entry, args, leaves, treedef=None):
+        """Make ``entry``'s generated call path this wrapper's inline cache if the
+        call (a cache hit with positional arguments only) passed Arrays / NumPy
+        arrays as leaves."""
         if core._debug_checks_on:
             return
         for x in leaves:
             if type(x) is not Array and type(x) is not np.ndarray:
                 return
-        fast = self._fast_caller(entry)
-        if fast:
-            self._fast.tree_mono = (treedef, fast)
-
-    def _fast_caller(self, entry):
-        fast = entry.fast
-        if fast is None:
-            maker = getattr(entry.compiled, "fast_caller", None)
-            tree = entry.out_tree
-            unflatten = None if tree.num_nodes == 1 and tree.num_leaves == 1 else tree.unflatten
-            fast = maker(entry.dev_consts, [a.weak_type for a in entry.in_avals], unflatten) \
-                if maker is not None else None
-            entry.fast = fast = fast or False
-        return fast
-
-    def _set_mono(self, entry, args):
-        """Make ``entry`` this wrapper's monomorphic cache if ``args`` (a cache hit with
-        positional arguments only, each a leaf) are all Arrays / NumPy arrays."""
-        if core._debug_checks_on:
-            return
-        for x in args:
-            if type(x) is not Array and type(x) is not np.ndarray:
-                return
-        fast = self._fast_caller(entry)
-        if fast:
-            self._fast.mono = fast
+        if treedef is None:
+            treedef = _flat_treedef(len(args))
+        if tree_codegen_ok(treedef):
+            fast = self._fast_caller(entry, treedef, leaves)
+            if fast:
+                self._fast.mono = fast
+        else:
+            fast = self._fast_caller(entry, None, leaves)
+            if fast:
+                self._fast.tree_mono = (treedef, fast)
 
     # -- everything else
     def _split(self, args, kwargs):
