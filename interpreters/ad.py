@@ -27,7 +27,7 @@ import numpy as np
 
 from interpreters import core, errors
 from interpreters.core import ShapedArray, Tracer
-from interpreters.ir import DropVar, Literal
+from interpreters.ir import DropVar, Literal, source_context
 from interpreters.staging import StagingTrace, StagingTracer
 
 jvp_rules: dict = {}
@@ -330,6 +330,17 @@ def linearize_flat(fun, primals):
                 for t, m in zip(tangents_out, out_mask) if m]
     jaxpr, residuals = lin.to_jaxpr(lin_outs)
     lin.invalidate()
+    # As JAX: residuals that are primal inputs come first (in input order), then the
+    # computed ones (in order of use) -- the order of a vjp function's pytree leaves.
+    pos = {id(p): i for i, p in enumerate(primals)}
+    order = sorted(range(len(residuals)),
+                   key=lambda k: (0, pos[id(residuals[k])]) if id(residuals[k]) in pos
+                   else (1, k))
+    if order != list(range(len(residuals))):
+        from interpreters.ir import Jaxpr
+        jaxpr = Jaxpr([jaxpr.constvars[k] for k in order], jaxpr.invars, jaxpr.outvars,
+                      jaxpr.eqns, jaxpr.debug_info)
+        residuals = [residuals[k] for k in order]
     return primals_out, LinearFunction(jaxpr, residuals, in_tangent_avals, out_tangent_avals,
                                        in_mask, out_mask)
 
@@ -414,7 +425,20 @@ def backward_pass_partial(jaxpr, consts, args, cts_out):
         if isinstance(v, Var) and v in linear:
             write_ct(v, ct)
 
+    ctx = source_context
+    entry = ctx.src
+    try:
+        _transpose_eqns(lin_eqns, linear, primal_env, read_ct, write_ct, ctx, entry)
+    finally:
+        ctx.src = entry
+
+    return [read_ct(v) if type(a) is UndefinedPrimal else None
+            for v, a in zip(jaxpr.invars, args)]
+
+
+def _transpose_eqns(lin_eqns, linear, primal_env, read_ct, write_ct, ctx, entry):
     for eqn in reversed(lin_eqns):
+        ctx.src = eqn.source_info or entry     # transposed equations keep its location
         cts = [read_ct(v) for v in eqn.outvars]
         if all(type(c) is Zero for c in cts):
             continue
@@ -430,6 +454,3 @@ def backward_pass_partial(jaxpr, consts, args, cts_out):
         for a, ct in zip(eqn.invars, cts_in):
             if type(a) is not Literal:
                 write_ct(a, ct)
-
-    return [read_ct(v) if type(a) is UndefinedPrimal else None
-            for v, a in zip(jaxpr.invars, args)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 
 import numpy as np
 
@@ -125,13 +126,16 @@ class Jaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, *, print_shapes=True, custom_pp_eqn_rules=True, width=80,
-                     use_color=False):
+    def pretty_print(self, *, source_info=False, print_shapes=True, custom_pp_eqn_rules=True,
+                     name_stack=False, print_effects=False, width=80, use_color=False):
         """The printed program (JAX's ``Jaxpr.pretty_print``): ``print_shapes=False``
         drops binder types, ``custom_pp_eqn_rules=False`` prints every param sorted,
-        ``width`` is the line width; output is never colored."""
+        ``width`` is the line width, ``source_info=True`` adds each equation's user
+        source (``# file:line:column (qualified function name)``, aligned as JAX does);
+        output is never colored (``name_stack``/``print_effects`` add nothing here)."""
         return pp_jaxpr(self, print_shapes=print_shapes,
-                        custom_pp_eqn_rules=custom_pp_eqn_rules, width=width)
+                        custom_pp_eqn_rules=custom_pp_eqn_rules, width=width,
+                        source_info=source_info)
 
     def _repr_html_(self):
         import html
@@ -219,15 +223,31 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     def read(a):
         return a.value if type(a) is Literal else env[a]
 
-    for eqn in jaxpr.eqns:
-        invals = [read(a) for a in eqn.invars]
-        outs = eqn.primitive.bind(*invals, **eqn.params)
-        if eqn.primitive.multiple_results:
-            for v, o in zip(eqn.outvars, outs):
-                env[v] = o
-        else:
-            env[eqn.outvars[0]] = outs
+    ctx = source_context
+    entry = ctx.src
+    try:
+        for eqn in jaxpr.eqns:
+            invals = [read(a) for a in eqn.invars]
+            # what this equation stages (transformed) keeps its source location, as JAX
+            ctx.src = eqn.source_info or entry
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+            if eqn.primitive.multiple_results:
+                for v, o in zip(eqn.outvars, outs):
+                    env[v] = o
+            else:
+                env[eqn.outvars[0]] = outs
+    finally:
+        ctx.src = entry
     return [read(a) for a in jaxpr.outvars]
+
+
+class _SourceContext(threading.local):
+    src = None   # the source location of the equation being interpreted, if any
+
+
+# While an equation is interpreted (eval_jaxpr, the backward pass), the equations
+# staged for it record its source location instead of the interpreter's caller's.
+source_context = _SourceContext()
 
 
 # ----------------------------------------------------------------- type checking
@@ -296,8 +316,10 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
 _WIDTH = 80
 
 
-def _d_text(s):
-    return ("t", s)
+def _d_text(s, annotation=None):
+    """Text; an ``annotation`` (a source location) is printed after the text's line as
+    ``# annotation``, aligned with the other annotations (JAX's annotated documents)."""
+    return ("t", s) if annotation is None else ("t", s, annotation)
 
 
 def _d_cat(*docs):
@@ -348,6 +370,8 @@ def _fits(doc, room):
 def _format_doc(doc, width=_WIDTH):
     out = []
     col = 0
+    notes = {}                          # line number -> [annotations]
+    line = 0
     agenda = [(0, False, doc)]          # (indent, flat?, doc)
     while agenda:
         ind, flat, d = agenda.pop()
@@ -355,6 +379,8 @@ def _format_doc(doc, width=_WIDTH):
         if kind == "t":
             out.append(d[1])
             col += len(d[1])
+            if len(d) > 2:
+                notes.setdefault(line, []).append(d[2])
         elif kind == "c":
             agenda.extend((ind, flat, x) for x in reversed(d[1]))
         elif kind == "b":
@@ -364,11 +390,22 @@ def _format_doc(doc, width=_WIDTH):
             else:
                 out.append("\n" + " " * ind)
                 col = ind
+                line += 1
         elif kind == "g":
             agenda.append((ind, flat or _fits(d[1], width - col), d[1]))
         else:
             agenda.append((ind + d[1], flat, d[2]))
-    return "".join(out)
+    text = "".join(out)
+    if not notes:
+        return text
+    # Annotations start in one column, after the widest line; a line with several
+    # has the later ones on lines of their own.
+    lines = text.split("\n")
+    w = max(len(ln) for ln in lines)
+    for i, anns in notes.items():
+        first = lines[i].ljust(w) + " # " + anns[0]
+        lines[i] = "\n".join([first] + [" " * w + " # " + a for a in anns[1:]])
+    return "\n".join(lines)
 
 
 def _alpha_name(n):
@@ -382,9 +419,10 @@ def _alpha_name(n):
 class _Names:
     """Globally unique names across nested programs, assigned in print order."""
 
-    def __init__(self, preset=None, reserved=(), shapes=True, rules=True):
+    def __init__(self, preset=None, reserved=(), shapes=True, rules=True, source_info=False):
         self.shapes = shapes
         self.rules = rules
+        self.source_info = source_info
         self.names = dict(preset or {})
         self.reserved = set(reserved)
         self.count = 0
@@ -616,7 +654,12 @@ def _pp_eqn(eqn, names):
                  _d_text(" "), _pp_vars(eqn.invars, names))
     if not eqn.outvars:
         return rhs
-    return _d_cat(lhs, _d_text(" = "), rhs)
+    ann = None
+    if names.source_info:
+        si = eqn.source_info
+        ann = (si.summary() if hasattr(si, "summary") else f"{si[0]}:{si[1]} ({si[2]})") \
+            if si else ""
+    return _d_cat(lhs, _d_text(" = ", ann), rhs)
 
 
 def _pp_program(jaxpr, names):
@@ -646,7 +689,8 @@ def _subprograms(params):
                 yield _unjaxpr(x)
 
 
-def pp_jaxpr(jaxpr: Jaxpr, *, print_shapes=True, custom_pp_eqn_rules=True, width=_WIDTH) -> str:
+def pp_jaxpr(jaxpr: Jaxpr, *, print_shapes=True, custom_pp_eqn_rules=True, width=_WIDTH,
+             source_info=False) -> str:
     """The program as JAX prints it (``str(jax.make_jaxpr(f)(...))``)."""
     import collections
     jaxpr = _unjaxpr(jaxpr)
@@ -677,7 +721,8 @@ def pp_jaxpr(jaxpr: Jaxpr, *, print_shapes=True, custom_pp_eqn_rules=True, width
                     prog_names.setdefault(s, name.strip("<>"))
     name_counts = collections.Counter()
     shared = []
-    names = _Names(preset, shapes=print_shapes, rules=custom_pp_eqn_rules)
+    names = _Names(preset, shapes=print_shapes, rules=custom_pp_eqn_rules,
+                   source_info=source_info)
     for j, c in counts.items():
         if c == 1:
             continue

@@ -18,10 +18,30 @@ import numpy as np
 
 from interpreters import core, errors
 from interpreters.core import Array, ShapedArray, Tracer
-from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, source_context
 
 record_source_info = True
 _name_scopes = threading.local()   # .stack: xform.named_scope names, outermost first
+
+
+# prim -> rule(trace, args, params): how a primitive is staged when it is not recorded
+# as one equation (e.g. ``jit(inline=True)`` inlines its body); NotImplemented = record it.
+staging_rules: dict = {}
+
+
+def inline_jaxpr(trace, jaxpr, consts, args):
+    """Stage ``jaxpr``'s equations into ``trace`` (literals keep their weak types)."""
+    env = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(a):
+        return Array(a.value, a.aval.weak_type) if type(a) is Literal else env[a]
+
+    with core.set_current_trace(trace):
+        for eqn in jaxpr.eqns:
+            outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+        return [read(a) for a in jaxpr.outvars]
 
 
 class StagingTracer(Tracer):
@@ -103,6 +123,11 @@ class StagingTrace(core.Trace):
             else:
                 with core.set_current_trace(self.parent):
                     return prim.bind(*args, **params)
+        srule = staging_rules.get(prim)
+        if srule is not None:
+            out = srule(self, args, params)
+            if out is not NotImplemented:
+                return out
         invars = [self.to_atom(a) for a in args]
         rule = prim.abstract_eval
         if rule is None:
@@ -120,7 +145,8 @@ class StagingTrace(core.Trace):
     def add_eqn(self, prim, in_atoms, out_avals, params):
         """Record an equation directly (for rules that build programs by hand)."""
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(Eqn(prim, in_atoms, outvars, params, None))
+        src = _source_info() if record_source_info else None
+        self.eqns.append(Eqn(prim, in_atoms, outvars, params, src))
         return [StagingTracer(self, v) for v in outvars]
 
     # -- finishing
@@ -131,13 +157,72 @@ class StagingTrace(core.Trace):
         return jaxpr, list(self.consts)
 
 
+class SourceInfo(tuple):
+    """An equation's user source: ``(file, line, name)`` (``name``: the function, under any
+    ``named_scope``s), plus the call's column and the function's qualified name, which
+    are computed only when asked for (printing with ``source_info=True``)."""
+
+    def __new__(cls, file, line, name, code=None, lasti=-1, column=None, qualname=None):
+        self = tuple.__new__(cls, (file, line, name))
+        self._code, self._lasti = code, lasti
+        self._column, self._qualname = column, qualname
+        return self
+
+    @property
+    def column(self) -> int:
+        """0-based start column of the expression being evaluated (Python 3.11+)."""
+        if self._column is None:
+            col = 0
+            code = self._code
+            if code is not None and self._lasti >= 0 and hasattr(code, "co_positions"):
+                import itertools
+                pos = next(itertools.islice(code.co_positions(), self._lasti // 2, None), None)
+                if pos is not None and pos[0] == self[1] and pos[2] is not None:
+                    col = pos[2]
+            self._column = col
+        return self._column
+
+    @property
+    def qualname(self) -> str:
+        if self._qualname is None:
+            code = self._code
+            self._qualname = (getattr(code, "co_qualname", code.co_name) if code is not None
+                              else self[2].rsplit("/", 1)[-1])
+        return self._qualname
+
+    def summary(self) -> str:
+        """JAX's ``file:line:column (qualified name)`` (no column when it is 0)."""
+        col = self.column
+        where = f"{self[0]}:{self[1]}:{col}" if col else f"{self[0]}:{self[1]}"
+        return f"{where} ({self.qualname})"
+
+    def __reduce__(self):
+        return (SourceInfo, (self[0], self[1], self[2], None, -1, self.column, self.qualname))
+
+
+def source_boundaries() -> list:
+    """This thread's stack of caller frames of ``make_jaxpr``: a user frame found there is
+    not an equation's source (the equation is make_jaxpr's own)."""
+    b = getattr(_name_scopes, "bounds", None)
+    if b is None:
+        b = _name_scopes.bounds = []
+    return b
+
+
 def _source_info():
+    src = source_context.src
+    if src is not None:     # an equation being interpreted: its location, as JAX
+        return src
     f = errors.user_frame(3)
     if f is None:
         return None
+    bounds = getattr(_name_scopes, "bounds", None)
+    if bounds and any(f is b for b in bounds):
+        return None
+    code = f.f_code
     scopes = getattr(_name_scopes, "stack", None)
-    name = "/".join(scopes + [f.f_code.co_name]) if scopes else f.f_code.co_name
-    return (f.f_code.co_filename, f.f_lineno, name)
+    name = "/".join(scopes + [code.co_name]) if scopes else code.co_name
+    return SourceInfo(code.co_filename, f.f_lineno, name, code, f.f_lasti)
 
 
 def trace_to_jaxpr(fun, in_avals, name: str = "staging"):

@@ -46,3 +46,24 @@ def _debug_callback(ctx, eqn, *operands):
            f'call_target_name = "xla_ffi_python_{device}_callback", api_version = 4 : i32, '
            f"has_side_effect = true, backend_config = {{index = {index} : ui64}}")
     return []
+
+
+@register("debug_print")
+def _debug_print(ctx, eqn, *operands):
+    """``xform.debug.print`` (JAX's ``debug_print`` primitive): the same host callback,
+    formatting with the equation's params when the program runs."""
+    import numpy as np
+    from interpreters import core
+    from primitives.debug_print import print_now
+    params = eqn.params
+
+    def host_fn(*arrays):
+        print_now([core.Array(np.array(a)) for a in arrays], **params)
+        return ()
+
+    index = ctx.module.add_host_callback(host_fn)
+    device = "gpu" if ctx.module.platform in ("cuda", "rocm", "gpu") else "cpu"
+    ctx.op("stablehlo.custom_call", list(operands), [],
+           f'call_target_name = "xla_ffi_python_{device}_callback", api_version = 4 : i32, '
+           f"has_side_effect = true, backend_config = {{index = {index} : ui64}}")
+    return []

@@ -853,15 +853,36 @@ def _switch(index, funs, operands, names, what):
             a1 = tu.tree_unflatten(tree, [a.str_short() for a in j.out_avals])
             raise TypeError(f"lax.{what}: {names[0]} and {n} outputs must have identical types, "
                             f"got {names[0]} -> {a0} and {n} -> {a1}")
-    all_consts = [c for _, cs, _ in traced for c in cs]
-    branches, start = [], 0
+    # As JAX: constants closed over by several branches are passed once (by identity),
+    # every branch takes all of them, and an output that every branch forwards from the
+    # same input is taken from that input instead of being a cond output.
+    all_consts, const_pos = [], {}
+    for _, cs, _ in traced:
+        for c in cs:
+            if id(c) not in const_pos:
+                const_pos[id(c)] = len(all_consts)
+                all_consts.append(c)
+    const_avals = [core.get_aval(c) for c in all_consts]
+    branches = []
     for j, cs, _ in traced:
-        before = [core.get_aval(c) for c in all_consts[:start]]
-        after = [core.get_aval(c) for c in all_consts[start + len(cs):]]
-        b = jt.with_extra_inputs(j, before, 0)
-        branches.append(jt.with_extra_inputs(b, after, len(before) + len(cs)))
-        start += len(cs)
-    outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(branches))
+        mine = {const_pos[id(c)]: v for c, v in zip(cs, j.jaxpr.invars)}
+        invars = [mine.get(k) or Var(a) for k, a in enumerate(const_avals)]
+        invars += j.jaxpr.invars[len(cs):]
+        branches.append(ClosedJaxpr(Jaxpr([], invars, j.jaxpr.outvars, j.jaxpr.eqns,
+                                          j.jaxpr.debug_info), j.consts))
+    fwds = []
+    for b in branches:
+        pos = {v: i for i, v in enumerate(b.jaxpr.invars)}
+        fwds.append([pos.get(v) if type(v) is Var else None for v in b.jaxpr.outvars])
+    in_fwd = [f[0] if f[0] is not None and len(set(f)) == 1 else None for f in zip(*fwds)]
+    if any(f is not None for f in in_fwd):
+        branches = [ClosedJaxpr(Jaxpr([], b.jaxpr.invars,
+                                      [v for v, f in zip(b.jaxpr.outvars, in_fwd) if f is None],
+                                      b.jaxpr.eqns, b.jaxpr.debug_info), b.consts)
+                    for b in branches]
+    outs = iter(cond_p.bind(index, *all_consts, *leaves, branches=tuple(branches)))
+    all_inputs = all_consts + leaves
+    outs = [next(outs) if f is None else all_inputs[f] for f in in_fwd]
     return tu.tree_unflatten(t0[2], outs)
 
 
@@ -888,7 +909,9 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
         new, bad = [], []
         for k, (a, b) in enumerate(zip(carry_avals, out_avals)):
             if _typematch(a, b):
-                new.append(a.update(weak_type=a.weak_type and b.weak_type))
+                # as JAX (core.typematch ignores weak types): the carry keeps the initial
+                # value's weak type in the body even if the body returns a strong value
+                new.append(a)
             elif a.shape == b.shape and a.weak_type:
                 # JAX's rule: promote the weak initial carry with the body's output type;
                 # if the body still disagrees on the next trace, that is an error
@@ -1112,8 +1135,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if unroll not in (None, 1, False):
         raise ValueError("lax.fori_loop: a non-trivial unroll requires static (concrete) "
                          "lower and upper bounds")
-    lower = ew.convert_element_type(lower, dt)
-    upper = ew.convert_element_type(upper, dt)
+    # As JAX: only a bound of another dtype (a weak one) is converted.
+    if la.dtype != dt:
+        lower = ew.convert_element_type(lower, dt)
+    if ua.dtype != dt:
+        upper = ew.convert_element_type(upper, dt)
+    one = Array(np.asarray(1, dt), core.get_aval(lower).weak_type)
 
     def cond_fun(c):
         i, u, _ = c
@@ -1121,7 +1148,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     def body(c):
         i, u, x = c
-        return ew.add_p.bind(i, np.asarray(1, dt)), u, body_fun(i, x)
+        return ew.add_p.bind(i, one), u, body_fun(i, x)
     return while_loop(cond_fun, body, (lower, upper, init_val))[2]
 
 

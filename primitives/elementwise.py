@@ -1467,6 +1467,17 @@ def clamp(min, x, max):  # noqa: A002  (JAX's names)
 def convert_element_type(operand, new_dtype):
     """Elementwise cast to ``new_dtype`` (float->int truncates, saturates, NaN -> 0)."""
     new_dtype = D.dtype_of(new_dtype)
+    if isinstance(operand, (bool, int, float, builtins.complex, np.generic)) and \
+            new_dtype.kind in "biufc" and not (
+                new_dtype.kind in "iub" and isinstance(operand, (float, builtins.complex,
+                                                                 np.inexact))
+                and not np.isfinite(operand)):
+        # a host scalar is converted now, as JAX does (no equation is staged)
+        try:
+            with np.errstate(all="ignore"):
+                return core.Array(np.asarray(operand, new_dtype), False)
+        except (OverflowError, ValueError, TypeError):
+            pass
     x = _as_operand(operand, "convert_element_type")
     if x.dtype == new_dtype and not core.is_weak(x):
         return x

@@ -31,7 +31,7 @@ import logging
 
 import numpy as np
 
-from interpreters import ad, batching, core, passes
+from interpreters import ad, batching, core, passes, staging
 from interpreters import jaxpr_transforms as jt
 from interpreters.ad import Zero
 from interpreters.core import Primitive
@@ -155,7 +155,16 @@ def _jit_impl(*args, jaxpr, name, donated_invars, inline, keep_unused):
     return outs
 
 
+def _jit_staging(trace, args, params):
+    """``jit(f, inline=True)`` is inlined where it is staged, as JAX does."""
+    if not params["inline"]:
+        return NotImplemented
+    closed = params["jaxpr"]
+    return staging.inline_jaxpr(trace, closed.jaxpr, closed.consts, args)
+
+
 jit_p.def_impl(_jit_impl)
+staging.staging_rules[jit_p] = _jit_staging
 jit_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 
 
@@ -251,7 +260,7 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars, inline, keep_unu
     nonzeros = tuple(type(t) is not Zero for t in tangents)
     closed, consts, out_nz = _jvp_program(jaxpr, nonzeros)
     live = [t for t in tangents if type(t) is not Zero]
-    outs = jit_p.bind(*consts, *primals, *live, jaxpr=closed, name=f"jvp({name})",
+    outs = jit_p.bind(*consts, *primals, *live, jaxpr=closed, name=name,
                       donated_invars=(False,) * (len(consts) + len(primals) + len(live)),
                       inline=inline, keep_unused=keep_unused)
     m = len(jaxpr.out_avals)
@@ -339,7 +348,7 @@ def _jit_transpose(cts, *args, jaxpr, name, donated_invars, inline, keep_unused)
     live_cts = [c for c in cts if type(c) is not Zero]
     n = len(consts) + len(known) + len(live_cts)
     outs = iter(jit_p.bind(*consts, *known, *live_cts, jaxpr=closed,
-                           name=f"transpose({name})", donated_invars=(False,) * n,
+                           name=name, donated_invars=(False,) * n,
                            inline=inline, keep_unused=keep_unused))
     lin_avals = [a for a, lin in zip(jaxpr.in_avals, lin_mask) if lin]
     lin_cts = iter([Zero(ad.tangent_aval(a)) if z else next(outs)

@@ -155,7 +155,7 @@ def _transpose_operand(ct, other, x_aval, x_dims, other_dims, ct_other_free, par
     nb = len(xb)
     dn = ((ct_other_free, other_free), (tuple(range(nb)), ob))
     res = dot_general_p.bind(ct, other, dimension_numbers=dn, precision=params["precision"],
-                             preferred_element_type=None)
+                             preferred_element_type=params["preferred_element_type"])
     # res layout: batch, x free (in x order), then other's contracting dims in sorted order,
     # which pair with x's contracting dims.
     x_free = _free(x_aval.ndim, xc, xb)

@@ -70,20 +70,30 @@ def _iota_like(shape, dimension):
 
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    """Sort an unsigned iota along with the operands; the tangents are gathered by the
+    resulting permutation (one sort, as JAX's rule)."""
+    from primitives import indexing
     shape = core.get_aval(primals[0]).shape
-    outs = sort_p.bind(*primals, _iota_like(shape, dimension), dimension=dimension,
-                       is_stable=is_stable, num_keys=num_keys)
-    perm = outs[-1]
-    inv = sort_p.bind(perm, _iota_like(shape, dimension), dimension=dimension,
-                      is_stable=True, num_keys=1)[1]
-    nz = [i for i, t in enumerate(tangents) if type(t) is not Zero]
-    t_out = [Zero.from_primal(o) for o in outs[:-1]]
-    if nz:
-        moved = sort_p.bind(inv, *[tangents[i] for i in nz], dimension=dimension,
-                            is_stable=True, num_keys=1)[1:]
-        for i, m in zip(nz, moved):
-            t_out[i] = m
-    return outs[:-1], t_out
+    idt = np.dtype(np.uint64 if any(d > np.iinfo(np.uint32).max for d in shape)
+                   else np.uint32)
+    outs = sort_p.bind(*primals, iota_p.bind(dtype=idt, shape=tuple(shape),
+                                             dimension=dimension),
+                       dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    n = len(shape)
+    batch = tuple(d for d in range(n) if d != dimension)
+    dnums = indexing.GatherDimensionNumbers(
+        offset_dims=(), collapsed_slice_dims=(dimension,), start_index_map=(dimension,),
+        operand_batching_dims=batch, start_indices_batching_dims=batch)
+    idx = broadcast_in_dim_p.bind(outs[-1], shape=tuple(shape) + (1,),
+                                  broadcast_dimensions=tuple(range(n)))
+    if 0 in shape:          # nothing to permute (and no window of size 1 to gather)
+        t_out = list(tangents)
+    else:
+        t_out = [t if type(t) is Zero else
+                 indexing.gather(t, idx, dnums, (1,) * n, mode="promise_in_bounds")
+                 for t in tangents]
+    return outs[:-1], [Zero.from_primal(o) if type(t) is Zero else t
+                       for o, t in zip(outs[:-1], t_out)]
 
 
 def _sort_transpose(cts, *xs, dimension, is_stable, num_keys):

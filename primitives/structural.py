@@ -851,7 +851,11 @@ def _index_operands(name, operand, start_indices, allow_negative_indices=True):
                 else:   # traced: i < 0 ? i + d : i
                     ew = _ew()
                     zero, dd = np.zeros((), ia.dtype), np.asarray(d, ia.dtype)
-                    i = ew.select_n_p.bind(ew.lt_p.bind(i, zero), i, ew.add_p.bind(i, dd))
+                    # as JAX: i + d promotes a weakly typed index to a strong one first
+                    neg_i = ew.lt_p.bind(i, zero)
+                    ii = (ew.convert_element_type_p.bind(i, new_dtype=ia.dtype, weak_type=False)
+                          if ia.weak_type else i)
+                    i = ew.select_n_p.bind(neg_i, i, ew.add_p.bind(ii, dd))
             out.append(i)
         else:
             try:

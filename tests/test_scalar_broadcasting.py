@@ -403,11 +403,13 @@ def test_random_scalar_array_programs_match_jax(data):
 
 
 def test_where_keeps_a_rank0_predicate():
-    """As JAX's ``_where``: select_n takes a rank-0 predicate without broadcasting it (JAX
-    stages it inside ``jit[name=_where]``, which is not modelled here)."""
+    """As JAX's ``_where``: select_n takes a rank-0 predicate without broadcasting it (both
+    stage it inside ``jit[name=_where]``)."""
     x = np.linspace(-1, 1, 6).astype(np.float32).reshape(2, 3)
     jaxpr = xform.make_jaxpr(lambda p, x: xnp.where(p, x, 0.0))(True, x)
-    sel, = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "select_n"]
+    (jit_eqn,) = jaxpr.jaxpr.eqns
+    assert jit_eqn.params["name"] == "_where"
+    sel, = [e for e in jit_eqn.params["jaxpr"].jaxpr.eqns if e.primitive.name == "select_n"]
     assert sel.invars[0].aval.shape == ()
     for p in (True, False):
         np.testing.assert_array_equal(np.asarray(xform.jit(lambda p, x: xnp.where(p, x, 0.0))(

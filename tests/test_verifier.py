@@ -34,6 +34,7 @@ NO_LOWERING_ALLOWED = {
 # Effects: lowered (jaxlib's python-callback custom call) but they compute no value to
 # compare; tested in test_jit.py.
 EFFECTS = {"debug_callback", "pure_callback", "io_callback",   # + tests/test_callbacks.py
+           "debug_print",   # xform.debug.print; tested in test_jit.py / test_debug_print.py
            "rng_uniform"}   # rng_uniform: stateful, bits unspecified (test_random.py)
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",

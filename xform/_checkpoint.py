@@ -202,6 +202,8 @@ def _src(eqn):
     si = eqn.source_info
     if not si:
         return "<unknown>"
+    if hasattr(si, "summary"):      # JAX's file:line:column (qualified name)
+        return si.summary()
     fname, line, func = si
     return f"{fname}:{line} ({func})"
 

@@ -170,7 +170,7 @@ class custom_jvp:
             if acc is None:
                 acc = tree_map(lambda o: SymbolicZero(core.get_aval(o)), ans)
             return ans, acc
-        self.defjvp(jvp, symbolic_zeros=True)
+        self.defjvp(jvp)   # as JAX: zero tangents reach the rules instantiated
 
     def __call__(self, *args, **kwargs):
         name = getattr(self.fun, "__name__", "fun")

@@ -24,12 +24,14 @@ import functools
 import inspect
 import itertools
 import logging
+import sys
 import threading
 import weakref
 
 import numpy as np
 
 from interpreters import core, errors, passes
+from interpreters import staging as _staging_mod
 from interpreters.config import config
 from interpreters.core import EVAL_TRACE, Array, ShapedArray, Tracer
 from interpreters.dtypes import canonicalize_dtype
@@ -1063,7 +1065,14 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        closed, out_tree = _abstract_trace(fun, args, kwargs, static_argnums)
+        # Equations staged on behalf of make_jaxpr itself (``make_jaxpr(jit(f))``'s jit)
+        # have no user source, as in JAX: the caller's frame is not theirs.
+        bounds = _staging_mod.source_boundaries()
+        bounds.append(sys._getframe(1))
+        try:
+            closed, out_tree = _abstract_trace(fun, args, kwargs, static_argnums)
+        finally:
+            bounds.pop()
         if return_shape:
             return closed, out_tree.unflatten([_sds(a) for a in closed.out_avals])
         return closed

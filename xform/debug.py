@@ -17,6 +17,8 @@ What works where:
 """
 from __future__ import annotations
 
+import string
+
 from interpreters import ad, batching, core
 from interpreters.core import Primitive
 
@@ -96,14 +98,66 @@ def callback(callback, *args, ordered: bool = False, partitioned: bool = False, 
     return None
 
 
-def print(fmt: str, *args, ordered: bool = False, **kwargs):  # noqa: A001
-    """Print ``fmt.format(*args, **kwargs)`` with the arrays' values (works under jit)."""
-    if not isinstance(fmt, str):
-        raise TypeError(f"debug.print: the format must be a str, got {type(fmt).__name__}")
+def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # noqa: A001
+          skip_format_check: bool = False, _use_logging: bool = False, **kwargs):
+    """Print ``fmt.format(*args, **kwargs)`` with the arrays' values (works under jit).
 
-    def _do(*a, **kw):
-        _print(fmt.format(*a, **kw))
-    callback(_do, *args, ordered=ordered, **kwargs)
+    Staged as JAX's ``debug_print`` primitive.  Also the two-call form
+    ``debug.print(ordered=True)(fmt, *args, **kwargs)``."""
+    import numpy as np
+    from primitives.debug_print import FormatChecker, debug_print_p
+    from xform._ad_api import as_value
+    from xform.tree_util import tree_flatten
+
+    def _debug_print(fmt, *c_args, **c_kwargs):
+        if not isinstance(fmt, str):
+            raise TypeError(f"debug.print: the format must be a str, got {type(fmt).__name__}")
+        if not skip_format_check:
+            FormatChecker().format(fmt, *c_args, **c_kwargs)
+        has_placeholders = False
+        if fmt:
+            _, field_name, *_ = next(iter(string.Formatter().parse(fmt)))
+            has_placeholders = field_name is not None
+        leaves, in_tree = tree_flatten((c_args, c_kwargs))
+        static_args, dyn = [], []
+        for i, leaf in enumerate(leaves):
+            if _is_array_leaf(leaf):
+                dyn.append(leaf if isinstance(leaf, (core.Tracer, core.Array, bool, int, float,
+                                                     complex)) else as_value(leaf))
+            else:
+                static_args.append((i, leaf))
+        record = None
+        if _use_logging:
+            import logging
+            f = _user_frame()
+            record = logging.getLogger("xform").makeRecord(
+                "xform", logging.INFO, f.f_code.co_filename if f else "(unknown file)",
+                f.f_lineno if f else 0, "", (), None)
+        debug_print_p.bind(*dyn, fmt=fmt, has_placeholders=has_placeholders, in_tree=in_tree,
+                           logging_record=record,
+                           np_printoptions=tuple(np.get_printoptions().items()),
+                           ordered=bool(ordered), partitioned=bool(partitioned),
+                           static_args=tuple(static_args))
+
+    if fmt is not None:
+        _debug_print(fmt, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError("debug_print received unexpected arguments in the two-call form:"
+                        f" {args=} {kwargs=}")
+    return _debug_print
+
+
+def _is_array_leaf(x):
+    import numpy as np
+    if isinstance(x, (core.Tracer, core.Array, bool, int, float, complex)):
+        return True
+    return isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc"
+
+
+def _user_frame():
+    from interpreters import errors
+    return errors.user_frame(3)
 
 
 def visualize_array_sharding(arr, **kwargs):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from interpreters import dtypes
+from interpreters import core, dtypes
 from xform import numpy as xnp
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
@@ -36,15 +36,57 @@ def identity(x):
     return _x("identity", x)
 
 
+def _relu_body(x):
+    return F.maximum(x, 0)
+
+
+def _relu6_body(x):
+    return F.minimum(F.maximum(x, 0), 6.)
+
+
+def _named(fn, name):
+    def f(x):
+        return fn(x)
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+_custom = {}
+
+
+def _custom_relu(name):
+    """As JAX: ``custom_jvp(jit(body))`` whose derivative is 0 at the kinks (relu: at 0,
+    relu6: at 0 and 6); the jit is staged only when a program is (xform.numpy._jitted)."""
+    f = _custom.get(name)
+    if f is None:
+        from xform._custom_derivatives import custom_jvp
+        from xform.numpy import _jitted
+        if name == "relu":
+            body = _relu_body
+            live = lambda x: x > 0                                 # noqa: E731
+        else:
+            body = _relu6_body
+            live = lambda x: F.logical_and(x > 0, x < 6)           # noqa: E731
+        f = custom_jvp(_jitted.wrap(_named(body, name), name, ()))
+        f.defjvps(lambda g, ans, x: lax().select(live(x), g, lax().full_like(g, 0)))
+        _custom[name] = f
+    return f
+
+
 def relu(x):
-    """max(x, 0); its derivative at 0 is 0 (as JAX)."""
+    """max(x, 0); its derivative at 0 is 0 (as JAX: a custom_jvp around jit(relu))."""
     x = _x("relu", x)
-    return F.where(F.greater(x, _c(x, 0)), x, _c(x, 0))
+    if core.current_trace() is core.EVAL_TRACE:    # eager: no derivative to customise
+        return _relu_body(x)
+    return _custom_relu("relu")(x)
 
 
 def relu6(x):
+    """min(max(x, 0), 6); its derivative at 0 and 6 is 0 (as JAX)."""
     x = _x("relu6", x)
-    return F.minimum(F.maximum(x, _c(x, 0)), _c(x, 6))
+    if core.current_trace() is core.EVAL_TRACE:
+        return _relu6_body(x)
+    return _custom_relu("relu6")(x)
 
 
 def sigmoid(x):
@@ -203,3 +245,13 @@ from xform.nn import initializers  # noqa: E402,F401
 __all__ += ["dot_product_attention", "get_scaled_dot_general_config", "log1mexp", "logmeanexp",
             "scaled_dot_general", "scaled_matmul", "sparse_sigmoid", "squareplus",
             "initializers"]
+
+
+# ---- jax.nn functions that JAX wraps in jit: nested jit equations when staged (h-staging17)
+def _install_jitted():
+    import sys
+    from xform.numpy import _jitted
+    _jitted.install(sys.modules[__name__], _jitted.NN_TABLE, prefix="xform.nn")
+
+
+_install_jitted()

@@ -203,3 +203,8 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | _LAZY_DTYPE_NAMES)
+
+
+# ---- jnp functions that JAX wraps in jit: nested jit equations when staged (h-staging17)
+from xform.numpy import _jitted as _jitted  # noqa: E402
+_jitted.install(_sys.modules[__name__])

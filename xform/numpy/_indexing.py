@@ -33,6 +33,7 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform.numpy._creation import _staging
 
 
 # ----------------------------------------------------------------- classify the index
@@ -100,7 +101,8 @@ def _expand(idx, ndim):
 
 
 def _basic_plan(x_shape, idx):
-    """(starts, limits, strides, rev_axes, result_shape, int_axes) of a basic index."""
+    """(starts, limits, strides, rev_axes, result_shape, box_shape) of a basic index (the
+    start/limit conventions are JAX's static-slice ones, so staged programs print alike)."""
     starts, limits, strides, rev = [], [], [], []
     out_shape, box_shape = [], []
     d = 0
@@ -117,13 +119,11 @@ def _basic_plan(x_shape, idx):
                              U.static_int(i.stop, "slice stop") if i.stop is not None else None,
                              st).indices(n)
             m = len(range(a, b, st))
-            if m == 0:
-                starts.append(0), limits.append(0), strides.append(1)
-            elif st > 0:
-                starts.append(a), limits.append(a + (m - 1) * st + 1), strides.append(st)
-            else:
-                lo = a + (m - 1) * st
-                starts.append(lo), limits.append(a + 1), strides.append(-st)
+            if st > 0:
+                starts.append(a), limits.append(max(a, b)), strides.append(st)
+            else:   # the same elements in increasing order, then reversed
+                lo = min(n, b + 1 + abs(a - b - 1) % -st)
+                starts.append(lo), limits.append(max(lo, a + 1)), strides.append(-st)
                 rev.append(d)
             out_shape.append(m)
             box_shape.append(m)
@@ -139,15 +139,29 @@ def _basic_plan(x_shape, idx):
 
 
 def _basic_getitem(x, idx):
+    """slice, rev, squeeze (integer indices), expand_dims (None) -- JAX's static slice."""
     starts, limits, strides, rev, out_shape, _ = _basic_plan(x.shape, idx)
     y = x
-    if tuple(starts) != (0,) * x.ndim or tuple(limits) != x.shape or any(s != 1 for s in strides):
+    if any(s != 1 for s in strides) or tuple(starts) != (0,) * x.ndim or \
+            tuple(limits) != tuple(x.shape):
         y = lax().slice(y, tuple(starts), tuple(limits),
                         None if all(s == 1 for s in strides) else tuple(strides))
     if rev:
         y = lax().rev(y, tuple(rev))
-    if y.shape != out_shape:
-        y = lax().reshape(y, out_shape)
+    if not _staging():   # eager: one reshape
+        return y if y.shape == out_shape else lax().reshape(y, out_shape)
+    squeeze, newaxis, d = [], [], 0
+    for i in idx:
+        if i is None:
+            newaxis.append(d - len(squeeze) + len(newaxis))
+            continue
+        if not isinstance(i, slice):
+            squeeze.append(d)
+        d += 1
+    if squeeze:
+        y = lax().squeeze(y, tuple(squeeze))
+    if newaxis:
+        y = lax().expand_dims(y, tuple(newaxis))
     return y
 
 

@@ -16,6 +16,7 @@ from interpreters.core import ArrayOps
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform.numpy._creation import _staging
 
 _LOWP = [dtypes.float16]        # + bfloat16, once ml_dtypes is imported
 dtypes.on_ml_dtypes(lambda: _LOWP.append(dtypes.bfloat16))
@@ -60,7 +61,8 @@ def _reduction(name, a, axis, dtype, keepdims, initial, where, *, lax_fn, identi
         x = F.where(where, x, U.to_array(ident, comp, False))
     if not has_identity and initial is None and builtins.any(x.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-    out = lax_fn(x, axes) if axes else x
+    # an empty reduction is the identity: elided eagerly, staged as JAX stages it
+    out = lax_fn(x, axes) if axes or _staging() else x
     if initial is not None:
         out = binop(out, U.to_array(initial, comp, False))
     out = _keep(out, x.shape, axes, keepdims)
@@ -124,7 +126,7 @@ def _bool_reduce(name, a, axis, keepdims, where, fn, ident):
     axes = U.canonicalize_axes(axis, x.ndim)
     if where is not None:
         x = F.where(where, x, U.to_array(ident, dtypes.bool_, False))
-    out = fn(x, axes) if axes else x
+    out = fn(x, axes) if axes or _staging() else x
     return _keep(out, x.shape, axes, keepdims)
 
 

@@ -1,0 +1,207 @@
+"""``jnp`` functions that JAX itself wraps in ``jit``: staged as a nested ``jit`` equation.
+
+JAX 0.10.2 decorates many ``jax.numpy`` functions with (non-inline) ``jax.jit``, so a
+program that calls them shows ``jit[name=_where jaxpr={...}]`` / ``jit[name=sort ...]``
+equations (``make_jaxpr``, ``jit(f).lower``), with the function's static arguments
+baked into the inner program.  xform does the same, but only while a program is being
+staged (a ``jit``/``make_jaxpr`` staging trace is on the stack): eager calls -- also
+under eager ``grad``/``vmap`` -- call the function directly, so eager dispatch pays no
+jit cache lookup and compiles nothing.
+
+The table lists the function's name in ``xform.numpy``, the name JAX gives the ``jit``
+equation and the arguments JAX makes static (checked against JAX's
+``jax.make_jaxpr`` output over the public functions).  ``install`` (run at the end of
+``xform.numpy``'s import) replaces each function in every ``xform.numpy`` module that
+holds it, so the functions calling each other nest as JAX's do.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+
+from interpreters import core, errors
+from interpreters.staging import StagingTrace
+
+# xform.numpy name -> (jit name, static argument names)
+TABLE = {
+    "where": ("_where", ()),           # the three-argument form only (see _where_three)
+    "sort": ("sort", ("axis", "kind", "order", "stable", "descending")),
+    "argsort": ("argsort", ("axis", "kind", "order", "stable", "descending", "dtype")),
+    "sort_complex": ("sort_complex", ()),
+    "lexsort": ("lexsort", ("axis",)),
+    "cumsum": ("cumsum", ("axis", "dtype")),
+    "cumprod": ("cumprod", ("axis", "dtype")),
+    "nancumsum": ("nancumsum", ("axis", "dtype")),
+    "nancumprod": ("nancumprod", ("axis", "dtype")),
+    "clip": ("clip", ()),
+    "round": ("round", ("decimals",)),
+    "around": ("around", ("decimals",)),
+    "rint": ("rint", ()),
+    "trunc": ("trunc", ()),
+    "fmax": ("fmax", ()),
+    "fmin": ("fmin", ()),
+    "copysign": ("copysign", ()),
+    "signbit": ("signbit", ()),
+    "floor_divide": ("floor_divide", ()),
+    "remainder": ("remainder", ()),
+    "mod": ("remainder", ()),
+    "fmod": ("fmod", ()),
+    "divmod": ("divmod", ()),
+    "isinf": ("isinf", ()),
+    "hypot": ("hypot", ()),
+    "heaviside": ("heaviside", ()),
+    "sinc": ("sinc", ()),
+    "gcd": ("gcd", ()),
+    "lcm": ("lcm", ()),
+    "isclose": ("isclose", ("equal_nan",)),
+    "allclose": ("allclose", ("equal_nan",)),
+    "nan_to_num": ("nan_to_num", ()),
+    "tril": ("tril", ("k",)),
+    "triu": ("triu", ("k",)),
+    "trace": ("trace", ("offset", "axis1", "axis2", "dtype")),
+    "diagonal": ("diagonal", ("offset", "axis1", "axis2")),
+    "flip": ("_flip", ("axis",)),
+    "diff": ("diff", ("n", "axis")),
+    "kron": ("kron", ()),
+    "var": ("_var", ("axis", "dtype", "keepdims", "ddof", "correction")),
+    "std": ("_std", ("axis", "dtype", "keepdims", "ddof", "correction")),
+    "count_nonzero": ("count_nonzero", ("axis", "keepdims")),
+}
+
+
+# xform.nn (JAX's jax.nn functions decorated with a non-inline jit; relu/relu6 are
+# custom_jvp functions around such a jit, built in xform.nn itself)
+NN_TABLE = {
+    "identity": ("identity", ()),
+    "squareplus": ("squareplus", ()),
+    "softplus": ("softplus", ()),
+    "sparse_plus": ("sparse_plus", ()),
+    "soft_sign": ("soft_sign", ()),
+    "sparse_sigmoid": ("sparse_sigmoid", ()),
+    "silu": ("silu", ()),
+    "swish": ("silu", ()),
+    "mish": ("mish", ()),
+    "log_sigmoid": ("log_sigmoid", ()),
+    "elu": ("elu", ()),
+    "leaky_relu": ("leaky_relu", ()),
+    "hard_tanh": ("hard_tanh", ()),
+    "celu": ("celu", ()),
+    "selu": ("selu", ()),
+    "glu": ("glu", ("axis",)),
+    "logmeanexp": ("logmeanexp", ("axis", "keepdims")),
+    "log_softmax": ("log_softmax", ("axis",)),
+    "standardize": ("standardize", ("axis", "algorithm")),
+    "hard_sigmoid": ("hard_sigmoid", ()),
+    "hard_silu": ("hard_silu", ()),
+    "hard_swish": ("hard_silu", ()),
+}
+
+
+def _program_staging() -> bool:
+    """Is a program being staged (a jit / make_jaxpr trace, not linearize's partial
+    evaluator alone)?"""
+    t = core.current_trace()
+    eval_trace = core.EVAL_TRACE
+    while t is not eval_trace and t is not None:
+        if type(t) is StagingTrace and not t.forward_known:
+            return True
+        t = t.parent
+    return False
+
+
+def _hashable(v):
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+def wrap(fun, name, static_argnames):
+    """``fun`` that stages as ``jit[name=name]`` when a program is being staged."""
+    sig = inspect.signature(fun)
+    static = tuple(n for n in static_argnames if n in sig.parameters)
+    box = []
+
+    state, eval_trace = core._state, core.EVAL_TRACE
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        if state.trace is eval_trace or not _program_staging():   # eager: a direct call
+            return fun(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return fun(*args, **kwargs)      # fun raises its own error
+        for k, v in bound.arguments.items():
+            if k in static:
+                if not _hashable(v):
+                    return fun(*args, **kwargs)
+            elif not _dynamic_ok(v):
+                return fun(*args, **kwargs)
+        if not box:
+            from xform._jit import jit
+
+            def inner(*a, **k):
+                return fun(*a, **k)
+            inner.__name__ = inner.__qualname__ = name
+            inner.__signature__ = sig
+            box.append(jit(inner, static_argnames=static))
+        try:
+            return box[0](*args, **kwargs)
+        except errors.ConcretizationTypeError:
+            # an argument JAX traces that xform's implementation needs static: stage the
+            # function inline instead (same program, without the nested jit)
+            return fun(*args, **kwargs)
+    wrapper.__wrapped_for_jit__ = fun
+    return wrapper
+
+
+def _dynamic_ok(v):
+    """A value jit can take as a traced argument: arrays, scalars, None, and
+    tuples/lists of them (pytrees)."""
+    if v is None or isinstance(v, (core.Array, core.Tracer, bool, int, float, complex)):
+        return True
+    if isinstance(v, (tuple, list)):
+        return all(_dynamic_ok(x) for x in v)
+    import numpy as np
+    return isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "biufc"
+
+
+def _where_three(where_fn):
+    """``where``: the one-argument form (``nonzero``) is not jitted in JAX; the
+    three-argument form is ``jit(_where)(condition, x, y)``."""
+    def _where(condition, x, y):
+        return where_fn(condition, x, y)
+    jitted = wrap(_where, "_where", ())
+
+    @functools.wraps(where_fn)
+    def where(condition, x=None, y=None, /, **kwargs):
+        if x is None or y is None or kwargs:
+            return where_fn(condition, x, y, **kwargs)
+        return jitted(condition, x, y)
+    where.__wrapped_for_jit__ = where_fn
+    return where
+
+
+def install(namespace, table=None, prefix="xform.numpy"):
+    """Replace the table's functions in ``namespace`` (the ``xform.numpy`` module) and in
+    every ``prefix`` module that holds the same function object."""
+    table = TABLE if table is None else table
+    done = {}                   # id(original) -> (original, wrapper)
+    for pub, (name, static) in table.items():
+        f = namespace.__dict__.get(pub)
+        if f is None or not callable(f) or hasattr(f, "__wrapped_for_jit__") or id(f) in done:
+            continue
+        w = _where_three(f) if pub == "where" and table is TABLE else wrap(f, name, static)
+        done[id(f)] = (f, w)
+    # one pass over the package's modules (import time: no per-function module scans)
+    for k, m in list(sys.modules.items()):
+        if m is None or not (k == prefix or k.startswith(prefix + ".")):
+            continue
+        d = m.__dict__
+        for key, v in list(d.items()):
+            hit = done.get(id(v))
+            if hit is not None and hit[0] is v:
+                d[key] = hit[1]
