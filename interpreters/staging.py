@@ -21,6 +21,12 @@ from interpreters.core import Array, ShapedArray, Tracer
 from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 
 record_source_info = True
+
+# Primitives bound with a sub-program still to be staged (a Python callable in their
+# params, e.g. a custom_jvp function's primal, which JAX runs only where it is needed):
+# ``staging_rules[prim](trace, args, params) -> (args, params)`` completes them before
+# the equation is recorded, so every recorded equation holds only programs.
+staging_rules: dict = {}
 _name_scopes = threading.local()   # .stack: xform.named_scope names, outermost first
 
 
@@ -103,6 +109,9 @@ class StagingTrace(core.Trace):
             else:
                 with core.set_current_trace(self.parent):
                     return prim.bind(*args, **params)
+        complete = staging_rules.get(prim)
+        if complete is not None:
+            args, params = complete(self, args, params)
         invars = [self.to_atom(a) for a in args]
         rule = prim.abstract_eval
         if rule is None:
