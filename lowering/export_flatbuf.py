@@ -224,7 +224,17 @@ def _read_str(buf, at):
 #     nr_devices, platforms, ordered_effects, unordered_effects, disabled_checks
 #     ([(kind, target or None)]), mlir_module_serialized, calling_convention_version,
 #     module_kept_var_idx, uses_global_constants, vjp (dict or None),
-#     in_shardings / out_shardings (None per argument: single-device only).
+#     in_shardings / out_shardings: per argument / result None (unspecified) or a
+#       named sharding (see below).
+#   named sharding: (mesh, spec, reduced, unreduced, memory_kind) with
+#     mesh = (axis_sizes, axis_names, axis_types, device): an abstract mesh (JAX's
+#       AbstractMesh); axis_types as the schema's AxisType codes; device = None or
+#       (device_kind, num_cores or None, platform);
+#     spec = one tuple of mesh axis names per partitioned dimension (() = None);
+#     reduced / unreduced = tuples of axis names; memory_kind = str or None.
+#   All plain tuples, so equal shardings are equal (the writer shares them).
+
+AXIS_TYPE_AUTO, AXIS_TYPE_EXPLICIT, AXIS_TYPE_MANUAL = 1, 2, 3
 
 
 def _pytree_table(node) -> _Table:
@@ -284,17 +294,92 @@ def _read_aval(r: _Reader):
     return tuple(r.strings(1)), DTYPE_NAMES[code]
 
 
+def _mesh_table(mesh) -> _Table:
+    sizes, names, types, device = mesh
+    fields = [(0, "vec_u32", list(sizes)), (1, "vec_str", list(names)),
+              (2, "vec_u8", bytes(types))]
+    if device is not None:
+        kind, cores, platform = device
+        fields.append((3, "table", _Table([(0, "str", kind),
+                                           (1, "u32", cores),
+                                           (2, "str", platform)])))
+    return _Table(fields)
+
+
+def _read_mesh(r: _Reader):
+    sizes = tuple(r.numbers(0, "vec_u32"))
+    names = tuple(r.strings(1))
+    types = tuple(r.numbers(2, "vec_u8"))
+    if len(sizes) != len(names):
+        raise ValueError(f"the serialized Exported has an abstract mesh with axis sizes {sizes} "
+                         f"and axis names {names} of different lengths")
+    d = r.table(3)
+    device = None
+    if d is not None:
+        cores = d.scalar(1, "u32", None)
+        device = (d.string(0) or "", cores, d.string(2))
+    return sizes, names, types or (AXIS_TYPE_AUTO,) * len(sizes), device
+
+
+def _named_sharding_table(s, mesh_idx) -> _Table:
+    mesh, spec, reduced, unreduced, memory_kind = s
+    spec_t = _Table([(0, "vec_table", [_Table([(0, "vec_str", list(p))]) for p in spec]),
+                     (1, "vec_str", list(reduced)), (2, "vec_str", list(unreduced))])
+    return _Table([(0, "table", _mesh_table(mesh)), (1, "table", spec_t),
+                   (2, "str", memory_kind), (3, "u32", mesh_idx)])
+
+
+def _read_named_sharding(r: _Reader, meshes):
+    if meshes:
+        mesh = meshes[r.scalar(3, "u32")]
+    else:
+        m = r.table(0)
+        if m is None:
+            raise ValueError("the serialized Exported has a named sharding without a mesh")
+        mesh = _read_mesh(m)
+    sp = r.table(1)
+    spec = tuple(tuple(t.strings(0)) for t in sp.tables(0)) if sp is not None else ()
+    reduced = tuple(sp.strings(1)) if sp is not None else ()
+    unreduced = tuple(sp.strings(2)) if sp is not None else ()
+    return mesh, spec, reduced, unreduced, r.string(2)
+
+
+def _read_sharding(r: _Reader, meshes):
+    """A legacy ``Sharding`` table: a named sharding, or None (unspecified)."""
+    named = r.table(2)
+    if named is not None:
+        return _read_named_sharding(named, meshes)
+    if r.numbers(1, "vec_u8"):
+        raise ValueError("the serialized Exported carries HloSharding protos (a multi-device "
+                         "export written before JAX serialized named shardings, January "
+                         "2026); xform reads named shardings only: re-export it with a "
+                         "current JAX")
+    return None
+
+
 def _exported_table(e: dict, vjp_order: int) -> _Table:
     uniques, index = [], {}
     for a in list(e["in_avals"]) + list(e["out_avals"]):
         if a not in index:
             index[a] = len(uniques)
             uniques.append(a)
-    for s in list(e.get("in_shardings", ())) + list(e.get("out_shardings", ())):
-        if s is not None:
-            raise ValueError("serializing named shardings is not supported (single-device "
-                             "exports only)")
     n_in, n_out = len(e["in_avals"]), len(e["out_avals"])
+    in_sh = list(e.get("in_shardings") or [None] * n_in)
+    out_sh = list(e.get("out_shardings") or [None] * n_out)
+    meshes, mesh_index, shardings, sh_index = [], {}, [], {}
+    for s in in_sh + out_sh:
+        if s is None:
+            continue
+        if s[0] not in mesh_index:
+            mesh_index[s[0]] = len(meshes)
+            meshes.append(s[0])
+        if s not in sh_index:
+            sh_index[s] = len(shardings)
+            shardings.append(s)
+
+    def legacy(s):
+        return _Table([]) if s is None else \
+            _Table([(2, "table", _named_sharding_table(s, mesh_index[s[0]]))])
     fields = [
         (0, "u16", SERIALIZATION_VERSION_FIELD),
         (1, "str", e["fun_name"]),
@@ -302,8 +387,8 @@ def _exported_table(e: dict, vjp_order: int) -> _Table:
         (3, "vec_table", [_aval_table(a) for a in e["in_avals"]]),
         (4, "table", _pytree_table(e["out_tree"])),
         (5, "vec_table", [_aval_table(a) for a in e["out_avals"]]),
-        (7, "vec_table", [_Table([]) for _ in range(n_in)]),
-        (8, "vec_table", [_Table([]) for _ in range(n_out)]),
+        (7, "vec_table", [legacy(s) for s in in_sh]),
+        (8, "vec_table", [legacy(s) for s in out_sh]),
         (9, "vec_str", list(e["platforms"])),
         (10, "vec_table", [_Table([(0, "str", n)]) for n in e["ordered_effects"]]),
         (11, "vec_table", [_Table([(0, "str", n)]) for n in e["unordered_effects"]]),
@@ -315,12 +400,12 @@ def _exported_table(e: dict, vjp_order: int) -> _Table:
         (16, "bool", bool(e["uses_global_constants"])),
         (18, "u32", e["nr_devices"]),
         (19, "vec_table", [_aval_table(a) for a in uniques]),
-        (20, "vec_table", []),
-        (21, "vec_table", []),
+        (20, "vec_table", [_mesh_table(m) for m in meshes]),
+        (21, "vec_table", [_named_sharding_table(s, mesh_index[s[0]]) for s in shardings]),
         (22, "vec_u32", [index[a] for a in e["in_avals"]]),
         (23, "vec_u32", [index[a] for a in e["out_avals"]]),
-        (24, "vec_u32", [0] * n_in),
-        (25, "vec_u32", [0] * n_out),
+        (24, "vec_u32", [0 if s is None else 1 + sh_index[s] for s in in_sh]),
+        (25, "vec_u32", [0 if s is None else 1 + sh_index[s] for s in out_sh]),
     ]
     if vjp_order > 0:
         vjp = e.get("vjp")
@@ -359,11 +444,23 @@ def _read_exported(r: _Reader) -> dict:
         out_avals = [unique[i] for i in out_idx]
     else:
         out_avals = [_read_aval(t) for t in r.tables(5)]
-    shard_idx = r.numbers(24, "vec_u32") + r.numbers(25, "vec_u32")
-    legacy = r.tables(7) + r.tables(8)
-    if any(shard_idx) or any(t.table(2) is not None or t.numbers(1, "vec_u8") for t in legacy):
-        raise ValueError("the serialized Exported carries shardings (a multi-device export); "
-                         "xform.export supports single-device artifacts only")
+    meshes = [_read_mesh(t) for t in r.tables(20)]
+    shardings = [_read_named_sharding(t, meshes) for t in r.tables(21)]
+
+    def read_shardings(idx_slot, legacy_slot, n):
+        idx = r.numbers(idx_slot, "vec_u32")
+        if idx:
+            return [None if i == 0 else shardings[i - 1] for i in idx]
+        legacy = r.tables(legacy_slot)
+        if legacy:
+            return [_read_sharding(t, meshes) for t in legacy]
+        return [None] * n
+    in_shardings = read_shardings(24, 7, len(in_avals))
+    out_shardings = read_shardings(25, 8, len(out_avals))
+    if len(in_shardings) != len(in_avals) or len(out_shardings) != len(out_avals):
+        raise ValueError("the serialized Exported has a different number of shardings "
+                         f"({len(in_shardings)} in, {len(out_shardings)} out) and avals "
+                         f"({len(in_avals)} in, {len(out_avals)} out)")
     vjp_r = r.table(17)
     return {
         "fun_name": r.string(1) or "",
@@ -380,5 +477,7 @@ def _read_exported(r: _Reader) -> dict:
         "calling_convention_version": r.scalar(14, "u16"),
         "module_kept_var_idx": r.numbers(15, "vec_u16"),
         "uses_global_constants": bool(r.scalar(16, "bool")),
+        "in_shardings": in_shardings,
+        "out_shardings": out_shardings,
         "vjp": (lambda: _read_exported(vjp_r)) if vjp_r is not None else None,
     }

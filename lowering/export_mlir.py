@@ -28,9 +28,19 @@ from lowering.mlir import register
 _lock = threading.Lock()
 
 
+_sdy_done = []
+
+
 def _ctx():
+    """The runtime's MLIR context, with the Shardy (``sdy``) dialect registered too:
+    sharded exports carry ``sdy.mesh`` / ``sdy.sharding`` (JAX's format)."""
     from lowering.runtime import _mlir_context
-    return _mlir_context()
+    ctx = _mlir_context()
+    if not _sdy_done:
+        from jaxlib.mlir.dialects import sdy
+        sdy.register_dialect(ctx)
+        _sdy_done.append(True)
+    return ctx
 
 
 def _ir():
@@ -70,15 +80,24 @@ def _add_platform_index(text: str) -> str:
     calling convention); our lowering is the same on every platform, so it is unused."""
     ir = _ir()
     module = ir.Module.parse(text)
-    ins, outs = _func_types(ir.SymbolTable(module.operation)["main"])
+    old_main = ir.SymbolTable(module.operation)["main"]
+    ins, outs = _func_types(old_main)
+
+    def attrs(name, n):     # the argument / result attributes (e.g. shardings) of main
+        if name not in old_main.attributes:
+            return [""] * n
+        return ["" if str(a) == "{}" else " " + str(a) for a in ir.ArrayAttr(
+            old_main.attributes[name])]
+    in_attrs, out_attrs = attrs("arg_attrs", len(ins)), attrs("res_attrs", len(outs))
     head = "func.func public @main("
     if text.count(head) != 1:
         raise ValueError("cannot find the public main function of the lowered module")
     text = text.replace(head, "func.func private @_wrapped_jax_export_main(", 1)
     args = ['%plat: tensor<i32> {jax.global_constant = "_platform_index"}'] + \
-        [f"%a{i}: {t}" for i, t in enumerate(ins)]
+        [f"%a{i}: {t}{a}" for i, (t, a) in enumerate(zip(ins, in_attrs))]
+    res = [f"{t}{a}" for t, a in zip(outs, out_attrs)]
     body = _call_text("_wrapped_jax_export_main", [f"%a{i}" for i in range(len(ins))], ins, outs)
-    main = (f"  func.func public @main({', '.join(args)}) -> ({', '.join(outs)}) {{\n"
+    main = (f"  func.func public @main({', '.join(args)}) -> ({', '.join(res)}) {{\n"
             + "\n".join(body) + "\n  }\n")
     end = text.rstrip().rfind("}")
     return text[:end] + main + text[end:]
@@ -160,7 +179,21 @@ def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
                 new.append(ir.DictAttr.get(d))
             main.attributes["res_attrs"] = ir.ArrayAttr.get(new)
         module.operation.verify()
-        return bytes(_jax.mlir.serialize_portable_artifact(_bytecode(module), target_version()))
+        # a sharded module keeps its Shardy ops in the artifact (JAX's mixed serialization)
+        sharded = "sdy.mesh" in text
+        return bytes(_jax.mlir.serialize_portable_artifact(_bytecode(module), target_version(),
+                                                           sharded))
+
+
+def hlo_sharding(axis_sizes, axis_names, spec, ndim):
+    """jaxlib's ``HloSharding`` of a PartitionSpec ``spec`` (entries None / name / tuple of
+    names) over an abstract mesh, for a rank-``ndim`` array (what JAX computes for the
+    shardings of a deserialized Exported)."""
+    from jax._src.mesh import AbstractMesh
+    from jax._src.named_sharding import NamedSharding
+    from jax._src.partition_spec import PartitionSpec
+    mesh = AbstractMesh(tuple(axis_sizes), tuple(axis_names))
+    return NamedSharding(mesh, PartitionSpec(*spec))._to_xla_hlo_sharding(ndim)
 
 
 def _deserialize(blob):
@@ -311,10 +344,61 @@ def _ensure_kernels(platform):
     _ensure_targets({"gpu": "cuda", "host": "cpu"}.get(p, p))
 
 
+def _check_devices(ctx, exported):
+    """JAX's rule: an export for N > 1 devices runs only in a program partitioned over N
+    devices (a single-device export runs anywhere)."""
+    mesh = getattr(ctx.module, "spmd_mesh", None)
+    n = mesh.size if mesh is not None else 1
+    if exported.nr_devices != 1 and n != exported.nr_devices:
+        raise ValueError(f"Function {exported.fun_name} was exported for "
+                         f"{exported.nr_devices} devices and is called in a context with {n} "
+                         "devices, which is not allowed.")
+    if exported.nr_devices != 1 and getattr(ctx.module, "manual_mesh", None) is not None:
+        raise ValueError(f"Function {exported.fun_name} was exported for "
+                         f"{exported.nr_devices} devices and cannot be called inside shard_map "
+                         "(where each device runs its own shard)")
+    return mesh
+
+
+def _mesh_symbol(ctx, amesh):
+    """A module-level ``sdy.mesh`` with the axes of the abstract mesh ``amesh``."""
+    mod = ctx.module
+    key = ("sdy_mesh", amesh.axis_sizes, amesh.axis_names)
+    sym = mod.func_names.get(key)
+    if sym is None:
+        outer = getattr(mod, "spmd_mesh", None)
+        if outer is not None and tuple(outer.axis_names) == amesh.axis_names and \
+                tuple(outer.axis_sizes) == amesh.axis_sizes:
+            sym = "mesh"                    # the program's own mesh
+        else:
+            sym = f"xf_export_mesh_{len(mod.func_names)}"
+            axes = ", ".join(f'"{n}"={s}' for n, s in zip(amesh.axis_names, amesh.axis_sizes))
+            mod.functions.append(f"  sdy.mesh @{sym} = <[{axes}]>")
+        mod.func_names[key] = sym
+    return sym
+
+
+def _constrain(ctx, names, avals, shardings):
+    """``sdy.sharding_constraint`` of each value to its export sharding (JAX applies the
+    export's in/out shardings around the call the same way)."""
+    from lowering.spmd import dims_text
+    out = []
+    for x, a, s in zip(names, avals, shardings):
+        if s is None or s.mesh.empty:
+            out.append(x)
+            continue
+        sym = _mesh_symbol(ctx, s.mesh)
+        attr = f"sharding = #sdy.sharding<@{sym}, {dims_text(tuple(s.spec), len(a.shape))}>"
+        out.append(ctx.op1("sdy.sharding_constraint", [x], ctx.types[x], attr))
+    return out
+
+
 @register("call_exported")
 def _call_exported_lowering(ctx, eqn, *args):
     exported = eqn.params["exported"]
-    args = [args[i] for i in exported.module_kept_var_idx]     # unused inputs were dropped
+    mesh = _check_devices(ctx, exported)
+    kept = exported.module_kept_var_idx
+    args = [args[i] for i in kept]     # unused inputs were dropped
     in_types = tuple(ctx.types[a] for a in args)
     ops, entry, out_types = specialize(exported.mlir_module_serialized, in_types,
                                        exported._platform_index(ctx.module.platform))
@@ -331,4 +415,11 @@ def _call_exported_lowering(ctx, eqn, *args):
         raise ValueError(f"the exported function {exported.fun_name!r} returns "
                          f"({', '.join(out_types)}) for these arguments, but "
                          f"({', '.join(want)}) was expected")
-    return ctx.op("func.call", list(args), list(out_types), f"callee = @{entry}")
+    sharded = mesh is not None and getattr(ctx.module, "manual_mesh", None) is None
+    if sharded:
+        in_sh = [exported._in_named_shardings[i] for i in kept]
+        args = _constrain(ctx, args, [eqn.invars[i].aval for i in kept], in_sh)
+    outs = ctx.op("func.call", list(args), list(out_types), f"callee = @{entry}")
+    if sharded:
+        outs = _constrain(ctx, outs, ctx.out_avals, exported._out_named_shardings)
+    return outs

@@ -227,6 +227,20 @@ def _has_zero(ctx):
     return any(0 in a.shape for a in ctx.in_avals)
 
 
+def _register_decomp(*names):
+    """``register`` for the decompositions: operands with a zero-sized dimension get their
+    (constant) results from ``_zero_size`` before the rule runs, as no LAPACK kernel takes
+    them."""
+    def deco(fn):
+        def rule(ctx, eqn, *operands):
+            if _has_zero(ctx):
+                return _zero_size(ctx, eqn)
+            return fn(ctx, eqn, *operands)
+        rule.__name__ = fn.__name__
+        return register(*names)(rule)
+    return deco
+
+
 def _lower_fun(ctx, fn, operands):
     """Lower ``fn`` (written with primitives) inline, as JAX's ``mlir.lower_fun``."""
     from interpreters import staging
@@ -239,10 +253,8 @@ def _lower_fun(ctx, fn, operands):
 # ----------------------------------------------------------------- rules
 
 
-@register("cholesky")
+@_register_decomp("cholesky")
 def _cholesky(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     a = ctx.in_avals[0]
     nb = a.ndim - 2
     batch = a.shape[:-2]
@@ -252,10 +264,8 @@ def _cholesky(ctx, eqn, x):
     return [_tri_select(ctx, l, a.shape, a.dtype, lower=True)]
 
 
-@register("triangular_solve")
+@_register_decomp("triangular_solve")
 def _triangular_solve(ctx, eqn, a, b):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     p = eqn.params
     aa, ba = ctx.in_avals
     nb = aa.ndim - 2
@@ -312,17 +322,13 @@ def _p2p_fn(m):
     return fn
 
 
-@register("lu_pivots_to_permutation")
+@_register_decomp("lu_pivots_to_permutation")
 def _lu_pivots_to_permutation(ctx, eqn, piv):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     return _lower_fun(ctx, _p2p_fn(eqn.params["permutation_size"]), [piv])
 
 
-@register("lu")
+@_register_decomp("lu")
 def _lu(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     a = ctx.in_avals[0]
     nb = a.ndim - 2
     batch = a.shape[:-2]
@@ -342,10 +348,8 @@ def _lu(ctx, eqn, x):
     return [lu, piv, perm]
 
 
-@register("geqrf")
+@_register_decomp("geqrf")
 def _geqrf(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     a = ctx.in_avals[0]
     nb = a.ndim - 2
     k = min(a.shape[-2:])
@@ -353,10 +357,8 @@ def _geqrf(ctx, eqn, x):
                      [(a.shape, a.dtype), (a.shape[:-2] + (k,), a.dtype)], nb, aliases=[(0, 0)])
 
 
-@register("geqp3")
+@_register_decomp("geqp3")
 def _geqp3(ctx, eqn, x, jpvt):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     a, pa = ctx.in_avals
     nb = a.ndim - 2
     k = min(a.shape[-2:])
@@ -365,10 +367,8 @@ def _geqp3(ctx, eqn, x, jpvt):
                      nb, aliases=[(0, 0), (1, 1)])
 
 
-@register("householder_product")
+@_register_decomp("householder_product")
 def _householder_product(ctx, eqn, x, taus):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     a = ctx.in_avals[0]
     nb = a.ndim - 2
     out, = _ffi_call(ctx, "orgqr", a.dtype, [x, taus], [(a.shape, a.dtype)], nb,
@@ -404,17 +404,13 @@ def _qr_fn(pivoting, full_matrices):
     return fn
 
 
-@register("qr")
+@_register_decomp("qr")
 def _qr(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     return _lower_fun(ctx, _qr_fn(eqn.params["pivoting"], eqn.params["full_matrices"]), [x])
 
 
-@register("eigh")
+@_register_decomp("eigh")
 def _eigh(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     p = eqn.params
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -445,10 +441,32 @@ def _slice(ctx, x, shape, cuts, dtype):
                    f"strides = array<i64: {', '.join('1' for _ in shape)}>")
 
 
-@register("svd")
+# Platforms whose SVD kernel needs m >= n (cusolver's gesvd): a wide matrix is decomposed
+# through its adjoint, A^H = V S U^H.  A module-level set so tests can route CPU through it.
+_WIDE_SVD_BY_TRANSPOSE = {"cuda"}
+
+
+def _svd_of_adjoint_fn(params):
+    from primitives import elementwise as E
+    from primitives import linalg_decomp as D
+    from primitives import structural as S
+
+    def adjoint(v):
+        nd = core.get_aval(v).ndim
+        vt = S.transpose(v, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+        return E.conj_p.bind(vt) if core.get_aval(v).dtype.kind == "c" else vt
+
+    def fn(x):
+        outs = D.svd_p.bind(adjoint(x), **params)
+        if not params["compute_uv"]:
+            return outs
+        s, u, vt = outs
+        return [s, adjoint(vt), adjoint(u)]
+    return fn
+
+
+@_register_decomp("svd")
 def _svd(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     p = eqn.params
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -459,11 +477,10 @@ def _svd(ctx, eqn, x):
     ushape = (m, m) if (full or not cuv) else (m, k)
     vshape = (n, n) if (full or not cuv) else (k, n)
     kernel = "gesvd" if p["algorithm"] == "QR" else "gesdd"
+    if _platform(ctx) in _WIDE_SVD_BY_TRANSPOSE and m < n:
+        return _lower_fun(ctx, _svd_of_adjoint_fn(p), [x])
     if _platform(ctx) == "cuda":
         kernel = "gesvd"
-        if m < n:   # cusolver gesvd needs m >= n: JAX transposes (row-major); not done here
-            raise NotImplementedError(f"svd of a wide matrix {a.shape} on CUDA is not "
-                                      "supported yet; svd the transpose instead")
     _, s, u, vt, info = _ffi_call(
         ctx, kernel, a.dtype, [x],
         [(a.shape, a.dtype), (batch + (k,), rdt), (batch + ushape, a.dtype),
@@ -485,10 +502,8 @@ def _svd(ctx, eqn, x):
     return [s, u, vt]
 
 
-@register("eig")
+@_register_decomp("eig")
 def _eig(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     p = eqn.params
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -515,10 +530,8 @@ def _eig(ctx, eqn, x):
     return out
 
 
-@register("schur")
+@_register_decomp("schur")
 def _schur(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     p = eqn.params
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -553,10 +566,8 @@ def _hessenberg(ctx, eqn, x):
     return [h, tau]
 
 
-@register("tridiagonal")
+@_register_decomp("tridiagonal")
 def _tridiagonal(ctx, eqn, x):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     a = ctx.in_avals[0]
     nb = a.ndim - 2
     batch, n = a.shape[:-2], a.shape[-1]
@@ -573,10 +584,8 @@ def _tridiagonal(ctx, eqn, x):
             _nan_unless(ctx, ok, tau, batch + (k,), a.dtype, nb)]
 
 
-@register("tridiagonal_solve")
+@_register_decomp("tridiagonal_solve")
 def _tridiagonal_solve(ctx, eqn, dl, d, du, b):
-    if _has_zero(ctx):
-        return _zero_size(ctx, eqn)
     ba = ctx.in_avals[3]
     da = ctx.in_avals[1]
     nb = ba.ndim - 2

@@ -243,7 +243,7 @@ def compile_options(mesh):
     return o
 
 
-def lower_spmd(closed, mesh, in_specs, out_specs, donated=None, name="main"):
+def lower_spmd(closed, mesh, in_specs, out_specs, donated=None, name="main", platform="cpu"):
     """MLIR text of ``closed`` partitioned over ``mesh``: ``in_specs[i]`` /
     ``out_specs[i]`` are PartitionSpecs or None (None output: XLA chooses)."""
     jaxpr = closed.jaxpr
@@ -269,7 +269,7 @@ def lower_spmd(closed, mesh, in_specs, out_specs, donated=None, name="main"):
     for i, (v, s) in enumerate(zip(jaxpr.outvars, out_specs)):
         if s is not None:
             res_attrs[i] = f"sdy.sharding = {sharding_attr(s, len(v.aval.shape))}"
-    module = ModuleContext("cpu", True)
+    module = ModuleContext(platform, True)
     module.spmd_mesh = mesh
     main = _function_text(module, "main", closed, "public", arg_attrs, res_attrs)
     body = "\n".join([mesh_decl(mesh), main] + module.functions)

@@ -380,6 +380,43 @@ def test_jax_artifact_called_by_xform():
     tree_close(g, jax.grad(lambda p: jf(p, x)["out"].sum())(params))
 
 
+def test_jax_artifact_of_committed_arguments():
+    """JAX records arguments committed to one device as named shardings over the empty
+    mesh: the artifact is still a single-device one, read and called by xform, and
+    those shardings survive our re-serialization (read back by JAX)."""
+    pytest.importorskip("flatbuffers")
+    x = np.random.RandomState(9).randn(2, 3).astype(f32)
+    jexp = jexport.export(jax.jit(lambda x: jnp.cos(x) * 3))(jax.device_put(x, jax.devices()[0]))
+    blob = jexp.serialize()
+    exp = export.deserialize(blob)
+    assert exp.nr_devices == 1
+    assert exp.in_shardings_hlo == jexport.deserialize(blob).in_shardings_hlo
+    close(exp.call(x), np.cos(x) * 3)
+    back = jexport.deserialize(exp.serialize())
+    assert [str(s.spec) for s in back._in_named_shardings] == \
+        [str(s.spec) for s in jexp._in_named_shardings]
+    close(back.call(x), np.cos(x) * 3)
+
+
+def test_sharded_export_over_a_one_device_mesh():
+    """On one device a function jitted with shardings over a 1-device mesh exports with
+    nr_devices 1 and its (trivial) shardings, as JAX's does."""
+    pytest.importorskip("flatbuffers")
+    from xform.sharding import NamedSharding, PartitionSpec as P
+    mesh = xform.make_mesh((1,), ("d",))
+    f = xform.jit(lambda x: x + 1, in_shardings=NamedSharding(mesh, P("d")))
+    x = np.arange(4.0, dtype=f32)
+    exp = export.export(f)(x)
+    jm = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("d",))
+    jexp = jexport.deserialize(jexport.export(
+        jax.jit(lambda x: x + 1, in_shardings=jax.sharding.NamedSharding(
+            jm, jax.sharding.PartitionSpec("d"))))(x).serialize())
+    assert exp.nr_devices == jexp.nr_devices == 1
+    assert exp.in_shardings_hlo == jexp.in_shardings_hlo
+    close(export.deserialize(exp.serialize()).call(x), x + 1)
+    close(jexport.deserialize(exp.serialize()).call(x), x + 1)
+
+
 # ----------------------------------------------------------------- a fresh process
 
 _CHILD = textwrap.dedent("""

@@ -538,3 +538,31 @@ def test_tridiagonal_solve_perturb_singular_matches_jax(dtype, n):
         np.testing.assert_array_equal(np.asarray(xform.jit(f)(dl, d, du, b)), want)
         np.testing.assert_allclose(np.asarray(f(dl, d, du, b)), want, rtol=1e-5, atol=1e-6)
         assert np.isfinite(want).all()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.complex64])
+@pytest.mark.parametrize("full,cuv", [(False, True), (True, True), (False, False)])
+def test_wide_svd_through_the_adjoint(monkeypatch, dt, full, cuv):
+    """The lowering that decomposes a wide matrix through its adjoint (used where the kernel
+    needs m >= n, cusolver's gesvd), routed through the CPU here: singular values equal JAX's
+    and U S V^H reconstructs the matrix with orthonormal U and V."""
+    from lowering import rules_linalg_decomp
+    monkeypatch.setattr(rules_linalg_decomp, "_WIDE_SVD_BY_TRANSPOSE", {"cpu", "cuda"})
+    a = _mat(np.random.default_rng(0), (2, 3, 5), dt)
+    f = xform.jit(lambda x: xnp.linalg.svd(x, full_matrices=full, compute_uv=cuv))
+    assert "stablehlo.transpose" in f.lower(a).as_text()     # the adjoint route is taken
+    out = f(a)
+    want = jnp.linalg.svd(a, full_matrices=full, compute_uv=cuv)
+    s = out[1] if cuv else out
+    np.testing.assert_allclose(s, want[1] if cuv else want, rtol=1e-5, atol=1e-5)
+    if cuv:
+        u, s, vh = (np.asarray(o) for o in out)
+        assert u.shape == want[0].shape and vh.shape == want[2].shape
+        k = s.shape[-1]
+        rec = (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :]
+        np.testing.assert_allclose(rec, a, rtol=1e-4, atol=1e-4)
+        eye = lambda n: np.broadcast_to(np.eye(n), (2, n, n))
+        np.testing.assert_allclose(np.conj(np.swapaxes(u, -1, -2)) @ u, eye(u.shape[-1]),
+                                   atol=1e-5)
+        np.testing.assert_allclose(vh @ np.conj(np.swapaxes(vh, -1, -2)), eye(vh.shape[-2]),
+                                   atol=1e-5)

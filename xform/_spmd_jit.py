@@ -60,6 +60,10 @@ def _leaf_named(x):
             s = spmd.buf_sharding(x._buf)
             if isinstance(s, S.NamedSharding):
                 return s
+    elif type(x) is not Array and isinstance(getattr(x, "sharding", None), S.NamedSharding):
+        from xform._jit import ShapeDtypeStruct
+        if isinstance(x, ShapeDtypeStruct):     # an abstract argument laid out over a mesh
+            return x.sharding
     return None
 
 

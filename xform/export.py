@@ -555,6 +555,116 @@ def _np_dtype(name):
         return np.dtype(getattr(ml_dtypes, name))
 
 
+# ----------------------------------------------------------------- shardings of an export
+
+_AXIS_TYPE_CODES = {"Auto": _fb.AXIS_TYPE_AUTO, "Explicit": _fb.AXIS_TYPE_EXPLICIT,
+                    "Manual": _fb.AXIS_TYPE_MANUAL}
+_AXIS_TYPE_NAMES = {v: k for k, v in _AXIS_TYPE_CODES.items()}
+
+
+class _AbstractMesh:
+    """A mesh without devices (JAX's ``AbstractMesh``): axis names, sizes and types, plus
+    the kind of device it was made of.  Exports record their shardings over one."""
+    __slots__ = ("axis_sizes", "axis_names", "axis_types", "_device")
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None, device=None):
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = tuple(axis_names)
+        self.axis_types = tuple(axis_types) if axis_types else ("Auto",) * len(self.axis_names)
+        self._device = device         # (device_kind, num_cores or None, platform) or None
+
+    @classmethod
+    def of(cls, mesh):
+        d = mesh.devices.flat[0]
+        return cls(mesh.axis_sizes, mesh.axis_names, mesh.axis_types,
+                   (str(getattr(d, "device_kind", d.platform)), None, str(d.platform)))
+
+    @property
+    def shape(self):
+        return dict(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.axis_sizes:
+            n *= s
+        return n
+
+    @property
+    def empty(self):
+        return not self.axis_names
+
+    def _data(self):
+        return (self.axis_sizes, self.axis_names,
+                tuple(_AXIS_TYPE_CODES.get(str(t), _fb.AXIS_TYPE_AUTO) for t in self.axis_types),
+                self._device)
+
+    @classmethod
+    def _from_data(cls, d):
+        sizes, names, types, device = d
+        return cls(sizes, names, [_AXIS_TYPE_NAMES.get(t, "Auto") for t in types], device)
+
+    def __eq__(self, other):
+        return isinstance(other, _AbstractMesh) and self._data() == other._data()
+
+    def __hash__(self):
+        return hash(self._data())
+
+    def __repr__(self):
+        return "AbstractMesh(" + ", ".join(f"'{n}': {s}" for n, s in self.shape.items()) + ")"
+
+
+class _NamedSharding:
+    """A sharding as an export records it: a PartitionSpec over an abstract mesh."""
+    __slots__ = ("mesh", "spec", "memory_kind")
+
+    def __init__(self, mesh, spec, memory_kind=None):
+        from xform.sharding import PartitionSpec
+        self.mesh = mesh
+        self.spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+        self.memory_kind = memory_kind
+
+    def _data(self):
+        spec = tuple(() if p is None else ((p,) if isinstance(p, str) else tuple(p))
+                     for p in self.spec)
+        return (self.mesh._data(), spec, (), (), self.memory_kind)
+
+    @classmethod
+    def _from_data(cls, d):
+        mesh, spec, reduced, unreduced, memory_kind = d
+        if reduced or unreduced:
+            raise ValueError(f"the serialized Exported has a sharding with reduced {reduced} / "
+                             f"unreduced {unreduced} mesh axes, which xform does not support")
+        parts = [None if not p else (p[0] if len(p) == 1 else tuple(p)) for p in spec]
+        return cls(_AbstractMesh._from_data(mesh), parts, memory_kind)
+
+    def _on(self, mesh):
+        """This sharding over the concrete ``mesh`` (same axis names and sizes)."""
+        from xform.sharding import NamedSharding
+        if tuple(mesh.axis_names) != self.mesh.axis_names or \
+                tuple(mesh.axis_sizes) != self.mesh.axis_sizes:
+            raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
+                             f"export {self.mesh}.")
+        return NamedSharding(mesh, self.spec)
+
+    def __eq__(self, other):
+        return isinstance(other, _NamedSharding) and self._data() == other._data()
+
+    def __hash__(self):
+        return hash(self._data())
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+def _export_mesh(exported):
+    """The abstract mesh of ``exported``'s shardings (None if it has no named one)."""
+    for s in exported._in_named_shardings + exported._out_named_shardings:
+        if s is not None and not s.mesh.empty:
+            return s.mesh
+    return None
+
+
 # ----------------------------------------------------------------- Exported
 
 
@@ -572,14 +682,16 @@ class Exported:
                  platforms, ordered_effects, unordered_effects, disabled_safety_checks,
                  mlir_module_serialized, calling_convention_version, module_kept_var_idx,
                  uses_global_constants, in_shardings_hlo=None, out_shardings_hlo=None,
-                 _get_vjp=None):
+                 _get_vjp=None, _in_named_shardings=None, _out_named_shardings=None):
         self.fun_name = fun_name
         self.in_tree = in_tree
         self.in_avals = tuple(in_avals)
         self.out_tree = out_tree
         self.out_avals = tuple(out_avals)
-        self.in_shardings_hlo = tuple(in_shardings_hlo or (None,) * len(self.in_avals))
-        self.out_shardings_hlo = tuple(out_shardings_hlo or (None,) * len(self.out_avals))
+        self._in_named_shardings = tuple(_in_named_shardings or (None,) * len(self.in_avals))
+        self._out_named_shardings = tuple(_out_named_shardings or (None,) * len(self.out_avals))
+        self._in_hlo = None if in_shardings_hlo is None else tuple(in_shardings_hlo)
+        self._out_hlo = None if out_shardings_hlo is None else tuple(out_shardings_hlo)
         self.nr_devices = int(nr_devices)
         self.platforms = tuple(platforms)
         self.ordered_effects = tuple(ordered_effects)
@@ -602,11 +714,29 @@ class Exported:
         """The StableHLO module as text."""
         return _em().module_text(self.mlir_module_serialized)
 
+    @property
+    def in_shardings_hlo(self):
+        """The input shardings as jaxlib ``HloSharding``s (None: unspecified), as JAX gives
+        them for a deserialized Exported."""
+        if self._in_hlo is None:
+            self._in_hlo = _hlo_shardings(self._in_named_shardings, self.in_avals)
+        return self._in_hlo
+
+    @property
+    def out_shardings_hlo(self):
+        """The output shardings as jaxlib ``HloSharding``s (None: unspecified)."""
+        if self._out_hlo is None:
+            self._out_hlo = _hlo_shardings(self._out_named_shardings, self.out_avals)
+        return self._out_hlo
+
     def in_shardings_jax(self, mesh):
-        return tuple(None for _ in self.in_avals)
+        """The input shardings as ``NamedSharding``s over ``mesh`` (a mesh with the axis
+        names and sizes of the export's), for ``device_put`` or ``jit``; None: unspecified."""
+        return tuple(None if s is None else s._on(mesh) for s in self._in_named_shardings)
 
     def out_shardings_jax(self, mesh):
-        return tuple(None for _ in self.out_avals)
+        """The output shardings as ``NamedSharding``s over ``mesh`` (see in_shardings_jax)."""
+        return tuple(None if s is None else s._on(mesh) for s in self._out_named_shardings)
 
     def has_vjp(self) -> bool:
         return self._get_vjp is not None
@@ -662,6 +792,17 @@ class Exported:
         return self.platforms.index(p) if p in self.platforms else 0
 
 
+def _hlo_shardings(named, avals):
+    out = []
+    for s, a in zip(named, avals):
+        if s is None:
+            out.append(None)
+        else:
+            out.append(_em().hlo_sharding(s.mesh.axis_sizes, s.mesh.axis_names, tuple(s.spec),
+                                          len(_physical(a).shape)))
+    return tuple(out)
+
+
 def _to_data(e: Exported) -> dict:
     for a in e.in_avals + e.out_avals:
         if not isinstance(a, ShapedArray):
@@ -679,6 +820,8 @@ def _to_data(e: Exported) -> dict:
         "calling_convention_version": e.calling_convention_version,
         "module_kept_var_idx": list(e.module_kept_var_idx),
         "uses_global_constants": e.uses_global_constants,
+        "in_shardings": [None if x is None else x._data() for x in e._in_named_shardings],
+        "out_shardings": [None if x is None else x._data() for x in e._out_named_shardings],
         "vjp": (lambda: _to_data(e.vjp())) if e.has_vjp() else None,
     }
 
@@ -706,6 +849,10 @@ def _from_data(d: dict) -> Exported:
         mlir_module_serialized=d["mlir_module_serialized"],
         calling_convention_version=v, module_kept_var_idx=d["module_kept_var_idx"],
         uses_global_constants=d["uses_global_constants"],
+        _in_named_shardings=[None if x is None else _NamedSharding._from_data(x)
+                             for x in d.get("in_shardings") or ()],
+        _out_named_shardings=[None if x is None else _NamedSharding._from_data(x)
+                              for x in d.get("out_shardings") or ()],
         _get_vjp=(lambda _: _from_data(vjp())) if vjp is not None else None)
 
 
@@ -744,7 +891,8 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     default backend's); with several, the module takes a platform index first.
     """
     from xform._jit import JitWrapped
-    if not isinstance(fun_jit, JitWrapped):
+    from xform._spmd_jit import ShardedJit
+    if not isinstance(fun_jit, (JitWrapped, ShardedJit)):
         raise ValueError(f"Function to be exported must be the result of `jit` but is: "
                          f"{fun_jit}")
     if platforms is not None:
@@ -761,9 +909,18 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
     def do_export(*args_specs, **kwargs_specs) -> Exported:
         plats = platforms if platforms is not None else (default_export_platform(),)
-        dyn_args, _, dyn_kwargs, _ = fun_jit._split(args_specs, kwargs_specs)
+        inner = fun_jit._inner if isinstance(fun_jit, ShardedJit) else fun_jit
+        dyn_args, _, dyn_kwargs, _ = inner._split(args_specs, kwargs_specs)
         leaves, in_tree = _tu.tree_flatten((tuple(dyn_args), dict(dyn_kwargs)))
-        if any(_is_symbolic(getattr(leaf, "shape", ())) for leaf in leaves):
+        symbolic = any(_is_symbolic(getattr(leaf, "shape", ())) for leaf in leaves)
+        if isinstance(fun_jit, ShardedJit) or any(_has_named_sharding(x) for x in leaves):
+            sj = fun_jit if isinstance(fun_jit, ShardedJit) else ShardedJit(fun_jit)
+            if symbolic:
+                return _export_polymorphic(inner, args_specs, kwargs_specs, leaves, in_tree,
+                                           plats, disabled_checks, sharded=sj)
+            return _export_sharded(sj, args_specs, kwargs_specs, in_tree, plats,
+                                   disabled_checks)
+        if symbolic:
             return _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree,
                                        plats, disabled_checks)
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
@@ -774,8 +931,101 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     return do_export
 
 
+def _has_named_sharding(x):
+    """An argument laid out over a mesh: a sharded Array, or a ShapeDtypeStruct with a
+    NamedSharding."""
+    from xform.sharding import NamedSharding
+    if isinstance(getattr(x, "sharding", None), NamedSharding) and not isinstance(x, core.Array):
+        return True
+    if type(x) is core.Array and x._buf is not None and not x._deleted:
+        return len(x._buf.sharding.device_set) > 1
+    return False
+
+
+def _spmd_plan(sj, args_specs, kwargs_specs):
+    """(closed program, out tree, mesh, in specs, out specs) of the sharded jit ``sj``
+    for these arguments (hoisted constants back in the program)."""
+    from interpreters import passes
+    from xform.sharding import NamedSharding
+    entry, _, mesh, in_sh, out_sh = sj._plan(args_specs, kwargs_specs)
+    closed = passes.simplify(_unhoist(entry.closed, entry.const_args))
+
+    def spec(s):
+        if s is None:
+            return None
+        return s.spec if isinstance(s, NamedSharding) else _xs().PartitionSpec()
+    return closed, entry.out_tree, mesh, [spec(s) for s in in_sh], [spec(s) for s in out_sh]
+
+
+def _spmd_text(closed, mesh, in_specs, out_specs, name, platform, debug_info=True):
+    from lowering import spmd
+    text, cbs = spmd.lower_spmd(closed, mesh, in_specs, out_specs, None, f"jit_{name}",
+                                platform=_lowering_platform(platform))
+    if cbs:
+        raise ValueError(
+            f"Cannot serialize code with custom calls whose targets have no compatibility "
+            f"guarantees: the function {name!r} uses Python host callbacks (debug.print, "
+            "pure_callback, ...), which cannot be part of an exported artifact.")
+    return text
+
+
+def _sharded_exported(mesh, in_specs, out_specs, **fields) -> Exported:
+    """An Exported whose shardings are ``in_specs``/``out_specs`` over ``mesh``'s
+    abstract form (None: unspecified)."""
+    amesh = _AbstractMesh.of(mesh)
+
+    def named(p):
+        return None if p is None else _NamedSharding(amesh, p, "device")
+    return Exported(nr_devices=mesh.size, _in_named_shardings=[named(p) for p in in_specs],
+                    _out_named_shardings=[named(p) for p in out_specs], **fields)
+
+
+def _export_sharded(sj, args_specs, kwargs_specs, in_tree, platforms,
+                    disabled_checks) -> Exported:
+    """Export a function partitioned over a mesh (``jit`` with in/out shardings, or
+    sharded arguments): the module carries JAX's Shardy annotations (``sdy.mesh``,
+    ``sdy.sharding`` on ``main``'s arguments and results, ``mhlo.num_partitions``)."""
+    from primitives import prng
+    closed, out_tree, mesh, in_specs, out_specs = _spmd_plan(sj, args_specs, kwargs_specs)
+    name = sj._inner._name
+    for a in closed.in_avals + closed.out_avals:
+        if a.dtype == _FLOAT0:
+            raise ValueError("export: float0 arguments/results (cotangents of integer values) "
+                             "cannot be exported; differentiate with respect to float inputs")
+    logical = closed
+    if prng.jaxpr_has_keys(closed):
+        closed = prng.physicalize_closed(closed)
+    texts = [_spmd_text(closed, mesh, in_specs, out_specs, name, p) for p in platforms]
+    if len(set(texts)) > 1:
+        raise ValueError(f"export: the sharded function {name!r} lowers differently for the "
+                         f"platforms {platforms} (platform-specific kernels); export it for one "
+                         "platform at a time")
+    blob = _em().serialize_module(texts[0], result_info=_result_info(out_tree),
+                                  platform_index_arg=len(platforms) > 1)
+    in_avals = [a.strip_weak_type() for a in logical.in_avals]
+
+    def get_vjp(primal: Exported) -> Exported:
+        def flat_primal(*xs):
+            return list(ir.eval_jaxpr(logical.jaxpr, logical.consts, *xs))
+        return _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=mesh)
+
+    return _sharded_exported(
+        mesh, in_specs, out_specs,
+        fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
+        out_avals=list(logical.out_avals), platforms=platforms, ordered_effects=(),
+        unordered_effects=(), disabled_safety_checks=disabled_checks,
+        mlir_module_serialized=blob, calling_convention_version=_CALLING_CONVENTION_VERSION,
+        module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=False,
+        _get_vjp=get_vjp)
+
+
+def _xs():
+    from xform import sharding
+    return sharding
+
+
 def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, platforms,
-                        disabled_checks) -> Exported:
+                        disabled_checks, sharded=None) -> Exported:
     """Export for every value of the dimension variables (see ``lowering.export_poly``)."""
     import lowering
     from interpreters import passes
@@ -814,11 +1064,24 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
             if shape is None or not _is_symbolic(shape):
                 return x
             dims = tuple(_eval_dim(d, env) for d in shape)
-            return ShapeDtypeStruct(dims, x.dtype)
+            return ShapeDtypeStruct(dims, x.dtype, sharding=getattr(x, "sharding", None))
         a = _tu.tree_map(concrete, args_specs,
                          is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
         k = _tu.tree_map(concrete, kwargs_specs,
                          is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
+        if sharded is not None:       # lowered for the mesh at each sample size
+            try:
+                closed, tree, mesh, in_specs, out_specs = _spmd_plan(sharded, a, k)
+            except ValueError as e:
+                raise ValueError(
+                    f"export: xform traces symbolic shapes at sample sizes ({env}), which "
+                    f"must split evenly over the mesh: write a sharded dimension as a multiple "
+                    f"of its mesh axes' size (e.g. '8*b' over 8 devices). {e}") from None
+            if first is None:
+                first = (closed, tree, mesh, in_specs, out_specs)
+            texts.append(_spmd_text(closed, mesh, in_specs, out_specs, fun_jit._name,
+                                    platforms[0]))
+            continue
         traced = fun_jit.trace(*a, **k)
         closed = passes.simplify(_unhoist(traced._entry.closed, traced._entry.const_args))
         if first is None:
@@ -838,7 +1101,13 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
             raise ValueError("Cannot serialize code with custom calls whose targets have no "
                              "compatibility guarantees: the function uses Python host callbacks.")
         texts.append(lowered.text)
-    closed, out_tree = first
+    closed, out_tree = first[:2]
+    if sharded is not None and len(platforms) > 1:
+        raise ValueError("export: with symbolic shapes and shardings export for one platform "
+                         "at a time")
+    if sharded is not None and any("sdy.manual_computation" in t for t in texts):
+        raise ValueError(f"export: {fun_jit._name} uses shard_map, which xform exports for "
+                         "concrete shapes only (not with symbolic shapes)")
     arg_specs = [[_dim_poly(d) for d in getattr(leaf, "shape", ())] for leaf in leaves]
     paths = _arg_paths(in_tree)
     spec_text = ",".join(f"{p}.shape = {_shape_str(getattr(leaf, 'shape', ()))}"
@@ -857,19 +1126,24 @@ def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, plat
                  for shape, a in zip(result_shapes, closed.out_avals)]
     name = fun_jit._name
 
+    mesh = first[2] if sharded is not None else None
+
     def get_vjp(primal: Exported) -> Exported:
         def flat_primal(*xs):
             args, kwargs = in_tree.unflatten(list(xs))
             return _tu.tree_leaves(fun_jit(*args, **kwargs))
-        return _export_vjp(flat_primal, name, primal, platforms, disabled_checks)
+        return _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=mesh)
 
-    return Exported(
+    fields = dict(
         fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
-        out_avals=out_avals, nr_devices=1, platforms=platforms, ordered_effects=(),
+        out_avals=out_avals, platforms=platforms, ordered_effects=(),
         unordered_effects=(), disabled_safety_checks=disabled_checks,
         mlir_module_serialized=blob, calling_convention_version=_CALLING_CONVENTION_VERSION,
         module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=True,
         _get_vjp=get_vjp)
+    if sharded is not None:
+        return _sharded_exported(mesh, first[3], first[4], **fields)
+    return Exported(nr_devices=1, **fields)
 
 
 def _eval_dim(d, env):
@@ -972,7 +1246,7 @@ def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) 
         _get_vjp=get_vjp)
 
 
-def _export_vjp(flat_primal, name, primal, platforms, disabled_checks) -> Exported:
+def _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=None) -> Exported:
     """Export ``(*primals, *out_cts) -> in_cts`` of ``flat_primal`` (JAX's convention).
 
     Cotangents of integer/bool values are float0 in the avals and ``i1`` tensors in the
@@ -999,7 +1273,16 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks) -> Export
         return ShapeDtypeStruct(a.shape, dt)
     specs = [spec(a, True) for a in primal.in_avals] + \
             [spec(a, f) for a, f in zip(primal.out_avals, out_float)]
-    exp = export(jit(fun_vjp), platforms=platforms, disabled_checks=disabled_checks)(*specs)
+    if mesh is None:
+        jitted = jit(fun_vjp)
+    else:      # a sharded primal: the VJP takes the primal's (in + out) shardings, returns
+        # cotangents laid out as the primal inputs (JAX's convention)
+        def on(s):
+            return None if s is None else s._on(mesh)
+        jitted = jit(fun_vjp, in_shardings=tuple(
+            on(s) for s in primal._in_named_shardings + primal._out_named_shardings),
+            out_shardings=[on(s) for s in primal._in_named_shardings])
+    exp = export(jitted, platforms=platforms, disabled_checks=disabled_checks)(*specs)
     exp.in_avals = tuple(list(exp.in_avals[:n]) + [
         a if f else ShapedArray(a.shape, float0) for a, f in zip(exp.in_avals[n:], out_float)])
     exp.out_avals = tuple(a if f else ShapedArray(a.shape, float0)
@@ -1150,8 +1433,83 @@ call_exported_p.def_abstract_eval(_call_abstract_eval)
 
 def _call_impl(*args, exported):
     _em()
+    if exported.nr_devices > 1:
+        return _call_sharded(args, exported)
     from lowering.runtime import device_impl_hook
     return device_impl_hook(call_exported_p, args, {"exported": exported})
+
+
+def _devices_error(exported, n):
+    return ValueError(f"Function {exported.fun_name} was exported for {exported.nr_devices} "
+                      f"devices and is called in a context with {n} devices, which is not "
+                      "allowed.")
+
+
+def _context_mesh(args):
+    """The mesh an eager call runs in: that of the first argument laid out over a mesh,
+    else the current mesh (``set_mesh`` / ``with mesh``), else None (one device)."""
+    S = _xs()
+    for a in args:
+        if type(a) is core.Array and a._buf is not None and not a._deleted and \
+                len(a._buf.sharding.device_set) > 1:
+            s = a.sharding
+            if isinstance(s, S.NamedSharding):
+                return s.mesh
+            raise ValueError(f"an argument of type {a.aval.str_short()} is laid out as {s}, "
+                             "which has no mesh; device_put it with a NamedSharding before "
+                             "calling the exported function")
+    return S.get_mesh()
+
+
+def _run_mesh(exported, mesh):
+    """``mesh``'s devices (in order) arranged as the export's abstract mesh."""
+    am = _export_mesh(exported)
+    if am is None or (tuple(mesh.axis_names) == am.axis_names and
+                      tuple(mesh.axis_sizes) == am.axis_sizes):
+        return mesh
+    S = _xs()
+    devs = np.array(list(mesh.devices.flat), dtype=object).reshape(am.axis_sizes)
+    return S.Mesh(devs, am.axis_names, am.axis_types)
+
+
+def _call_sharded(args, exported):
+    """Run a multi-device export eagerly: a program partitioned over the context's mesh
+    (arranged as the export's mesh) whose inputs are placed as the export's
+    in_shardings say and whose outputs are laid out as its out_shardings."""
+    from interpreters import staging
+    from lowering import spmd
+    S = _xs()
+    ctx = _context_mesh(args)
+    n = ctx.size if ctx is not None else 1
+    if n != exported.nr_devices:
+        raise _devices_error(exported, n)
+    mesh = _run_mesh(exported, ctx)
+    in_specs = []
+    for a, s in zip(args, exported._in_named_shardings):
+        if s is not None and not s.mesh.empty:
+            in_specs.append(s.spec)
+            continue
+        # unspecified in the export: keep the argument's layout over this mesh, else
+        # replicate it (always valid; XLA's free choice might have no PartitionSpec)
+        cur = a.sharding if type(a) is core.Array and a._buf is not None and \
+            not a._deleted else None
+        in_specs.append(cur.spec if isinstance(cur, S.NamedSharding) and cur.mesh == mesh
+                        else S.PartitionSpec())
+    out_specs = tuple(s.spec if s is not None and not s.mesh.empty else None
+                      for s in exported._out_named_shardings)
+    avals = tuple(core.get_aval(a) for a in args)
+    key = (avals, mesh, tuple(in_specs), out_specs)
+    cache = exported.__dict__.setdefault("_spmd_cache", {})
+    comp = cache.get(key)
+    if comp is None:
+        def fun(*xs):
+            return list(call_exported_p.bind(*xs, exported=exported))
+        with core.set_current_trace(core.EVAL_TRACE):
+            jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
+        comp = cache[key] = spmd.SpmdCompiled(ir.ClosedJaxpr(jaxpr, consts), mesh,
+                                              tuple(in_specs), out_specs, None,
+                                              f"call_exported_{exported.fun_name}")
+    return comp(*args)
 
 
 call_exported_p.def_impl(_call_impl)

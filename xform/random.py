@@ -504,8 +504,8 @@ def _check_broadcast_shapes(name, shape, *args):
     return shape
 
 
-def _float_dtype(name, dtype, what="a float"):
-    dt = _canon_dtype(dtype, float, stacklevel=4)
+def _float_dtype(name, dtype, what="a float", stacklevel=4):
+    dt = _canon_dtype(dtype, float, stacklevel=stacklevel)
     if not D.issubdtype(dt, np.floating):
         raise ValueError(f"dtype argument to `{name}` must be {what} dtype, got {dt}")
     return dt
@@ -522,6 +522,17 @@ def _safe_cast_check(name, dtype, *args):
         if adt.kind == "c" and not D.issubdtype(dtype, np.complexfloating):
             raise D.TypePromotionError(f"In arguments to {name}, cannot safely cast argument "
                                        f"of type {adt} to {dtype}")
+
+
+def _float_sampler_call(name, jitted, key, params, shape, dtype):
+    """The common front of the float samplers with broadcastable parameters: check the key,
+    the dtype, the shape against the parameters' shapes and the parameters' castability,
+    then call the jitted body ``jitted(words, *params, shape, dtype)``."""
+    words, _ = _key_words(name, key)
+    dtype = _float_dtype(name, dtype, stacklevel=5)
+    shape = _check_broadcast_shapes(name, shape, *params)
+    _safe_cast_check(name, dtype, *params)
+    return jitted(words, *params, shape, dtype)
 
 
 # ----------------------------------------------------------------- uniform / normal
@@ -1165,11 +1176,7 @@ def _pareto_j(k, b, shape, dtype):
 
 
 def pareto(key, b, shape=None, dtype=None):
-    words, _ = _key_words("pareto", key)
-    dtype = _float_dtype("pareto", dtype)
-    shape = _check_broadcast_shapes("pareto", shape, b)
-    _safe_cast_check("pareto", dtype, b)
-    return _pareto_j(words, b, shape, dtype)
+    return _float_sampler_call("pareto", _pareto_j, key, (b,), shape, dtype)
 
 
 @_rjit(2, 3)
@@ -1184,11 +1191,7 @@ def _t_j(k, df, shape, dtype):
 
 
 def t(key, df, shape=None, dtype=None):
-    words, _ = _key_words("t", key)
-    dtype = _float_dtype("t", dtype)
-    shape = _check_broadcast_shapes("t", shape, df)
-    _safe_cast_check("t", dtype, df)
-    return _t_j(words, df, shape, dtype)
+    return _float_sampler_call("t", _t_j, key, (df,), shape, dtype)
 
 
 def _chisquare_raw(k, df, shape, dtype):
@@ -1206,11 +1209,7 @@ def _chisquare_j(k, df, shape, dtype):
 
 
 def chisquare(key, df, shape=None, dtype=None):
-    words, _ = _key_words("chisquare", key)
-    dtype = _float_dtype("chisquare", dtype)
-    shape = _check_broadcast_shapes("chisquare", shape, df)
-    _safe_cast_check("chisquare", dtype, df)
-    return _chisquare_j(words, df, shape, dtype)
+    return _float_sampler_call("chisquare", _chisquare_j, key, (df,), shape, dtype)
 
 
 @_rjit(3, 4)
@@ -1225,11 +1224,7 @@ def _f_j(k, dfnum, dfden, shape, dtype):
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
-    words, _ = _key_words("f", key)
-    dtype = _float_dtype("f", dtype)
-    shape = _check_broadcast_shapes("f", shape, dfnum, dfden)
-    _safe_cast_check("f", dtype, dfnum, dfden)
-    return _f_j(words, dfnum, dfden, shape, dtype)
+    return _float_sampler_call("f", _f_j, key, (dfnum, dfden), shape, dtype)
 
 
 def _rademacher_raw(k, shape, dtype):
@@ -1299,11 +1294,7 @@ def _rayleigh_j(k, scale, shape, dtype):
 
 
 def rayleigh(key, scale, shape=None, dtype=None):
-    words, _ = _key_words("rayleigh", key)
-    dtype = _float_dtype("rayleigh", dtype)
-    shape = _check_broadcast_shapes("rayleigh", shape, scale)
-    _safe_cast_check("rayleigh", dtype, scale)
-    return _rayleigh_j(words, scale, shape, dtype)
+    return _float_sampler_call("rayleigh", _rayleigh_j, key, (scale,), shape, dtype)
 
 
 @_rjit(2, 3)
@@ -1322,11 +1313,7 @@ def _wald_j(k, mean, shape, dtype):
 
 
 def wald(key, mean, shape=None, dtype=None):
-    words, _ = _key_words("wald", key)
-    dtype = _float_dtype("wald", dtype)
-    shape = _check_broadcast_shapes("wald", shape, mean)
-    _safe_cast_check("wald", dtype, mean)
-    return _wald_j(words, mean, shape, dtype)
+    return _float_sampler_call("wald", _wald_j, key, (mean,), shape, dtype)
 
 
 @_rjit(2, 3)
@@ -1366,11 +1353,8 @@ def _triangular_j(k, left, mode, right, shape, dtype):
 
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
-    words, _ = _key_words("triangular", key)
-    dtype = _float_dtype("triangular", dtype)
-    shape = _check_broadcast_shapes("triangular", shape, left, mode, right)
-    _safe_cast_check("triangular", dtype, left, mode, right)
-    return _triangular_j(words, left, mode, right, shape, dtype)
+    return _float_sampler_call("triangular", _triangular_j, key, (left, mode, right),
+                               shape, dtype)
 
 
 @_rjit(2, 3)

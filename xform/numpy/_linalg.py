@@ -256,9 +256,7 @@ def _parse_einsum(subscripts, shapes):
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None):
-    if not isinstance(subscripts, str):
-        raise TypeError("einsum: only the subscripts-string form is supported, e.g. "
-                        "einsum('ij,jk->ik', a, b)")
+    subscripts, operands = _einsum_subscripts(subscripts, operands)
     xs = [U.to_array(o) for o in operands]
     if not xs:
         raise ValueError("einsum requires at least one operand")
@@ -292,19 +290,24 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
                 R.any(x, axis=drop)
             s = "".join(c for i, c in enumerate(s) if i not in drop)
             ops[k] = (s, x)
-    s_acc, acc = ops[0]
-    for k in range(1, len(ops)):
-        s_b, b = ops[k]
-        later = set(out_sub).union(*[set(s) for s, _ in ops[k + 1:]])
-        shared = [c for c in s_acc if c in s_b]
-        batch = [c for c in shared if c in later]
-        contract = [c for c in shared if c not in later]
-        acc = _dot_general(acc, b, (tuple(s_acc.index(c) for c in contract),
+    from xform.numpy._einsum_path import contraction_path
+    for group in contraction_path([o[0] for o in ops], out_sub, sizes, optimize):
+        members = [ops[k] for k in group]
+        ops = [o for k, o in enumerate(ops) if k not in group]
+        s_a, a = members[0]
+        for m, (s_b, b) in enumerate(members[1:]):
+            later = set(out_sub).union(*[set(s) for s, _ in ops + members[m + 2:]])
+            shared = [c for c in s_a if c in s_b]
+            batch = [c for c in shared if c in later]
+            contract = [c for c in shared if c not in later]
+            a = _dot_general(a, b, (tuple(s_a.index(c) for c in contract),
                                     tuple(s_b.index(c) for c in contract)),
-                           (tuple(s_acc.index(c) for c in batch),
-                            tuple(s_b.index(c) for c in batch)), precision, pet)
-        s_acc = ("".join(batch) + "".join(c for c in s_acc if c not in shared)
-                 + "".join(c for c in s_b if c not in shared))
+                             (tuple(s_a.index(c) for c in batch),
+                              tuple(s_b.index(c) for c in batch)), precision, pet)
+            s_a = ("".join(batch) + "".join(c for c in s_a if c not in shared)
+                   + "".join(c for c in s_b if c not in shared))
+        ops.append((s_a, a))
+    (s_acc, acc), = ops
     # any label still present but not in output: sum it
     drop = tuple(i for i, c in enumerate(s_acc) if c not in out_sub)
     if drop:
@@ -336,8 +339,53 @@ def _einsum_diagonals(s, x):
     return s, x
 
 
-def einsum_path(subscripts, *operands, optimize="greedy"):
-    raise NotImplementedError("einsum_path is not supported; einsum contracts left to right")
+def _einsum_subscripts(subscripts, operands):
+    """The subscripts string and operands of either einsum calling form: a string, or
+    NumPy's interleaved ``einsum(op0, sublist0, op1, sublist1, ..., [sublistout])``."""
+    if isinstance(subscripts, str):
+        return subscripts, operands
+    args = (subscripts,) + tuple(operands)
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = ops.pop() if len(ops) > len(subs) else None
+    if out is not None and not isinstance(out, (list, tuple)):
+        raise TypeError("einsum: in the interleaved form every operand must be followed by a "
+                        f"list of axis labels, got {type(out).__name__} last")
+
+    def letters(sub):
+        if not isinstance(sub, (list, tuple)):
+            raise TypeError("einsum: the first argument must be a subscripts string such as "
+                            "'ij,jk->ik', or an operand followed by its list of axis labels, "
+                            f"got {type(sub).__name__}")
+        res = ""
+        for v in sub:
+            if v is Ellipsis:
+                res += "..."
+            elif isinstance(v, (int, np.integer)) and 0 <= v < 52:
+                res += "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[v]
+            else:
+                raise ValueError(f"einsum: axis labels of the interleaved form are Ellipsis "
+                                 f"or integers in [0, 52), got {v!r}")
+        return res
+    text = ",".join(letters(x) for x in subs)
+    if out is not None:
+        text += "->" + letters(out)
+    return text, ops
+
+
+def einsum_path(subscripts, *operands, optimize="auto"):
+    """``(path, report)``: the contraction order einsum would use (opt_einsum's format, a
+    list of position tuples) and a text summary of its cost."""
+    from xform.numpy import _einsum_path as P
+    subscripts, operands = _einsum_subscripts(subscripts, operands)
+    shapes = [np.shape(o) for o in operands]
+    subs, out_sub = _parse_einsum(subscripts, shapes)
+    sizes = {}
+    for sub, shp in zip(subs, shapes):
+        for c, d in zip(sub, shp):
+            if sizes.get(c, 1) == 1:
+                sizes[c] = d
+    path = P.contraction_path(subs, out_sub, sizes, optimize)
+    return path, P.report(subscripts, subs, out_sub, sizes, path)
 
 
 # ----------------------------------------------------------------- norm

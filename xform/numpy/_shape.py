@@ -661,11 +661,13 @@ def _pad_width(pad_width, nd):
 
 
 def pad(array, pad_width, mode="constant", **kwargs):
-    """``np.pad`` with modes constant, edge, reflect, symmetric, wrap (static widths)."""
+    """``np.pad``: every NumPy mode (constant, edge, wrap, reflect/symmetric even or odd,
+    linear_ramp, maximum/minimum/mean/median with stat_length, empty) or a callable."""
     x = _arr(array, "pad")
     pw = _pad_width(pad_width, x.ndim)
     if callable(mode):
-        raise NotImplementedError("pad with a callable mode is not supported")
+        from xform.numpy import _pad_modes
+        return _pad_modes.pad_callable(x, pw, mode, kwargs)
     if mode == "constant":
         cv = kwargs.pop("constant_values", 0)
         if kwargs:
@@ -686,12 +688,29 @@ def pad(array, pad_width, mode="constant", **kwargs):
                                                              False), tuple(s)))
             x = concatenate([parts[0], x, parts[1]], ax)
         return x
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise NotImplementedError(f"pad mode {mode!r} is not supported (use constant, edge, "
-                                  "reflect, symmetric or wrap)")
-    reflect_type = kwargs.pop("reflect_type", "even")
-    if kwargs or reflect_type != "even":
-        raise NotImplementedError(f"unsupported pad options: {kwargs or reflect_type}")
+    from xform.numpy import _pad_modes
+    allowed = {"edge": (), "wrap": (), "empty": (), "reflect": ("reflect_type",),
+               "symmetric": ("reflect_type",), "linear_ramp": ("end_values",),
+               **{m: ("stat_length",) for m in _pad_modes._STATS}}
+    if mode not in allowed:
+        raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad; use one of "
+                         f"'constant', {', '.join(repr(m) for m in allowed)} or a callable")
+    unexpected = set(kwargs) - set(allowed[mode])
+    if unexpected:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unexpected}")
+    if x.ndim == 0:
+        return x
+    if mode == "empty":
+        return _pad_modes.pad_empty(x, pw)
+    if mode == "linear_ramp":
+        return _pad_modes.pad_linear_ramp(x, pw, kwargs.get("end_values", 0))
+    if mode in _pad_modes._STATS:
+        return _pad_modes.pad_stat(x, pw, mode, kwargs.get("stat_length"))
+    reflect_type = kwargs.get("reflect_type", "even")
+    if reflect_type not in ("even", "odd"):
+        raise ValueError(f"reflect_type must be 'even' or 'odd', got {reflect_type!r}")
+    if reflect_type == "odd":
+        return _pad_modes.pad_reflect_odd(x, pw, mode)
     for ax, (a, b) in enumerate(pw):
         if not (a or b):
             continue

@@ -1,0 +1,53 @@
+"""Sharded ``xform.export`` on 8 virtual CPU devices, compared with real JAX.
+
+The cases live in ``tests/_export_sharded_cases.py`` and run in one subprocess (the
+``--xla_force_host_platform_device_count=8`` flag must be set before the runtime
+client exists; the rest of the suite keeps its single device).  That process also
+writes sharded artifacts (xform's and JAX's); a second, fresh process -- where the
+exported Python functions do not exist -- deserializes and calls them with xform
+and with JAX.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SCRIPT = os.path.join(HERE, "_export_sharded_cases.py")
+CASE_NAMES = re.findall(r"^@case\ndef (\w+)", open(SCRIPT).read(), re.M)
+
+
+def _run(*argv):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("XLA_FLAGS", None)
+    p = subprocess.run([sys.executable, SCRIPT, *argv], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("CASE "):
+            r = json.loads(line[5:])
+            out[r["case"]] = r
+    if not out:
+        pytest.fail(f"the multi-device subprocess produced no results (rc={p.returncode}):\n"
+                    f"{p.stderr[-4000:]}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("sharded_exports"))
+    out = _run("write", d)
+    if out.get("write_artifacts", {}).get("ok"):
+        out.update(_run("read", d))
+    return out
+
+
+@pytest.mark.parametrize("name", CASE_NAMES + ["write_artifacts", "fresh_process_read"])
+def test_sharded_export(results, name):
+    r = results.get(name)
+    assert r is not None, f"case {name} did not run (the subprocess crashed before it)"
+    assert r["ok"], r["err"]
