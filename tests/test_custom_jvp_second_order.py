@@ -6,7 +6,7 @@ xform follows that at every order and inside every higher-order primitive.  JAX 
 does too, except for reverse-then-forward derivatives of a ``scan`` (and so of a
 ``fori_loop`` with static bounds), where its loop-invariant residual hoisting inlines
 the custom_jvp function in the primal loop (see ``jax_documented_custom_jvp`` in
-``test_differential_programs.py``).  These tests check against closed-form math and
+``test_differential_programs.py``, which runs JAX with that inlining off).  These tests check against closed-form math and
 against JAX where JAX obeys its documented rule (no scan, or forward-over-forward).
 """
 import jax
@@ -41,6 +41,9 @@ def _make(api, np_, lax):
                                    h).sum(),
         "checkpoint_scan": lambda h: api.checkpoint(
             lambda v: lax.scan(lambda c, _: (f(c), None), v, None, length=2)[0])(h).sum(),
+        "checkpoint_saving_scan": lambda h: api.checkpoint(
+            lambda v: lax.scan(lambda c, _: (f(c), None), v, None, length=2)[0],
+            policy=api.checkpoint_policies.everything_saveable)(h).sum(),
     }
 
 
@@ -104,9 +107,9 @@ def test_scan_matches_jax_forward_over_forward_and_its_python_loop():
                                    err_msg=stack)
 
 
-def test_scan_matches_jax_without_its_scan_hoisting():
+def test_scan_matches_jax_keeping_the_rule_in_partial_eval():
     from test_differential_programs import jax_documented_custom_jvp
-    for prog in ("scan", "fori", "checkpoint_scan"):
+    for prog in ("scan", "fori", "checkpoint_scan", "checkpoint_saving_scan"):
         got = _second_order(xform, XF[prog])
         with jax_documented_custom_jvp():
             want = {k: np.asarray(v()) for k, v in _second_order(jax, JX[prog]).items()}

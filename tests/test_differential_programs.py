@@ -58,28 +58,53 @@ _FAST_COMPILE = {"xla_backend_optimization_level": 0,
 
 @contextlib.contextmanager
 def jax_documented_custom_jvp():
-    """Run the oracle with JAX's loop-invariant residual hoisting for ``scan`` turned off
-    (the one-line switch JAX's own source gives in ``_scan_known_hoisting``).
+    """Run the oracle with JAX's partial evaluation keeping a custom_jvp function (as a
+    ``custom_jvp_call`` equation) when some of its inputs are unknown, instead of
+    inlining its primal.
 
-    That optimisation re-traces the primal scan body with partial evaluation and the
-    carries unknown, and JAX's partial evaluation inlines a ``custom_jvp`` function with
-    unknown inputs (assuming only linear functions are built that way).  The primal scan
-    of ``linearize``/``vjp`` then computes a custom_jvp function's output without its rule,
-    so a *second* derivative of a scan over a custom_jvp function uses the primal
-    function's own derivative -- against JAX's documented semantics ("each application of
-    a differentiation transform will use the custom JVP rule if and only if the rule calls
-    the original f to compute the primal outputs"), which JAX obeys outside ``scan``
-    (plain, jit, cond, checkpoint, jvp-of-jvp).  xform follows the documented semantics;
-    hoisting only moves loop-invariant work, so turning it off changes nothing else.
-    ``tests/test_custom_jvp_second_order.py`` checks this against math directly."""
-    from jax._src.lax.control_flow import loops
-    saved = loops._scan_known_hoisting
-    loops._scan_known_hoisting = lambda jaxpr_known, known_consts, num_res: (
-        jaxpr_known, known_consts, [False] * num_res, [])
+    JAX's ``JaxprTrace.process_custom_jvp_call`` inlines there, assuming that only linear
+    functions are built by partial evaluation.  But ``scan``'s loop-invariant residual
+    hoisting (in ``linearize``/``vjp``, and in ``checkpoint``'s partial evaluation with a
+    saving policy) re-traces the *primal* loop body that way, with the carries unknown, so
+    JAX's primal scan computes a custom_jvp function's output without its rule and a
+    *second* derivative (reverse then forward) uses the primal function's own derivative.
+    That is against JAX's documented semantics ("each application of a differentiation
+    transform will use the custom JVP rule if and only if the rule calls the original f to
+    compute the primal outputs"), which JAX obeys everywhere else (plain, jit, cond,
+    checkpoint without a loop, forward-over-forward).  xform follows the documentation.
+    ``tests/test_custom_jvp_second_order.py`` checks the values against closed-form math."""
+    from jax._src import linear_util as lu
+    from jax._src import source_info_util
+    from jax._src.interpreters import partial_eval as pe
+    inline = pe.JaxprTrace.process_custom_jvp_call
+
+    def keep_rule(self, prim, fun, jvp, tracers, *, symbolic_zeros):
+        tracers = [self.to_jaxpr_tracer(t) for t in tracers]
+        if all(t.is_known() for t in tracers):
+            return inline(self, prim, fun, jvp, tracers, symbolic_zeros=symbolic_zeros)
+        # stage the call as JAX's own staging does (one custom_jvp_call equation), then
+        # record that equation with the unknown inputs
+        staged = lu.wrap_init(
+            lambda *xs: prim.bind(*xs, subfuns=(fun, jvp), symbolic_zeros=symbolic_zeros),
+            debug_info=fun.debug_info)
+        jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(staged, [t.aval for t in tracers])
+        eqn, = jaxpr.eqns
+        assert list(jaxpr.outvars) == list(eqn.outvars)
+        env = dict(zip(jaxpr.constvars, [self.new_instantiated_const(c) for c in consts]))
+        env.update(zip(jaxpr.invars, [self.instantiate_const(t) for t in tracers]))
+        outs = [pe.JaxprTracer(self, pe.PartialVal.unknown(v.aval), None)
+                for v in eqn.outvars]
+        recipe = pe.new_eqn_recipe(self, [env[v] for v in eqn.invars], outs, prim,
+                                   eqn.params, eqn.effects, source_info_util.current())
+        for t in outs:
+            t.recipe = recipe
+        return outs
+
+    pe.JaxprTrace.process_custom_jvp_call = keep_rule
     try:
         yield
     finally:
-        loops._scan_known_hoisting = saved
+        pe.JaxprTrace.process_custom_jvp_call = inline
 
 
 def _oracle(js, names, args):
@@ -182,8 +207,12 @@ REGRESSIONS = [
     ((("unary", "exp"), ("dyn_at", 1614, "multiply", "drop"), ("mix", 54359)), None,
      ("jit(grad)", "vmap(grad)")),
     # second-order AD of a scan over a custom_jvp function: the rule is used at every
-    # order (see jax_documented_custom_jvp for JAX 0.10.2's scan hoisting dropping it)
+    # order (see jax_documented_custom_jvp for JAX 0.10.2's scan hoisting dropping it),
+    # also inside a checkpoint with a saving policy
     ((("scan", 0, 2, False, 1, (("custom_jvp", 0),)),), None,
+     ("hessian", "grad(grad)", "jvp(grad)")),
+    ((("checkpoint", "everything_saveable", True,
+       (("scan", 11600, 3, True, 1, (("custom_jvp", 1196),)),)),), None,
      ("hessian", "grad(grad)", "jvp(grad)")),
 ]
 
