@@ -21,6 +21,12 @@ from interpreters.core import Array, ShapedArray, Tracer
 from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, source_context
 
 record_source_info = True
+
+# Primitives bound with a sub-program still to be staged (a Python callable in their
+# params, e.g. a custom_jvp function's primal, which JAX runs only where it is needed):
+# ``completion_rules[prim](trace, args, params) -> (args, params)`` completes them before
+# the equation is recorded, so every recorded equation holds only programs.
+completion_rules: dict = {}
 _name_scopes = threading.local()   # .stack: xform.named_scope names, outermost first
 
 
@@ -123,6 +129,9 @@ class StagingTrace(core.Trace):
             else:
                 with core.set_current_trace(self.parent):
                     return prim.bind(*args, **params)
+        complete = completion_rules.get(prim)
+        if complete is not None:
+            args, params = complete(self, args, params)
         srule = staging_rules.get(prim)
         if srule is not None:
             out = srule(self, args, params)

@@ -9,6 +9,13 @@
                      its transpose calls ``bwd``.  It is never evaluated forward
                      (forward-mode of a custom_vjp function is an error, as in JAX).
 
+Laziness (as in JAX): the user-facing wrappers bind these primitives with the primal
+function still a Python callable (a ``LazyPrimal`` in ``call_jaxpr``).  Only where
+the primal is needed is it run: evaluated on concrete values eagerly, batched under
+vmap, staged into a program when the call is recorded (``staging.completion_rules``).
+Under JVP only the user's rule runs, so a primal body with Python control flow on
+values works under eager grad/jvp/vjp, and fails under jit/vmap where JAX's does.
+
 Programs hold no constants: the caller hoists them into the first ``num_consts``
 arguments, so values closed over from outer transformations flow as arguments
 and every trace sees them.  The user-facing wrappers live in
@@ -19,7 +26,7 @@ from __future__ import annotations
 
 import collections
 
-from interpreters import ad, batching, core
+from interpreters import ad, batching, core, ir, staging
 from interpreters.ad import Zero
 from interpreters.core import Primitive
 from interpreters.ir import ClosedJaxpr, eval_jaxpr, subjaxprs_of_params
@@ -80,6 +87,67 @@ def batch_at_front(fun, axis_data):
     return batched
 
 
+class LazyPrimal:
+    """A custom function's primal not staged yet: ``fun(*flat args) -> flat outputs``.
+
+    Equality is identity (a param of a bound, never recorded, call)."""
+
+    __slots__ = ("fun", "name")
+
+    def __init__(self, fun, name):
+        self.fun = fun
+        self.name = name
+
+    def __repr__(self):
+        return f"LazyPrimal({self.name})"
+
+
+def _is_lazy(call_jaxpr):
+    return type(call_jaxpr) is LazyPrimal
+
+
+def _complete_lazy(trace, args, params):
+    """Stage a lazy primal where the call is recorded; closed-over values become leading
+    arguments (``num_consts``)."""
+    lazy = params["call_jaxpr"]
+    if not _is_lazy(lazy):
+        return args, params
+    closed, consts = trace_flat(lazy.fun, [core.get_aval(a) for a in args], name=lazy.name)
+    closed.jaxpr.debug_info = ir.DebugInfo(lazy.name)
+    params = dict(params, call_jaxpr=closed, num_consts=len(consts) + params["num_consts"])
+    return [*consts, *args], params
+
+
+def batch_lazy(fun, axis_data, dims):
+    """``fun`` over values carrying the batch axis at ``dims`` (None: unbatched, as
+    concrete as they came): outputs at axis 0.  ``ad.Zero`` arguments pass through as
+    unbatched zeros; ``Zero`` results come back with the batch axis added."""
+    def batched(*vals):
+        keep = [type(v) is not Zero for v in vals]
+        live = [v for v, k in zip(vals, keep) if k]
+        live_dims = [d for d, k in zip(dims, keep) if k]
+        zeros = [None if k else Zero(v.aval if d is None else unbatched_aval_at(v.aval, d))
+                 for v, d, k in zip(vals, dims, keep)]
+        zero_out = []
+
+        def inner(*xs):
+            it = iter(xs)
+            outs = list(fun(*[z if z is not None else next(it) for z in zeros]))
+            zero_out[:] = [o if type(o) is Zero else None for o in outs]
+            return [o for o in outs if type(o) is not Zero]
+
+        outs, _ = batching.batch_flat(inner, axis_data, live, live_dims,
+                                      lambda n: [0] * n)
+        it = iter(outs)
+        return [Zero(batched_aval(z.aval, axis_data.size)) if z is not None else next(it)
+                for z in zero_out]
+    return batched
+
+
+def unbatched_aval_at(aval, d):
+    return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
+
+
 def _eval_closed(closed):
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
@@ -92,18 +160,27 @@ custom_jvp_call_p.impl_takes_arrays = True
 
 @custom_jvp_call_p.def_impl
 def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    if _is_lazy(call_jaxpr):
+        return list(call_jaxpr.fun(*args))
     return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
 
 
-custom_jvp_call_p.def_abstract_eval(
-    lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
+def _custom_call_abstract_eval(*avals, call_jaxpr, **_):
+    if _is_lazy(call_jaxpr):     # staging completes the params first (completion_rules)
+        raise TypeError(f"internal: the primal of custom function {call_jaxpr.name} was "
+                        "not staged before its abstract evaluation")
+    return list(call_jaxpr.out_avals)
+
+
+custom_jvp_call_p.def_abstract_eval(_custom_call_abstract_eval)
+staging.completion_rules[custom_jvp_call_p] = _complete_lazy
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symbolic_zeros):
     # A closed-over value of *this* differentiation (a const with a tangent) is not
     # covered by the user's rule, which only knows the explicit arguments: fall back
     # to differentiating the primal program.
-    if any(type(t) is not Zero for t in tangents[:num_consts]):
+    if not _is_lazy(call_jaxpr) and any(type(t) is not Zero for t in tangents[:num_consts]):
         return ad.jvp_flat(_eval_closed(call_jaxpr), list(primals), list(tangents))
     outs, touts = jvp(list(primals[num_consts:]), list(tangents[num_consts:]))
     return list(outs), list(touts)
@@ -112,15 +189,34 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _jvp_concat(jvp, xs):
+    n = len(xs) // 2
+    po, to = jvp(list(xs[:n]), list(xs[n:]))
+    return list(po) + list(to)
+
+
 def _keep_names(old_jaxpr, new_jaxpr, *rules):
     """A batched custom call keeps the user's function and rule names (for printing)."""
-    new_jaxpr.jaxpr.debug_info = old_jaxpr.jaxpr.debug_info
+    if new_jaxpr is not None:
+        new_jaxpr.jaxpr.debug_info = old_jaxpr.jaxpr.debug_info
     for old, new in rules:
         new.__name__ = getattr(old, "__name__", new.__name__)
 
 
 def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts,
                            symbolic_zeros):
+    if _is_lazy(call_jaxpr):
+        # batch the Python functions themselves (unbatched arguments stay as they are)
+        def batched_jvp(primals, tangents):
+            outs = batch_lazy(lambda *xs: _jvp_concat(jvp, xs), axis_data,
+                              list(dims) + list(dims))(*primals, *tangents)
+            m = len(outs) // 2
+            return outs[:m], outs[m:]
+        lazy = LazyPrimal(batch_lazy(call_jaxpr.fun, axis_data, dims), call_jaxpr.name)
+        _keep_names(None, None, (jvp, batched_jvp))
+        outs = custom_jvp_call_p.bind(*vals, call_jaxpr=lazy, jvp=batched_jvp,
+                                      num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+        return outs, [0] * len(outs)
     vals = _at_front(axis_data, vals, dims)
     new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(vals),
                                         [0] * len(call_jaxpr.out_avals))
@@ -155,11 +251,13 @@ custom_vjp_call_p.impl_takes_arrays = True
 
 @custom_vjp_call_p.def_impl
 def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros):
+    if _is_lazy(call_jaxpr):
+        return list(call_jaxpr.fun(*args))
     return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
 
 
-custom_vjp_call_p.def_abstract_eval(
-    lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals))
+custom_vjp_call_p.def_abstract_eval(_custom_call_abstract_eval)
+staging.completion_rules[custom_vjp_call_p] = _complete_lazy
 
 CLOSED_OVER_MSG = (
     "Detected differentiation of a custom_vjp function with respect to a closed-over value. "
@@ -175,13 +273,15 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
         raise TypeError(CLOSED_OVER_MSG)
     args, targs = list(primals[num_consts:]), list(tangents[num_consts:])
     outs, res = fwd(args)
-    out_avals = tuple(ad.tangent_aval(a) for a in call_jaxpr.out_avals)
+    primal_avals = ([core.get_aval(o) for o in outs] if _is_lazy(call_jaxpr)
+                    else call_jaxpr.out_avals)
+    out_avals = tuple(ad.tangent_aval(a) for a in primal_avals)
     nz = tuple(type(t) is not Zero for t in targs)
     live = [t for t in targs if type(t) is not Zero]
     touts = custom_lin_p.bind(*res, *live, num_res=len(res), bwd=bwd, out_avals=out_avals,
                               nz=nz, symbolic_zeros=symbolic_zeros)
     touts = [Zero(a) if not ad.is_differentiable(p) else t
-             for t, a, p in zip(touts, out_avals, call_jaxpr.out_avals)]
+             for t, a, p in zip(touts, out_avals, primal_avals)]
     return list(outs), touts
 
 
@@ -191,20 +291,30 @@ ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
 def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_consts,
                            symbolic_zeros):
     vals = _at_front(axis_data, vals, dims)
-    new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(vals),
-                                        [0] * len(call_jaxpr.out_avals))
-    closed, consts = hoist_consts(new_jaxpr.jaxpr, new_jaxpr.consts)
-    n_out = len(call_jaxpr.out_avals)
-    n_res = []
+    n_res, n_out_cell = [], []
+    if _is_lazy(call_jaxpr):
+        def fun_counting(*xs):
+            outs = list(call_jaxpr.fun(*xs))
+            n_out_cell[:] = [len(outs)]
+            return outs
+        closed = LazyPrimal(batch_at_front(fun_counting, axis_data), call_jaxpr.name)
+        consts = []
+    else:
+        new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(vals),
+                                            [0] * len(call_jaxpr.out_avals))
+        closed, consts = hoist_consts(new_jaxpr.jaxpr, new_jaxpr.consts)
+        n_out_cell[:] = [len(call_jaxpr.out_avals)]
 
     def fwd_flat(*xs):
         outs, res = fwd(list(xs))
         n_res[:] = [len(res)]
+        n_out_cell[:] = [len(outs)]
         return list(outs) + list(res)
     fwd_lifted = batch_at_front(fwd_flat, axis_data)
 
     def batched_fwd(args):
         outs = fwd_lifted(*args)
+        n_out = n_out_cell[0]
         return outs[:n_out], outs[n_out:]
 
     def bwd_flat(*xs):
@@ -215,7 +325,8 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_c
     def batched_bwd(res, cts):
         return bwd_lifted(*res, *cts)
 
-    _keep_names(call_jaxpr, closed, (fwd, batched_fwd), (bwd, batched_bwd))
+    _keep_names(call_jaxpr, None if _is_lazy(closed) else closed, (fwd, batched_fwd),
+                (bwd, batched_bwd))
     outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=closed, fwd=batched_fwd,
                                   bwd=batched_bwd, num_consts=len(consts) + num_consts,
                                   symbolic_zeros=symbolic_zeros)

@@ -1,9 +1,16 @@
 """``custom_jvp`` and ``custom_vjp``: user-defined differentiation rules.
 
-Calling a decorated function stages it into a program (so every transformation
-has a primal to fall back on: evaluation, batching, staging) and binds the
-``custom_jvp_call`` / ``custom_vjp_call`` primitive (``primitives/custom.py``)
-with the user's rule wrapped as a *flat* callable.  The wrappers here own the
+Calling a decorated function binds the ``custom_jvp_call`` / ``custom_vjp_call``
+primitive (``primitives/custom.py``) with the primal function and the user's
+rules wrapped as *flat* callables, lazily as in JAX: under eager grad/jvp/vjp only
+the rule runs (on concrete primals), so a primal body with Python control flow on
+values works there; the primal is staged only where a program is recorded (jit,
+make_jaxpr, a loop body) and batched under vmap, where such a body fails as in JAX.
+
+A function closing over a value differentiated by an enclosing transformation is
+staged at the call instead (its closed-over values become explicit arguments):
+custom_jvp then differentiates the primal there (the rule only knows the explicit
+arguments); custom_vjp raises JAX's error.  The wrappers here own the
 pytree handling and check the rules' outputs against what the primal function
 promises, naming expected vs. received structure, shapes and dtypes.
 """
@@ -14,9 +21,9 @@ import inspect
 
 import numpy as np
 
-from interpreters import ad, core, ir
+from interpreters import ad, core, errors, ir
 from interpreters.ad import Zero, float0
-from primitives.custom import custom_jvp_call_p, custom_vjp_call_p, trace_flat
+from primitives.custom import LazyPrimal, custom_jvp_call_p, custom_vjp_call_p, trace_flat
 from xform._ad_api import _as_value_in, _zeros, as_value
 from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
@@ -90,20 +97,38 @@ def _eager(dyn):
         isinstance(x, core.Tracer) for x in tree_flatten(tuple(dyn))[0])
 
 
-def _stage_primal(fun, static, dyn):
-    """Stage ``fun`` over the flattened differentiable args: (closed, consts, leaves,
-    in_tree, out_tree)."""
-    leaves, in_tree = tree_flatten(tuple(dyn))
-    leaves = [_as_value_in(x, "custom derivative argument") for x in leaves]
-    store = {}
+class _Flat:
+    """The primal function over flat leaves; remembers its output structure and types
+    (filled by whichever of the primal or a rule runs first)."""
 
-    def flat(*xs):
-        out = fun(*_merge(static, tree_unflatten(in_tree, xs)))
-        ls, store["tree"] = tree_flatten(out)
-        return [_as_value_in(o, "function output") for o in ls]
-    closed, consts = trace_flat(flat, [core.get_aval(x) for x in leaves],
-                                name=getattr(fun, "__name__", "custom"))
-    return closed, consts, leaves, in_tree, store["tree"]
+    def __init__(self, fun, static, dyn, name):
+        leaves, self.in_tree = tree_flatten(tuple(dyn))
+        self.leaves = [_as_value_in(x, "custom derivative argument") for x in leaves]
+        self.fun, self.static, self.name = fun, static, name
+        self.out_tree = None
+        self.out_avals = None
+
+    def __call__(self, *xs):
+        out = self.fun(*_merge(self.static, tree_unflatten(self.in_tree, xs)))
+        ls, tree = tree_flatten(out)
+        vals = [_as_value_in(o, "function output") for o in ls]
+        self.note_out(tree, vals)
+        return vals
+
+    def note_out(self, tree, vals):
+        if self.out_tree is None:
+            self.out_tree = tree
+            self.out_avals = [core.get_aval(v) for v in vals]
+
+
+def _lazy_or_staged(bind_lazy, bind_staged):
+    """Bind lazily; a primal or rule that reads a value differentiated by a
+    transformation *inside* this call's context fails there (an unexpected tracer):
+    then stage at the call, where those values become explicit arguments."""
+    try:
+        return bind_lazy()
+    except errors.UnexpectedTracerError:
+        return bind_staged()
 
 
 def _to_flat_tangent(t, aval, what):
@@ -180,10 +205,10 @@ class custom_jvp:
         static, dyn = _split_nondiff(self.nondiff_argnums, args)
         if _eager(dyn):
             return self.fun(*args)
-        closed, consts, leaves, in_tree, out_tree = _stage_primal(self.fun, static, dyn)
-        out_avals = closed.out_avals
         rule, symbolic = self.jvp, self.symbolic_zeros
         nondiff = [v for _, v in static]
+        flat = _Flat(self.fun, static, dyn, name)
+        in_tree = flat.in_tree
 
         def jvp_flat(primals, tangents):
             ps = tree_unflatten(in_tree, primals)
@@ -192,17 +217,30 @@ class custom_jvp:
             else:
                 ts = [_zeros(t.aval) if type(t) is Zero else t for t in tangents]
             out = rule(*nondiff, tuple(ps), tuple(tree_unflatten(in_tree, ts)))
-            return _check_jvp_out(name, out, out_tree, out_avals)
+            return _check_jvp_out(name, out, flat)
 
-        _name_for_printing(closed, name, jvp_flat=(jvp_flat, rule))
-        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=jvp_flat,
-                                      num_consts=len(consts), symbolic_zeros=symbolic)
-        return tree_unflatten(out_tree, outs)
+        _name_for_printing(None, name, jvp_flat=(jvp_flat, rule))
+
+        def lazy():
+            return custom_jvp_call_p.bind(*flat.leaves, call_jaxpr=LazyPrimal(flat, name),
+                                          jvp=jvp_flat, num_consts=0,
+                                          symbolic_zeros=symbolic)
+
+        def staged():
+            closed, consts = trace_flat(flat, [core.get_aval(x) for x in flat.leaves],
+                                        name=name)
+            _name_for_printing(closed, name)
+            return custom_jvp_call_p.bind(*consts, *flat.leaves, call_jaxpr=closed,
+                                          jvp=jvp_flat, num_consts=len(consts),
+                                          symbolic_zeros=symbolic)
+        outs = _lazy_or_staged(lazy, staged)
+        return tree_unflatten(flat.out_tree, outs)
 
 
 def _name_for_printing(closed, name, **wrappers):
     """Printed jaxprs name the primal function and the user's rules (as JAX's do)."""
-    closed.jaxpr.debug_info = ir.DebugInfo(name)
+    if closed is not None:
+        closed.jaxpr.debug_info = ir.DebugInfo(name)
     for wrapper, user in wrappers.values():
         wrapper.__name__ = getattr(user, "__name__", wrapper.__name__)
 
@@ -211,7 +249,9 @@ def _is_zero_leaf(x):
     return isinstance(x, SymbolicZero) or x is None
 
 
-def _check_jvp_out(name, out, out_tree, out_avals):
+def _check_jvp_out(name, out, flat):
+    """Check a JVP rule's output against the primal function's (when it has run or been
+    staged; otherwise the rule's primal output defines the types, as in JAX)."""
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError(f"Custom JVP rule for function {name} must produce a pair (list or "
                         "tuple of length two) representing primal and tangent outputs, but "
@@ -219,6 +259,9 @@ def _check_jvp_out(name, out, out_tree, out_avals):
     p, t = out
     p_leaves, p_tree = tree_flatten(p)
     t_leaves, t_tree = tree_flatten(t, is_leaf=_is_zero_leaf)
+    p_vals = [_as_value_in(x, "custom JVP primal output") for x in p_leaves]
+    flat.note_out(p_tree, p_vals)
+    out_tree, out_avals = flat.out_tree, flat.out_avals
     if p_tree != out_tree:
         raise TypeError(f"Custom JVP rule for function {name} must produce primal outputs "
                         f"with the same container (pytree) structure as the primal function "
@@ -227,7 +270,6 @@ def _check_jvp_out(name, out, out_tree, out_avals):
         raise TypeError(f"Custom JVP rule for function {name} must produce primal and tangent "
                         "outputs with equal container (pytree) structures, but got "
                         f"{p_tree} and {t_tree} respectively.")
-    p_vals = [_as_value_in(x, "custom JVP primal output") for x in p_leaves]
     got = [core.get_aval(x) for x in p_vals]
     if any(not core.same_type(g, e) for g, e in zip(got, out_avals)):
         raise TypeError(f"Custom JVP rule for function {name} must produce primal outputs "
@@ -279,9 +321,9 @@ class custom_vjp:
         static, dyn = _split_nondiff(self.nondiff_argnums, args)
         if _eager(dyn):
             return self.fun(*args)
-        closed, consts, leaves, in_tree, out_tree = _stage_primal(self.fun, static, dyn)
-        out_avals = closed.out_avals
-        in_avals = [core.get_aval(x) for x in leaves]
+        flat = _Flat(self.fun, static, dyn, name)
+        in_tree = flat.in_tree
+        in_avals = [core.get_aval(x) for x in flat.leaves]
         fwd, bwd, symbolic = self.fwd, self.bwd, self.symbolic_zeros
         nondiff = [v for _, v in static]
         res_tree_cell = {}
@@ -296,12 +338,14 @@ class custom_vjp:
                     f"{type(res).__name__} {res!r:.200}.")
             out, r = res
             o_leaves, o_tree = tree_flatten(out)
+            o_vals = [_as_value_in(x, "custom VJP fwd output") for x in o_leaves]
+            flat.note_out(o_tree, o_vals)   # lazily, fwd's output defines the types
+            out_tree, out_avals = flat.out_tree, flat.out_avals
             if o_tree != out_tree:
                 raise TypeError(
                     f"Custom VJP fwd rule for function {name} must produce a pair whose first "
                     f"element has the structure of the primal output {out_tree}, but got "
                     f"{o_tree}.")
-            o_vals = [_as_value_in(x, "custom VJP fwd output") for x in o_leaves]
             got = [core.get_aval(x) for x in o_vals]
             if any(not core.same_type(g, e) for g, e in zip(got, out_avals)):
                 raise TypeError(
@@ -319,14 +363,24 @@ class custom_vjp:
                 cs = [SymbolicZero(c.aval) if type(c) is Zero else c for c in cts]
             else:
                 cs = [_zeros(c.aval) if type(c) is Zero else c for c in cts]
-            out = bwd(*nondiff, r, tree_unflatten(out_tree, cs))
+            out = bwd(*nondiff, r, tree_unflatten(flat.out_tree, cs))
             return _check_bwd_out(name, out, dyn, in_tree, in_avals)
 
-        _name_for_printing(closed, name, fwd_flat=(fwd_flat, fwd), bwd_flat=(bwd_flat, bwd))
-        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=fwd_flat,
-                                      bwd=bwd_flat, num_consts=len(consts),
-                                      symbolic_zeros=symbolic)
-        return tree_unflatten(out_tree, outs)
+        _name_for_printing(None, name, fwd_flat=(fwd_flat, fwd), bwd_flat=(bwd_flat, bwd))
+
+        def lazy():
+            return custom_vjp_call_p.bind(*flat.leaves, call_jaxpr=LazyPrimal(flat, name),
+                                          fwd=fwd_flat, bwd=bwd_flat, num_consts=0,
+                                          symbolic_zeros=symbolic)
+
+        def staged():
+            closed, consts = trace_flat(flat, in_avals, name=name)
+            _name_for_printing(closed, name)
+            return custom_vjp_call_p.bind(*consts, *flat.leaves, call_jaxpr=closed,
+                                          fwd=fwd_flat, bwd=bwd_flat, num_consts=len(consts),
+                                          symbolic_zeros=symbolic)
+        outs = _lazy_or_staged(lazy, staged)
+        return tree_unflatten(flat.out_tree, outs)
 
 
 def _check_bwd_out(name, out, dyn, in_tree, in_avals):
