@@ -8,14 +8,11 @@ and JAX's) with their inputs and JAX's results to DIR; ``... read DIR`` (a fresh
 process, where the exported Python functions do not exist) calls them with xform and
 with JAX.
 """
-import json
 import os
 import re
 import sys
-import traceback
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                           " --xla_force_host_platform_device_count=8").strip()
+from _multidevice import case_registry, run_cases  # noqa: E402  (asks for 8 devices)
 
 import numpy as np  # noqa: E402
 
@@ -29,12 +26,7 @@ import xform.numpy as xnp  # noqa: E402
 from xform import export as xexport  # noqa: E402
 from xform.sharding import NamedSharding as XNS, PartitionSpec as XP  # noqa: E402
 
-CASES = []
-
-
-def case(f):
-    CASES.append(f)
-    return f
+CASES, case = case_registry()
 
 
 rng = np.random.default_rng(0)
@@ -411,13 +403,7 @@ def main():
     if mode == "read":
         todo.append(lambda: read(dirname))
         todo[-1].__name__ = "fresh_process_read"
-    for f in todo:
-        try:
-            f()
-            r = {"case": f.__name__, "ok": True, "err": ""}
-        except Exception:  # noqa: BLE001
-            r = {"case": f.__name__, "ok": False, "err": traceback.format_exc()[-3000:]}
-        print("CASE " + json.dumps(r), flush=True)
+    run_cases(todo)
 
 
 if __name__ == "__main__":

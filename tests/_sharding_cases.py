@@ -4,13 +4,10 @@ rest of the suite keeps its single device).  Every case compares xform with real
 JAX (values, output PartitionSpecs, shard shapes) and prints one JSON line per
 case: {"case": name, "ok": bool, "err": text}.
 """
-import json
 import os
 import sys
-import traceback
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                           " --xla_force_host_platform_device_count=8").strip()
+from _multidevice import case_registry, run_cases  # noqa: E402  (asks for 8 devices)
 
 import numpy as np  # noqa: E402
 
@@ -22,12 +19,7 @@ import xform  # noqa: E402
 import xform.numpy as xnp  # noqa: E402
 from xform.sharding import NamedSharding as XNS, PartitionSpec as XP  # noqa: E402
 
-CASES = []
-
-
-def case(f):
-    CASES.append(f)
-    return f
+CASES, case = case_registry()
 
 
 rng = np.random.default_rng(0)
@@ -483,15 +475,7 @@ def bad_inputs_match_jax_types():
 
 def main():
     only = set(sys.argv[1:])
-    for f in CASES:
-        if only and f.__name__ not in only:
-            continue
-        try:
-            f()
-            r = {"case": f.__name__, "ok": True, "err": ""}
-        except Exception:  # noqa: BLE001
-            r = {"case": f.__name__, "ok": False, "err": traceback.format_exc()[-3000:]}
-        print("CASE " + json.dumps(r), flush=True)
+    run_cases([f for f in CASES if not only or f.__name__ in only])
 
 
 if __name__ == "__main__":

@@ -7,34 +7,16 @@ writes sharded artifacts (xform's and JAX's); a second, fresh process -- where t
 exported Python functions do not exist -- deserializes and calls them with xform
 and with JAX.
 """
-import json
+import functools
 import os
-import re
-import subprocess
-import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from _multidevice import HERE, case_names, run_case_script
+
 SCRIPT = os.path.join(HERE, "_export_sharded_cases.py")
-CASE_NAMES = re.findall(r"^@case\ndef (\w+)", open(SCRIPT).read(), re.M)
-
-
-def _run(*argv):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("XLA_FLAGS", None)
-    p = subprocess.run([sys.executable, SCRIPT, *argv], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=600)
-    out = {}
-    for line in p.stdout.splitlines():
-        if line.startswith("CASE "):
-            r = json.loads(line[5:])
-            out[r["case"]] = r
-    if not out:
-        pytest.fail(f"the multi-device subprocess produced no results (rc={p.returncode}):\n"
-                    f"{p.stderr[-4000:]}")
-    return out
+CASE_NAMES = case_names(SCRIPT)
+_run = functools.partial(run_case_script, SCRIPT)
 
 
 @pytest.fixture(scope="module")

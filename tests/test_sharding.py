@@ -5,36 +5,22 @@ The cases live in ``tests/_sharding_cases.py`` and run in ONE subprocess (the
 runtime client exists; the rest of the suite keeps its single device).  Each
 case compares xform with real JAX: values, output PartitionSpecs, shard shapes.
 """
-import json
 import os
-import re
 import subprocess
 import textwrap
 import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from _multidevice import HERE, ROOT, case_names, run_case_script
+
 SCRIPT = os.path.join(HERE, "_sharding_cases.py")
-CASE_NAMES = re.findall(r"^@case\ndef (\w+)", open(SCRIPT).read(), re.M)
+CASE_NAMES = case_names(SCRIPT)
 
 
 @pytest.fixture(scope="module")
 def results():
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("XLA_FLAGS", None)
-    p = subprocess.run([sys.executable, SCRIPT], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=600)
-    out = {}
-    for line in p.stdout.splitlines():
-        if line.startswith("CASE "):
-            r = json.loads(line[5:])
-            out[r["case"]] = r
-    if not out:
-        pytest.fail(f"the multi-device subprocess produced no results (rc={p.returncode}):\n"
-                    f"{p.stderr[-4000:]}")
-    return out
+    return run_case_script(SCRIPT)
 
 
 @pytest.mark.parametrize("name", CASE_NAMES)
