@@ -32,12 +32,18 @@ def _debug_callback(ctx, eqn, *operands):
 
     The callable is handed to the PJRT compile call with the module (by index).
     """
+    callback = eqn.params["callback"]
+    return _side_effect_callback(ctx, operands, lambda arrays: callback(*arrays))
+
+
+def _side_effect_callback(ctx, operands, fn):
+    """A side-effecting custom call that hands the operands (as xform Arrays) to ``fn`` on
+    the host and returns nothing."""
     import numpy as np
     from interpreters import core
-    callback = eqn.params["callback"]
 
     def host_fn(*arrays):
-        callback(*[core.Array(np.array(a)) for a in arrays])
+        fn([core.Array(np.array(a)) for a in arrays])
         return ()
 
     index = ctx.module.add_host_callback(host_fn)
@@ -52,18 +58,6 @@ def _debug_callback(ctx, eqn, *operands):
 def _debug_print(ctx, eqn, *operands):
     """``xform.debug.print`` (JAX's ``debug_print`` primitive): the same host callback,
     formatting with the equation's params when the program runs."""
-    import numpy as np
-    from interpreters import core
     from primitives.debug_print import print_now
     params = eqn.params
-
-    def host_fn(*arrays):
-        print_now([core.Array(np.array(a)) for a in arrays], **params)
-        return ()
-
-    index = ctx.module.add_host_callback(host_fn)
-    device = "gpu" if ctx.module.platform in ("cuda", "rocm", "gpu") else "cpu"
-    ctx.op("stablehlo.custom_call", list(operands), [],
-           f'call_target_name = "xla_ffi_python_{device}_callback", api_version = 4 : i32, '
-           f"has_side_effect = true, backend_config = {{index = {index} : ui64}}")
-    return []
+    return _side_effect_callback(ctx, operands, lambda arrays: print_now(arrays, **params))
