@@ -377,8 +377,8 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
 
 
 def _read_broadcasting(ctx, eqn, env):
-    """Operands of an n-ary elementwise op with implicit scalar broadcasting: StableHLO
-    wants equal shapes, so a rank-0 operand is ``broadcast_in_dim``-ed to the result's
+    """Operands of an n-ary elementwise op with implicit broadcasting: StableHLO
+    wants equal shapes, so a rank-0 operand (or one of equal rank with size-1 dims) is ``broadcast_in_dim``-ed to the result's
     shape, as JAX's lowering does (a rank-0 literal stays a scalar constant, which keeps
     its value a scalar for shape-polymorphic export).  Each distinct broadcast is
     emitted once per scope (``x * 2.0 + 2.0`` broadcasts ``2.0`` once).
@@ -400,8 +400,11 @@ def _read_broadcasting(ctx, eqn, env):
             x = cache.get(key)
             if x is None:
                 src = ctx.constant(val) if type(a) is Literal else env[a]
+                # rank 0: no operand dims; equal rank: identity dims (size-1 dims expand)
+                bd = ", ".join(str(i) for i in range(len(a.aval.shape)))
                 x = cache[key] = ctx.op1("stablehlo.broadcast_in_dim", [src], av,
-                                         "broadcast_dimensions = array<i64>")
+                                         "broadcast_dimensions = array<i64" +
+                                         (f": {bd}>" if bd else ">"))
         ins.append(x)
         avals.append(av)
     ctx.in_avals = avals

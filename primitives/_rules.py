@@ -29,21 +29,30 @@ scalar_broadcasting: set = set()
 
 
 def nary_shape(name, avals):
-    """The result shape of an n-ary elementwise op: the common shape of the operands
-    that are not rank 0 (rank-0 operands broadcast implicitly, as in JAX's lax)."""
-    shape = None
-    for a in avals:
-        s = a.shape
-        if not s:
-            continue
-        if shape is None:
-            shape = s
-        elif s != shape:
-            raise TypeError(f"{name} requires arguments of equal shapes (or rank 0, which "
-                            "broadcasts), got " + ", ".join(x.str_short() for x in avals)
-                            + ". Broadcast explicitly (lax.broadcast_in_dim) or use "
-                            "xform.numpy, which broadcasts.")
-    return () if shape is None else shape
+    """The result shape of an n-ary elementwise op (JAX's lax broadcasting shape rule):
+    rank-0 operands broadcast implicitly; the others must have equal ranks, and in each
+    dimension their sizes must be equal or 1 (a size-1 dimension broadcasts)."""
+    shapes = [a.shape for a in avals if a.shape]
+    if not shapes:
+        return ()
+    s0 = shapes[0]
+    if all(s == s0 for s in shapes):
+        return s0
+    if len({len(s) for s in shapes}) != 1:
+        raise TypeError(f"{name}: arrays must have the same number of dimensions (or rank 0, "
+                        "which broadcasts), got " + ", ".join(x.str_short() for x in avals)
+                        + ". Broadcast explicitly (lax.broadcast_in_dim) or use "
+                        "xform.numpy, which broadcasts.")
+    out = []
+    for ds in zip(*shapes):
+        big = {d for d in ds if d != 1}
+        if len(big) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            + ", ".join(str(tuple(s)) for s in shapes) + " (operands "
+                            + ", ".join(x.str_short() for x in avals) + ": arrays of equal rank need "
+                            "equal shapes up to size-1 dimensions, which broadcast).")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
 
 
 def elementwise_aval(name, *avals, out_dtype=None, allow_weak=True, scalars=True):
@@ -69,26 +78,39 @@ def elementwise_aval(name, *avals, out_dtype=None, allow_weak=True, scalars=True
 
 def unbroadcast(aval, ct):
     """The cotangent of an operand with ``aval`` from a cotangent ``ct`` of the
-    (implicitly broadcast) result: summed to rank 0 for a rank-0 operand."""
+    (implicitly broadcast) result: summed to rank 0 for a rank-0 operand; for an operand
+    of equal rank, summed over the dimensions where it has size 1 and the result not
+    (then reshaped to keep them, as JAX's ``_unbroadcast``)."""
     if ct is None or type(ct) is Zero:
         return ct
     cs = core.get_aval(ct).shape
     if cs == aval.shape:
         return ct
-    if aval.shape:
-        raise TypeError(f"cannot unbroadcast a cotangent of shape {cs} to {aval.str_short()}")
     from primitives.reductions import reduce_sum_p
-    return reduce_sum_p.bind(ct, axes=tuple(range(len(cs))))
+    if not aval.shape:
+        return reduce_sum_p.bind(ct, axes=tuple(range(len(cs))))
+    if len(cs) != aval.ndim or any(a != c and a != 1 for a, c in zip(aval.shape, cs)):
+        raise TypeError(f"cannot unbroadcast a cotangent of shape {cs} to {aval.str_short()}")
+    dims = tuple(i for i, (a, c) in enumerate(zip(aval.shape, cs)) if a != c)
+    summed = reduce_sum_p.bind(ct, axes=dims)
+    return _s().reshape_p.bind(summed, new_sizes=tuple(aval.shape), dimensions=None)
 
 
 def broadcast_scalar(x, shape):
-    """``x`` (rank 0, or already of ``shape``) broadcast to ``shape``."""
+    """``x`` (rank 0, of ``shape``, or of equal rank with size-1 dimensions where ``shape``
+    has others) broadcast to ``shape`` (JAX's ``_maybe_broadcast``: the size-1 dimensions
+    are reshaped away, then ``broadcast_in_dim``)."""
     a = core.get_aval(x)
-    if a.shape == tuple(shape):
+    shape = tuple(shape)
+    if a.shape == shape:
         return x
-    if a.shape:
-        raise TypeError(f"cannot broadcast {a.str_short()} to shape {tuple(shape)}")
-    return _s().broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=())
+    if not a.shape:
+        return _s().broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=())
+    if a.ndim != len(shape) or any(d != s and d != 1 for d, s in zip(a.shape, shape)):
+        raise TypeError(f"cannot broadcast {a.str_short()} to shape {shape}")
+    keep = tuple(i for i, (d, s) in enumerate(zip(a.shape, shape)) if d == s)
+    x = _s().reshape_p.bind(x, new_sizes=tuple(a.shape[i] for i in keep), dimensions=None)
+    return _s().broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=keep)
 
 
 # ----------------------------------------------------------------- structural helpers
@@ -144,16 +166,27 @@ batching.broadcast_batched = broadcast_batched
 # ----------------------------------------------------------------- JVP helpers
 
 
+def _to_out_shape(t, out_aval):
+    """A JVP term of an implicitly broadcasting op, broadcast to the result's shape (a
+    term built from one operand's tangent alone keeps that operand's shape)."""
+    if type(t) is Zero or core.get_aval(t).shape == out_aval.shape:
+        return t
+    return broadcast_scalar(t, out_aval.shape)
+
+
 def defjvp(prim: Primitive, *tangent_fns):
     """JVP = sum over args of ``tangent_fns[i](t_i, *primals, **params)``; ``None`` entries
     mean the output does not depend on that argument differentiably."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
+        out_aval = core.get_aval(out)
         acc = None
         for fn, t in zip(tangent_fns, tangents):
             if fn is None or type(t) is Zero:
                 continue
             contrib = fn(t, *primals, **params)
+            if prim in scalar_broadcasting:   # a tangent of an operand's shape
+                contrib = _to_out_shape(contrib, out_aval)
             acc = contrib if acc is None else ad.add_tangents(acc, contrib)
         if acc is None:
             acc = Zero.from_primal(out)
@@ -166,11 +199,14 @@ def defjvp2(prim: Primitive, *tangent_fns):
     """Like ``defjvp`` but each fn also receives the primal output: ``fn(t, ans, *primals)``."""
     def rule(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
+        out_aval = core.get_aval(ans)
         acc = None
         for fn, t in zip(tangent_fns, tangents):
             if fn is None or type(t) is Zero:
                 continue
             contrib = fn(t, ans, *primals, **params)
+            if prim in scalar_broadcasting:   # a tangent of an operand's shape
+                contrib = _to_out_shape(contrib, out_aval)
             acc = contrib if acc is None else ad.add_tangents(acc, contrib)
         if acc is None:
             acc = Zero.from_primal(ans)
@@ -255,9 +291,17 @@ def defbroadcasting(prim: Primitive):
             if d is None and nd == 0:
                 out.append(v)
                 continue
-            v = bdim_at_front(v, d, size)
+            if d is None:
+                # an unbatched array: a size-1 batch axis (implicit broadcasting spreads it)
+                v = _s().broadcast_in_dim_p.bind(
+                    v, shape=(1,) + core.get_aval(v).shape,
+                    broadcast_dimensions=tuple(range(1, nd + 1)))
+            else:
+                v = moveaxis(v, d, 0)
             if ex and nd - (d is not None) == 0:
-                v = _s().broadcast_in_dim_p.bind(v, shape=(size,) + ex, broadcast_dimensions=(0,))
+                # a batched per-example scalar: size-1 per-example dims
+                v = _s().broadcast_in_dim_p.bind(v, shape=(size,) + (1,) * len(ex),
+                                                 broadcast_dimensions=(0,))
             out.append(v)
         return prim.bind(*out, **params), 0
     batching.batch_rules[prim] = rule

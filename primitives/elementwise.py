@@ -1244,8 +1244,10 @@ def _as_operand(x, name):
                     "Use an xform Array, a NumPy array or a Python scalar.")
 
 
-def _operands(name, args, same_dtypes=True, tip=None):
-    """Convert scalars, check dtypes agree, broadcast rank-0 / size-1 operands."""
+def _operands(name, args, same_dtypes=True, tip=None, implicit=True):
+    """Convert scalars, check dtypes agree.  Rank-0 operands and (``implicit``) operands
+    of equal rank with size-1 dims are left to the primitive's implicit broadcasting (as
+    JAX's lax); with ``implicit=False`` the latter are broadcast to the common shape."""
     ops = [None if type(a) in _PY_SCALAR_FITS else _as_operand(a, name) for a in args]
     like = next((o.dtype for o in ops if o is not None), None)
     ops = [_scalar_to_array(a, like) if o is None else o for a, o in zip(args, ops)]
@@ -1274,6 +1276,8 @@ def _operands(name, args, same_dtypes=True, tip=None):
             raise TypeError(f"{name} got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.")
         target.append(sizes.pop() if sizes else 1)
+    if implicit:
+        return ops          # equal ranks: size-1 dims broadcast implicitly (in the primitive)
     return [_broadcast_to(o, tuple(target)) if o.shape else o for o in ops]
 
 

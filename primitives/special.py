@@ -240,7 +240,7 @@ def betainc(a, b, x):
 def random_gamma_grad(a, x):
     """Elementwise derivative of samples x ~ Gamma(a, 1) with respect to a (implicit
     reparameterization), computed by the igamma series / continued fraction."""
-    a, x = E._operands("random_gamma_grad", (a, x))
+    a, x = E._operands("random_gamma_grad", (a, x), implicit=False)
     E._check_dtypes("random_gamma_grad", (_float, _float), [a.dtype, x.dtype])
     shape = a.shape or x.shape     # the expansion below works on equal shapes
     a, x = E._broadcast_to(a, shape), E._broadcast_to(x, shape)

@@ -261,9 +261,6 @@ def corpus(lib):
 
 
 XFAIL = {
-    "newaxis_indexing": "the indexing matches (broadcast_in_dim); JAX's lax add then "
-                        "broadcasts the [4,1] and [1,4] operands' size-1 dimensions "
-                        "implicitly where xform's jnp add reshapes/broadcasts them first",
 }
 
 

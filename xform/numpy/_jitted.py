@@ -95,6 +95,7 @@ NN_TABLE = {
     "hard_sigmoid": ("hard_sigmoid", ()),
     "hard_silu": ("hard_silu", ()),
     "hard_swish": ("hard_silu", ()),
+    "one_hot": ("_one_hot", ("num_classes", "dtype", "axis")),
 }
 
 

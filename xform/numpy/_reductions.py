@@ -33,7 +33,10 @@ def _prep(name, a):
 def _keep(out, x_shape, axes, keepdims):
     if not keepdims:
         return out
-    return lax().reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x_shape)))
+    # JAX's expand_dims: a broadcast_in_dim (what size-1-dim broadcasting then consumes)
+    kept = tuple(i for i in range(len(x_shape)) if i not in axes)
+    return lax().broadcast_in_dim(out, tuple(1 if i in axes else d for i, d in
+                                             enumerate(x_shape)), kept)
 
 
 def _promoted_int(dt, promote_integers=True):
@@ -212,9 +215,9 @@ def _argminmax(name, a, axis, keepdims, lax_fn):
     out = lax_fn(x, ax, dtypes.default_int_dtype())
     if keepdims:
         if axis is None:
-            out = lax().reshape(out, (1,) * len(shape0))
+            out = lax().broadcast_in_dim(out, (1,) * len(shape0), ())
         else:
-            out = lax().reshape(out, tuple(1 if i == ax else d for i, d in enumerate(shape0)))
+            out = _keep(out, shape0, (ax,), True)
     return out
 
 

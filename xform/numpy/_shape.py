@@ -160,7 +160,8 @@ def expand_dims(a, axis):
     s = list(x.shape)
     for ax in axes:
         s.insert(ax, 1)
-    return lax().reshape(x, tuple(s))
+    # JAX's lax.expand_dims: a broadcast_in_dim placing x's dims around the new ones
+    return lax().broadcast_in_dim(x, tuple(s), tuple(i for i in range(nd) if i not in axes))
 
 
 def squeeze(a, axis=None):

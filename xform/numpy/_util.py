@@ -261,23 +261,29 @@ def promote_shapes(name, *args):
 
 def promote_shapes_lax(name, *args):
     """``promote_shapes`` for operands of a lax n-ary elementwise op (JAX's jnp rule):
-    rank-0 operands stay rank 0 (the primitive broadcasts them implicitly, so no
-    ``broadcast_in_dim`` is staged); the others are broadcast to their common shape."""
+    operands of equal rank, and rank-0 operands next to arrays of one rank, pass through
+    as they are (the primitive broadcasts rank-0 operands and size-1 dimensions
+    implicitly, so no ``broadcast_in_dim`` is staged; incompatible equal-rank shapes
+    raise the primitive's TypeError); operands of different ranks are promoted to the
+    largest rank with leading size-1 dimensions (JAX's ``broadcast_to_rank``)."""
     shapes = [a.shape for a in args]
     s0 = shapes[0]
     if all(s == s0 for s in shapes):
         return list(args)
-    arrays = [s for s in shapes if s]
-    a0 = arrays[0]
-    if all(s == a0 for s in arrays):
+    if len({len(s) for s in shapes if s}) < 2:
+        broadcast_shapes(*shapes, name=name)    # incompatible sizes: the lax TypeError
         return list(args)
-    out = broadcast_shapes_or_none(*shapes)
-    if out is None:
-        if len({len(s) for s in arrays}) > 1:
-            raise ValueError("Incompatible shapes for broadcasting: "
-                             f"shapes={[tuple(s) for s in shapes]}")
-        out = broadcast_shapes(*shapes, name=name)
-    return [broadcast_to_shape(a, out) if a.shape else a for a in args]
+    if broadcast_shapes_or_none(*shapes) is None:
+        raise ValueError("Incompatible shapes for broadcasting: "
+                         f"shapes={[tuple(s) for s in shapes]}")
+    rank = max(len(s) for s in shapes)
+    out = []
+    for a, s in zip(args, shapes):
+        if len(s) != rank:
+            k = rank - len(s)
+            a = lax().broadcast_in_dim(a, (1,) * k + tuple(s), tuple(range(k, rank)))
+        out.append(a)
+    return out
 
 
 def promote_args_lax(name, *args):
