@@ -301,8 +301,6 @@ def _corpus(lib):
 
 _JAX, _XF = _corpus(jax), _corpus(xform)
 XFAIL = {
-    "softmax": "xform's softmax shifts by where(is_finite(max), max, 0) (log_softmax's "
-               "form); JAX's by max(-inf, max) (nn implementation, not broadcasting)",
     "logsumexp": "xform's logsumexp keeps dims and reshapes at the end, without JAX's "
                  "sign/abs (nn implementation, not broadcasting)",
 }

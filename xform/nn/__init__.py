@@ -207,11 +207,16 @@ def log_softmax(x, axis=-1, where=None):
 
 
 def softmax(x, axis=-1, where=None):
+    """JAX's (non-custom-JVP, default) softmax: shift by the stop-gradient max (with
+    ``initial=-inf``), exp, divide by the keepdims sum; masked entries are 0."""
     (x,) = U.promote_dtypes_inexact(_x("softmax", x))
-    e = F.exp(_stable_shift(x, axis, where))
+    x_max = xnp.max(x, axis=axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else F.where(where, x, _c(x, -np.inf))
+    e = F.exp(F.subtract(x_safe, lax().stop_gradient(x_max)))
+    out = F.true_divide(e, xnp.sum(e, axis=axis, where=where, keepdims=True))
     if where is not None:
-        e = F.where(where, e, _c(e, 0))
-    return F.true_divide(e, xnp.sum(e, axis=axis, keepdims=True, where=where))
+        out = F.where(where, out, _c(out, 0))
+    return out
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):

@@ -67,7 +67,7 @@ def _reduction(name, a, axis, dtype, keepdims, initial, where, *, lax_fn, identi
     # an empty reduction is the identity: elided eagerly, staged as JAX stages it
     out = lax_fn(x, axes) if axes or _staging() else x
     if initial is not None:
-        out = binop(out, U.to_array(initial, comp, False))
+        out = binop(U.to_array(initial, comp, False), out)   # JAX's op(initial, result)
     out = _keep(out, x.shape, axes, keepdims)
     return U.to_array(out, out_dt, False)
 
