@@ -300,10 +300,7 @@ def _corpus(lib):
 
 
 _JAX, _XF = _corpus(jax), _corpus(xform)
-XFAIL = {
-    "logsumexp": "xform's logsumexp keeps dims and reshapes at the end, without JAX's "
-                 "sign/abs (nn implementation, not broadcasting)",
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", [

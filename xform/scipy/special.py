@@ -79,36 +79,39 @@ def _while(cond, body, init):
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
-    """log(sum(b * exp(a))) computed as max + log(sum(b * exp(a - max))).
+    """log(sum(b * exp(a))) computed as max + log(sum(b * exp(a - max))), staged in JAX's
+    form (the same equations in ``make_jaxpr``).
 
-    The max is wrapped in stop_gradient (as JAX), so the gradient is the
-    softmax and stays finite even where the max is -inf.
+    The max is wrapped in stop_gradient (as JAX), so the gradient is the softmax and
+    stays finite even where the max is -inf; a negative sum with ``b`` is nan unless
+    ``return_sign``.
     """
+    L = lax()
+    if where is not None:
+        a = F.where(where, a, 0)
     if b is not None:
         a, b = _inexact("logsumexp", a, b)
+        a = F.where(F.not_equal(b, 0), a, -np.inf)
     else:
         (a,) = _inexact("logsumexp", a)
     axes = U.canonicalize_axes(axis, a.ndim)
-    if where is not None:
-        a = F.where(where, a, U.to_array(-np.inf, a.dtype))
-    amax = xnp.max(a, axis=axes, keepdims=True) if a.size else \
-        U.to_array(np.zeros((1,) * a.ndim, a.dtype))
-    amax = lax().stop_gradient(F.where(F.isfinite(amax), amax, U.to_array(0, amax.dtype)))
-    e = F.exp(F.subtract(a, amax))
+    is_complex = a.dtype.kind == "c"
+    amax = xnp.max(F.real(a) if is_complex else a, axis=axes, keepdims=keepdims,
+                   where=where, initial=-np.inf)
+    amax = L.stop_gradient(L.select(F.isfinite(amax), amax, L.full_like(amax, 0)))
+    amax_with_dims = amax if keepdims else L.expand_dims(amax, axes)
+    exp_a = L.exp(L.sub(a, amax_with_dims.astype(a.dtype)))
     if b is not None:
-        e = F.multiply(b, e)
-    s = xnp.sum(e, axis=axes, keepdims=True)
-    sign = F.sign(s) if (b is not None or return_sign) else None
-    if b is not None or return_sign:
-        s = F.absolute(s)
-    out = F.add(F.log(s), amax)
-    if not keepdims:
-        out = xnp.squeeze(out, axes) if axes else out
-        sign = xnp.squeeze(sign, axes) if (sign is not None and axes) else sign
+        exp_a = L.mul(exp_a, b)
+    sumexp = xnp.sum(exp_a, axis=axes, keepdims=keepdims, where=where)
+    sign = L.sign(sumexp)
+    if return_sign or not is_complex:
+        sumexp = F.absolute(sumexp)
+    out = L.add(L.log(sumexp), amax.astype(sumexp.dtype))
     if return_sign:
         return out, sign
-    if b is not None:
-        out = F.where(F.less(sign, U.to_array(0, sign.dtype)), U.to_array(np.nan, out.dtype), out)
+    if b is not None and not is_complex:
+        out = F.where(F.less(sign, 0), U.to_array(np.nan, out.dtype), out)
     return out
 
 
