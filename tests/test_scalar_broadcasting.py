@@ -158,12 +158,18 @@ _MIXES = [((3, 2), ()), ((), (3, 2)), ((), ())]
 @pytest.mark.parametrize("name", sorted(_DIFF))
 @pytest.mark.parametrize("shapes", _MIXES, ids=str)
 def test_jvp_with_rank0_operand_matches_finite_differences(name, shapes):
+    check_binary_jvp(_DIFF[name], name, shapes)
+
+
+def check_binary_jvp(f, name, shapes):
+    """Finite-difference JVP check of a binary ``f`` on operands of ``shapes`` (shared with
+    test_size1_broadcasting)."""
     rng = np.random.default_rng(0)
     x = rng.uniform(0.5, 2.0, shapes[0])
     y = rng.uniform(0.5, 2.0, shapes[1]) + (0.25 if name in ("max", "min") else 0.0)
     with x64_enabled():
         for diff in ([0], [1], [0, 1]):
-            check_jvp(_DIFF[name], [x, y], rng, diff=diff, rtol=1e-6, atol=1e-6)
+            check_jvp(f, [x, y], rng, diff=diff, rtol=1e-6, atol=1e-6)
 
 
 _LINEAR = {  # name -> (f, linear argument positions)
@@ -178,13 +184,17 @@ _LINEAR = {  # name -> (f, linear argument positions)
 @pytest.mark.parametrize("name", sorted(_LINEAR))
 @pytest.mark.parametrize("shapes", _MIXES, ids=str)
 def test_transpose_with_rank0_operand_dot_product(name, shapes):
-    f, lin = _LINEAR[name]
+    check_binary_transpose(*_LINEAR[name], shapes)
+
+
+def check_binary_transpose(f, lin, shapes):
+    """Dot-product test of ``f``'s transpose in its ``lin`` arguments, and the cotangent of
+    every operand has the operand's shape (rank 0, or summed over its size-1 dims)."""
     rng = np.random.default_rng(1)
     args = [rng.uniform(0.5, 2.0, s) for s in shapes]
     with x64_enabled():
         lf = check_transpose(f, args, rng, lin=lin)
-    # the cotangent of a rank-0 operand is rank 0
-    tin = lf.transpose([core.Array(np.ones(np.broadcast_shapes(*shapes)))])
+        tin = lf.transpose([core.Array(np.ones(np.broadcast_shapes(*shapes)))])
     for i, t in zip(lin, tin):
         if type(t) is not ad.Zero:
             assert np.shape(ad.instantiate(t)) == shapes[i]

@@ -30,6 +30,7 @@ from primitives import elementwise as E
 from prim_testutil import check_batch, check_jvp, check_transpose, x64_enabled
 import test_verifier as V
 from test_jaxpr_printing import normalise
+import test_scalar_broadcasting as SB
 from test_scalar_broadcasting import _dtype_for, _jax_prim
 
 BCAST = sorted(p.name for p in _rules.scalar_broadcasting)
@@ -127,18 +128,8 @@ def test_lowered_text_broadcasts_size1_operands():
 
 # ----------------------------------------------------------------- JVP / transpose
 
-_DIFF = {
-    "add": lambda x, y: E.add_p.bind(x, y),
-    "sub": lambda x, y: E.sub_p.bind(x, y),
-    "mul": lambda x, y: E.mul_p.bind(x, y),
-    "div": lambda x, y: E.div_p.bind(x, y),
-    "rem": lambda x, y: E.rem_p.bind(x, y),
-    "pow": lambda x, y: E.pow_p.bind(x, y),
-    "max": lambda x, y: E.max_p.bind(x, y),
-    "min": lambda x, y: E.min_p.bind(x, y),
-    "atan2": lambda x, y: E.atan2_p.bind(x, y),
-    "complex_abs": lambda x, y: E.abs_p.bind(E.complex_p.bind(x, y)),
-}
+_DIFF = {**SB._DIFF,
+         "complex_abs": lambda x, y: E.abs_p.bind(E.complex_p.bind(x, y))}
 _MIXES = [((3, 1), (1, 2)), ((1, 2), (3, 2)), ((3, 2), (1, 1)), ((1, 1, 2), (3, 1, 2)),
           ((1,), (4,))]
 
@@ -146,12 +137,7 @@ _MIXES = [((3, 1), (1, 2)), ((1, 2), (3, 2)), ((3, 2), (1, 1)), ((1, 1, 2), (3, 
 @pytest.mark.parametrize("name", sorted(_DIFF))
 @pytest.mark.parametrize("shapes", _MIXES, ids=str)
 def test_jvp_with_size1_dims_matches_finite_differences(name, shapes):
-    rng = np.random.default_rng(0)
-    x = rng.uniform(0.5, 2.0, shapes[0])
-    y = rng.uniform(0.5, 2.0, shapes[1]) + (0.25 if name in ("max", "min") else 0.0)
-    with x64_enabled():
-        for diff in ([0], [1], [0, 1]):
-            check_jvp(_DIFF[name], [x, y], rng, diff=diff, rtol=1e-6, atol=1e-6)
+    SB.check_binary_jvp(_DIFF[name], name, shapes)
 
 
 @pytest.mark.parametrize("shapes", _MIXES[:2], ids=str)
@@ -170,30 +156,15 @@ def test_special_jvps_with_size1_dims_match_finite_differences(shapes):
                   rtol=1e-5, atol=1e-6)
 
 
-_LINEAR = {
-    "add": (lambda x, y: E.add_p.bind(x, y), [0, 1]),
-    "sub": (lambda x, y: E.sub_p.bind(x, y), [0, 1]),
-    "mul_left": (lambda x, y: E.mul_p.bind(x, y), [0]),
-    "mul_right": (lambda x, y: E.mul_p.bind(x, y), [1]),
-    "div": (lambda x, y: E.div_p.bind(x, y), [0]),
-    "complex": (lambda x, y: E.real_p.bind(E.mul_p.bind(
-        E.complex_p.bind(x, y), np.complex128(1.5 - 0.5j))), [0, 1]),
-}
+_LINEAR = {**SB._LINEAR,
+           "complex": (lambda x, y: E.real_p.bind(E.mul_p.bind(
+               E.complex_p.bind(x, y), np.complex128(1.5 - 0.5j))), [0, 1])}
 
 
 @pytest.mark.parametrize("name", sorted(_LINEAR))
 @pytest.mark.parametrize("shapes", _MIXES, ids=str)
 def test_transpose_with_size1_dims_dot_product(name, shapes):
-    f, lin = _LINEAR[name]
-    rng = np.random.default_rng(1)
-    args = [rng.uniform(0.5, 2.0, s) for s in shapes]
-    with x64_enabled():
-        lf = check_transpose(f, args, rng, lin=lin)
-        # the cotangent of an operand keeps its shape (summed over its size-1 dims)
-        tin = lf.transpose([core.Array(np.ones(np.broadcast_shapes(*shapes)))])
-    for i, t in zip(lin, tin):
-        if type(t) is not ad.Zero:
-            assert np.shape(ad.instantiate(t)) == shapes[i]
+    SB.check_binary_transpose(*_LINEAR[name], shapes)
 
 
 def test_grad_through_outer_products_matches_jax():
