@@ -289,3 +289,29 @@ def test_saved_residuals_order(policy):
     from jax._src.ad_checkpoint import saved_residuals as jax_saved_residuals
     want = summary(jax_saved_residuals(build(jax), *args))
     assert got == want
+
+
+# Common_Gotchas_in_JAX, "Non-array inputs": make_jaxpr of jnp.array(list of traced
+# scalars) -- each element converted and expanded in turn, then joined by concatenates
+# at most 16 wide, exactly as JAX stages it.
+@pytest.mark.parametrize("n", [1, 10, 16, 17, 40])
+def test_array_of_traced_list_stages_as_jax(n):
+    def program(np_):
+        return lambda x: np_.sum(np_.array(x))
+    x = list(range(n))
+    assert str(xform.make_jaxpr(program(xnp))(x)) == str(jax.make_jaxpr(program(jnp))(x))
+    _same(xform.jit(program(xnp))(x), jax.jit(program(jnp))(x))
+
+
+def test_array_of_nested_traced_lists_stages_as_jax():
+    def program(np_):
+        return lambda a, b: np_.array([[a, b], [b * 2, a], (1.0, b)], dtype=np_.float32)
+    args = (1.5, np.float32(2.0))
+    assert str(xform.make_jaxpr(program(xnp))(*args)) == str(jax.make_jaxpr(program(jnp))(*args))
+    _same(xform.jit(program(xnp))(*args), jax.jit(program(jnp))(*args))
+
+
+def test_array_of_traced_ragged_list_raises_type_error_as_jax():
+    for np_, lib in ((jnp, jax), (xnp, xform)):
+        with pytest.raises(TypeError):
+            lib.jit(lambda a: np_.array([np_.ones(3) * a, np_.ones(2)]))(1.0)

@@ -165,11 +165,21 @@ def _map_tree(o, f):
     return f(o)
 
 
+_CONCAT_WIDTH = 16
+
+
 def _stack_tree(o, dt):
-    from xform.numpy._shape import stack
-    if isinstance(o, (list, tuple)):
-        return stack([_stack_tree(e, dt) for e in o])
-    return U.to_array(o, dt, False)
+    """A list/tuple tree with traced leaves -> one Array, staged as JAX stages it: each
+    element converted and given a leading axis in turn, then joined by concatenates at
+    most 16 wide (a tree of them for longer lists: wide concatenates compile slowly)."""
+    if not isinstance(o, (list, tuple)):
+        return U.to_array(o, dt, False)
+    from primitives.structural import concatenate, expand_dims
+    parts = [expand_dims(_stack_tree(e, dt), (0,)) for e in o]
+    while len(parts) > _CONCAT_WIDTH:
+        parts = [concatenate(parts[i:i + _CONCAT_WIDTH], 0)
+                 for i in range(0, len(parts), _CONCAT_WIDTH)]
+    return concatenate(parts, 0)
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
