@@ -10,6 +10,7 @@ import subprocess
 import textwrap
 import sys
 
+import numpy as np
 import pytest
 
 from _multidevice import HERE, ROOT, case_names, run_case_script
@@ -43,7 +44,9 @@ def test_partition_spec_and_errors_single_device():
     from xform.sharding import NamedSharding, PartitionSpec as P
     assert P("x", None) == P("x")
     assert hash(P("x", None)) == hash(P("x"))
-    assert repr(P("x", ("a", "b"))) == "PartitionSpec('x', ('a', 'b'))"
+    import jax
+    for parts in [("x", ("a", "b")), ("x",), (), ("x", None), (None, "y")]:
+        assert repr(P(*parts)) == repr(jax.sharding.PartitionSpec(*parts))
     with pytest.raises(TypeError):
         P(3)
     mesh = xform.make_mesh((1,), ("d",))
@@ -108,3 +111,36 @@ def test_jax_alias_scripts_run_on_xform_sharding():
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=300)
     assert p.returncode == 0 and "OK" in p.stdout, p.stderr[-3000:]
+
+
+def test_sharding_and_mesh_reprs_match_jax():
+    """Mesh (str and repr), NamedSharding and SingleDeviceSharding print as JAX's, with
+    the memory kind canonicalized to the device's default; equal when only the explicit
+    default differs; an unknown memory kind raises JAX's ValueError."""
+    import jax
+    import xform
+    from xform.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P, \
+        SingleDeviceSharding
+    JS = jax.sharding
+    xdev, jdev = xform.devices()[0], jax.devices()[0]
+    for types in [None, (AxisType.Explicit, AxisType.Auto)]:
+        jtypes = None if types is None else tuple(getattr(JS.AxisType, t.name) for t in types)
+        xm = Mesh(np.array([xdev]).reshape(1, 1), ("a", "b"), axis_types=types)
+        jm = JS.Mesh(np.array([jdev]).reshape(1, 1), ("a", "b"), axis_types=jtypes)
+        assert (repr(xm), str(xm)) == (repr(jm), str(jm))
+        for kind in [None, "device", "pinned_host"]:
+            xs, js = NamedSharding(xm, P("a"), memory_kind=kind), \
+                JS.NamedSharding(jm, JS.PartitionSpec("a"), memory_kind=kind)
+            assert repr(xs) == repr(js) and xs.memory_kind == js.memory_kind
+    for kind in [None, "device", "unpinned_host"]:
+        xs, js = SingleDeviceSharding(xdev, memory_kind=kind), \
+            JS.SingleDeviceSharding(jdev, memory_kind=kind)
+        assert repr(xs) == repr(js)
+    assert repr(xform.numpy.arange(3.0).sharding) == repr(jax.numpy.arange(3.0).sharding)
+    assert SingleDeviceSharding(xdev) == SingleDeviceSharding(xdev, memory_kind="device")
+    assert SingleDeviceSharding(xdev) != SingleDeviceSharding(xdev, memory_kind="pinned_host")
+    assert SingleDeviceSharding(xdev).with_memory_kind("pinned_host").memory_kind == \
+        "pinned_host"
+    for lib_sds, dev in ((SingleDeviceSharding, xdev), (JS.SingleDeviceSharding, jdev)):
+        with pytest.raises(ValueError, match="memory kind"):
+            lib_sds(dev, memory_kind="bogus")

@@ -10,6 +10,7 @@ them with the mesh's devices.
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import math
 import threading
@@ -28,11 +29,17 @@ class _Unconstrained:
 UNCONSTRAINED = _Unconstrained()
 
 
-class AxisType:
-    """Mesh axis kinds (JAX's names); xform treats every axis as ``Auto``."""
+class AxisType(str, enum.Enum):
+    """Mesh axis kinds (JAX's names, printed bare as JAX prints them); xform treats
+    every axis as ``Auto``.  Members equal their names as strings."""
     Auto = "Auto"
     Explicit = "Explicit"
     Manual = "Manual"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
 
 
 def _canon_part(p, i):
@@ -58,8 +65,8 @@ class PartitionSpec(tuple):
     def __new__(cls, *parts):
         return tuple.__new__(cls, tuple(_canon_part(p, i) for i, p in enumerate(parts)))
 
-    def __repr__(self):
-        return "PartitionSpec(" + ", ".join(repr(p) for p in self) + ")"
+    def __repr__(self):                       # JAX's form: P('x',), P('x', None), P()
+        return "P(" + repr(tuple(self))[1:-1] + ")"
 
     def _normalized(self) -> tuple:
         t = list(self)
@@ -124,8 +131,10 @@ class Mesh:
             raise ValueError(f"Mesh: devices must be distinct, got ids {ids}")
         self.devices = devs
         self.axis_names = axis_names
-        self.axis_types = tuple(axis_types) if axis_types is not None else \
-            (AxisType.Auto,) * len(axis_names)
+        if isinstance(axis_types, (str, AxisType)):
+            axis_types = (axis_types,)
+        self.axis_types = tuple(AxisType(str(t).rsplit(".", 1)[-1]) for t in axis_types) \
+            if axis_types is not None else (AxisType.Auto,) * len(axis_names)
         self._key = (tuple(ids), axis_names, devs.shape)
         self._prev = []
 
@@ -171,8 +180,13 @@ class Mesh:
     def __hash__(self):
         return hash(self._key)
 
+    def __str__(self):
+        names = "".join(f"'{n}': {s}, " for n, s in self.shape.items())
+        return f"Mesh({names}axis_types={tuple(self.axis_types)!r})"
+
     def __repr__(self):
-        return "Mesh(" + ", ".join(f"'{n}': {s}" for n, s in self.shape.items()) + ")"
+        return (f"Mesh(axis_sizes={self.devices.shape!r}, axis_names={self.axis_names!r}, "
+                f"axis_types={tuple(self.axis_types)!r})")
 
     # `with mesh:` makes it the current mesh (as set_mesh does)
     def __enter__(self):
@@ -285,10 +299,32 @@ def _slices_key(idx):
     return tuple((s.start, s.stop) for s in idx)
 
 
+def _canonical_memory_kind(device, kind):
+    """``kind``, or the device's default memory kind when None (JAX canonicalizes the
+    same way, so a default sharding prints ``memory_kind=device``); a kind the device
+    cannot address raises JAX's ValueError."""
+    default = getattr(device, "default_memory", None)
+    if default is None:
+        return kind
+    try:
+        kinds = [m.kind for m in device.addressable_memories()]
+        default_kind = default().kind
+    except Exception:       # a runtime without memory spaces: keep what was given
+        return kind
+    if kind is None:
+        return default_kind
+    if kind not in kinds:
+        raise ValueError(f"Could not find memory addressable by device "
+                         f"{getattr(device, 'device_kind', device)}. Device "
+                         f"{getattr(device, 'device_kind', device)} can address the following "
+                         f"memory kinds: {', '.join(kinds)}. Got memory kind: {kind}")
+    return kind
+
+
 class SingleDeviceSharding(Sharding):
     def __init__(self, device, *, memory_kind=None):
         self._device = device
-        self.memory_kind = memory_kind
+        self.memory_kind = _canonical_memory_kind(device, memory_kind)
 
     @property
     def device_set(self):
@@ -305,13 +341,18 @@ class SingleDeviceSharding(Sharding):
         return tuple(global_shape)
 
     def __eq__(self, other):
-        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device \
+            and other.memory_kind == self.memory_kind
 
     def __hash__(self):
-        return hash(("sds", self._device.id))
+        return hash(("sds", self._device.id, self.memory_kind))
 
     def __repr__(self):
-        return f"SingleDeviceSharding(device={self._device!r})"
+        mem = "" if self.memory_kind is None else f", memory_kind={self.memory_kind}"
+        return f"SingleDeviceSharding(device={self._device!r}{mem})"
+
+    def with_memory_kind(self, kind):
+        return SingleDeviceSharding(self._device, memory_kind=kind)
 
 
 class NamedSharding(Sharding):
@@ -339,17 +380,22 @@ class NamedSharding(Sharding):
             seen.add(a)
         self.mesh = mesh
         self.spec = spec
-        self.memory_kind = memory_kind
+        self.memory_kind = _canonical_memory_kind(mesh.devices.flat[0], memory_kind) \
+            if mesh.devices.size else memory_kind
 
     def __eq__(self, other):
         return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
-            self.spec == other.spec
+            self.spec == other.spec and self.memory_kind == other.memory_kind
 
     def __hash__(self):
-        return hash((self.mesh, self.spec))
+        return hash((self.mesh, self.spec, self.memory_kind))
 
     def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+        mem = "" if self.memory_kind is None else f", memory_kind={self.memory_kind}"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}{mem})"
+
+    def with_memory_kind(self, kind):
+        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
     @property
     def device_set(self):
