@@ -606,3 +606,15 @@ def test_remat_variant_values_and_grads_match_jax(which):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64),
                                    rtol=1e-6 if a.dtype == f32 else 0)
+
+
+@pytest.mark.parametrize("which", ["dots_saveable", "names_but_b", "names_a_c",
+                                   "read_before_computed", "bf16_dots"])
+def test_remat_variant_saved_residuals_match_jax(which, capsys):
+    """The report looks through the reduce_precision rounding to the value's producer."""
+    outs = []
+    for lib in (jax, xform):
+        fn, args = _remat_variant(lib, which)
+        lib.ad_checkpoint.print_saved_residuals(fn, *args)
+        outs.append(capsys.readouterr().out)
+    assert outs[1] == outs[0]
