@@ -106,12 +106,20 @@ def _remat_partial_eval(trace, args, params):
         params["jaxpr"], unknown_in, False, policy=policy)
     nres = len(res_avals)
     nk = len(known.jaxpr.outvars) - nres
-    kjaxpr, ujaxpr, n_computed, in_used = _jax_operand_order(
-        known.jaxpr, unknown.jaxpr, nk, res_fwd, unknown_in)
-    if jt.current_policy() is None:
-        # an enclosing checkpoint's split (JAX: partial_eval_jaxpr_custom, which keeps
-        # this equation whole) leaves the rounding to that checkpoint's own residuals
-        kjaxpr = _insert_reduce_precision(kjaxpr, n_computed)
+    # an enclosing checkpoint's split (JAX: partial_eval_jaxpr_custom, which keeps this
+    # equation whole) leaves the rounding to that checkpoint's own residuals
+    rounding = jt.current_policy() is None
+    key = (id(known), id(unknown), tuple(unknown_in), rounding)
+    hit = _layout_memo.get(key)
+    if hit is None:
+        kjaxpr, ujaxpr, n_computed, in_used = _jax_operand_order(
+            known.jaxpr, unknown.jaxpr, nk, res_fwd, unknown_in)
+        if rounding:
+            kjaxpr = _insert_reduce_precision(kjaxpr, n_computed)
+        hit = (kjaxpr, ClosedJaxpr(ujaxpr, []), in_used)
+        if jt._cacheable(known):    # (the split is memoised on the same condition)
+            _layout_memo.put(key, (known, unknown), hit)
+    kjaxpr, uclosed, in_used = hit
     known_args = [a for a, u in zip(args, unknown_in) if not u]
     with core.set_current_trace(trace.parent):
         kvals = eval_jaxpr(kjaxpr, known.consts, *known_args)
@@ -120,13 +128,14 @@ def _remat_partial_eval(trace, args, params):
     atoms = [trace.to_atom(r) for r in res] + \
         [trace.to_atom(a) for a, used in zip(args, in_used) if used]
     tracers = trace.add_eqn(remat_p, atoms, list(unknown.out_avals),
-                            dict(params, jaxpr=ClosedJaxpr(ujaxpr, []), differentiated=True))
+                            dict(params, jaxpr=uclosed, differentiated=True))
     unk_vals = iter(tracers)
     known_vals = iter(known_outs)
     return [next(unk_vals) if u else next(known_vals) for u in out_unknown]
 
 
 ad.partial_eval_rules[remat_p] = _remat_partial_eval
+_layout_memo = jt._Memo()
 
 
 def _jax_operand_order(kjaxpr, ujaxpr, nk, res_fwd, unknown_in):

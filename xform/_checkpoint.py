@@ -45,8 +45,9 @@ def _is_dot(prim):
 
 
 # The policies JAX implements as frozen dataclasses are dataclasses here too, with JAX's
-# names and reprs: printed programs show them alike (``policy=DotsSaveable(...)``), and
-# equal policies are equal (so programs split under them are reused).
+# names and reprs: printed programs show them alike (``policy=DotsSaveable(...)``; the
+# names as a frozenset, in its iteration order, as JAX's), and equal policies are equal
+# (so programs split under them are reused).
 
 @dataclasses.dataclass(frozen=True)
 class DotsSaveable:
@@ -63,10 +64,6 @@ class DotsSaveable:
         return _is_dot(prim)
 
 
-def _names_repr(names):
-    return "frozenset({" + ", ".join(repr(n) for n in sorted(names, key=repr)) + "})"
-
-
 @dataclasses.dataclass(frozen=True)
 class SaveOnlyTheseNames:
     """Save only values named (``checkpoint_name``) with one of ``saveable_names``."""
@@ -74,9 +71,6 @@ class SaveOnlyTheseNames:
 
     def __call__(self, prim, *_, **params):
         return prim is name_p and params["name"] in self.saveable_names
-
-    def __repr__(self):
-        return f"SaveOnlyTheseNames(saveable_names={_names_repr(self.saveable_names)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +80,6 @@ class SaveAnyNamesButThese:
 
     def __call__(self, prim, *_, **params):
         return prim is name_p and params["name"] not in self.names
-
-    def __repr__(self):
-        return f"SaveAnyNamesButThese(names={_names_repr(self.names)})"
 
 
 dots_saveable = checkpoint_dots = DotsSaveable(False)
