@@ -477,27 +477,6 @@ def _param_str(v):
     return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)), str(v))
 
 
-# Checkpoint policies JAX implements as objects print by their repr.
-_POLICY_REPRS = {
-    "dots_saveable": "DotsSaveable(only_if_no_batch_dims=False)",
-    "checkpoint_dots": "DotsSaveable(only_if_no_batch_dims=False)",
-    "dots_with_no_batch_dims_saveable": "DotsSaveable(only_if_no_batch_dims=True)",
-    "checkpoint_dots_with_no_batch_dims": "DotsSaveable(only_if_no_batch_dims=True)",
-}
-
-
-class _Shown:
-    """A param value printed as given text."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-    def __str__(self):
-        return self.text
-
-
 def _pp_param_value(v, names):
     if isinstance(v, tuple) and v and all(isinstance(j, (Jaxpr, ClosedJaxpr)) for j in v):
         return _d_group(_d_cat(
@@ -611,15 +590,6 @@ def _with_defaults(drop=(), **add):
     return rule
 
 
-def _pp_checkpoint(eqn, names):
-    p = dict(eqn.params)
-    pol = p.get("policy")
-    name = getattr(pol, "__name__", None)
-    if name in _POLICY_REPRS and getattr(pol, "__module__", "").startswith("xform"):
-        p["policy"] = _Shown(_POLICY_REPRS[name])
-    return sorted(p.items())
-
-
 _PP_RULES = {
     "jit": _pp_jit,
     "pjit": _pp_jit,
@@ -628,7 +598,6 @@ _PP_RULES = {
     "custom_jvp_call": _pp_custom_jvp,
     "custom_vjp_call": _pp_custom_vjp,
     "scan": _with_defaults(drop=("linear",)),
-    "checkpoint": _pp_checkpoint,
     "iota": _with_defaults(sharding=None),
     "mul": _drop_none("out_dtype"),
     "convert_element_type": _with_defaults(drop=("sharding",)),

@@ -318,24 +318,52 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute
 
     def sub(a):
         return a if type(a) is Literal else env.get(a, a)
-    eqns = []
+    rec = []
     for e in kjaxpr.eqns:
         if id(e) in recompute:
             ins = [sub(a) for a in e.invars]
             outs = [Var(o.aval) for o in e.outvars]
             env.update(zip(e.outvars, outs))
-            eqns.append(e.replace(invars=ins, outvars=outs))
+            rec.append((e, e.replace(invars=ins, outvars=outs)))
     uenv = {uv: sub(r) for uv, r in zip(ujaxpr.invars[:nres], res_atoms)}
 
     def usub(a):
         return a if type(a) is Literal else uenv.get(a, a)
-    eqns += [e.replace(invars=[usub(a) for a in e.invars]) for e in ujaxpr.eqns]
+    unk = [(e, e.replace(invars=[usub(a) for a in e.invars])) for e in ujaxpr.eqns]
+    eqns = _interleave(rec, unk)
     unknown = Jaxpr([], [env[v] for v in saved] + list(ujaxpr.invars[nres:]),
                     [usub(a) for a in ujaxpr.outvars], eqns, ujaxpr.debug_info)
     known = Jaxpr(kjaxpr.constvars, kjaxpr.invars, kjaxpr.outvars[:n_known_outs] + saved,
                   kjaxpr.eqns, kjaxpr.debug_info)
     known, _ = passes.dce_jaxpr(known)
     return known, unknown
+
+
+def _interleave(rec, unk):
+    """The recomputed known equations and the unknown ones, each list already in the order
+    the split traced them, merged into that one traced order (as JAX's
+    ``partial_eval_jaxpr_custom`` stages them: every equation in program order).  Variables
+    are numbered as they are created and an equation's outputs are created when it is
+    recorded, so the (original) outputs' numbers order the two lists; a recomputed value
+    is always recorded before the unknown equations that read it, so the merge is a valid
+    program order.  Items are ``(original equation, equation to emit)``."""
+    def keyed(items):
+        out, last = [], -1
+        for orig, new in items:
+            ids = [v.id for v in orig.outvars]
+            last = min(ids) if ids else last
+            out.append((last, new))
+        return out
+    a, b = keyed(rec), keyed(unk)
+    merged, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        if j == len(b) or (i < len(a) and a[i][0] <= b[j][0]):
+            merged.append(a[i][1])
+            i += 1
+        else:
+            merged.append(b[j][1])
+            j += 1
+    return merged
 
 
 # ----------------------------------------------------------------- transposition

@@ -66,31 +66,47 @@ def clz(x):
 
 reduce_precision_p = Primitive("reduce_precision")
 
-_FLOAT_BITS = {np.dtype(np.float16): (5, 10), np.dtype(np.float32): (8, 23),
-               np.dtype(np.float64): (11, 52)}
+_NATIVE_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _float_layout(dt):
+    """(exponent bits, explicit mantissa bits) of a floating dtype (JAX's finfo nexp/nmant)."""
+    fi = dtypes.finfo(dt)
+    return int(fi.nexp), int(fi.nmant)
+
+
+def _rp_compute_dtype(dt):
+    """The IEEE type XLA's CPU backend rounds ``dt`` in: f16/f32/f64 themselves; a narrow
+    float (bf16, float8/6/4) is widened to f16 when f16 holds every one of its values
+    exactly, else to f32, rounded there and converted back (round to nearest even).
+    So the result for a narrow type is *not* the identity at its own (nexp, nmant):
+    e.g. float8_e4m3fn values >= 256 overflow (-> inf -> NaN, the format has no inf) and
+    its subnormals flush to zero -- exactly what XLA computes."""
     dt = np.dtype(dt)
-    if dt in _FLOAT_BITS:
-        return _FLOAT_BITS[dt]
-    if dtypes.is_bfloat16(dt):
-        return (8, 7)
-    raise TypeError(f"reduce_precision needs a floating-point operand, got {dt}")
+    if dt in _NATIVE_FLOATS:
+        return dt
+    fi = dtypes.finfo(dt)
+    if fi.maxexp <= 16 and fi.minexp - fi.nmant >= -24 and fi.nmant <= 10:
+        return np.dtype(np.float16)
+    return np.dtype(np.float32)
 
 
 def _rp_abstract(x, *, exponent_bits, mantissa_bits):
-    _float_layout(x.dtype)
-    if exponent_bits < 1 or mantissa_bits < 0:
-        raise ValueError(f"reduce_precision: exponent_bits ({exponent_bits}) must be >= 1 and "
-                         f"mantissa_bits ({mantissa_bits}) >= 0")
+    if not dtypes.is_float(x.dtype):
+        raise TypeError(f"reduce_precision does not accept dtype {getattr(x.dtype, 'name', x.dtype)}. "
+                        "Accepted dtypes are subtypes of floating.")
+    if exponent_bits < 1:
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+    if mantissa_bits < 0:
+        raise ValueError("reduce_precision: mantissa_bits must be non-negative; got "
+                         f"{mantissa_bits}")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
-def _rp_impl(x, *, exponent_bits, mantissa_bits):
-    """XLA's ReducePrecision: round-to-nearest-even on the mantissa, exponent overflow to
-    +-inf and underflow (including what would be subnormal) to +-0; NaNs stay NaN."""
-    x = np.asarray(x)
+def _rp_bits(x, exponent_bits, mantissa_bits):
+    """XLA's ReducePrecision on an IEEE f16/f32/f64 array: round-to-nearest-even on the
+    mantissa, exponent overflow to +-inf and underflow (including what would be
+    subnormal) to +-0; NaNs stay NaN."""
     dt = x.dtype
     src_e, src_m = _float_layout(dt)
     nbits = dt.itemsize * 8
@@ -115,8 +131,22 @@ def _rp_impl(x, *, exponent_bits, mantissa_bits):
         sz = xi & sign_mask
         xi = np.where(over, sz | exp_mask, np.where(under, sz, xi))
     out = xi.astype(ut).view(dt)
-    return np.where(np.isnan(x.astype(np.float32) if dtypes.is_bfloat16(dt) else x), x,
-                    out).astype(dt)
+    return np.where(np.isnan(x), x, out)
+
+
+def _rp_impl(x, *, exponent_bits, mantissa_bits):
+    x = np.asarray(x)
+    dt = x.dtype
+    cdt = _rp_compute_dtype(dt)
+    if cdt != dt and not dtypes.is_bfloat16(dt):
+        # Observed XLA (CPU) behaviour for the formats it widens (float8/6/4, e8m0): at
+        # exactly one exponent bit fewer and one mantissa bit more than the wide type's
+        # -- (4, 11) for f16, (7, 24) for f32 -- the value comes back unchanged.
+        ce, cm = _float_layout(cdt)
+        if (exponent_bits, mantissa_bits) == (ce - 1, cm + 1):
+            return x.copy()
+    out = _rp_bits(x.astype(cdt), exponent_bits, mantissa_bits)
+    return out.astype(dt)
 
 
 reduce_precision_p.def_abstract_eval(_rp_abstract)

@@ -19,11 +19,11 @@ such as ``save_only_these_names`` look for it.
 """
 from __future__ import annotations
 
-from interpreters import ad, batching, core
+from interpreters import ad, batching, core, dtypes, passes
 from interpreters import jaxpr_transforms as jt
 from interpreters.ad import Zero
-from interpreters.core import Primitive
-from interpreters.ir import eval_jaxpr
+from interpreters.core import Primitive, ShapedArray
+from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Var, eval_jaxpr
 from primitives._rules import defvectorized
 from primitives.custom import hoist_consts, trace_flat
 
@@ -91,27 +91,155 @@ def _remat_partial_eval(trace, args, params):
     its sub-programs).  Known part: evaluated now (inline, under the parent trace),
     producing the primal outputs and the residuals the policy allows.  Unknown part:
     recorded in the linear program as a ``remat`` that first recomputes every other
-    known value it needs, then does the tangent work."""
+    known value it needs, then does the tangent work.
+
+    The recorded ``remat`` takes its operands in JAX's order (``remat_partial_eval``
+    over ``partial_eval_jaxpr_custom``): first the *computed* residuals (saved
+    intermediates), in the order the staged program first reads them; then the
+    program's own inputs it reads -- known (primal) and unknown alike -- in the order of
+    the program's inputs.  Inputs it does not read are not passed.  Floating-point
+    residuals that the known part also reads go through ``reduce_precision`` to their
+    own format (see ``_insert_reduce_precision``)."""
     policy = params["policy"] or _nothing_saveable
     unknown_in = [trace.is_unknown(a) for a in args]
     known, unknown, out_unknown, res_avals, res_fwd = jt.partial_eval_jaxpr(
         params["jaxpr"], unknown_in, False, policy=policy)
+    nres = len(res_avals)
+    nk = len(known.jaxpr.outvars) - nres
+    # an enclosing checkpoint's split (JAX: partial_eval_jaxpr_custom, which keeps this
+    # equation whole) leaves the rounding to that checkpoint's own residuals
+    rounding = jt.current_policy() is None
+    key = (id(known), id(unknown), tuple(unknown_in), rounding)
+    hit = _layout_memo.get(key)
+    if hit is None:
+        kjaxpr, ujaxpr, n_computed, in_used = _jax_operand_order(
+            known.jaxpr, unknown.jaxpr, nk, res_fwd, unknown_in)
+        if rounding:
+            kjaxpr = _insert_reduce_precision(kjaxpr, n_computed)
+        hit = (kjaxpr, ClosedJaxpr(ujaxpr, []), in_used)
+        if jt._cacheable(known):    # (the split is memoised on the same condition)
+            _layout_memo.put(key, (known, unknown), hit)
+    kjaxpr, uclosed, in_used = hit
     known_args = [a for a, u in zip(args, unknown_in) if not u]
     with core.set_current_trace(trace.parent):
-        kvals = eval_jaxpr(known.jaxpr, known.consts, *known_args)
-    nk = len(kvals) - len(res_avals)
+        kvals = eval_jaxpr(kjaxpr, known.consts, *known_args)
     known_outs, res = kvals[:nk], kvals[nk:]
-    jt.note_residuals([r for r, f in zip(res, res_fwd) if f is None])  # not forwarded inputs
+    jt.note_residuals(res)   # computed here (inputs are passed as themselves)
     atoms = [trace.to_atom(r) for r in res] + \
-        [trace.to_atom(a) for a, u in zip(args, unknown_in) if u]
+        [trace.to_atom(a) for a, used in zip(args, in_used) if used]
     tracers = trace.add_eqn(remat_p, atoms, list(unknown.out_avals),
-                            dict(params, jaxpr=unknown, differentiated=True))
+                            dict(params, jaxpr=uclosed, differentiated=True))
     unk_vals = iter(tracers)
     known_vals = iter(known_outs)
     return [next(unk_vals) if u else next(known_vals) for u in out_unknown]
 
 
 ad.partial_eval_rules[remat_p] = _remat_partial_eval
+_layout_memo = jt._Memo()
+
+
+def _jax_operand_order(kjaxpr, ujaxpr, nk, res_fwd, unknown_in):
+    """Re-lay a split (``kjaxpr``: known inputs -> [known outputs, residuals];
+    ``ujaxpr``: [residuals, unknown inputs] -> unknown outputs) into JAX's remat layout.
+
+    Residuals that are just known inputs (``res_fwd``) stop being residuals and become
+    inputs again; the same known value saved twice is passed once; unread residuals and
+    inputs are dropped.  Returns ``(kjaxpr', ujaxpr', n_computed, in_used)``: the known
+    program outputs [known outputs, computed residuals], the unknown one takes [computed
+    residuals in first-read order, the inputs it reads in input order]; ``in_used[i]``:
+    the unknown program reads input ``i``."""
+    nres = len(res_fwd)
+    res_vars = ujaxpr.invars[:nres]
+    unk_vars = iter(ujaxpr.invars[nres:])
+    res_atoms = kjaxpr.outvars[nk:]
+    # where each residual binder's value comes from
+    rep = {}                                    # residual binder -> representative binder
+    computed_rep = {}                           # known atom -> first binder
+    input_rep = {}                              # known input index -> first binder
+    for rv, atom, f in zip(res_vars, res_atoms, res_fwd):
+        if f is not None:
+            rep[rv] = input_rep.setdefault(f, rv)
+        elif isinstance(atom, Var):
+            rep[rv] = computed_rep.setdefault(atom, rv)
+        else:
+            rep[rv] = rv
+    order, seen = [], set()
+
+    def read(a):
+        if isinstance(a, Var):
+            a = rep.get(a, a)
+            if a not in seen:
+                seen.add(a)
+                order.append(a)
+        return a
+
+    eqns = [e.replace(invars=[read(a) if isinstance(a, Var) else a for a in e.invars])
+            for e in ujaxpr.eqns]
+    outvars = [read(a) if isinstance(a, Var) else a for a in ujaxpr.outvars]
+    forwarded = set(input_rep.values())
+    atom_of = {rv: atom for rv, atom in zip(res_vars, res_atoms)}
+    computed = [v for v in order if v in atom_of and v not in forwarded]
+    invars, in_used, kin = list(computed), [], 0
+    for u in unknown_in:
+        if u:
+            v = next(unk_vars)
+        else:
+            v = input_rep.get(kin)
+            kin += 1
+        used = v is not None and v in seen
+        in_used.append(used)
+        if used:
+            invars.append(v)
+    new_u = Jaxpr([], invars, outvars, eqns, ujaxpr.debug_info)
+    new_k = Jaxpr(kjaxpr.constvars, kjaxpr.invars,
+                  kjaxpr.outvars[:nk] + [atom_of[v] for v in computed], kjaxpr.eqns,
+                  kjaxpr.debug_info)
+    new_k, _ = passes.dce_jaxpr(new_k)
+    return new_k, new_u, len(computed), in_used
+
+
+def _insert_reduce_precision(jaxpr, nres):
+    """Round each real floating-point residual that the known program itself goes on
+    using to its own format: ``v = reduce_precision[exponent_bits=e mantissa_bits=m] v'``
+    right after the equation computing it (JAX's ``_insert_reduce_precision``, jax PR
+    #22244).  XLA may keep a value in excess precision where it feeds further computation
+    (e.g. bf16 arithmetic carried out in f32 inside a fusion) but must round what it
+    stores; without the explicit rounding, the forward pass could continue from a more
+    precise value than the residual the backward pass recomputes from.  Rounding it once,
+    and reading the rounded value both in the forward pass and as the residual, makes the
+    two agree.  Residuals no known equation reads are only stored (always rounded), so
+    they are left alone.  (JAX also applies it to complex residuals, where its own
+    ``reduce_precision`` raises TypeError; complex ones are skipped here.)"""
+    from primitives.misc import reduce_precision_p
+    res = jaxpr.outvars[len(jaxpr.outvars) - nres:]
+    read = {a for e in jaxpr.eqns for a in e.invars if isinstance(a, Var)}
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    rounds = {}                                 # residual var -> params
+    for v in res:
+        if not isinstance(v, Var) or v in rounds or v not in read or v not in producer:
+            continue
+        aval = v.aval
+        if not isinstance(aval, ShapedArray) or not dtypes.is_float(aval.dtype):
+            continue
+        fi = dtypes.finfo(aval.dtype)
+        p = dict(exponent_bits=int(fi.nexp), mantissa_bits=int(fi.nmant))
+        e = producer[v]
+        if e.primitive is reduce_precision_p and e.params == p:
+            continue
+        rounds[v] = p
+    if not rounds:
+        return jaxpr
+    eqns = []
+    for e in jaxpr.eqns:
+        hits = [v for v in e.outvars if v in rounds]
+        if not hits:
+            eqns.append(e)
+            continue
+        raw = {v: Var(v.aval) for v in hits}
+        eqns.append(e.replace(outvars=[raw.get(v, v) for v in e.outvars]))
+        eqns.extend(Eqn(reduce_precision_p, [raw[v]], [v], rounds[v], e.source_info)
+                    for v in hits)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.debug_info)
 
 
 def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):

@@ -260,16 +260,29 @@ def _clz_gen(data, name):
     return {}, [x]
 
 
+_RP_DTYPES = ["float32", "float16", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+              "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4",
+              "float8_e4m3", "float8_e8m0fnu", "float4_e2m1fn"]
+
+
 def _rp_gen(data, name):
+    import ml_dtypes
     rng = _rng(data)
-    dt = np.dtype(data.draw(st.sampled_from(["float32", "float16"]), label="dtype"))
-    e = data.draw(st.integers(1, 8 if dt == np.float32 else 5), label="exponent_bits")
-    m = data.draw(st.integers(0, 23 if dt == np.float32 else 10), label="mantissa_bits")
+    dt = np.dtype(data.draw(st.sampled_from(_RP_DTYPES), label="dtype"))
+    fi = ml_dtypes.finfo(dt)
+    # up to two bits past the operand's own layout, and the bit counts of the wide types
+    # XLA computes narrow formats in (f16: 5/10, f32: 8/23)
+    e = data.draw(st.integers(1, int(fi.nexp) + 2) | st.sampled_from([4, 5, 7, 8]),
+                  label="exponent_bits")
+    m = data.draw(st.integers(0, int(fi.nmant) + 2) | st.sampled_from([10, 11, 23, 24]),
+                  label="mantissa_bits")
     shp = (int(rng.integers(1, 30)),)
-    x = rng.standard_normal(shp) * 10.0 ** rng.integers(-6, 6, shp)
-    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0])
-    x = np.where(rng.random(shp) < 0.2, specials[rng.integers(0, 6, shp)], x)
-    return {"exponent_bits": e, "mantissa_bits": m}, [x.astype(dt)]
+    x = rng.standard_normal(shp) * 2.0 ** rng.integers(-20, 20, shp)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, float(fi.max),
+                         float(fi.smallest_subnormal)])
+    x = np.where(rng.random(shp) < 0.2, specials[rng.integers(0, len(specials), shp)], x)
+    with np.errstate(all="ignore"):
+        return {"exponent_bits": e, "mantissa_bits": m}, [x.astype(dt)]
 
 
 def _ob_gen(data, name):

@@ -50,6 +50,74 @@ def test_reduce_precision_matches_jax(dt, e, m, seed):
     np.testing.assert_array_equal(np.asarray(tan), np.asarray(jtan))
 
 
+_RP_NARROW = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+              "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu",
+              "float4_e2m1fn"]
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    ut = f"uint{a.dtype.itemsize * 8}"
+    nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
+    bad = (a.view(ut) != b.view(ut)) & ~nan
+    assert not bad.any(), (a[bad], b[bad])
+
+
+@examples(25)
+@given(dt=st.sampled_from(_RP_NARROW + ["float16", "float32"]), e=st.integers(1, 12),
+       m=st.integers(0, 25), seed=st.integers(0, 2**31 - 1))
+def test_reduce_precision_every_float_dtype_matches_jax(dt, e, m, seed):
+    """XLA's rounding for every floating dtype, bit for bit (signed zeros included): the
+    narrow formats are computed widened (f16 when it holds the format, else f32) and
+    converted back, so even their own (nexp, nmant) is not the identity (float8_e4m3fn:
+    >= 256 -> NaN, subnormals -> 0)."""
+    import ml_dtypes
+    d = np.dtype(getattr(ml_dtypes, dt, None) or dt)
+    rng = np.random.default_rng(seed)
+    if d.itemsize == 1 and dt != "float4_e2m1fn":
+        x = np.arange(256, dtype=np.uint8).view(d)          # every value of the format
+    else:
+        fi = ml_dtypes.finfo(d)
+        with np.errstate(all="ignore"):
+            x = (rng.standard_normal(64) * 2.0 ** rng.integers(-30, 30, 64)).astype(d)
+            x = np.concatenate([x, np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0,
+                                             float(fi.max), float(fi.smallest_subnormal),
+                                             float(fi.tiny)]).astype(d)])
+    want = jax.lax.reduce_precision(x, e, m)
+    _same_bits(lax.reduce_precision(x, e, m), want)
+    _same_bits(xform.jit(lambda v: lax.reduce_precision(v, e, m))(x), want)
+
+
+def test_reduce_precision_rules():
+    """Errors as JAX's; JVP / transpose / VJP round as JAX's; batching is the loop."""
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4) * 1.37
+    for bad in (np.ones(3, np.complex64), np.ones(3, np.int32)):
+        with pytest.raises(TypeError):
+            jax.lax.reduce_precision(bad, 8, 23)
+        with pytest.raises(TypeError, match="reduce_precision"):
+            lax.reduce_precision(bad, 8, 23)
+    for e, m in ((0, 3), (3, -1)):
+        with pytest.raises(ValueError):
+            jax.lax.reduce_precision(x, e, m)
+        with pytest.raises(ValueError, match="reduce_precision"):
+            lax.reduce_precision(x, e, m)
+    f = lambda v: lax.reduce_precision(v, 5, 4)
+    ct = np.cos(x + 0.3)
+    # Treated as linear, as JAX does (the identity up to rounding): the tangent and the
+    # cotangent are rounded the same way -- no dot-product test, rounding is not linear.
+    (back,) = xform.linear_transpose(f, x)(ct)
+    _same_bits(back, f(ct))
+    (jback,) = jax.linear_transpose(lambda v: jax.lax.reduce_precision(v, 5, 4), x)(ct)
+    _same_bits(back, jback)
+    _, tan = xform.jvp(f, (x,), (ct,))
+    _same_bits(tan, f(ct))
+    (vjp_ct,) = xform.vjp(f, x)[1](ct)
+    _same_bits(vjp_ct, jax.vjp(lambda v: jax.lax.reduce_precision(v, 5, 4), x)[1](ct)[0])
+    check_batch(f, [x], [1], 4)
+    check_batch(f, [x], [0], 3)
+
+
 def test_optimization_barrier():
     x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     tree = {"a": x, "b": (np.int32(3),)}

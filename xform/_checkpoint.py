@@ -12,6 +12,7 @@ differentiated function.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 
@@ -43,32 +44,56 @@ def _is_dot(prim):
     return prim.name in ("dot_general", "conv_general_dilated")
 
 
-def dots_saveable(prim, *_, **__):
-    """Save the results of matrix multiplications (and convolutions)."""
-    return _is_dot(prim)
+# The policies JAX implements as frozen dataclasses are dataclasses here too, with JAX's
+# names and reprs: printed programs show them alike (``policy=DotsSaveable(...)``; the
+# names as a frozenset, in its iteration order, as JAX's), and equal policies are equal
+# (so programs split under them are reused).
+
+@dataclasses.dataclass(frozen=True)
+class DotsSaveable:
+    """Save the results of matrix multiplications (and convolutions); with
+    ``only_if_no_batch_dims``, only of ``dot_general``s without batch dimensions."""
+    only_if_no_batch_dims: bool
+
+    def __call__(self, prim, *_, **params):
+        if self.only_if_no_batch_dims:
+            if prim.name != "dot_general":
+                return False
+            (_, _), (lhs_b, rhs_b) = params["dimension_numbers"]
+            return not lhs_b and not rhs_b
+        return _is_dot(prim)
 
 
-checkpoint_dots = dots_saveable
+@dataclasses.dataclass(frozen=True)
+class SaveOnlyTheseNames:
+    """Save only values named (``checkpoint_name``) with one of ``saveable_names``."""
+    saveable_names: frozenset
+
+    def __call__(self, prim, *_, **params):
+        return prim is name_p and params["name"] in self.saveable_names
 
 
-def dots_with_no_batch_dims_saveable(prim, *_, **params):
-    """Save the results of matrix multiplications without batch dimensions."""
-    if prim.name != "dot_general":
-        return False
-    (_, _), (lhs_b, rhs_b) = params["dimension_numbers"]
-    return not lhs_b and not rhs_b
+@dataclasses.dataclass(frozen=True)
+class SaveAnyNamesButThese:
+    """Save only named values, except those named with one of ``names``."""
+    names: frozenset
+
+    def __call__(self, prim, *_, **params):
+        return prim is name_p and params["name"] not in self.names
+
+
+dots_saveable = checkpoint_dots = DotsSaveable(False)
+dots_with_no_batch_dims_saveable = DotsSaveable(True)
 
 
 def save_only_these_names(*names):
     """Save only values named (``checkpoint_name``) with one of ``names``."""
-    names = frozenset(names)
-    return lambda prim, *_, **params: prim is name_p and params["name"] in names
+    return SaveOnlyTheseNames(frozenset(names))
 
 
 def save_any_names_but_these(*names):
     """Save only named values, except those named with one of ``names``."""
-    names = frozenset(names)
-    return lambda prim, *_, **params: prim is name_p and params["name"] not in names
+    return SaveAnyNamesButThese(frozenset(names))
 
 
 def save_anything_except_these_names(*names):
@@ -184,6 +209,10 @@ def saved_residuals(f, *args, **kwargs):
     # computed by the program in program order -- each saved value once.
     out = [(a.aval, "from a literal") for a in jaxpr.outvars if not isinstance(a, Var)]
     saved = {a for a in jaxpr.outvars if isinstance(a, Var)}
+    # a residual rounded to its own format (reduce_precision) is reported as its producer
+    rounded = {e.outvars[0]: e.invars[0] for e in jaxpr.eqns
+               if e.primitive.name == "reduce_precision"}
+    saved = {rounded.get(v, v) for v in saved}
     out += [(v.aval, "from a constant") for v in jaxpr.constvars if v in saved]
     out += [(v.aval, f"from the argument {arg_names[i]}")
             for i, v in enumerate(jaxpr.invars) if v in saved]
