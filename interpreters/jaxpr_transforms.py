@@ -279,6 +279,31 @@ def _input_independent(kjaxpr, residuals) -> frozenset:
     return frozenset(indep)
 
 
+# prim -> fn(eqn) -> [Eqn] or None.  A known equation that holds its own program (the
+# known half of a nested ``checkpoint``, kept whole in the known program as JAX's
+# ``partial_eval_jaxpr_custom`` keeps it) is not copied whole when the unknown program
+# must recompute one of its outputs: the rule returns equations computing the same
+# ``eqn.outvars`` from ``eqn.invars`` (its program inlined, fresh inner variables), which
+# the recomputation copies one by one like any other known equation.  (JAX gets those
+# outputs from the staged half of the split, which its transpose evaluates inline.)
+recompute_inline_rules: dict = {}
+
+
+def _inline_for_recompute(eqns):
+    """``[(equation keyed on, equation)]``: ``eqns`` with the equations that have a
+    ``recompute_inline_rules`` entry replaced by their inlined bodies (keyed on the
+    original equation, so ``_interleave`` places them where it was traced)."""
+    out = []
+    for e in eqns:
+        rule = recompute_inline_rules.get(e.primitive)
+        body = rule(e) if rule is not None else None
+        if body is None:
+            out.append((e, e))
+        else:
+            out.extend((e, b) for b in body)
+    return out
+
+
 def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute_vars=()):
     """Apply a checkpoint policy to a split.
 
@@ -287,12 +312,15 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute
     or constant, a residual chosen by a nested split, an effectful equation's output,
     or the output of an equation the policy allows; otherwise (and always for
     ``recompute_vars``, values computed from literals alone) its equation is copied
-    (with fresh variables) to the front of the unknown program, recursively.  Returns
-    the new pair, the known program now returning [known outputs, saved values].
+    (with fresh variables) to the front of the unknown program, recursively (an equation
+    with a ``recompute_inline_rules`` entry is looked through: its inlined equations are
+    the producers).  Returns the new pair, the known program now returning [known
+    outputs, saved values].
     """
     from interpreters import passes
     from interpreters.ir import Literal
-    producer = {v: e for e in kjaxpr.eqns for v in e.outvars}
+    flat = _inline_for_recompute(kjaxpr.eqns)
+    producer = {v: e for _, e in flat for v in e.outvars}
     free = set(kjaxpr.invars) | set(kjaxpr.constvars)
     res_atoms = kjaxpr.outvars[n_known_outs:]
     saved, saved_set, recompute, seen = [], set(), set(), set()
@@ -319,12 +347,12 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute
     def sub(a):
         return a if type(a) is Literal else env.get(a, a)
     rec = []
-    for e in kjaxpr.eqns:
+    for key, e in flat:
         if id(e) in recompute:
             ins = [sub(a) for a in e.invars]
             outs = [Var(o.aval) for o in e.outvars]
             env.update(zip(e.outvars, outs))
-            rec.append((e, e.replace(invars=ins, outvars=outs)))
+            rec.append((key, e.replace(invars=ins, outvars=outs)))
     uenv = {uv: sub(r) for uv, r in zip(ujaxpr.invars[:nres], res_atoms)}
 
     def usub(a):

@@ -555,9 +555,6 @@ _REMAT_VARIANTS = ["args_swapped", "dots_saveable", "dots_no_batch_dims", "every
                    "names_but_b", "names_a_c", "read_before_computed", "bf16_dots", "nested",
                    "jit_outside", "jit_outside_dots", "jit_inside"]
 _REMAT_XFAIL = {
-    ("nested", "fwd"): "JAX keeps the inner checkpoint whole in the forward program (a "
-                       "remat2[differentiated=False] equation from partial_eval_jaxpr_custom); "
-                       "xform's split evaluates its known part inline",
     ("jit_inside", "bwd"): "JAX's backward remat2 holds two jit equations (the recomputed "
                            "forward part and the transposed part); xform transposes the jit "
                            "as one jit that recomputes its forward part itself",
