@@ -615,3 +615,95 @@ def test_remat_variant_saved_residuals_match_jax(which, capsys):
         lib.ad_checkpoint.print_saved_residuals(fn, *args)
         outs.append(capsys.readouterr().out)
     assert outs[1] == outs[0]
+
+
+# ---- nested checkpoints: inside an enclosing checkpoint's split JAX keeps the known half
+# of an inner checkpoint whole (partial_eval_jaxpr_custom's rule for remat2: a
+# remat2[differentiated=False] equation in the forward program), splitting it with the
+# enclosing policy.
+
+def _recursive_checkpoint(lib, n):
+    """docs/gradient-checkpointing.md's recursive_checkpoint([jnp.sin] * n)."""
+    def rc(funs):
+        if len(funs) == 1:
+            return funs[0]
+        if len(funs) == 2:
+            f1, f2 = funs
+            return lambda x: f1(f2(x))
+        f1, f2 = rc(funs[:len(funs) // 2]), rc(funs[len(funs) // 2:])
+        return lambda x: f1(lib.checkpoint(f2)(x))
+    return rc([lib.numpy.sin] * n)
+
+
+@pytest.mark.parametrize("n", [8, 16])
+@pytest.mark.parametrize("arg", ["python_float", "f32_scalar"])
+def test_recursive_checkpoint_fwd_bwd_programs_match_jax(n, arg):
+    """The docs' print_fwd_bwd(recursive_checkpoint([jnp.sin] * n), 3.): nested known
+    halves in the forward program; in the backward one, the recomputed ones are
+    differentiated=True, and the scalar primal input is a literal operand (JAX's vjp
+    inlines a residual that is a Python/NumPy scalar input)."""
+    x = 3. if arg == "python_float" else f32(3.)
+    texts = [_fwd_bwd(lib, _recursive_checkpoint(lib, n), x) for lib in (jax, xform)]
+    (jf, jb), (xf, xb) = texts
+    assert "differentiated=False" in jf and "3.0:f32[]" in jb
+    assert normalise(xf) == normalise(jf), f"\n--- jax\n{jf}\n--- xform\n{xf}"
+    assert normalise(xb) == normalise(jb), f"\n--- jax\n{jb}\n--- xform\n{xb}"
+
+
+def _nested_policies(lib, inner_policy, outer_policy):
+    P = lib.checkpoint_policies
+    ip = inner_policy and getattr(P, inner_policy)
+    op = outer_policy and getattr(P, outer_policy)
+    inner = lib.checkpoint(_layers(lib), policy=ip)
+    return lib.checkpoint(lambda *a: lib.numpy.sin(inner(*a)), policy=op)
+
+
+_NESTED_POLICIES = [(None, None), ("dots_saveable", None), (None, "dots_saveable"),
+                    ("everything_saveable", None), (None, "everything_saveable")]
+
+
+@pytest.mark.parametrize("inner_policy,outer_policy", _NESTED_POLICIES)
+def test_nested_checkpoint_saved_residuals_match_jax(inner_policy, outer_policy, capsys):
+    """The inner split applies the enclosing policy (its own is not consulted); what it
+    saves is reported as an output of the known remat2 equation; ``*a`` arguments are
+    named ``a[i]``."""
+    W1, W2, W3 = (np.ones((5, 4), f32), np.ones((6, 5), f32), np.ones((7, 6), f32))
+    args = (W1, W2, W3, np.ones(4, f32) / 2)
+    outs = []
+    for lib in (jax, xform):
+        fn = _nested_policies(lib, inner_policy, outer_policy)
+        lib.ad_checkpoint.print_saved_residuals(fn, *args)
+        outs.append(capsys.readouterr().out)
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("inner_policy,outer_policy", _NESTED_POLICIES)
+def test_nested_checkpoint_values_and_grads_match_jax(inner_policy, outer_policy):
+    """Eager, jit and vmap: values and gradients equal JAX's."""
+    W1, W2, W3 = (np.ones((5, 4), f32), np.ones((6, 5), f32), np.ones((7, 6), f32))
+    xs = np.linspace(-1, 1, 12, dtype=f32).reshape(3, 4)
+    outs = []
+    for lib in (jax, xform):
+        fn = _nested_policies(lib, inner_policy, outer_policy)
+        loss = lambda W1, x, fn=fn, lib=lib: lib.numpy.sum(fn(W1, W2, W3, x))
+        g = lib.grad(loss, argnums=(0, 1))
+        outs.append([np.asarray(fn(W1, W2, W3, xs[0])), *map(np.asarray, g(W1, xs[0])),
+                     *map(np.asarray, lib.jit(g)(W1, xs[1])),
+                     *map(np.asarray, lib.vmap(g, in_axes=(None, 0))(W1, xs))])
+    for a, b in zip(*outs):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_recursive_checkpoint_values_and_grads_match_jax(n):
+    outs = []
+    for lib in (jax, xform):
+        f = _recursive_checkpoint(lib, n)
+        g = lib.grad(f)
+        xs = np.linspace(0.5, 3., 4, dtype=f32)
+        outs.append([np.asarray(f(3.)), np.asarray(g(3.)), np.asarray(g(f32(3.))),
+                     np.asarray(lib.jit(g)(f32(2.))), np.asarray(lib.vmap(g)(xs))])
+    for a, b in zip(*outs):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
