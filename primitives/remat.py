@@ -151,6 +151,8 @@ def _remat_partial_eval(trace, args, params):
         [trace.to_atom(a) for a, used in zip(args, in_used) if used]
     tracers = trace.add_eqn(remat_p, atoms, list(unknown.out_avals),
                             dict(params, jaxpr=uclosed, differentiated=True))
+    if kept is not None:
+        jt.recompute_after(known_outs, tracers)
     unk_vals = iter(tracers)
     known_vals = iter(known_outs)
     return [next(unk_vals) if u else next(known_vals) for u in out_unknown]
@@ -184,22 +186,27 @@ def _remat_inline(eqn):
             if v not in env:
                 env[v] = Var(v.aval)
             outs.append(env[v])
-        params = _mark_differentiated(e.params) if e.primitive is remat_p else e.params
-        out.append(e.replace(invars=[sub(a) for a in e.invars], outvars=outs, params=params))
+        out.append(e.replace(invars=[sub(a) for a in e.invars], outvars=outs,
+                             params=_mark_differentiated(e)))
     return out
 
 
-def _mark_differentiated(params):
-    """A known checkpoint inside a recomputed one, as JAX has it there: the known half of
-    the *staged* (``differentiated=True``) equation the enclosing split made, so
-    ``differentiated=True``, down through the checkpoints nested in it."""
-    closed = params["jaxpr"]
-    j = closed.jaxpr
-    eqns = [e.replace(params=_mark_differentiated(e.params)) if e.primitive is remat_p else e
-            for e in j.eqns]
-    new = ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns, j.debug_info),
-                      closed.consts)
-    return dict(params, jaxpr=new, differentiated=True)
+def _mark_differentiated(eqn):
+    """The params of an equation of a recomputed known checkpoint, as JAX has it there:
+    every checkpoint nested in it (in any sub-program) is the known half of a *staged*
+    (``differentiated=True``) equation, so ``differentiated=True``."""
+    params = passes._map_subjaxprs(eqn.params, _mark_program)
+    if eqn.primitive is remat_p:
+        params = dict(params, differentiated=True)
+    return params
+
+
+def _mark_program(p):
+    closed = isinstance(p, ClosedJaxpr)
+    j = p.jaxpr if closed else p
+    eqns = [e.replace(params=_mark_differentiated(e)) for e in j.eqns]
+    new = Jaxpr(j.constvars, j.invars, j.outvars, eqns, j.debug_info)
+    return ClosedJaxpr(new, p.consts) if closed else new
 
 
 jt.recompute_inline_rules[remat_p] = _remat_inline

@@ -542,6 +542,29 @@ def _remat_variant(lib, which):
     if which == "nested":
         inner = lib.checkpoint(_layers(lib))
         return lib.checkpoint(lambda *a: inner(*a) * 2.0), args
+    if which == "nested_sin":                   # the outer tangent reads the inner's output
+        inner = lib.checkpoint(_layers(lib))
+        return lib.checkpoint(lambda *a: jnp.sin(inner(*a))), args
+    if which == "nested_outer_dots":            # the inner split applies the outer policy
+        inner = lib.checkpoint(_layers(lib))
+        return lib.checkpoint(lambda *a: jnp.sin(inner(*a)), policy=P.dots_saveable), args
+    if which == "nested_both_dots":
+        inner = lib.checkpoint(_layers(lib), policy=P.dots_saveable)
+        return lib.checkpoint(lambda *a: jnp.sin(inner(*a)), policy=P.dots_saveable), args
+    if which == "nested_everything":
+        inner = lib.checkpoint(_layers(lib))
+        return (lib.checkpoint(lambda *a: jnp.sin(inner(*a)), policy=P.everything_saveable),
+                args)
+    if which == "nested_two":                   # two inner checkpoints, one fed by the other
+        i2 = lib.checkpoint(lambda W, x: jnp.sin(jnp.dot(W, x)))
+        return lib.checkpoint(lambda W1, W2, W3, x: i2(W2, i2(W1, x)) * 3.0), args
+    if which == "nested_reads_outer":           # the inner reads a value the outer computes
+        i2 = lib.checkpoint(lambda W, x: jnp.sin(jnp.dot(W, x)))
+        return lib.checkpoint(
+            lambda W1, W2, W3, x: jnp.cos(i2(W2, jnp.sin(jnp.dot(W1, x))))), args
+    if which == "jit_outside_nested":
+        inner = lib.checkpoint(_layers(lib))
+        return lib.jit(lib.checkpoint(lambda *a: jnp.sin(inner(*a)))), args
     if which == "jit_outside":
         return lib.jit(lib.checkpoint(_layers(lib))), args
     if which == "jit_outside_dots":
@@ -553,7 +576,9 @@ def _remat_variant(lib, which):
 
 _REMAT_VARIANTS = ["args_swapped", "dots_saveable", "dots_no_batch_dims", "everything_saveable",
                    "names_but_b", "names_a_c", "read_before_computed", "bf16_dots", "nested",
-                   "jit_outside", "jit_outside_dots", "jit_inside"]
+                   "jit_outside", "jit_outside_dots", "jit_inside", "nested_sin",
+                   "nested_outer_dots", "nested_both_dots", "nested_everything", "nested_two",
+                   "nested_reads_outer", "jit_outside_nested"]
 _REMAT_XFAIL = {
     ("jit_inside", "bwd"): "JAX's backward remat2 holds two jit equations (the recomputed "
                            "forward part and the transposed part); xform transposes the jit "
@@ -606,7 +631,8 @@ def test_remat_variant_values_and_grads_match_jax(which):
 
 
 @pytest.mark.parametrize("which", ["dots_saveable", "names_but_b", "names_a_c",
-                                   "read_before_computed", "bf16_dots"])
+                                   "read_before_computed", "bf16_dots", "nested_outer_dots",
+                                   "nested_two", "nested_reads_outer"])
 def test_remat_variant_saved_residuals_match_jax(which, capsys):
     """The report looks through the reduce_precision rounding to the value's producer."""
     outs = []
