@@ -344,12 +344,15 @@ def _inline_in_subprograms(eqn):
     def program(p):
         closed = isinstance(p, ClosedJaxpr)
         j = p.jaxpr if closed else p
-        eqns = [b for _, e in _inline_for_recompute(j.eqns, {})
-                for b in [_inline_in_subprograms(e)]]
+        eqns = [_inline_in_subprograms(e) for _, e in _inline_for_recompute(j.eqns, {})]
+        if len(eqns) == len(j.eqns) and all(a is b for a, b in zip(eqns, j.eqns)):
+            return p                    # nothing inside: the same program (memos hold)
         new = Jaxpr(j.constvars, j.invars, j.outvars, eqns, j.debug_info)
         return ClosedJaxpr(new, p.consts) if closed else new
     params = passes._map_subjaxprs(eqn.params, program)
-    return eqn if params is eqn.params else eqn.replace(params=params)
+    if all(params[k] is v for k, v in eqn.params.items()):
+        return eqn
+    return eqn.replace(params=params)
 
 
 def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute_vars=(),

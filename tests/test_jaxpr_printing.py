@@ -599,7 +599,8 @@ def test_remat_variant_fwd_bwd_programs_match_jax(which, part):
     assert normalise(xt) == normalise(jt_), f"\n--- jax\n{jt_}\n--- xform\n{xt}"
 
 
-@pytest.mark.parametrize("which", ["dots_saveable", "read_before_computed", "names_a_c"])
+@pytest.mark.parametrize("which", ["dots_saveable", "read_before_computed", "names_a_c",
+                                   "nested", "nested_outer_dots", "nested_reads_outer"])
 def test_remat_grad_program_matches_jax(which):
     """grad with respect to the first argument only: the others are known inputs of the
     recorded remat2 (passed after the computed residuals, in input order)."""
@@ -719,6 +720,20 @@ def test_nested_checkpoint_values_and_grads_match_jax(inner_policy, outer_policy
     for a, b in zip(*outs):
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [4, 16])
+def test_recursive_checkpoint_grad_programs_match_jax(n):
+    """make_jaxpr(grad(f)) (and, for n=4, grad(grad(f))): the forward part keeps the
+    nested known halves, the recomputed ones are differentiated=True."""
+    progs = [str(lib.make_jaxpr(lib.grad(_recursive_checkpoint(lib, n)))(3.))
+             for lib in (jax, xform)]
+    assert normalise(progs[1]) == normalise(progs[0]), f"\n--- jax\n{progs[0]}\n--- xform\n{progs[1]}"
+    if n == 4:
+        progs = [str(lib.make_jaxpr(lib.grad(lib.grad(_recursive_checkpoint(lib, n))))(3.))
+                 for lib in (jax, xform)]
+        assert normalise(progs[1]) == normalise(progs[0]), \
+            f"\n--- jax\n{progs[0]}\n--- xform\n{progs[1]}"
 
 
 @pytest.mark.parametrize("n", [8, 16])
