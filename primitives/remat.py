@@ -204,7 +204,13 @@ def _mark_differentiated(eqn):
 def _mark_program(p):
     closed = isinstance(p, ClosedJaxpr)
     j = p.jaxpr if closed else p
-    eqns = [e.replace(params=_mark_differentiated(e)) for e in j.eqns]
+    eqns = []
+    for e in j.eqns:
+        params = _mark_differentiated(e)
+        same = all(params.get(k) is v for k, v in e.params.items())
+        eqns.append(e if same else e.replace(params=params))
+    if all(a is b for a, b in zip(eqns, j.eqns)):
+        return p                        # no checkpoint inside: the same program
     new = Jaxpr(j.constvars, j.invars, j.outvars, eqns, j.debug_info)
     return ClosedJaxpr(new, p.consts) if closed else new
 
