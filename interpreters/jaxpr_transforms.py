@@ -146,11 +146,13 @@ _pe_memo = _Memo()
 class _PolicyState(threading.local):
     """The rematerialisation policy of the innermost ``partial_eval_jaxpr`` split that is
     running (``None``: save every residual), and the residual values that splits of
-    nested sub-programs produced under it (already chosen by the policy: kept saved)."""
+    nested sub-programs produced under it (already chosen by the policy: kept saved),
+    and where a recomputation of a nested split's known values goes (``recompute_after``)."""
 
     def __init__(self):
         self.policy = None
         self.chosen = None
+        self.after = None
 
 
 _policy_state = _PolicyState()
@@ -164,12 +166,13 @@ def current_policy():
 @contextlib.contextmanager
 def _policy_scope(policy):
     st = _policy_state
-    prev = st.policy, st.chosen
+    prev = st.policy, st.chosen, st.after
     st.policy, st.chosen = policy, (set() if policy is not None else None)
+    st.after = {} if policy is not None else None
     try:
         yield st.chosen
     finally:
-        st.policy, st.chosen = prev
+        st.policy, st.chosen, st.after = prev
 
 
 def no_policy():
@@ -189,6 +192,26 @@ def note_residuals(vals):
     for v in vals:
         if isinstance(v, StagingTracer):
             chosen.add(v._var)
+
+
+def recompute_after(known_vals, staged_vals):
+    """Called by a partial-evaluation rule that keeps its known half whole in the known
+    program (``known_vals``: its outputs) and records its staged half (``staged_vals``):
+    where the enclosing split's unknown program recomputes one of those known values, the
+    recomputation goes right after the staged half.  (In JAX those values are outputs of
+    the staged half, so the unknown program reads the nested split's residuals -- in
+    their order -- before anything recomputed from them.)"""
+    after = _policy_state.after
+    if after is None:
+        return
+    from interpreters.staging import StagingTracer
+    ids = [v._var.id for v in staged_vals if isinstance(v, StagingTracer)]
+    if not ids:
+        return
+    key = max(ids) + 0.5
+    for v in known_vals:
+        if isinstance(v, StagingTracer):
+            after[v._var] = key
 
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate, policy=None):
@@ -233,6 +256,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate, policy=None):
     args = [next(uit) if u else next(kit) for u in unknowns]
     try:
         with _policy_scope(policy) as chosen:
+            after = _policy_state.after
             with core.running(lin):
                 outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
             out_uk = tuple(lin.is_unknown(o) or inst for o, inst in zip(outs, instantiate))
@@ -247,7 +271,8 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate, policy=None):
     const_res = _input_independent(kjaxpr, kjaxpr.outvars[len(known_outs):])
     if policy is not None or const_res:
         kjaxpr, unknown = _rematerialize(kjaxpr, unknown, len(known_outs), len(residuals),
-                                         policy or _save_all, chosen or set(), const_res)
+                                         policy or _save_all, chosen or set(), const_res,
+                                         after or {})
     nres = len(kjaxpr.outvars) - len(known_outs)
     kpos = {v: i for i, v in enumerate(kjaxpr.invars)}
     res_fwd = tuple(kpos.get(r) if isinstance(r, Var) else None
@@ -279,7 +304,59 @@ def _input_independent(kjaxpr, residuals) -> frozenset:
     return frozenset(indep)
 
 
-def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute_vars=()):
+# prim -> fn(eqn) -> [Eqn] or None.  A known equation that holds its own program (the
+# known half of a nested ``checkpoint``, kept whole in the known program as JAX's
+# ``partial_eval_jaxpr_custom`` keeps it) is not copied whole when the unknown program
+# must recompute one of its outputs: the rule returns equations computing the same
+# ``eqn.outvars`` from ``eqn.invars`` (its program inlined, fresh inner variables), which
+# the recomputation copies one by one like any other known equation.  (JAX gets those
+# outputs from the staged half of the split, which its transpose evaluates inline.)
+recompute_inline_rules: dict = {}
+
+
+def _inline_for_recompute(eqns, after):
+    """``[(key, equation)]``: ``eqns`` with the equations that have a
+    ``recompute_inline_rules`` entry replaced by their inlined bodies, keyed (for
+    ``_interleave``) on the original equation, so they go where it was traced -- or
+    right after its staged half (``after``, see ``recompute_after``)."""
+    out = []
+    for e in eqns:
+        rule = recompute_inline_rules.get(e.primitive)
+        body = rule(e) if rule is not None else None
+        if body is None:
+            out.append((e, e))
+        else:
+            key = next((after[v] for v in e.outvars if v in after), e)
+            out.extend((key, b) for b in body)
+    return out
+
+
+def _inline_in_subprograms(eqn):
+    """A recomputed copy of a known equation holding programs (a scan, cond, jit, ...):
+    the kept-whole known checkpoints inside them are inlined too.  (JAX recomputes the
+    staged half of such an equation, whose transpose splits it again with that
+    primitive's own partial evaluation, where a nested checkpoint's known part is
+    evaluated inline.)"""
+    from interpreters import passes
+    if not recompute_inline_rules or not any(True for _ in passes._subjaxprs(eqn.params)):
+        return eqn
+
+    def program(p):
+        closed = isinstance(p, ClosedJaxpr)
+        j = p.jaxpr if closed else p
+        eqns = [_inline_in_subprograms(e) for _, e in _inline_for_recompute(j.eqns, {})]
+        if len(eqns) == len(j.eqns) and all(a is b for a, b in zip(eqns, j.eqns)):
+            return p                    # nothing inside: the same program (memos hold)
+        new = Jaxpr(j.constvars, j.invars, j.outvars, eqns, j.debug_info)
+        return ClosedJaxpr(new, p.consts) if closed else new
+    params = passes._map_subjaxprs(eqn.params, program)
+    if all(params[k] is v for k, v in eqn.params.items()):
+        return eqn
+    return eqn.replace(params=params)
+
+
+def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute_vars=(),
+                   after=None):
     """Apply a checkpoint policy to a split.
 
     ``kjaxpr``: known inputs -> [known outputs, residuals]; ``ujaxpr``: [residuals,
@@ -287,12 +364,15 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute
     or constant, a residual chosen by a nested split, an effectful equation's output,
     or the output of an equation the policy allows; otherwise (and always for
     ``recompute_vars``, values computed from literals alone) its equation is copied
-    (with fresh variables) to the front of the unknown program, recursively.  Returns
-    the new pair, the known program now returning [known outputs, saved values].
+    (with fresh variables) to the front of the unknown program, recursively (an equation
+    with a ``recompute_inline_rules`` entry is looked through: its inlined equations are
+    the producers).  Returns the new pair, the known program now returning [known
+    outputs, saved values].
     """
     from interpreters import passes
     from interpreters.ir import Literal
-    producer = {v: e for e in kjaxpr.eqns for v in e.outvars}
+    flat = _inline_for_recompute(kjaxpr.eqns, after or {})
+    producer = {v: e for _, e in flat for v in e.outvars}
     free = set(kjaxpr.invars) | set(kjaxpr.constvars)
     res_atoms = kjaxpr.outvars[n_known_outs:]
     saved, saved_set, recompute, seen = [], set(), set(), set()
@@ -319,12 +399,13 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute
     def sub(a):
         return a if type(a) is Literal else env.get(a, a)
     rec = []
-    for e in kjaxpr.eqns:
+    for key, e in flat:
         if id(e) in recompute:
             ins = [sub(a) for a in e.invars]
             outs = [Var(o.aval) for o in e.outvars]
             env.update(zip(e.outvars, outs))
-            rec.append((e, e.replace(invars=ins, outvars=outs)))
+            copy = e.replace(invars=ins, outvars=outs)
+            rec.append((key, copy if key is not e else _inline_in_subprograms(copy)))
     uenv = {uv: sub(r) for uv, r in zip(ujaxpr.invars[:nres], res_atoms)}
 
     def usub(a):
@@ -346,10 +427,14 @@ def _interleave(rec, unk):
     are numbered as they are created and an equation's outputs are created when it is
     recorded, so the (original) outputs' numbers order the two lists; a recomputed value
     is always recorded before the unknown equations that read it, so the merge is a valid
-    program order.  Items are ``(original equation, equation to emit)``."""
+    program order.  Items are ``(original equation, equation to emit)``, or ``(position,
+    equation to emit)`` with an explicit position (``recompute_after``)."""
     def keyed(items):
         out, last = [], -1
         for orig, new in items:
+            if isinstance(orig, (int, float)):      # an explicit position
+                out.append((orig, new))
+                continue
             ids = [v.id for v in orig.outvars]
             last = min(ids) if ids else last
             out.append((last, new))

@@ -88,53 +88,152 @@ ad.jvp_rules[remat_p] = _remat_jvp
 def _remat_partial_eval(trace, args, params):
     """Split the program with the generic ``partial_eval_jaxpr`` under the policy (every
     higher-order equation inside is split by its own rule, applying the same policy to
-    its sub-programs).  Known part: evaluated now (inline, under the parent trace),
-    producing the primal outputs and the residuals the policy allows.  Unknown part:
-    recorded in the linear program as a ``remat`` that first recomputes every other
-    known value it needs, then does the tangent work.
+    its sub-programs).  Known part: producing the primal outputs and the residuals the
+    policy allows.  Unknown part: recorded in the linear program as a ``remat`` that
+    first recomputes every other known value it needs, then does the tangent work.
 
     The recorded ``remat`` takes its operands in JAX's order (``remat_partial_eval``
     over ``partial_eval_jaxpr_custom``): first the *computed* residuals (saved
     intermediates), in the order the staged program first reads them; then the
     program's own inputs it reads -- known (primal) and unknown alike -- in the order of
-    the program's inputs.  Inputs it does not read are not passed.  Floating-point
-    residuals that the known part also reads go through ``reduce_precision`` to their
-    own format (see ``_insert_reduce_precision``)."""
-    policy = params["policy"] or _nothing_saveable
+    the program's inputs.  Inputs it does not read are not passed.
+
+    Where the known part goes depends on whether an enclosing ``checkpoint`` is being
+    split (as in JAX, where the outermost split is ``remat_partial_eval`` and everything
+    inside it is split by ``partial_eval_jaxpr_custom``'s rules):
+
+    * outermost: the known part is evaluated now, inline (under the parent trace), and
+      its floating-point residuals that it also reads go through ``reduce_precision`` to
+      their own format (see ``_insert_reduce_precision``);
+    * inside an enclosing split (``call_partial_eval_custom_rule`` for ``remat2``): the
+      split applies the *enclosing* policy (this checkpoint's own is not consulted, as
+      JAX's rule passes its ``saveable`` down), and the known part stays a checkpoint: a
+      ``remat`` equation (this equation's params, ``differentiated`` unchanged) computing
+      the known outputs and the residuals, which the enclosing split always saves.  No
+      rounding there (the enclosing checkpoint rounds its own residuals)."""
+    nested = jt.current_policy() is not None
+    policy = None if nested else (params["policy"] or _nothing_saveable)
     unknown_in = [trace.is_unknown(a) for a in args]
     known, unknown, out_unknown, res_avals, res_fwd = jt.partial_eval_jaxpr(
         params["jaxpr"], unknown_in, False, policy=policy)
     nres = len(res_avals)
     nk = len(known.jaxpr.outvars) - nres
-    # an enclosing checkpoint's split (JAX: partial_eval_jaxpr_custom, which keeps this
-    # equation whole) leaves the rounding to that checkpoint's own residuals
-    rounding = jt.current_policy() is None
-    key = (id(known), id(unknown), tuple(unknown_in), rounding)
+    key = (id(known), id(unknown), tuple(unknown_in), nested)
     hit = _layout_memo.get(key)
     if hit is None:
         kjaxpr, ujaxpr, n_computed, in_used = _jax_operand_order(
             known.jaxpr, unknown.jaxpr, nk, res_fwd, unknown_in)
-        if rounding:
+        if not nested:
             kjaxpr = _insert_reduce_precision(kjaxpr, n_computed)
-        hit = (kjaxpr, ClosedJaxpr(ujaxpr, []), in_used)
+        kept = None
+        if nested and kjaxpr.eqns:
+            # the known remat's program: const-free, reading only the inputs it uses
+            kjaxpr, kept = passes.dce_jaxpr(kjaxpr, prune_invars=True)
+            kjaxpr = ClosedJaxpr(Jaxpr([], list(kjaxpr.constvars) + list(kjaxpr.invars),
+                                       kjaxpr.outvars, kjaxpr.eqns, kjaxpr.debug_info), [])
+        hit = (kjaxpr, ClosedJaxpr(ujaxpr, []), in_used, kept)
         if jt._cacheable(known):    # (the split is memoised on the same condition)
             _layout_memo.put(key, (known, unknown), hit)
-    kjaxpr, uclosed, in_used = hit
+    kjaxpr, uclosed, in_used, kept = hit
     known_args = [a for a, u in zip(args, unknown_in) if not u]
     with core.set_current_trace(trace.parent):
-        kvals = eval_jaxpr(kjaxpr, known.consts, *known_args)
+        if kept is None:
+            kvals = eval_jaxpr(kjaxpr, known.consts, *known_args)
+        else:
+            kargs = [a for a, k in zip(known_args, kept) if k]
+            kvals = remat_p.bind(*known.consts, *kargs, jaxpr=kjaxpr,
+                                 prevent_cse=params["prevent_cse"],
+                                 differentiated=params["differentiated"],
+                                 policy=params["policy"])
     known_outs, res = kvals[:nk], kvals[nk:]
     jt.note_residuals(res)   # computed here (inputs are passed as themselves)
     atoms = [trace.to_atom(r) for r in res] + \
         [trace.to_atom(a) for a, used in zip(args, in_used) if used]
     tracers = trace.add_eqn(remat_p, atoms, list(unknown.out_avals),
                             dict(params, jaxpr=uclosed, differentiated=True))
+    if kept is not None:
+        jt.recompute_after(known_outs, tracers)
     unk_vals = iter(tracers)
     known_vals = iter(known_outs)
     return [next(unk_vals) if u else next(known_vals) for u in out_unknown]
 
 
 ad.partial_eval_rules[remat_p] = _remat_partial_eval
+
+
+def _remat_inline(eqn):
+    """The equations of a ``remat`` equation's program computing its outputs from its
+    operands (fresh inner variables): what an enclosing split's recomputation copies
+    instead of the whole known checkpoint (``jt.recompute_inline_rules``).  ``None``
+    (copy it whole) when an output is not computed by an equation of the program."""
+    closed = eqn.params["jaxpr"]
+    j = closed.jaxpr
+    if closed.consts or j.constvars:
+        return None
+    produced = {v for e in j.eqns for v in e.outvars}
+    if not all(isinstance(v, Var) and v in produced for v in j.outvars) or \
+            len(set(j.outvars)) != len(j.outvars):
+        return None
+    env = dict(zip(j.invars, eqn.invars))
+    env.update(zip(j.outvars, eqn.outvars))
+
+    def sub(a):
+        return env.get(a, a) if isinstance(a, Var) else a
+    out = []
+    for e in j.eqns:
+        outs = []
+        for v in e.outvars:
+            if v not in env:
+                env[v] = Var(v.aval)
+            outs.append(env[v])
+        out.append(e.replace(invars=[sub(a) for a in e.invars], outvars=outs,
+                             params=_mark_differentiated(e)))
+    return out
+
+
+def _mark_differentiated(eqn):
+    """The params of an equation of a recomputed known checkpoint, as JAX has it there:
+    every checkpoint nested in it (in any sub-program) is the known half of a *staged*
+    (``differentiated=True``) equation, so ``differentiated=True``."""
+    params = passes._map_subjaxprs(eqn.params, _mark_program)
+    if eqn.primitive is remat_p:
+        params = dict(params, differentiated=True)
+    return params
+
+
+def _mark_program(p):
+    closed = isinstance(p, ClosedJaxpr)
+    j = p.jaxpr if closed else p
+    eqns = []
+    for e in j.eqns:
+        params = _mark_differentiated(e)
+        same = all(params.get(k) is v for k, v in e.params.items())
+        eqns.append(e if same else e.replace(params=params))
+    if all(a is b for a, b in zip(eqns, j.eqns)):
+        return p                        # no checkpoint inside: the same program
+    new = Jaxpr(j.constvars, j.invars, j.outvars, eqns, j.debug_info)
+    return ClosedJaxpr(new, p.consts) if closed else new
+
+
+jt.recompute_inline_rules[remat_p] = _remat_inline
+
+
+def _remat_dce(eqn, used_outputs):
+    """Prune the program's unused outputs and then its unused operands (JAX's
+    ``remat_dce``): the known checkpoint an enclosing split keeps returns only what the
+    enclosing known program reads."""
+    closed = eqn.params["jaxpr"]
+    inner, used_inputs = passes.dce_jaxpr(closed.jaxpr, used_outputs, prune_invars=True)
+    if not any(used_outputs) and not passes.has_effects(inner):
+        return None, [False] * len(eqn.invars)
+    new_eqn = eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=dict(eqn.params, jaxpr=passes.prune_consts(inner, closed.consts)))
+    return new_eqn, used_inputs
+
+
+passes.call_dce_rules[remat_p] = _remat_dce
 _layout_memo = jt._Memo()
 
 

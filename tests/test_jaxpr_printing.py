@@ -542,6 +542,29 @@ def _remat_variant(lib, which):
     if which == "nested":
         inner = lib.checkpoint(_layers(lib))
         return lib.checkpoint(lambda *a: inner(*a) * 2.0), args
+    if which == "nested_sin":                   # the outer tangent reads the inner's output
+        inner = lib.checkpoint(_layers(lib))
+        return lib.checkpoint(lambda *a: jnp.sin(inner(*a))), args
+    if which == "nested_outer_dots":            # the inner split applies the outer policy
+        inner = lib.checkpoint(_layers(lib))
+        return lib.checkpoint(lambda *a: jnp.sin(inner(*a)), policy=P.dots_saveable), args
+    if which == "nested_both_dots":
+        inner = lib.checkpoint(_layers(lib), policy=P.dots_saveable)
+        return lib.checkpoint(lambda *a: jnp.sin(inner(*a)), policy=P.dots_saveable), args
+    if which == "nested_everything":
+        inner = lib.checkpoint(_layers(lib))
+        return (lib.checkpoint(lambda *a: jnp.sin(inner(*a)), policy=P.everything_saveable),
+                args)
+    if which == "nested_two":                   # two inner checkpoints, one fed by the other
+        i2 = lib.checkpoint(lambda W, x: jnp.sin(jnp.dot(W, x)))
+        return lib.checkpoint(lambda W1, W2, W3, x: i2(W2, i2(W1, x)) * 3.0), args
+    if which == "nested_reads_outer":           # the inner reads a value the outer computes
+        i2 = lib.checkpoint(lambda W, x: jnp.sin(jnp.dot(W, x)))
+        return lib.checkpoint(
+            lambda W1, W2, W3, x: jnp.cos(i2(W2, jnp.sin(jnp.dot(W1, x))))), args
+    if which == "jit_outside_nested":
+        inner = lib.checkpoint(_layers(lib))
+        return lib.jit(lib.checkpoint(lambda *a: jnp.sin(inner(*a)))), args
     if which == "jit_outside":
         return lib.jit(lib.checkpoint(_layers(lib))), args
     if which == "jit_outside_dots":
@@ -553,11 +576,10 @@ def _remat_variant(lib, which):
 
 _REMAT_VARIANTS = ["args_swapped", "dots_saveable", "dots_no_batch_dims", "everything_saveable",
                    "names_but_b", "names_a_c", "read_before_computed", "bf16_dots", "nested",
-                   "jit_outside", "jit_outside_dots", "jit_inside"]
+                   "jit_outside", "jit_outside_dots", "jit_inside", "nested_sin",
+                   "nested_outer_dots", "nested_both_dots", "nested_everything", "nested_two",
+                   "nested_reads_outer", "jit_outside_nested"]
 _REMAT_XFAIL = {
-    ("nested", "fwd"): "JAX keeps the inner checkpoint whole in the forward program (a "
-                       "remat2[differentiated=False] equation from partial_eval_jaxpr_custom); "
-                       "xform's split evaluates its known part inline",
     ("jit_inside", "bwd"): "JAX's backward remat2 holds two jit equations (the recomputed "
                            "forward part and the transposed part); xform transposes the jit "
                            "as one jit that recomputes its forward part itself",
@@ -577,7 +599,8 @@ def test_remat_variant_fwd_bwd_programs_match_jax(which, part):
     assert normalise(xt) == normalise(jt_), f"\n--- jax\n{jt_}\n--- xform\n{xt}"
 
 
-@pytest.mark.parametrize("which", ["dots_saveable", "read_before_computed", "names_a_c"])
+@pytest.mark.parametrize("which", ["dots_saveable", "read_before_computed", "names_a_c",
+                                   "nested", "nested_outer_dots", "nested_reads_outer"])
 def test_remat_grad_program_matches_jax(which):
     """grad with respect to the first argument only: the others are known inputs of the
     recorded remat2 (passed after the computed residuals, in input order)."""
@@ -609,7 +632,8 @@ def test_remat_variant_values_and_grads_match_jax(which):
 
 
 @pytest.mark.parametrize("which", ["dots_saveable", "names_but_b", "names_a_c",
-                                   "read_before_computed", "bf16_dots"])
+                                   "read_before_computed", "bf16_dots", "nested_outer_dots",
+                                   "nested_two", "nested_reads_outer"])
 def test_remat_variant_saved_residuals_match_jax(which, capsys):
     """The report looks through the reduce_precision rounding to the value's producer."""
     outs = []
@@ -618,3 +642,109 @@ def test_remat_variant_saved_residuals_match_jax(which, capsys):
         lib.ad_checkpoint.print_saved_residuals(fn, *args)
         outs.append(capsys.readouterr().out)
     assert outs[1] == outs[0]
+
+
+# ---- nested checkpoints: inside an enclosing checkpoint's split JAX keeps the known half
+# of an inner checkpoint whole (partial_eval_jaxpr_custom's rule for remat2: a
+# remat2[differentiated=False] equation in the forward program), splitting it with the
+# enclosing policy.
+
+def _recursive_checkpoint(lib, n):
+    """docs/gradient-checkpointing.md's recursive_checkpoint([jnp.sin] * n)."""
+    def rc(funs):
+        if len(funs) == 1:
+            return funs[0]
+        if len(funs) == 2:
+            f1, f2 = funs
+            return lambda x: f1(f2(x))
+        f1, f2 = rc(funs[:len(funs) // 2]), rc(funs[len(funs) // 2:])
+        return lambda x: f1(lib.checkpoint(f2)(x))
+    return rc([lib.numpy.sin] * n)
+
+
+@pytest.mark.parametrize("n", [8, 16])
+@pytest.mark.parametrize("arg", ["python_float", "f32_scalar"])
+def test_recursive_checkpoint_fwd_bwd_programs_match_jax(n, arg):
+    """The docs' print_fwd_bwd(recursive_checkpoint([jnp.sin] * n), 3.): nested known
+    halves in the forward program; in the backward one, the recomputed ones are
+    differentiated=True, and the scalar primal input is a literal operand (JAX's vjp
+    inlines a residual that is a Python/NumPy scalar input)."""
+    x = 3. if arg == "python_float" else f32(3.)
+    texts = [_fwd_bwd(lib, _recursive_checkpoint(lib, n), x) for lib in (jax, xform)]
+    (jf, jb), (xf, xb) = texts
+    assert "differentiated=False" in jf and "3.0:f32[]" in jb
+    assert normalise(xf) == normalise(jf), f"\n--- jax\n{jf}\n--- xform\n{xf}"
+    assert normalise(xb) == normalise(jb), f"\n--- jax\n{jb}\n--- xform\n{xb}"
+
+
+def _nested_policies(lib, inner_policy, outer_policy):
+    P = lib.checkpoint_policies
+    ip = inner_policy and getattr(P, inner_policy)
+    op = outer_policy and getattr(P, outer_policy)
+    inner = lib.checkpoint(_layers(lib), policy=ip)
+    return lib.checkpoint(lambda *a: lib.numpy.sin(inner(*a)), policy=op)
+
+
+_NESTED_POLICIES = [(None, None), ("dots_saveable", None), (None, "dots_saveable"),
+                    ("everything_saveable", None), (None, "everything_saveable")]
+
+
+@pytest.mark.parametrize("inner_policy,outer_policy", _NESTED_POLICIES)
+def test_nested_checkpoint_saved_residuals_match_jax(inner_policy, outer_policy, capsys):
+    """The inner split applies the enclosing policy (its own is not consulted); what it
+    saves is reported as an output of the known remat2 equation; ``*a`` arguments are
+    named ``a[i]``."""
+    W1, W2, W3 = (np.ones((5, 4), f32), np.ones((6, 5), f32), np.ones((7, 6), f32))
+    args = (W1, W2, W3, np.ones(4, f32) / 2)
+    outs = []
+    for lib in (jax, xform):
+        fn = _nested_policies(lib, inner_policy, outer_policy)
+        lib.ad_checkpoint.print_saved_residuals(fn, *args)
+        outs.append(capsys.readouterr().out)
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("inner_policy,outer_policy", _NESTED_POLICIES)
+def test_nested_checkpoint_values_and_grads_match_jax(inner_policy, outer_policy):
+    """Eager, jit and vmap: values and gradients equal JAX's."""
+    W1, W2, W3 = (np.ones((5, 4), f32), np.ones((6, 5), f32), np.ones((7, 6), f32))
+    xs = np.linspace(-1, 1, 12, dtype=f32).reshape(3, 4)
+    outs = []
+    for lib in (jax, xform):
+        fn = _nested_policies(lib, inner_policy, outer_policy)
+        loss = lambda W1, x, fn=fn, lib=lib: lib.numpy.sum(fn(W1, W2, W3, x))
+        g = lib.grad(loss, argnums=(0, 1))
+        outs.append([np.asarray(fn(W1, W2, W3, xs[0])), *map(np.asarray, g(W1, xs[0])),
+                     *map(np.asarray, lib.jit(g)(W1, xs[1])),
+                     *map(np.asarray, lib.vmap(g, in_axes=(None, 0))(W1, xs))])
+    for a, b in zip(*outs):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [4, 16])
+def test_recursive_checkpoint_grad_programs_match_jax(n):
+    """make_jaxpr(grad(f)) (and, for n=4, grad(grad(f))): the forward part keeps the
+    nested known halves, the recomputed ones are differentiated=True."""
+    progs = [str(lib.make_jaxpr(lib.grad(_recursive_checkpoint(lib, n)))(3.))
+             for lib in (jax, xform)]
+    assert normalise(progs[1]) == normalise(progs[0]), f"\n--- jax\n{progs[0]}\n--- xform\n{progs[1]}"
+    if n == 4:
+        progs = [str(lib.make_jaxpr(lib.grad(lib.grad(_recursive_checkpoint(lib, n))))(3.))
+                 for lib in (jax, xform)]
+        assert normalise(progs[1]) == normalise(progs[0]), \
+            f"\n--- jax\n{progs[0]}\n--- xform\n{progs[1]}"
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_recursive_checkpoint_values_and_grads_match_jax(n):
+    outs = []
+    for lib in (jax, xform):
+        f = _recursive_checkpoint(lib, n)
+        g = lib.grad(f)
+        xs = np.linspace(0.5, 3., 4, dtype=f32)
+        outs.append([np.asarray(f(3.)), np.asarray(g(3.)), np.asarray(g(f32(3.))),
+                     np.asarray(lib.jit(g)(f32(2.))), np.asarray(lib.vmap(g)(xs))])
+    for a, b in zip(*outs):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

@@ -361,13 +361,45 @@ def _weak_like(ct, aval):
     return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=True)
 
 
+def _inline_scalar_inputs(lin, raw, leaves):
+    """As JAX's vjp: a residual that is a primal input given as a Python or NumPy scalar
+    (or a 0-d NumPy array; not an Array) is not a residual: it is inlined into the
+    linear program as a literal (JAX makes literals of such constants when it stages
+    the linear program, e.g. the ``3.0:f32[]`` operand of the backward ``remat2`` in
+    the gradient-checkpointing page's ``print_fwd_bwd(..., 3.)``), so the pullback's
+    pytree leaves are the other residuals."""
+    scalar = {id(c): r for r, c in zip(raw, leaves)
+              if (type(r) in (int, float, bool, complex) or isinstance(r, np.generic)
+                  or (type(r) is np.ndarray and r.ndim == 0)) and isinstance(c, Array)}
+    if not scalar or not any(id(r) in scalar for r in lin.residuals):
+        return lin
+    from interpreters.ir import Jaxpr, Literal
+    jaxpr, env, constvars, residuals = lin.jaxpr, {}, [], []
+    for v, r in zip(jaxpr.constvars, lin.residuals):
+        if id(r) in scalar:
+            env[v] = Literal(np.asarray(scalar[id(r)], r.aval.dtype), r.aval)
+        else:
+            constvars.append(v)
+            residuals.append(r)
+
+    def sub(a):
+        return env.get(a, a) if not isinstance(a, Literal) else a
+    eqns = [e.replace(invars=[sub(a) for a in e.invars]) for e in jaxpr.eqns]
+    new = Jaxpr(constvars, jaxpr.invars, [sub(a) for a in jaxpr.outvars], eqns,
+                jaxpr.debug_info)
+    return ad.LinearFunction(new, residuals, lin.in_avals, lin.out_avals, lin.in_mask,
+                             lin.out_mask)
+
+
 def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fn[, aux])``; ``vjp_fn(ct)`` returns a tuple like ``primals``."""
     _check_callable(fun, "vjp")
+    raw = tree_flatten(primals)[0]
     leaves, in_tree = _leaves(primals, "vjp primal")
     store = {}
     flat = _flat_fun(lambda *a: fun(*a), in_tree, store, has_aux)
     outs, lin = ad.linearize_flat(flat, leaves)
+    lin = _inline_scalar_inputs(lin, raw, leaves)
     out_tree = store["tree"]
     # in_tree describes the tuple of primals; vjp_fn returns that tuple.
     fn = VJPFunction(lin, in_tree, out_tree, [core.get_aval(o) for o in outs],

@@ -17,7 +17,7 @@ import functools
 import types
 
 from interpreters import ad, core
-from interpreters.ir import Var
+from interpreters.ir import _PP_NAMES, Var
 from interpreters.staging import trace_to_jaxpr
 from primitives.custom import trace_flat
 from primitives.remat import name_p, remat_p
@@ -223,7 +223,8 @@ def saved_residuals(f, *args, **kwargs):
                 if e.primitive is name_p:
                     out.append((v.aval, f"named '{e.params['name']}' from {src}"))
                 else:
-                    out.append((v.aval, f"output of {e.primitive.name} from {src}"))
+                    out.append((v.aval, f"output of {_PP_NAMES.get(e.primitive.name, e.primitive.name)} "
+                                        f"from {src}"))
     return out
 
 
@@ -239,17 +240,29 @@ def _src(eqn):
 
 def _arg_names(f, args, kwargs, in_tree):
     from xform.tree_util import keystr, tree_flatten_with_path
+    import inspect
     try:
-        import inspect
-        params = list(inspect.signature(f).parameters)
+        sig = inspect.signature(f).parameters.values()
     except (TypeError, ValueError):
-        params = []
+        sig = []
+    params, var = [], None      # positional names; (name, index) of a ``*args`` parameter
+    for p in sig:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            var = (p.name, len(params))
+            break
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            params.append(p.name)
     names = []
     for path, _ in tree_flatten_with_path((args, kwargs))[0]:
         top, rest = path[0], path[1:]
         if getattr(top, "idx", None) == 0 and rest:
             i = rest[0].idx
-            base = params[i] if i < len(params) else f"args[{i}]"
+            if i < len(params):
+                base = params[i]
+            elif var is not None:           # JAX: the *args tuple's path, ``a[0]``
+                base = f"{var[0]}[{i - var[1]}]"
+            else:
+                base = f"args[{i}]"
             names.append(base + keystr(rest[1:]))
         else:
             names.append(keystr(path[1:]))
