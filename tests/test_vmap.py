@@ -97,9 +97,21 @@ def test_in_axes_out_axes_match_loop_and_jax(case):
     _close(ours, loop)
 
 
-@settings(max_examples=10)
+# Default run: 4 draws; the slow step runs 10 (test_nested_vmap_matches_jax_exhaustive).
+@settings(max_examples=4)
 @given(_axes_case(), st.integers(1, 3), st.data())
 def test_nested_vmap_matches_jax(case, m, data):
+    _test_nested_vmap_matches_jax(case, m, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=10)
+@given(_axes_case(), st.integers(1, 3), st.data())
+def test_nested_vmap_matches_jax_exhaustive(case, m, data):
+    _test_nested_vmap_matches_jax(case, m, data)
+
+
+def _test_nested_vmap_matches_jax(case, m, data):
     args, in_axes, out_axis, n = case
     # an outer axis of size m at a random position of every argument
     outer_axes = tuple(data.draw(st.integers(0, np.ndim(a))) for a in args)
