@@ -22,7 +22,7 @@ def _close(a, b, tol=2e-4):
     np.testing.assert_allclose(a, b, rtol=tol, atol=tol * scale)
 
 
-# Default run: 3 draws; the slow step runs 8 (test_forward_and_gradients_match_jax_exhaustive).
+# Default run: 3 draws; the slow step runs 8 (the _exhaustive twin).
 @examples(3)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_forward_and_gradients_match_jax(seed):

@@ -109,7 +109,7 @@ def _scatter_case(rng, dtype, allow_empty=True):
     return x, idx, u, dn
 
 
-# Default run: 8 draws; the slow step runs 20 (test_scatter_vs_jax_exhaustive).
+# Default run: 8 draws; the slow step runs 20 (the _exhaustive twin).
 @pytest.mark.parametrize("name", SCATTERS)
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
 @settings(max_examples=8)
@@ -366,7 +366,7 @@ def _arrays_as_args(idx):
                                        for k, e in enumerate(idx))
 
 
-# Default run: 8 draws; the slow step runs 20 (test_numpy_getitem_vs_jax_exhaustive).
+# Default run: 8 draws; the slow step runs 20 (the _exhaustive twin).
 @settings(max_examples=8)
 @given(seed=seeds)
 def test_numpy_getitem_vs_jax(seed):

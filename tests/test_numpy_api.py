@@ -59,7 +59,7 @@ def test_unary(name, data):
         check(ours, theirs, tol=1e-2 if name in ("tan", "sinc") else None)
 
 
-# Default run: 2 draws; the slow step runs 4 (test_binary_broadcast_exhaustive).
+# Default run: 2 draws; the slow step runs 4 (the _exhaustive twin).
 @pytest.mark.parametrize("name", BINARY)
 @given(data=st.data())
 @settings(max_examples=2)

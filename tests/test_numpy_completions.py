@@ -17,7 +17,7 @@ MODES = [("reflect", {"reflect_type": "odd"}), ("symmetric", {"reflect_type": "o
          ("empty", {}), ("reflect", {}), ("symmetric", {}), ("edge", {}), ("wrap", {})]
 
 
-# Default run: 8 draws; the slow step runs 25 (test_pad_modes_match_jax_exhaustive).
+# Default run: 8 draws; the slow step runs 25 (the _exhaustive twin).
 @settings(max_examples=8, deadline=None)
 @given(st.sampled_from(MODES), st.sampled_from([(5,), (3, 4), (1, 3), (2, 1)]),
        st.sampled_from([2, (1, 7), 9, ((0, 3), (2, 0))]),

@@ -49,7 +49,7 @@ def _tol(name, dtype):
     return {}
 
 
-# Default run: 3 draws; the slow step runs 6 (test_reduce_vs_jax_exhaustive).
+# Default run: 3 draws; the slow step runs 6 (the _exhaustive twin).
 @pytest.mark.parametrize("name,dtype", [(n, d) for n, ds in REDUCERS.items() for d in ds],
                          ids=str)
 @examples(3)

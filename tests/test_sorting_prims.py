@@ -31,7 +31,7 @@ def spiky(rng, shape, dtype):
     return np.asarray(x)
 
 
-# Default run: 5 draws; the slow step runs 15 (test_sort_vs_jax_exhaustive).
+# Default run: 5 draws; the slow step runs 15 (the _exhaustive twin).
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @examples(5)
 @given(seed=seeds)
@@ -86,7 +86,7 @@ def test_sort_complex_vs_jax():
     check_vs_jax(lambda a: lax.sort(a), lambda a: jax.lax.sort(a), [x])
 
 
-# Default run: 5 draws; the slow step runs 15 (test_top_k_vs_jax_exhaustive).
+# Default run: 5 draws; the slow step runs 15 (the _exhaustive twin).
 @pytest.mark.parametrize("dtype", DTYPES[:-1] + [np.uint8], ids=lambda d: np.dtype(d).name)
 @examples(5)
 @given(seed=seeds)

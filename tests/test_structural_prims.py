@@ -5,7 +5,7 @@ import contextlib
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from interpreters import core
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
@@ -192,9 +192,22 @@ def test_batching(case, seed):
 
 # --- dynamic indices that are themselves traced / batched ------------------------------
 
+# Default run: 8 draws; the slow step runs the profile's default (the _exhaustive twin).
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_], ids=lambda d: d.__name__)
+@settings(max_examples=8)
 @given(seed=seeds)
 def test_dynamic_slice_batched_indices(dtype, seed):
+    _test_dynamic_slice_batched_indices(dtype, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_], ids=lambda d: d.__name__)
+@given(seed=seeds)
+def test_dynamic_slice_batched_indices_exhaustive(dtype, seed):
+    _test_dynamic_slice_batched_indices(dtype, seed)
+
+
+def _test_dynamic_slice_batched_indices(dtype, seed):
     rng = np.random.default_rng(seed)
     shape = rshape(rng, int(rng.integers(1, 4)), lo=1)
     sizes = tuple(int(rng.integers(0, d + 1)) for d in shape)

@@ -410,7 +410,7 @@ ELEMENTWISE = {"sin": xnp.sin, "tanh": xnp.tanh, "exp": lambda x: xnp.exp(0.5 * 
                "poly": lambda x: x * x * 0.5 - x}
 
 
-# Default run: 5 draws; the slow step runs 15 (test_jit_stacks_agree_with_jit_free_stacks_exhaustive).
+# Default run: 5 draws; the slow step runs 15 (the _exhaustive twin).
 @settings(max_examples=5, deadline=None)
 @given(xst.arrays(dtype=np.float32, shape=xst.shapes(max_dims=2, max_side=3), min_value=-2,
                   max_value=2),

@@ -109,7 +109,7 @@ def _test_in_axes_out_axes_match_loop_and_jax(case):
     _close(ours, loop)
 
 
-# Default run: 4 draws; the slow step runs 10 (test_nested_vmap_matches_jax_exhaustive).
+# Default run: 4 draws; the slow step runs 10 (the _exhaustive twin).
 @settings(max_examples=4)
 @given(_axes_case(), st.integers(1, 3), st.data())
 def test_nested_vmap_matches_jax(case, m, data):
