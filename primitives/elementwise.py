@@ -806,7 +806,16 @@ defvectorized(digamma_p)
 
 # --- nextafter (no derivative, as JAX) ------------------------------------------------
 nextafter_p = _binary("nextafter", _float)
-_impl(nextafter_p, np.nextafter, small_floats_in_f32=False)
+
+
+def _nextafter(x, y):
+    # C and XLA return y when x == y (nextafter(0, -0) is -0); NumPy's float16 loop
+    # returns x there.
+    out = np.nextafter(x, y)
+    return np.where(np.asarray(x) == np.asarray(y), y, out).astype(out.dtype)
+
+
+_impl(nextafter_p, _nextafter, small_floats_in_f32=False)
 defbroadcasting(nextafter_p)
 
 # ================================================================ complex parts

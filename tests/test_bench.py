@@ -2,7 +2,11 @@
 every case and metric, each library carrying either a number or a skip reason.
 No timing thresholds: only structure, consistency (ratios = quotients of the
 reported values) and the harness's rules (warm-up outside the timed region,
-rotation of the libraries, failures become reasons)."""
+rotation of the libraries, failures become reasons).
+
+The quick-suite subprocess (~50 s on 2 cores) runs in the slow CI step; the default run
+keeps the in-process harness tests below, including ``bench.run(quick=True)`` end to end
+on one real case (``test_broken_case_is_reported_and_suite_completes``)."""
 import json
 import math
 import os
@@ -34,11 +38,9 @@ def quick_results(tmp_path_factory):
     return json.loads(text, parse_constant=_strict), proc.stdout
 
 
-def test_quick_suite_has_every_case_and_metric(quick_results):
-    res, stdout = quick_results
-    assert res["meta"]["mode"] == "quick"
-    assert set(res["cases"]) == set(C.EXPECTED_METRICS)
-    for name, metrics in C.EXPECTED_METRICS.items():
+def _check_every_metric(res, stdout, names):
+    for name in names:
+        metrics = C.EXPECTED_METRICS[name]
         rec = res["cases"][name]
         assert rec["libs"] == list(C.CASE_LIBS[name])
         assert set(metrics) <= set(rec["metrics"]), name
@@ -51,8 +53,7 @@ def test_quick_suite_has_every_case_and_metric(quick_results):
         assert name in stdout
 
 
-def test_quick_suite_values_and_ratios_consistent(quick_results):
-    res, _ = quick_results
+def _check_values_and_ratios(res):
     for name, rec in res["cases"].items():
         for m, vals in rec["metrics"].items():
             if m == "dispatch_report":
@@ -66,12 +67,8 @@ def test_quick_suite_values_and_ratios_consistent(quick_results):
                 assert r == pytest.approx(x / rec["metrics"][m][other]), (name, m, key)
 
 
-def test_quick_suite_core_features_measured(quick_results):
-    """Features that exist today must be measured, not skipped (a regression guard:
-    a case that silently breaks would otherwise turn into a skip)."""
-    res, _ = quick_results
-    for name in ("eager/add_f32[8]", "jit/one_arg", "compile/chain_30_ops",
-                 "steady/mlp_train_step", "memory/deep_mlp_residuals"):
+def _check_core_features(res, names):
+    for name in names:
         rec = res["cases"][name]
         assert "xform" not in rec["skipped"], (name, rec["skipped"].get("xform"))
     comp = res["cases"]["compile/chain_30_ops"]
@@ -80,8 +77,8 @@ def test_quick_suite_core_features_measured(quick_results):
     assert comp["params"]["staged_equations"]["xform"] == 30
 
 
-def test_memory_case_checkpoint_saves(quick_results):
-    rec = quick_results[0]["cases"]["memory/deep_mlp_residuals"]
+def _check_memory_case(res):
+    rec = res["cases"]["memory/deep_mlp_residuals"]
     for lib in ("xform", "jax"):
         if lib in rec["metrics"]["residual_bytes"]:
             # Arguments are always saved; checkpointing can only drop activations.
@@ -90,15 +87,69 @@ def test_memory_case_checkpoint_saves(quick_results):
             assert rec["params"]["argument_bytes"] <= ck < base
 
 
-def test_dispatch_reports_in_output(quick_results):
-    res, stdout = quick_results
-    for name in ("report/small_mlp_6op", "report/mlp_train_step"):
+def _check_dispatch_reports(res, stdout, names):
+    for name in names:
         rep = res["cases"][name]["metrics"]["dispatch_report"]["xform"]
         assert rep["n_ops"] >= 6
         assert rep["overhead_ratio"] == pytest.approx(
             rep["n_ops"] * rep["t_dispatch"] / (rep["t_compute"] + rep["t_memory"]))
-    assert stdout.count("dispatch report:") == 2
+    assert stdout.count("dispatch report:") == len(names)
     assert "break-even N" in stdout
+
+
+@pytest.mark.slow
+def test_quick_suite_has_every_case_and_metric(quick_results):
+    res, stdout = quick_results
+    assert res["meta"]["mode"] == "quick"
+    assert set(res["cases"]) == set(C.EXPECTED_METRICS)
+    _check_every_metric(res, stdout, C.EXPECTED_METRICS)
+
+
+@pytest.mark.slow
+def test_quick_suite_values_and_ratios_consistent(quick_results):
+    _check_values_and_ratios(quick_results[0])
+
+
+@pytest.mark.slow
+def test_quick_suite_core_features_measured(quick_results):
+    """Features that exist today must be measured, not skipped (a regression guard:
+    a case that silently breaks would otherwise turn into a skip)."""
+    _check_core_features(quick_results[0], ("eager/add_f32[8]", "jit/one_arg",
+                                            "compile/chain_30_ops", "steady/mlp_train_step",
+                                            "memory/deep_mlp_residuals"))
+
+
+@pytest.mark.slow
+def test_memory_case_checkpoint_saves(quick_results):
+    _check_memory_case(quick_results[0])
+
+
+@pytest.mark.slow
+def test_dispatch_reports_in_output(quick_results):
+    res, stdout = quick_results
+    _check_dispatch_reports(res, stdout, ("report/small_mlp_6op", "report/mlp_train_step"))
+
+
+QUICK_SUBSET = ("eager/add_f32[8]", "compile/chain_30_ops", "memory/deep_mlp_residuals",
+                "report/small_mlp_6op")
+
+
+def test_quick_subset_in_process(tmp_path):
+    """The default run's share of the quick suite: one case per group kind (eager, compile
+    phases, memory, dispatch report) run in process with the same checks as above; the
+    whole suite in a subprocess is the slow step's job."""
+    import io
+    out = io.StringIO()
+    path = tmp_path / "r.json"
+    bench.run(quick=True, json_path=str(path), only=list(QUICK_SUBSET), out=out)
+    res, stdout = json.loads(path.read_text(), parse_constant=_strict), out.getvalue()
+    assert res["meta"]["mode"] == "quick"
+    assert set(res["cases"]) == set(QUICK_SUBSET)
+    _check_every_metric(res, stdout, QUICK_SUBSET)
+    _check_values_and_ratios(res)
+    _check_core_features(res, QUICK_SUBSET[:3])
+    _check_memory_case(res)
+    _check_dispatch_reports(res, stdout, ("report/small_mlp_6op",))
 
 
 # ----------------------------------------------------------------- harness, in process

@@ -6,7 +6,7 @@ written against ``jax.lax``; errors are checked for type and wording.
 """
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import jax
 import jax.numpy as jnp
@@ -45,8 +45,20 @@ reducers = st.sampled_from([("psum", np.sum), ("pmax", np.max), ("pmin", np.min)
 # ----------------------------------------------------------------- reductions
 
 
+# Default run: 12 draws; the slow step runs the profile's default (the _exhaustive twin).
+@settings(max_examples=12)
 @given(shapes, st.data(), reducers, st.sampled_from([np.float32, np.int32]))
 def test_reductions_match_numpy_and_jax(shape, data, red, dtype):
+    _test_reductions_match_numpy_and_jax(shape, data, red, dtype)
+
+
+@pytest.mark.slow
+@given(shapes, st.data(), reducers, st.sampled_from([np.float32, np.int32]))
+def test_reductions_match_numpy_and_jax_exhaustive(shape, data, red, dtype):
+    _test_reductions_match_numpy_and_jax(shape, data, red, dtype)
+
+
+def _test_reductions_match_numpy_and_jax(shape, data, red, dtype):
     name, np_red = red
     if name == "pmean" and dtype == np.int32:
         dtype = np.float32  # int pmean checked separately (float result)
@@ -143,8 +155,20 @@ def test_shadowed_name_uses_innermost():
 # ----------------------------------------------------------------- gather / scatter / index
 
 
+# Default run: 8 draws; the slow step runs the profile's default (the _exhaustive twin).
+@settings(max_examples=8)
 @given(shapes, st.data(), st.booleans())
 def test_all_gather(shape, data, tiled):
+    _test_all_gather(shape, data, tiled)
+
+
+@pytest.mark.slow
+@given(shapes, st.data(), st.booleans())
+def test_all_gather_exhaustive(shape, data, tiled):
+    _test_all_gather(shape, data, tiled)
+
+
+def _test_all_gather(shape, data, tiled):
     in_ax = data.draw(st.integers(0, len(shape) - 1))
     per_ex_rank = len(shape) - 1
     if tiled and per_ex_rank == 0:

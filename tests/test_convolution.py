@@ -22,9 +22,21 @@ def _close(a, b, tol=2e-4):
     np.testing.assert_allclose(a, b, rtol=tol, atol=tol * scale)
 
 
-@examples(8)
+# Default run: 3 draws; the slow step runs 8 (the _exhaustive twin).
+@examples(3)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_forward_and_gradients_match_jax(seed):
+    _test_forward_and_gradients_match_jax(seed)
+
+
+@pytest.mark.slow
+@examples(8)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_forward_and_gradients_match_jax_exhaustive(seed):
+    _test_forward_and_gradients_match_jax(seed)
+
+
+def _test_forward_and_gradients_match_jax(seed):
     """Eager, jitted, and both VJPs (every padding mode, strides, dilations, groups, 1-3 D)."""
     rng = np.random.default_rng(seed)
     lhs, rhs, kw = random_conv(rng)

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xform
@@ -40,11 +40,26 @@ OPS = {
 }
 
 
+# Default run: 8 draws; the slow step runs the profile's default (the _exhaustive twin).
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", list(OPS))
+@settings(max_examples=8)
+@given(st.lists(st.floats(-100, 100, width=16), min_size=0, max_size=6),
+       st.booleans())
+def test_eager_fast_paths_match_jax(op, dt, xs, weak):
+    _test_eager_fast_paths_match_jax(op, dt, xs, weak)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("dt", FLOATS, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("op", list(OPS))
 @given(st.lists(st.floats(-100, 100, width=16), min_size=0, max_size=6),
        st.booleans())
-def test_eager_fast_paths_match_jax(op, dt, xs, weak):
+def test_eager_fast_paths_match_jax_exhaustive(op, dt, xs, weak):
+    _test_eager_fast_paths_match_jax(op, dt, xs, weak)
+
+
+def _test_eager_fast_paths_match_jax(op, dt, xs, weak):
     x_np = np.asarray(xs, np.float32).astype(dt)
     y_np = (x_np.astype(np.float32) * 0.5 + 1.25).astype(dt)
     if weak:   # 0-d weakly typed operands (Python scalars promoted)

@@ -882,3 +882,13 @@ def test_eager_dispatch_overhead():
     ours = min(timeit.repeat(lambda: lax.sin(x), number=n, repeat=3)) / n
     base = min(timeit.repeat(lambda: np.sin(v), number=n, repeat=3)) / n
     assert ours < base + 10e-6, (ours, base)
+
+
+def test_nextafter_of_equal_signed_zeros_returns_y_as_jax():
+    """nextafter(x, y) is y when x == y (C, XLA, JAX); NumPy's float16 loop returns x,
+    which flipped the sign of nextafter(0, -0) in the eager reference."""
+    for dt in (np.float16, BF16, np.float32):
+        for a, b in ((0.0, -0.0), (-0.0, 0.0)):
+            x, y = np.asarray(a, dt), np.asarray(b, dt)
+            ours, ref = np.asarray(lax.nextafter(x, y)), np.asarray(jax.lax.nextafter(x, y))
+            assert ours.dtype == ref.dtype and np.signbit(ours) == np.signbit(ref), (dt, a, b)

@@ -109,11 +109,25 @@ def _scatter_case(rng, dtype, allow_empty=True):
     return x, idx, u, dn
 
 
+# Default run: 8 draws; the slow step runs 20 (the _exhaustive twin).
+@pytest.mark.parametrize("name", SCATTERS)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+@settings(max_examples=8)
+@given(seed=seeds)
+def test_scatter_vs_jax(name, dtype, seed):
+    _test_scatter_vs_jax(name, dtype, seed)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SCATTERS)
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
 @settings(max_examples=20)
 @given(seed=seeds)
-def test_scatter_vs_jax(name, dtype, seed):
+def test_scatter_vs_jax_exhaustive(name, dtype, seed):
+    _test_scatter_vs_jax(name, dtype, seed)
+
+
+def _test_scatter_vs_jax(name, dtype, seed):
     if dtype == np.bool_ and name in ("scatter_add", "scatter_mul"):
         pytest.skip("JAX rejects bool for scatter_add / scatter_mul (so do we: test_errors)")
     rng = np.random.default_rng(seed)
@@ -352,9 +366,21 @@ def _arrays_as_args(idx):
                                        for k, e in enumerate(idx))
 
 
-@settings(max_examples=20)
+# Default run: 8 draws; the slow step runs 20 (the _exhaustive twin).
+@settings(max_examples=8)
 @given(seed=seeds)
 def test_numpy_getitem_vs_jax(seed):
+    _test_numpy_getitem_vs_jax(seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=20)
+@given(seed=seeds)
+def test_numpy_getitem_vs_jax_exhaustive(seed):
+    _test_numpy_getitem_vs_jax(seed)
+
+
+def _test_numpy_getitem_vs_jax(seed):
     rng = np.random.default_rng(seed)
     shape = tuple(int(rng.integers(1, 5)) for _ in range(int(rng.integers(1, 4))))
     x = rng.standard_normal(shape).astype(np.float32)

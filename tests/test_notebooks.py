@@ -4,7 +4,11 @@ The notebooks are documentation with committed outputs; this keeps them from
 rotting.  Each runs in a fresh kernel of the *current* interpreter (see
 ``notebooks/build_notebooks.py:execute_notebook``: no installed kernel spec, no
 network), with a per-cell timeout.  They are kept small enough (well under a
-minute each on 2 cores) to run in the default test run.
+minute each on 2 cores) to run in CI.  The default run executes the cheap ones (a few
+seconds each: the quickstart, property testing, the IR, many devices); the others (8-20 s
+each on 2 cores) run in the slow step -- the features they show have their own fast tests
+(test_profile, test_checkpoint, test_checkpointing/test_export, test_cnn_demo,
+test_scipy_linalg, test_api16_mixed_precision).
 """
 import importlib.util
 import pathlib
@@ -48,7 +52,12 @@ def test_committed_notebooks_have_outputs():
                 f"{path.name}: committed output holds an error"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+FAST_NOTEBOOKS = {"01_quickstart", "03_property_testing", "05_the_ir", "14_many_devices"}
+
+
+@pytest.mark.parametrize("path", [p if p.stem in FAST_NOTEBOOKS else
+                                  pytest.param(p, marks=pytest.mark.slow) for p in NOTEBOOKS],
+                         ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path, record_property):
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:            # run from a clean slate, not the committed outputs

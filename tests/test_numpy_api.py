@@ -59,10 +59,23 @@ def test_unary(name, data):
         check(ours, theirs, tol=1e-2 if name in ("tan", "sinc") else None)
 
 
+# Default run: 2 draws; the slow step runs 4 (the _exhaustive twin).
+@pytest.mark.parametrize("name", BINARY)
+@given(data=st.data())
+@settings(max_examples=2)
+def test_binary_broadcast(name, data):
+    _test_binary_broadcast(name, data)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BINARY)
 @given(data=st.data())
 @settings(max_examples=4)
-def test_binary_broadcast(name, data):
+def test_binary_broadcast_exhaustive(name, data):
+    _test_binary_broadcast(name, data)
+
+
+def _test_binary_broadcast(name, data):
     s1, s2 = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
                                                          max_side=3)).input_shapes
     d1 = data.draw(st.sampled_from(DTYPES))

@@ -57,10 +57,24 @@ def test_numpy_convolve_jit_grad_and_errors():
             xnp.convolve(*bad)
 
 
+# Default run: one draw per mode; the slow step runs 10 draws (test_scipy_signal_nd_exhaustive).
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@examples(1)
+@given(rank=st.integers(1, 3), swap=st.booleans(), cplx=st.booleans(),
+       seed=st.integers(0, 2**31 - 1))
+def test_scipy_signal_nd(rank, mode, swap, cplx, seed):
+    _test_scipy_signal_nd(rank, mode, swap, cplx, seed)
+
+
+@pytest.mark.slow
 @examples(10)
 @given(rank=st.integers(1, 3), mode=st.sampled_from(["full", "same", "valid"]),
        swap=st.booleans(), cplx=st.booleans(), seed=st.integers(0, 2**31 - 1))
-def test_scipy_signal_nd(rank, mode, swap, cplx, seed):
+def test_scipy_signal_nd_exhaustive(rank, mode, swap, cplx, seed):
+    _test_scipy_signal_nd(rank, mode, swap, cplx, seed)
+
+
+def _test_scipy_signal_nd(rank, mode, swap, cplx, seed):
     rng = np.random.default_rng(seed)
     big = tuple(int(rng.integers(2, 6)) for _ in range(rank))
     small = tuple(int(rng.integers(1, b + 1)) for b in big)
@@ -87,10 +101,25 @@ def test_scipy_signal_errors():
         xsig.convolve(x, x, method="magic")
 
 
+# Default run: one draw per mode; the slow step runs 8 draws
+# (test_fftconvolve_and_method_fft_exhaustive).
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@examples(1)
+@given(rank=st.integers(1, 3), cplx=st.booleans(), use_axes=st.booleans(),
+       seed=st.integers(0, 2**31 - 1))
+def test_fftconvolve_and_method_fft(rank, mode, cplx, use_axes, seed):
+    _test_fftconvolve_and_method_fft(rank, mode, cplx, use_axes, seed)
+
+
+@pytest.mark.slow
 @examples(8)
 @given(rank=st.integers(1, 3), mode=st.sampled_from(["full", "same", "valid"]),
        cplx=st.booleans(), use_axes=st.booleans(), seed=st.integers(0, 2**31 - 1))
-def test_fftconvolve_and_method_fft(rank, mode, cplx, use_axes, seed):
+def test_fftconvolve_and_method_fft_exhaustive(rank, mode, cplx, use_axes, seed):
+    _test_fftconvolve_and_method_fft(rank, mode, cplx, use_axes, seed)
+
+
+def _test_fftconvolve_and_method_fft(rank, mode, cplx, use_axes, seed):
     rng = np.random.default_rng(seed)
     big = tuple(int(rng.integers(2, 7)) for _ in range(rank))
     small = tuple(int(rng.integers(1, b + 1)) for b in big)

@@ -31,10 +31,23 @@ def spiky(rng, shape, dtype):
     return np.asarray(x)
 
 
+# Default run: 5 draws; the slow step runs 15 (the _exhaustive twin).
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@examples(5)
+@given(seed=seeds)
+def test_sort_vs_jax(dtype, seed):
+    _test_sort_vs_jax(dtype, seed)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @examples(15)
 @given(seed=seeds)
-def test_sort_vs_jax(dtype, seed):
+def test_sort_vs_jax_exhaustive(dtype, seed):
+    _test_sort_vs_jax(dtype, seed)
+
+
+def _test_sort_vs_jax(dtype, seed):
     rng = np.random.default_rng(seed)
     shape = rshape(rng)
     dim = int(rng.integers(-len(shape), len(shape)))
@@ -73,10 +86,23 @@ def test_sort_complex_vs_jax():
     check_vs_jax(lambda a: lax.sort(a), lambda a: jax.lax.sort(a), [x])
 
 
+# Default run: 5 draws; the slow step runs 15 (the _exhaustive twin).
+@pytest.mark.parametrize("dtype", DTYPES[:-1] + [np.uint8], ids=lambda d: np.dtype(d).name)
+@examples(5)
+@given(seed=seeds)
+def test_top_k_vs_jax(dtype, seed):
+    _test_top_k_vs_jax(dtype, seed)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES[:-1] + [np.uint8], ids=lambda d: np.dtype(d).name)
 @examples(15)
 @given(seed=seeds)
-def test_top_k_vs_jax(dtype, seed):
+def test_top_k_vs_jax_exhaustive(dtype, seed):
+    _test_top_k_vs_jax(dtype, seed)
+
+
+def _test_top_k_vs_jax(dtype, seed):
     rng = np.random.default_rng(seed)
     shape = rshape(rng)
     axis = int(rng.integers(-len(shape), len(shape)))

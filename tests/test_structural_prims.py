@@ -5,7 +5,7 @@ import contextlib
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from interpreters import core
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
@@ -138,11 +138,25 @@ CASES = [case_broadcast_in_dim, case_reshape, case_transpose, case_squeeze, case
          case_dynamic_update_slice]
 
 
+# Every case x dtype on 3 random draws in the default run; 8 draws each in the slow step.
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@examples(3)
+@given(seed=seeds)
+def test_vs_jax(case, dtype, seed):
+    _check_vs_jax(case, dtype, seed)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @examples(8)
 @given(seed=seeds)
-def test_vs_jax(case, dtype, seed):
+def test_vs_jax_exhaustive(case, dtype, seed):
+    _check_vs_jax(case, dtype, seed)
+
+
+def _check_vs_jax(case, dtype, seed):
     rng = np.random.default_rng(seed)
     ours, theirs, shapes = case(rng)
     with x64_enabled() if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext():
@@ -178,9 +192,22 @@ def test_batching(case, seed):
 
 # --- dynamic indices that are themselves traced / batched ------------------------------
 
+# Default run: 8 draws; the slow step runs the profile's default (the _exhaustive twin).
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_], ids=lambda d: d.__name__)
+@settings(max_examples=8)
 @given(seed=seeds)
 def test_dynamic_slice_batched_indices(dtype, seed):
+    _test_dynamic_slice_batched_indices(dtype, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_], ids=lambda d: d.__name__)
+@given(seed=seeds)
+def test_dynamic_slice_batched_indices_exhaustive(dtype, seed):
+    _test_dynamic_slice_batched_indices(dtype, seed)
+
+
+def _test_dynamic_slice_batched_indices(dtype, seed):
     rng = np.random.default_rng(seed)
     shape = rshape(rng, int(rng.integers(1, 4)), lo=1)
     sizes = tuple(int(rng.integers(0, d + 1)) for d in shape)

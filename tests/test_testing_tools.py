@@ -410,11 +410,25 @@ ELEMENTWISE = {"sin": xnp.sin, "tanh": xnp.tanh, "exp": lambda x: xnp.exp(0.5 * 
                "poly": lambda x: x * x * 0.5 - x}
 
 
-@settings(max_examples=15, deadline=None)
+# Default run: 5 draws; the slow step runs 15 (the _exhaustive twin).
+@settings(max_examples=5, deadline=None)
 @given(xst.arrays(dtype=np.float32, shape=xst.shapes(max_dims=2, max_side=3), min_value=-2,
                   max_value=2),
        xst.transforms(max_depth=2), st.integers(0, 2))
 def test_jit_stacks_agree_with_jit_free_stacks(x, stack, pos):
+    _test_jit_stacks_agree_with_jit_free_stacks(x, stack, pos)
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(xst.arrays(dtype=np.float32, shape=xst.shapes(max_dims=2, max_side=3), min_value=-2,
+                  max_value=2),
+       xst.transforms(max_depth=2), st.integers(0, 2))
+def test_jit_stacks_agree_with_jit_free_stacks_exhaustive(x, stack, pos):
+    _test_jit_stacks_agree_with_jit_free_stacks(x, stack, pos)
+
+
+def _test_jit_stacks_agree_with_jit_free_stacks(x, stack, pos):
     layers = list(stack.layers)
     layers.insert(pos % (len(layers) + 1), "jit")          # every drawn stack contains jit
     stack = xst.TransformStack(layers, stack.seed)

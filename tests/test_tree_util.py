@@ -316,9 +316,22 @@ def _compare_mismatch(a, b):
         assert _normalize_message(str(ours[1])) == _normalize_message(jmsg)
 
 
-@SETTINGS
+# Default run: 25 draws (each compares error messages with JAX's); the slow step runs 150
+# (the _exhaustive twin).
+@settings(SETTINGS, max_examples=25)
 @given(tree_st, st.data())
 def test_tree_map_mismatch_errors_match_jax(tree, data):
+    _test_tree_map_mismatch_errors_match_jax(tree, data)
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(tree_st, st.data())
+def test_tree_map_mismatch_errors_match_jax_exhaustive(tree, data):
+    _test_tree_map_mismatch_errors_match_jax(tree, data)
+
+
+def _test_tree_map_mismatch_errors_match_jax(tree, data):
     mutations = _mutations(tree)
     if not mutations:
         return

@@ -629,10 +629,24 @@ def run_both(prim, params, args):
 LOWERED = sorted({p.name for p in lowering.lowering_rules} - HIGHER_ORDER - EFFECTS)
 
 
+# Every lowered primitive is verified in the default run on 2 hypothesis draws; the slow
+# step repeats the sweep with 5 draws each (test_lowering_matches_reference_exhaustive).
+@pytest.mark.parametrize("name", LOWERED)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_lowering_matches_reference(name, data):
+    _check_lowering(name, data)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LOWERED)
 @settings(max_examples=5)
 @given(data=st.data())
-def test_lowering_matches_reference(name, data):
+def test_lowering_matches_reference_exhaustive(name, data):
+    _check_lowering(name, data)
+
+
+def _check_lowering(name, data):
     prim = _prims()[name]
     if name not in SPECS:
         pytest.fail(f"no verifier spec for {name}")

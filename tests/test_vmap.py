@@ -83,8 +83,20 @@ def _axes_case(draw):
     return args, tuple(axes), out_axis, n
 
 
+# Default run: 10 draws; the slow step runs the profile's 25 (..._exhaustive).
+@settings(max_examples=10)
 @given(_axes_case())
 def test_in_axes_out_axes_match_loop_and_jax(case):
+    _test_in_axes_out_axes_match_loop_and_jax(case)
+
+
+@pytest.mark.slow
+@given(_axes_case())
+def test_in_axes_out_axes_match_loop_and_jax_exhaustive(case):
+    _test_in_axes_out_axes_match_loop_and_jax(case)
+
+
+def _test_in_axes_out_axes_match_loop_and_jax(case):
     args, in_axes, out_axis, n = case
     kw = dict(in_axes=in_axes, out_axes=out_axis)
     if all(a is None for a in in_axes):
@@ -97,9 +109,21 @@ def test_in_axes_out_axes_match_loop_and_jax(case):
     _close(ours, loop)
 
 
-@settings(max_examples=10)
+# Default run: 4 draws; the slow step runs 10 (the _exhaustive twin).
+@settings(max_examples=4)
 @given(_axes_case(), st.integers(1, 3), st.data())
 def test_nested_vmap_matches_jax(case, m, data):
+    _test_nested_vmap_matches_jax(case, m, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=10)
+@given(_axes_case(), st.integers(1, 3), st.data())
+def test_nested_vmap_matches_jax_exhaustive(case, m, data):
+    _test_nested_vmap_matches_jax(case, m, data)
+
+
+def _test_nested_vmap_matches_jax(case, m, data):
     args, in_axes, out_axis, n = case
     # an outer axis of size m at a random position of every argument
     outer_axes = tuple(data.draw(st.integers(0, np.ndim(a))) for a in args)
@@ -574,14 +598,28 @@ _SWEEP = [pytest.param(*c, m, id=f"{c[0]}-{m}") for c in CASES for m in _MODES
           if not (m == "mixed" and len(c[2]) == 1)]
 
 
+# Every case and mode against the Python loop; against JAX (one XLA compilation per case
+# and mode, most of this sweep's time) in mode "all0" in the default run and in the other
+# modes in the slow step (test_primitive_batching_rule_vs_jax_other_modes).
 @pytest.mark.parametrize("name,fn,specs,mode", _SWEEP)
 def test_primitive_batching_rule(name, fn, specs, mode):
+    _check_batching_rule(name, fn, specs, mode, vs_jax=mode == "all0")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,fn,specs,mode", [p for p in _SWEEP if p.values[3] != "all0"])
+def test_primitive_batching_rule_vs_jax_other_modes(name, fn, specs, mode):
+    _check_batching_rule(name, fn, specs, mode, vs_jax=True)
+
+
+def _check_batching_rule(name, fn, specs, mode, vs_jax):
     axes = _mode_axes(specs, mode)
     args = _make_args(specs, axes)
-    ref = jax.vmap(functools.partial(fn, jax.lax), in_axes=tuple(axes))(*args)
     ours = xform.vmap(functools.partial(fn, lax), in_axes=tuple(axes))(*args)
-    tol = _TOL.get(name, 1e-5)
-    _tree_close(ours, ref, rtol=tol, atol=tol)
+    if vs_jax:
+        ref = jax.vmap(functools.partial(fn, jax.lax), in_axes=tuple(axes))(*args)
+        tol = _TOL.get(name, 1e-5)
+        _tree_close(ours, ref, rtol=tol, atol=tol)
     loop = _loop(functools.partial(fn, lax), args, axes)
     _tree_close(ours, loop, rtol=1e-6, atol=1e-6)
 
