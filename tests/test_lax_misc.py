@@ -116,6 +116,8 @@ def test_reduce_precision_rules():
     _same_bits(vjp_ct, jax.vjp(lambda v: jax.lax.reduce_precision(v, 5, 4), x)[1](ct)[0])
     check_batch(f, [x], [1], 4)
     check_batch(f, [x], [0], 3)
+    _same_bits(xform.vmap(f, in_axes=1)(x),
+               jax.vmap(lambda v: jax.lax.reduce_precision(v, 5, 4), in_axes=1)(x))
 
 
 def test_optimization_barrier():
