@@ -67,7 +67,7 @@ def _meta(ctx, quick):
     for name, L in ctx.libs.items():
         meta[f"{name}_version"] = L if isinstance(L, str) else L.version
     try:
-        import lowering
+        from xform._src import lowering
         meta["xform_backend"] = lowering.default_backend()
     except Exception as e:  # noqa: BLE001
         meta["xform_backend"] = f"unavailable: {e}"

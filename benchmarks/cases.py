@@ -225,7 +225,7 @@ FLOOR_NOTE = ("floor: the bare jaxlib execute call of xform's compiled program (
 def _floor_thunk(ctx, fn, arrays, np_args):
     """A thunk timing the bare runtime calls for xform's compiled ``fn``."""
     L = ctx.lib("xform", "jit")
-    from lowering import runtime as rt
+    from xform._src.lowering import runtime as rt
     from xform.tree_util import tree_leaves
     args = list(arrays) if np_args else [as_lib(L, a, put=True) for a in arrays]
     jf = L.jit(lambda *a: fn(L, *a))
@@ -376,7 +376,7 @@ def _compile_factory(ctx, name, n_ops, x_np, keep):
     x = L.put(x_np)
 
     def xform_phases(r):
-        import lowering
+        from xform._src import lowering
         prog = chain_program(n_ops, 2 * r)(L)
         t0 = clock()
         traced = L.jit(prog).trace(x)

@@ -115,7 +115,7 @@ def cases():
     for _ in range(2):
         jx(xd, yd)
     comp = next(iter(jx._cache.values())).compiled
-    from lowering import runtime as rt
+    from xform._src.lowering import runtime as rt
     ex, hs, bufs = comp._exe.execute_sharded, comp._handlers, [xd._buf, yd._buf]
     spec, sh, devs = comp._specs[0][2], comp._sh, comp._devlist
 
@@ -174,7 +174,7 @@ def stage_cases():
 
     import xform
     import xform.numpy as xnp
-    from interpreters.core import Array
+    from xform._src.interpreters.core import Array
     from xform.tree_util import tree_leaves
 
     rng = np.random.default_rng(0)
@@ -220,7 +220,7 @@ def stage_cases():
             def floor(ex=ex, hs=hs, bufs=bufs):
                 return ex(bufs).consume_with_handlers(hs)
         else:
-            from lowering import runtime as rt
+            from xform._src.lowering import runtime as rt
             put, sh, dl, hbs = rt._put, comp._sh, comp._devlist, rt._HBS
             pairs = list(zip([sp[2] for sp in comp._specs[len(consts):]], leaves))
 

@@ -63,7 +63,7 @@ FIRST_JIT_FLOOR_NOTE = (
 _SPLIT = {
     "xform": ("import time as _t, json as _j\n_T = [_t.perf_counter()]\n"
               "import xform, xform.numpy as xnp, numpy as np\n_T.append(_t.perf_counter())\n"
-              "import lowering.runtime as _rt\n_T.append(_t.perf_counter())\n"
+              "import xform._src.lowering.runtime as _rt\n_T.append(_t.perf_counter())\n"
               "_rt.devices()\n_T.append(_t.perf_counter())\n"
               "import ml_dtypes\n_T.append(_t.perf_counter())\n"
               "f = xform.jit(lambda x: xnp.sin(x) * 2.0 + 1.0)\n"

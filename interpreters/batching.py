@@ -24,8 +24,8 @@ import threading
 
 import numpy as np
 
-from interpreters import core
-from interpreters.core import Tracer
+from xform._src.interpreters import core
+from xform._src.interpreters.core import Tracer
 
 batch_rules: dict = {}
 not_mapped = None
@@ -251,7 +251,7 @@ def batch_jaxpr(closed, axis_data: AxisData, in_dims, out_dims=None):
     given (ints/None per output), outputs are forced there (use 0 everywhere to
     get a uniform program, e.g. for loop carries).
     """
-    from interpreters import ir, staging
+    from xform._src.interpreters import ir, staging
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is None:

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from interpreters.config import config
+from xform._src.interpreters.config import config
 
 __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",

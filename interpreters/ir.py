@@ -15,8 +15,8 @@ import threading
 
 import numpy as np
 
-from interpreters import core, errors
-from interpreters.core import ShapedArray
+from xform._src.interpreters import core, errors
+from xform._src.interpreters.core import ShapedArray
 
 _var_ids = itertools.count()
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var, count_eqns  # noqa: F401
+from xform._src.interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var, count_eqns  # noqa: F401
 
 # prim -> f(eqn, used_outputs) -> (new eqn or None, used_inputs)
 call_dce_rules: dict = {}

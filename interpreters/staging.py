@@ -16,9 +16,9 @@ import threading
 
 import numpy as np
 
-from interpreters import core, errors
-from interpreters.core import Array, ShapedArray, Tracer
-from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, source_context
+from xform._src.interpreters import core, errors
+from xform._src.interpreters.core import Array, ShapedArray, Tracer
+from xform._src.interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, source_context
 
 record_source_info = True
 

@@ -26,11 +26,11 @@ __all__ = sorted(_MLIR_NAMES | _RUNTIME_NAMES)
 
 def __getattr__(name):
     if name in _MLIR_NAMES:
-        mod = _importlib.import_module("lowering.mlir")
+        mod = _importlib.import_module("xform._src.lowering.mlir")
         if name == "lowering_rules":
             mod.sync_rules()
     elif name in _RUNTIME_NAMES:
-        mod = _importlib.import_module("lowering.runtime")
+        mod = _importlib.import_module("xform._src.lowering.runtime")
     else:
         raise AttributeError(f"module 'lowering' has no attribute {name!r}")
     value = getattr(mod, name)

@@ -35,7 +35,7 @@ import os
 import tempfile
 import threading
 
-from interpreters.config import config
+from xform._src.interpreters.config import config
 
 MAGIC = b"xform-xla-cache-v1\n"
 _DIGEST = 32

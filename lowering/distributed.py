@@ -24,7 +24,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     if _client_exists():
         raise RuntimeError("xform.distributed.initialize() must be called before any "
                            "computation or device query (the runtime client already exists).")
-    from interpreters.config import config
+    from xform._src.interpreters.config import config
     if config.jax_cpu_collectives_implementation is not None:
         cpu_collectives = config.jax_cpu_collectives_implementation
     if cpu_collectives is not None:

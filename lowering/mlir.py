@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core, dtypes as _dtypes
-from interpreters.ir import ClosedJaxpr, Jaxpr, Literal
-from primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
+from xform._src.interpreters import core, dtypes as _dtypes
+from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr, Literal
+from xform._src.primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
 
 # ----------------------------------------------------------------- types
 
@@ -146,17 +146,17 @@ def register(*names):
 
 
 def _load_rule_modules():
-    from lowering import (rules_control, rules_elementwise, rules_linalg,  # noqa: F401
+    from xform._src.lowering import (rules_control, rules_elementwise, rules_linalg,  # noqa: F401
                           rules_reductions, rules_sorting, rules_structural)
-    from lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
-    from lowering import rules_indexing  # noqa: F401  (gather, scatter)
-    from lowering import rules_callbacks  # noqa: F401  (pure_callback, io_callback)
-    from lowering import rules_random  # noqa: F401  (threefry2x32)
-    from lowering import rules_special  # noqa: F401  (special functions)
-    from lowering import rules_linalg_decomp  # noqa: F401  (LAPACK/cusolver decompositions)
-    from lowering import rules_spmd  # noqa: F401  (sharding constraints, shard_map, collectives)
-    from lowering import rules_convolution, rules_windowed, rules_fft, rules_misc  # noqa: F401
-    from lowering import export_mlir  # noqa: F401  (call_exported: inlines an exported module)
+    from xform._src.lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
+    from xform._src.lowering import rules_indexing  # noqa: F401  (gather, scatter)
+    from xform._src.lowering import rules_callbacks  # noqa: F401  (pure_callback, io_callback)
+    from xform._src.lowering import rules_random  # noqa: F401  (threefry2x32)
+    from xform._src.lowering import rules_special  # noqa: F401  (special functions)
+    from xform._src.lowering import rules_linalg_decomp  # noqa: F401  (LAPACK/cusolver decompositions)
+    from xform._src.lowering import rules_spmd  # noqa: F401  (sharding constraints, shard_map, collectives)
+    from xform._src.lowering import rules_convolution, rules_windowed, rules_fft, rules_misc  # noqa: F401
+    from xform._src.lowering import export_mlir  # noqa: F401  (call_exported: inlines an exported module)
 
 
 def sync_rules() -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import register, tensor_type
+from xform._src.lowering.mlir import register, tensor_type
 
 
 def _layout(ndim):
@@ -48,8 +48,8 @@ _TOKEN_AVAL = _Aval()
 
 
 def _host(params, with_token_in=False, with_token_out=False):
-    from interpreters import core
-    from primitives.host_callback import run_host
+    from xform._src.interpreters import core
+    from xform._src.primitives.host_callback import run_host
     callback, result_avals = params["callback"], params["result_avals"]
 
     def host_fn(*arrays):
@@ -81,5 +81,5 @@ def _io_callback(ctx, eqn, *operands):
 @register("custom_vmap_call")
 def _custom_vmap_call(ctx, eqn, *operands):
     """``custom_batching.custom_vmap`` outside ``vmap``: the function's own program."""
-    from lowering.mlir import lower_subjaxpr
+    from xform._src.lowering.mlir import lower_subjaxpr
     return lower_subjaxpr(ctx, eqn.params["call_jaxpr"], list(operands))

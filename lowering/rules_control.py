@@ -7,7 +7,7 @@ is inlined.  cond/while/scan go here too: their rules build regions with
 """
 from __future__ import annotations
 
-from lowering.mlir import call_subjaxpr, lower_subjaxpr, register
+from xform._src.lowering.mlir import call_subjaxpr, lower_subjaxpr, register
 
 
 @register("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
@@ -40,7 +40,7 @@ def _side_effect_callback(ctx, operands, fn):
     """A side-effecting custom call that hands the operands (as xform Arrays) to ``fn`` on
     the host and returns nothing."""
     import numpy as np
-    from interpreters import core
+    from xform._src.interpreters import core
 
     def host_fn(*arrays):
         fn([core.Array(np.array(a)) for a in arrays])
@@ -58,6 +58,6 @@ def _side_effect_callback(ctx, operands, fn):
 def _debug_print(ctx, eqn, *operands):
     """``xform.debug.print`` (JAX's ``debug_print`` primitive): the same host callback,
     formatting with the equation's params when the program runs."""
-    from primitives.debug_print import print_now
+    from xform._src.primitives.debug_print import print_now
     params = eqn.params
     return _side_effect_callback(ctx, operands, lambda arrays: print_now(arrays, **params))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import aval_type, i64_array, lower_subjaxpr, register, tensor_type
+from xform._src.lowering.mlir import aval_type, i64_array, lower_subjaxpr, register, tensor_type
 
 _I32 = tensor_type((), np.int32)
 _BOOL = tensor_type((), np.bool_)

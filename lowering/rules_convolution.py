@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import i64_array, register, tensor_type
-from lowering.rules_linalg import _precision_name
+from xform._src.lowering.mlir import i64_array, register, tensor_type
+from xform._src.lowering.rules_linalg import _precision_name
 
 
 def _labels(spec, a, b):

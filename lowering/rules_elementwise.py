@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import compare_type, is_complex, is_float, register
+from xform._src.lowering.mlir import compare_type, is_complex, is_float, register
 
 # primitive name -> op emitted with all operands, result type = output aval
 _SAME_TYPE_OPS = {

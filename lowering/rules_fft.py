@@ -1,7 +1,7 @@
 """Lowering rule: ``fft`` -> ``stablehlo.fft``."""
 from __future__ import annotations
 
-from lowering.mlir import i64_array, register
+from xform._src.lowering.mlir import i64_array, register
 
 _NAMES = {0: "FFT", 1: "IFFT", 2: "RFFT", 3: "IRFFT"}
 

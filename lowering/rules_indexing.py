@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import i64_array, register, tensor_type
+from xform._src.lowering.mlir import i64_array, register, tensor_type
 
 
 def _dims(xs):
@@ -69,7 +69,7 @@ def _gather(ctx, eqn, x, idx):
                 f"indices_are_sorted = {'true' if p['indices_are_sorted'] else 'false'}")
     if _mode(eqn) != "FILL_OR_DROP" or out.size == 0:
         return [y]
-    from primitives.indexing import default_fill_value
+    from xform._src.primitives.indexing import default_fill_value
     ok = _in_bounds(ctx, idx, ia, [xa.shape[d] - sizes[d] for d in dn.start_index_map])
     batch_pos = [q for q in range(out.ndim) if q not in dn.offset_dims]
     ok = ctx.op1("stablehlo.broadcast_in_dim", [ok], tensor_type(out.shape, np.bool_),

@@ -6,7 +6,7 @@ are first converted to the output dtype.
 """
 from __future__ import annotations
 
-from lowering.mlir import register
+from xform._src.lowering.mlir import register
 
 _PRECISIONS = {"DEFAULT": "DEFAULT", "HIGH": "HIGH", "HIGHEST": "HIGHEST",
                "FASTEST": "DEFAULT", "BF16_BF16_F32": "DEFAULT", "TF32": "HIGH",

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core
-from lowering.mlir import aval_type, lower_subjaxpr, register, tensor_type
+from xform._src.interpreters import core
+from xform._src.lowering.mlir import aval_type, lower_subjaxpr, register, tensor_type
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
@@ -172,7 +172,7 @@ def _ffi_call(ctx, kernel, dtype, operands, out_shapes, nb, aliases=(), **opts):
 
 
 def _shape(ctx, name):
-    from lowering.mlir import _shape_of
+    from xform._src.lowering.mlir import _shape_of
     return _shape_of(ctx.types[name])
 
 
@@ -207,7 +207,7 @@ def _tri_select(ctx, x, shape, dtype, lower, k=0):
 
 def _zero_size(ctx, eqn):
     """Results of an equation whose operands have a zero-sized dimension (shape-only)."""
-    from interpreters.core import Array
+    from xform._src.interpreters.core import Array
     args = [Array(np.zeros(a.shape, a.dtype)) for a in ctx.in_avals]
     with core.set_current_trace(core.EVAL_TRACE):
         out = eqn.primitive.bind(*args, **eqn.params)
@@ -243,7 +243,7 @@ def _register_decomp(*names):
 
 def _lower_fun(ctx, fn, operands):
     """Lower ``fn`` (written with primitives) inline, as JAX's ``mlir.lower_fun``."""
-    from interpreters import staging
+    from xform._src.interpreters import staging
     avals = list(ctx.in_avals)
     with core.set_current_trace(core.EVAL_TRACE):
         closed = staging.trace_to_closed_jaxpr(lambda *xs: list(fn(*xs)), avals)
@@ -295,10 +295,10 @@ def _real_dt(dt):
 
 def _p2p_fn(m):
     """lu_pivots_to_permutation as a loop of swaps (JAX's generic lowering)."""
-    from primitives import control_flow as CF
-    from primitives import elementwise as E
-    from primitives import reductions as R
-    from primitives import structural as S
+    from xform._src.primitives import control_flow as CF
+    from xform._src.primitives import elementwise as E
+    from xform._src.primitives import reductions as R
+    from xform._src.primitives import structural as S
 
     def fn(piv):
         a = core.get_aval(piv)
@@ -377,9 +377,9 @@ def _householder_product(ctx, eqn, x, taus):
 
 
 def _qr_fn(pivoting, full_matrices):
-    from primitives import elementwise as E
-    from primitives import linalg_decomp as D
-    from primitives import structural as S
+    from xform._src.primitives import elementwise as E
+    from xform._src.primitives import linalg_decomp as D
+    from xform._src.primitives import structural as S
 
     def fn(x):
         a = core.get_aval(x)
@@ -447,9 +447,9 @@ _WIDE_SVD_BY_TRANSPOSE = {"cuda"}
 
 
 def _svd_of_adjoint_fn(params):
-    from primitives import elementwise as E
-    from primitives import linalg_decomp as D
-    from primitives import structural as S
+    from xform._src.primitives import elementwise as E
+    from xform._src.primitives import linalg_decomp as D
+    from xform._src.primitives import structural as S
 
     def adjoint(v):
         nd = core.get_aval(v).ndim

@@ -1,7 +1,7 @@
 """Lowering rules: ``clz``, ``reduce_precision``, ``optimization_barrier``."""
 from __future__ import annotations
 
-from lowering.mlir import register
+from xform._src.lowering.mlir import register
 
 
 @register("clz")

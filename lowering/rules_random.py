@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import i64_array, register, tensor_type
+from xform._src.lowering.mlir import i64_array, register, tensor_type
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA

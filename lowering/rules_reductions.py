@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters.dtypes import finfo
+from xform._src.interpreters.dtypes import finfo
 
-from lowering.mlir import compare_type, i64_array, is_complex, is_float, register, tensor_type
+from xform._src.lowering.mlir import compare_type, i64_array, is_complex, is_float, register, tensor_type
 
 
 def _lowest(dtype):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import i64_array, is_complex, is_float, register, tensor_type
+from xform._src.lowering.mlir import i64_array, is_complex, is_float, register, tensor_type
 
 
 def _float_key(c, x, dtype):

@@ -8,7 +8,7 @@ JAX's ``lower_fun`` does.
 """
 from __future__ import annotations
 
-from lowering.mlir import lower_subjaxpr, register
+from xform._src.lowering.mlir import lower_subjaxpr, register
 
 _CHLO = {"polygamma": "chlo.polygamma", "zeta": "chlo.zeta", "bessel_i1e": "chlo.bessel_i1e"}
 
@@ -27,9 +27,9 @@ _STAGED: dict = {}   # (name, in avals) -> ClosedJaxpr
 
 def _expansion(name):
     def rule(ctx, eqn, *xs):
-        from interpreters import staging
-        from interpreters.ir import ClosedJaxpr
-        from primitives.special import EXPANSIONS
+        from xform._src.interpreters import staging
+        from xform._src.interpreters.ir import ClosedJaxpr
+        from xform._src.primitives.special import EXPANSIONS
         avals = tuple(a.strip_weak_type() if hasattr(a, "strip_weak_type") else a
                       for a in ctx.in_avals)
         key = (name, avals)

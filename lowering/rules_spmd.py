@@ -1,7 +1,7 @@
 """Lowering of partitioned-program primitives to Shardy (``sdy``) ops."""
 from __future__ import annotations
 
-from lowering.mlir import register
+from xform._src.lowering.mlir import register
 
 
 def _spmd_mesh(ctx):
@@ -13,7 +13,7 @@ def _sharding_constraint(ctx, eqn, x):
     mesh = _spmd_mesh(ctx)
     if mesh is None or getattr(ctx.module, "manual_mesh", None) is not None:
         return [x]            # single-device program / inside shard_map: nothing to constrain
-    from lowering.spmd import dims_text
+    from xform._src.lowering.spmd import dims_text
     s = eqn.params["sharding"]
     ndim = len(eqn.invars[0].aval.shape)
     attr = f"sharding = #sdy.sharding<@mesh, {dims_text(s.spec, ndim)}>"
@@ -26,11 +26,11 @@ import itertools  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from lowering.mlir import aval_type, element_type, lower_subjaxpr  # noqa: E402
+from xform._src.lowering.mlir import aval_type, element_type, lower_subjaxpr  # noqa: E402
 
 
 def _per_value(specs, avals):
-    from lowering.spmd import dims_text
+    from xform._src.lowering.spmd import dims_text
     return "#sdy.sharding_per_value<[" + ", ".join(
         f"<@mesh, {dims_text(s, len(a.shape))}>" for s, a in zip(specs, avals)) + "]>"
 

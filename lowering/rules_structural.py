@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import i64_array, register, tensor_type
+from xform._src.lowering.mlir import i64_array, register, tensor_type
 
 
 @register("broadcast_in_dim")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering.mlir import i64_array, lower_subjaxpr, register, tensor_type
-from lowering.rules_reductions import _highest, _lowest
+from xform._src.lowering.mlir import i64_array, lower_subjaxpr, register, tensor_type
+from xform._src.lowering.rules_reductions import _highest, _lowest
 
 
 def _pad_attr(padding):

@@ -41,11 +41,11 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
 from jaxlib import xla_client as xc  # noqa: E402
 
-from interpreters import core, staging  # noqa: E402
-from interpreters.config import config  # noqa: E402
-from interpreters.core import Array, ShapedArray, Tracer  # noqa: E402
-from interpreters.ir import ClosedJaxpr, Jaxpr  # noqa: E402
-from lowering.mlir import lower_jaxpr, lower_module  # noqa: E402,F401  (lower_jaxpr re-exported)
+from xform._src.interpreters import core, staging  # noqa: E402
+from xform._src.interpreters.config import config  # noqa: E402
+from xform._src.interpreters.core import Array, ShapedArray, Tracer  # noqa: E402
+from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr  # noqa: E402
+from xform._src.lowering.mlir import lower_jaxpr, lower_module  # noqa: E402,F401  (lower_jaxpr re-exported)
 
 _HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 _put = xc.batched_device_put
@@ -347,7 +347,7 @@ class _Aval:
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
     def str_short(self, short_dtypes=False, mesh_axis_types=False):
-        from interpreters.dtypes import short_name
+        from xform._src.interpreters.dtypes import short_name
         return f"{short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self):
@@ -477,7 +477,7 @@ def device_put(x, device=None) -> Array:
         device = next(iter(device.device_set))
     elif not isinstance(device, xc.Device):
         raise TypeError(f"device_put(): expected a Device, got {device!r}; use one of "
-                        f"lowering.devices() (xform.devices()).")
+                        f"xform.devices().")
     if isinstance(x, Array):
         if x._deleted:
             raise RuntimeError("device_put() of a deleted (donated) Array")
@@ -605,7 +605,7 @@ def _compile_uncached(key, text, device, donated, host_callbacks):
 
 def _compile_persistent(client, text, device, donated, opts):
     """``compile_and_load``, going through the on-disk cache (compilation_cache.py)."""
-    from lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache
     devices = xc.DeviceList((device,))
     if pcache.cache_dir() is None:
         return client.compile_and_load(text, devices, opts)
@@ -628,7 +628,7 @@ def _compile_persistent(client, text, device, donated, opts):
 
 
 def cache_info() -> dict:
-    from lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache
     return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
             "eager": len(_eager_cache),
             "persistent": dict(pcache.stats, dir=pcache.cache_dir())}
@@ -730,7 +730,7 @@ class Compiled:
                     on_hot=None):
         """A generated call path for one exact signature (see ``lowering/dispatch.py``):
         ``f(args) -> result or dispatch.MISS``; ``None`` when there is none."""
-        from lowering.dispatch import make_caller
+        from xform._src.lowering.dispatch import make_caller
         return make_caller(self, consts, weak_types, in_tree, out_tree, host_leaves,
                            on_hot=on_hot)
 
@@ -797,7 +797,7 @@ class Compiled:
         if v.shape != shape:
             raise TypeError(self._mismatch(i, _short(v)))
         if v.dtype != dtype:
-            from interpreters.dtypes import canonicalize_dtype
+            from xform._src.interpreters.dtypes import canonicalize_dtype
             if canonicalize_dtype(v.dtype) != dtype and not (weak and v.ndim == 0):
                 raise TypeError(self._mismatch(i, _short(v)))
             v = v.astype(dtype)
@@ -843,7 +843,7 @@ def _scalar_fits(t, dtype) -> bool:
 
 
 def _short(v) -> str:
-    from interpreters.dtypes import short_name
+    from xform._src.interpreters.dtypes import short_name
     return f"{short_name(v.dtype)}[{','.join(str(d) for d in v.shape)}]"
 
 
@@ -851,7 +851,7 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
     """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``."""
     if isinstance(closed_jaxpr, Jaxpr):
         closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
-    from primitives import prng
+    from xform._src.primitives import prng
     if prng.jaxpr_has_keys(closed_jaxpr):   # typed PRNG keys: compile over their words
         inner = compile_jaxpr(prng.physicalize_closed(closed_jaxpr),
                               donated_invars=donated_invars, device=device, name=name)
@@ -878,7 +878,7 @@ class KeyedCompiled:
     __slots__ = ("inner", "in_avals", "out_avals", "_key_in", "_key_out", "__weakref__")
 
     def __init__(self, inner, in_avals, out_avals):
-        from primitives import prng
+        from xform._src.primitives import prng
         self.inner = inner
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
@@ -886,7 +886,7 @@ class KeyedCompiled:
         self._key_out = [prng.is_key_aval(a) for a in self.out_avals]
 
     def __call__(self, *args):
-        from primitives import prng
+        from xform._src.primitives import prng
         conv = []
         for x, k in zip(args, self._key_in):
             if k:
@@ -949,7 +949,7 @@ def device_impl_hook(prim, args, params):
     device, committed = None, None
     for a in args:
         if type(a) is Array and a._buf is not None and len(a._buf._sharding.device_set) > 1:
-            from lowering import spmd          # an argument spans several devices
+            from xform._src.lowering import spmd          # an argument spans several devices
             return spmd.eager_sharded(prim, args, params)
     for a in args:
         if type(a) is Array and a._buf is not None:

@@ -21,10 +21,10 @@ import types
 
 from jaxlib import xla_client as xc
 
-from interpreters import core
-from interpreters.core import Array, Tracer
-from lowering import runtime as rt
-from lowering.mlir import ModuleContext, _function_text, aval_type
+from xform._src.interpreters import core
+from xform._src.interpreters.core import Array, Tracer
+from xform._src.lowering import runtime as rt
+from xform._src.lowering.mlir import ModuleContext, _function_text, aval_type
 
 _HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 
@@ -57,7 +57,7 @@ _lock = threading.Lock()
 def _sh():
     """The sharding API module (Mesh, NamedSharding, PartitionSpec, ...): xform.sharding
     installs itself on primitives.spmd at import (lowering/ never imports xform)."""
-    from primitives import spmd
+    from xform._src.primitives import spmd
     return spmd.sharding_api
 
 
@@ -463,8 +463,8 @@ _eager_sharded_cache: dict = {}
 def eager_sharded(prim, args, params):
     """Run one primitive eagerly on sharded arguments as a partitioned program
     (inputs keep their layouts, XLA chooses the outputs'), like JAX's eager ops."""
-    from interpreters import staging
-    from interpreters.ir import ClosedJaxpr
+    from xform._src.interpreters import staging
+    from xform._src.interpreters.ir import ClosedJaxpr
     S = _sh()
     mesh, specs = None, []
     for a in args:

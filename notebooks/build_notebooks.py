@@ -842,7 +842,7 @@ def rematerialization():
         import xform.numpy as xnp
         from xform.ad_checkpoint import checkpoint_name, print_saved_residuals, saved_residuals
         from xform.profile import count_ops
-        from interpreters import ad
+        from xform._src.interpreters import ad
 
         cp = xform.checkpoint_policies
         L, D, H, B = 8, 128, 256, 256             # 8 residual blocks 128 -> 256 -> 128, batch 256
@@ -1046,7 +1046,7 @@ def the_ir():
         import xform
         import xform.numpy as xnp
         from xform import lax
-        from interpreters import passes
+        from xform._src.interpreters import passes
 
         def f(x):
             return xnp.sum(xnp.sin(x) * x ** 2)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import ad, batching, core
-from interpreters.ad import Zero
-from interpreters.core import Primitive, ShapedArray
+from xform._src.interpreters import ad, batching, core
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Primitive, ShapedArray
 
 # ----------------------------------------------------------------- avals
 
@@ -86,7 +86,7 @@ def unbroadcast(aval, ct):
     cs = core.get_aval(ct).shape
     if cs == aval.shape:
         return ct
-    from primitives.reductions import reduce_sum_p
+    from xform._src.primitives.reductions import reduce_sum_p
     if not aval.shape:
         return reduce_sum_p.bind(ct, axes=tuple(range(len(cs))))
     if len(cs) != aval.ndim or any(a != c and a != 1 for a, c in zip(aval.shape, cs)):
@@ -118,7 +118,7 @@ def broadcast_scalar(x, shape):
 
 
 def _s():
-    from primitives import structural
+    from xform._src.primitives import structural
     return structural
 
 
@@ -154,7 +154,7 @@ def zeros_like_aval(aval: ShapedArray):
 
 
 def add_tangents(x, y):
-    from primitives import elementwise
+    from xform._src.primitives import elementwise
     return elementwise.add_any_p.bind(x, y)
 
 

@@ -23,8 +23,8 @@ import operator
 
 import numpy as np
 
-from interpreters import core
-from primitives import elementwise as ew
+from xform._src.interpreters import core
+from xform._src.primitives import elementwise as ew
 
 
 def _static_bound(max_steps):
@@ -54,8 +54,8 @@ def _segment_length(checkpoint, n):
 
 def _remat(fun, carry):
     """``checkpoint(fun)(carry)`` with the remat primitive (nothing saved inside)."""
-    from primitives.control_flow import _flatten_args, _trace, _tu
-    from primitives.remat import remat_p
+    from xform._src.primitives.control_flow import _flatten_args, _trace, _tu
+    from xform._src.primitives.remat import remat_p
     tu = _tu()
     leaves, tree = _flatten_args(carry, "lax.while_loop carry")
     in_tree = tu.tree_structure((carry,))
@@ -68,7 +68,7 @@ def _remat(fun, carry):
 
 
 def bounded_while(cond_fun, body_fun, init_val, max_steps, checkpoint):
-    from primitives.control_flow import cond, scan
+    from xform._src.primitives.control_flow import cond, scan
     n = _static_bound(max_steps)
     k = _segment_length(checkpoint, n)
 

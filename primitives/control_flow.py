@@ -35,22 +35,22 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes, passes
-from interpreters import jaxpr_transforms as jt
-from interpreters.ad import Zero
-from interpreters.core import Array, Primitive, ShapedArray, Tracer
-from interpreters.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
-from interpreters.staging import StagingTrace, trace_to_jaxpr
-from primitives import elementwise as ew
-from primitives import structural as st
-from primitives._rules import bdim_at_front, moveaxis
-from primitives.custom import check_forward_evaluable
+from xform._src.interpreters import ad, batching, core, dtypes, passes
+from xform._src.interpreters import jaxpr_transforms as jt
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Array, Primitive, ShapedArray, Tracer
+from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
+from xform._src.interpreters.staging import StagingTrace, trace_to_jaxpr
+from xform._src.primitives import elementwise as ew
+from xform._src.primitives import structural as st
+from xform._src.primitives._rules import bdim_at_front, moveaxis
+from xform._src.primitives.custom import check_forward_evaluable
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
 
 
 def _tu():
-    from interpreters import tree_util
+    from xform._src.interpreters import tree_util
     return tree_util
 
 
@@ -434,7 +434,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
                             body_nconsts=len(bconsts) + len(bc))
         return outs, cdims
     # Batched predicate: loop while any lane runs; finished lanes keep their carry.
-    from primitives import reductions as red
+    from xform._src.primitives import reductions as red
     nc = len(cc)
     carry_avals = [core.get_aval(c) for c in carry]
 
@@ -996,7 +996,7 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
                         "to get a bool[].")
     leaves = _cast_carry(leaves, avals)
     if max_steps is not None:
-        from primitives.bounded_while import bounded_while
+        from xform._src.primitives.bounded_while import bounded_while
         return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
                              checkpoint)
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,

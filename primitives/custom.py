@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import collections
 
-from interpreters import ad, batching, core, ir, staging
-from interpreters.ad import Zero
-from interpreters.core import Primitive
-from interpreters.ir import ClosedJaxpr, eval_jaxpr, subjaxprs_of_params
-from interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
+from xform._src.interpreters import ad, batching, core, ir, staging
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Primitive
+from xform._src.interpreters.ir import ClosedJaxpr, eval_jaxpr, subjaxprs_of_params
+from xform._src.interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
 
 __all__: list = []
 

@@ -20,8 +20,8 @@ import sys
 
 import numpy as np
 
-from interpreters import ad, batching, core
-from interpreters.core import Primitive
+from xform._src.interpreters import ad, batching, core
+from xform._src.interpreters.core import Primitive
 
 __all__: list = []
 
@@ -96,7 +96,7 @@ ad.jvp_rules[debug_print_p] = _jvp
 
 
 def _batch(axis_data, vals, dims, **params):
-    from primitives import structural
+    from xform._src.primitives import structural
     for i in range(axis_data.size):
         row = [v if d is None else structural.index_in_dim(v, i, d, keepdims=False)
                for v, d in zip(vals, dims)]

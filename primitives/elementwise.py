@@ -23,11 +23,11 @@ import math
 
 import numpy as np
 
-from interpreters import ad, batching, core
-from interpreters import dtypes as D
-from interpreters.ad import Zero
-from interpreters.core import Array, Primitive, ShapedArray, Tracer
-from primitives._rules import (bdim_at_front, broadcast_scalar, defbroadcasting, defjvp, defjvp2,
+from xform._src.interpreters import ad, batching, core
+from xform._src.interpreters import dtypes as D
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Array, Primitive, ShapedArray, Tracer
+from xform._src.primitives._rules import (bdim_at_front, broadcast_scalar, defbroadcasting, defjvp, defjvp2,
                                defjvp_zero, defvectorized, elementwise_aval, nary_shape,
                                unbroadcast)
 
@@ -166,7 +166,7 @@ def _broadcast_to(x, shape):
 
 def _structural():
     try:
-        from primitives import structural
+        from xform._src.primitives import structural
     except ImportError:
         return None
     return structural
@@ -1512,7 +1512,7 @@ def stop_gradient(x):
         leaf = _as_operand(leaf, "stop_gradient")
         return stop_gradient_p.bind(leaf) if leaf.dtype in _FLOATS | _COMPLEX else leaf
     try:
-        from interpreters.tree_util import tree_map
+        from xform._src.interpreters.tree_util import tree_map
     except ImportError:  # pragma: no cover
         return stop(x)
     return tree_map(stop, x)

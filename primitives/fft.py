@@ -18,11 +18,11 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes
-from interpreters.ad import Zero
-from interpreters.core import Primitive, ShapedArray
-from primitives._rules import moveaxis
-from primitives.structural import as_operand, checked_bind, pad_p
+from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Primitive, ShapedArray
+from xform._src.primitives._rules import moveaxis
+from xform._src.primitives.structural import as_operand, checked_bind, pad_p
 
 __all__ = ["fft", "FftType", "fft_p"]
 
@@ -36,7 +36,7 @@ class FftType(enum.IntEnum):
 
 
 def _ew():
-    from primitives import elementwise
+    from xform._src.primitives import elementwise
     return elementwise
 
 
@@ -127,7 +127,7 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     if fft_lengths[-1] % 2 == 0:
         mask[-1] = 1.0
     scale = (mask / math.prod(fft_lengths)).astype(ya.dtype)
-    from primitives.structural import broadcast_in_dim_p
+    from xform._src.primitives.structural import broadcast_in_dim_p
     sb = broadcast_in_dim_p.bind(scale, shape=ya.shape, broadcast_dimensions=(ya.ndim - 1,))
     return [ew.conj_p.bind(ew.mul_p.bind(y, sb))]
 

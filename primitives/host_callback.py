@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 
 
 def run_host(callback, result_avals, args):

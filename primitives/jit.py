@@ -31,12 +31,12 @@ import logging
 
 import numpy as np
 
-from interpreters import ad, batching, core, passes, staging
-from interpreters import jaxpr_transforms as jt
-from interpreters.ad import Zero
-from interpreters.core import Primitive
-from interpreters.ir import ClosedJaxpr, Literal, Var, eval_jaxpr
-from interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
+from xform._src.interpreters import ad, batching, core, passes, staging
+from xform._src.interpreters import jaxpr_transforms as jt
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Primitive
+from xform._src.interpreters.ir import ClosedJaxpr, Literal, Var, eval_jaxpr
+from xform._src.interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
 
 __all__: list = []
 
@@ -172,7 +172,7 @@ jit_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 
 
 def _bad(v):
-    from interpreters.config import config
+    from xform._src.interpreters.config import config
     a = np.asarray(v)
     if a.dtype.kind not in "fc" and "float" not in a.dtype.name:
         return None

@@ -22,15 +22,15 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes
-from interpreters.ad import Zero
-from interpreters.core import Primitive, ShapedArray
-from primitives import elementwise as E
-from primitives import reductions as R
-from primitives import structural as S
-from primitives._rules import bdim_at_front, defjvp_zero
-from primitives.linalg import dot_general_p
-from primitives.structural import as_operand
+from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Primitive, ShapedArray
+from xform._src.primitives import elementwise as E
+from xform._src.primitives import reductions as R
+from xform._src.primitives import structural as S
+from xform._src.primitives._rules import bdim_at_front, defjvp_zero
+from xform._src.primitives.linalg import dot_general_p
+from xform._src.primitives.structural import as_operand
 
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "geqrf",
            "householder_product", "eigh", "svd", "eig", "schur", "hessenberg", "tridiagonal",

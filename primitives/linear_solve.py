@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from interpreters import ad, batching, core
-from interpreters.ad import Zero
-from interpreters.core import Primitive
-from interpreters.ir import eval_jaxpr
-from primitives._rules import bdim_at_front
-from primitives.custom import hoist_consts
+from xform._src.interpreters import ad, batching, core
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Primitive
+from xform._src.interpreters.ir import eval_jaxpr
+from xform._src.primitives._rules import bdim_at_front
+from xform._src.primitives.custom import hoist_consts
 
 __all__: list = []
 
@@ -88,7 +88,7 @@ def _jvp(primals, tangents, *, const_lengths, jaxprs):
 def _neg(t):
     if type(t) is Zero:
         return t
-    from primitives import elementwise
+    from xform._src.primitives import elementwise
     return elementwise.neg_p.bind(t)
 
 

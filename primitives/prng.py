@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import batching, core
-from interpreters.core import Primitive, ShapedArray
-from interpreters.dtypes import ExtendedDType, register_extended
-from primitives._rules import defjvp_zero
+from xform._src.interpreters import batching, core
+from xform._src.interpreters.core import Primitive, ShapedArray
+from xform._src.interpreters.dtypes import ExtendedDType, register_extended
+from xform._src.primitives._rules import defjvp_zero
 
 __all__: list = []
 
@@ -116,7 +116,7 @@ defjvp_zero(random_wrap_p)
 def _wrap_batch(axis_data, vals, dims, **params):
     (x,), (d,) = vals, dims
     if d == core.get_aval(x).ndim - 1:   # never the trailing word axis
-        from primitives._rules import moveaxis
+        from xform._src.primitives._rules import moveaxis
         x, d = moveaxis(x, d, 0), 0
     return random_wrap_p.bind(x, **params), d
 
@@ -175,7 +175,7 @@ physical_rules: dict = {}   # prim name -> rule(in_avals, out_avals, *words_or_v
 
 
 def _sub_programs(params):
-    from interpreters.ir import ClosedJaxpr, Jaxpr
+    from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
     for v in params.values():
         if isinstance(v, (ClosedJaxpr, Jaxpr)):
             yield v
@@ -187,7 +187,7 @@ def _sub_programs(params):
 
 def jaxpr_has_keys(jaxpr, _seen=None) -> bool:
     """Whether any value of ``jaxpr`` (or of a sub-program) is a key array."""
-    from interpreters.ir import ClosedJaxpr
+    from xform._src.interpreters.ir import ClosedJaxpr
     if isinstance(jaxpr, ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
     _seen = set() if _seen is None else _seen
@@ -211,8 +211,8 @@ _phys_cache: dict = {}
 
 def physicalize_closed(closed):
     """``ClosedJaxpr`` over key avals -> equivalent ``ClosedJaxpr`` over their words."""
-    from interpreters import staging
-    from interpreters.ir import ClosedJaxpr, Jaxpr
+    from xform._src.interpreters import staging
+    from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
     if isinstance(closed, Jaxpr):
         closed = ClosedJaxpr(closed, [])
     hit = _phys_cache.get(id(closed))
@@ -234,7 +234,7 @@ def physicalize_closed(closed):
 
 
 def _generic_sub_rule(prim, params, vals):
-    from interpreters.ir import ClosedJaxpr, Jaxpr
+    from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
 
     def conv(v):
         if isinstance(v, (ClosedJaxpr, Jaxpr)):
@@ -250,7 +250,7 @@ def _generic_sub_rule(prim, params, vals):
 
 
 def eval_physical(jaxpr, consts, args):
-    from interpreters.ir import Literal
+    from xform._src.interpreters.ir import Literal
     env = {}
     for v, c in zip(jaxpr.constvars, consts):
         env[v] = c
@@ -294,7 +294,7 @@ def _phys(name):
 
 
 def _s():
-    from primitives import structural
+    from xform._src.primitives import structural
     return structural
 
 
@@ -364,7 +364,7 @@ def _p_dus(in_avals, out_avals, x, update, *idx):
 
 @_phys("select_n")
 def _p_select_n(in_avals, out_avals, which, *cases):
-    from primitives import elementwise
+    from xform._src.primitives import elementwise
     out = out_avals[0]
     nd = len(out.shape)
     if in_avals[0].shape == tuple(out.shape):
@@ -378,7 +378,7 @@ def _p_gather(in_avals, out_avals, operand, indices, *, dimension_numbers, slice
     dn = dimension_numbers
     out_rank = len(out_avals[0].shape)
     dn2 = dn._replace(offset_dims=tuple(dn.offset_dims) + (out_rank,))
-    from primitives import indexing
+    from xform._src.primitives import indexing
     if params.get("fill_value") is not None:
         params = dict(params, fill_value=None)
     return [indexing.gather_p.bind(operand, indices, dimension_numbers=dn2,
@@ -390,7 +390,7 @@ def _p_scatter(in_avals, out_avals, operand, indices, updates, *, dimension_numb
     dn = dimension_numbers
     urank = len(in_avals[2].shape)
     dn2 = dn._replace(update_window_dims=tuple(dn.update_window_dims) + (urank,))
-    from primitives import indexing
+    from xform._src.primitives import indexing
     return [indexing.scatter_p.bind(operand, indices, updates, dimension_numbers=dn2, **params)]
 
 

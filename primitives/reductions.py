@@ -14,11 +14,11 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes
-from interpreters.ad import Zero
-from interpreters.core import Primitive, ShapedArray
-from primitives._rules import defjvp2, defjvp_zero, deflinear
-from primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
+from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters.ad import Zero
+from xform._src.interpreters.core import Primitive, ShapedArray
+from xform._src.primitives._rules import defjvp2, defjvp_zero, deflinear
+from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
                                    checked_bind, pad_p, reshape_p, slice_p, transpose_p)
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
@@ -27,7 +27,7 @@ __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and"
 
 
 def _ew():
-    from primitives import elementwise
+    from xform._src.primitives import elementwise
     return elementwise
 
 

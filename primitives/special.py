@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import ad, core
-from interpreters import dtypes as D
-from primitives import elementwise as E
-from primitives._rules import defbroadcasting, defjvp, defjvp2, defvectorized
+from xform._src.interpreters import ad, core
+from xform._src.interpreters import dtypes as D
+from xform._src.primitives import elementwise as E
+from xform._src.primitives._rules import defbroadcasting, defjvp, defjvp2, defvectorized
 
 __all__ = ["polygamma", "zeta", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
            "bessel_i0e", "bessel_i1e", "betainc"]
@@ -311,7 +311,7 @@ def _c(x, v):
 
 
 def _any(pred):
-    from primitives import reductions
+    from xform._src.primitives import reductions
     pred = _unwrap(pred)
     a = _aval(pred)
     return _V(reductions.reduce_or(pred, tuple(range(a.ndim))) if a.ndim else pred)
@@ -319,7 +319,7 @@ def _any(pred):
 
 def _while(cond, body, init):
     """while_loop over a tuple of (wrapped) values; cond/body see wrapped values."""
-    from primitives import control_flow
+    from xform._src.primitives import control_flow
 
     def c(v):
         return _unwrap(cond(tuple(_V(x) for x in v)))
@@ -554,7 +554,7 @@ def _lentz(num_iters, small, threshold, num_fn, den_fn, inputs):
 
     pd0 = den_fn(0, *inputs)
     h = L.select(L.lt(L.abs(pd0), small), _c(pd0, small), pd0)
-    from primitives.structural import full
+    from xform._src.primitives.structural import full
     out = _while(cond, body, (full((), 1, np.int32), full((), True, np.bool_), h, _c(h, 0), h))
     return out[4]
 
@@ -562,7 +562,7 @@ def _lentz(num_iters, small, threshold, num_fn, den_fn, inputs):
 def _betainc_expansion(a, b, x):
     dt = _aval(a).dtype
     shape = _aval(a).shape
-    from primitives.structural import broadcast_in_dim
+    from xform._src.primitives.structural import broadcast_in_dim
 
     def bc(i):
         i = _unwrap(i)

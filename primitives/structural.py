@@ -15,10 +15,10 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes
-from interpreters.ad import Zero, instantiate, is_undefined_primal
-from interpreters.core import Primitive, ShapedArray
-from primitives._rules import bdim_at_front, deflinear, moveaxis
+from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
+from xform._src.interpreters.core import Primitive, ShapedArray
+from xform._src.primitives._rules import bdim_at_front, deflinear, moveaxis
 
 __all__ = [
     "broadcast_in_dim", "broadcast", "reshape", "transpose", "squeeze", "expand_dims", "rev",
@@ -75,12 +75,12 @@ def checked_bind(prim, *args, **params):
 
 
 def _ew():
-    from primitives import elementwise
+    from xform._src.primitives import elementwise
     return elementwise
 
 
 def _reductions():
-    from primitives import reductions
+    from xform._src.primitives import reductions
     return reductions
 
 

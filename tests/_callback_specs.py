@@ -4,8 +4,8 @@ reference returns.  Registered from tests/test_verifier.py."""
 import numpy as np
 from hypothesis import strategies as st
 
-from interpreters.core import ShapedArray
-from interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters.core import ShapedArray
+from xform._src.interpreters.dtypes import canonicalize_dtype
 
 
 def _host(a, b):

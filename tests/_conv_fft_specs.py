@@ -112,7 +112,7 @@ def random_window(rng, nd=None, negative_pads=False, dilations=True, shape=None)
                                      for _ in range(n)),
                  window_dilation=tuple(int(rng.integers(1, 3)) if dilations else 1
                                        for _ in range(n)))
-        from primitives.windowed import reduce_window_shape_tuple
+        from xform._src.primitives.windowed import reduce_window_shape_tuple
         try:
             out = reduce_window_shape_tuple(shp, **p)
         except ValueError:
@@ -147,7 +147,7 @@ def _sga_gen(data, name):
 
 
 def _ssa_gen(data, name):
-    from primitives.windowed import reduce_window_shape_tuple
+    from xform._src.primitives.windowed import reduce_window_shape_tuple
     rng = _rng(data)
     dt = np.dtype(data.draw(st.sampled_from(["float32", "float16"]), label="dtype"))
     shp, p = random_window(rng, negative_pads=True, dilations=False)
@@ -159,18 +159,18 @@ def _ssa_gen(data, name):
 
 
 def _mul_computation(dt):
-    from interpreters import staging
-    from interpreters.core import ShapedArray
-    from primitives.elementwise import mul_p
+    from xform._src.interpreters import staging
+    from xform._src.interpreters.core import ShapedArray
+    from xform._src.primitives.elementwise import mul_p
     return staging.trace_to_closed_jaxpr(lambda a, b: [mul_p.bind(a, b)],
                                          [ShapedArray((), dt)] * 2)
 
 
 def _argmax_computation(dt):
     """Variadic (value, index) -> first maximum, as jnp.argmax is often written."""
-    from interpreters import staging
-    from interpreters.core import ShapedArray
-    from primitives.elementwise import gt_p, eq_p, lt_p, and_p, or_p, select_n_p
+    from xform._src.interpreters import staging
+    from xform._src.interpreters.core import ShapedArray
+    from xform._src.primitives.elementwise import gt_p, eq_p, lt_p, and_p, or_p, select_n_p
 
     def f(av, ai, bv, bi):
         pick_a = or_p.bind(gt_p.bind(av, bv), and_p.bind(eq_p.bind(av, bv), lt_p.bind(ai, bi)))
@@ -224,7 +224,7 @@ SPECS["reduce"] = (_generic_reduce_gen, False, 16)
 
 
 def _fft_gen(data, name):
-    from primitives.fft import FftType
+    from xform._src.primitives.fft import FftType
     rng = _rng(data)
     typ = data.draw(st.sampled_from(list(FftType)), label="fft_type")
     k = data.draw(st.integers(1, 3), label="rank")

@@ -74,7 +74,7 @@ def register_linalg_specs(spec):
         m, n = max(m, n), min(m, n)
         x = _mat(rng, batch + (m, n), dt)
         if name == "householder_product":
-            from primitives.linalg_decomp import _geqrf_impl
+            from xform._src.primitives.linalg_decomp import _geqrf_impl
             return {}, list(_geqrf_impl(x))
         if name == "geqp3":
             return {}, [x, np.zeros(batch + (n,), np.int32)]
@@ -134,8 +134,8 @@ def register_linalg_specs(spec):
 
     @spec("custom_linear_solve", tol=64)
     def _cls(data, name):
-        from interpreters import staging
-        from interpreters.core import Array, ShapedArray
+        from xform._src.interpreters import staging
+        from xform._src.interpreters.core import Array, ShapedArray
         import xform.numpy as xnp
         from xform.lax import custom_linear_solve
         dt = data.draw(st.sampled_from([np.dtype(np.float32), np.dtype(np.complex64)]))

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import settings
 
 import xform  # noqa: F401  (registers every primitive)
-from interpreters import ad, batching, core, ir, staging
-from interpreters.config import config
+from xform._src.interpreters import ad, batching, core, ir, staging
+from xform._src.interpreters.config import config
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

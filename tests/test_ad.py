@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xform
-from interpreters import ad
-from interpreters.config import config
+from xform._src.interpreters import ad
+from xform._src.interpreters.config import config
 from xform import lax as xl
 
 

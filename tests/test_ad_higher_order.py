@@ -12,7 +12,7 @@ import pytest
 
 import xform
 import xform.numpy as xnp
-from interpreters import ad
+from xform._src.interpreters import ad
 from xform import lax as xlax
 
 f32 = np.float32

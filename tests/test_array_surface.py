@@ -155,8 +155,8 @@ def test_tracer_attributes_do_not_hide_array_methods():
     import jax
     import numpy as np
     import xform
-    from interpreters import batching, core, staging  # noqa: F401  (register the tracers)
-    from interpreters import ad  # noqa: F401
+    from xform._src.interpreters import batching, core, staging  # noqa: F401  (register the tracers)
+    from xform._src.interpreters import ad  # noqa: F401
 
     def subclasses(c):
         for s in c.__subclasses__():

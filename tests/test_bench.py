@@ -242,5 +242,5 @@ def test_dispatch_probe_stage_profile_runs():
         t = dispatch_probe.measure(thunks, rounds=1, round_s=0.001)
         assert all(v > 0 for v in t.values()), name
         out = thunks["call path"]()
-        from lowering.dispatch import MISS
+        from xform._src.lowering.dispatch import MISS
         assert out is not MISS, name

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import xform
-from interpreters import ad
+from xform._src.interpreters import ad
 from xform import lax as xl
 from xform._ad_api import as_value
 from xform.ad_checkpoint import checkpoint_name

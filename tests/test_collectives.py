@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import jax
 import jax.numpy as jnp
 import xform
-from interpreters import staging, ir
+from xform._src.interpreters import staging, ir
 from xform import lax
 
 jax.config.update("jax_enable_x64", False)
@@ -290,8 +290,8 @@ def test_staged_collective_then_evaluated_under_vmap():
 
 
 def test_collectives_abstract_eval_shapes():
-    from interpreters.core import ShapedArray
-    from primitives import collectives as C
+    from xform._src.interpreters.core import ShapedArray
+    from xform._src.primitives import collectives as C
     a = ShapedArray((2, 6), np.float32)
     assert C.psum_p.abstract_eval(a, axes=("i",), axis_index_groups=None) == a
     out = C.all_gather_p.abstract_eval(a, all_gather_dimension=1, axis_name="i",
@@ -330,7 +330,7 @@ def test_unbound_axis_under_vmap_lists_bound_names():
 
 
 def test_primitive_evaluated_eagerly_raises_name_error():
-    from primitives.collectives import psum_p
+    from xform._src.primitives.collectives import psum_p
     with pytest.raises(NameError, match="unbound axis name: i"):
         psum_p.bind(np.float32(1.0), axes=("i",), axis_index_groups=None)
 
@@ -349,8 +349,8 @@ def test_bad_collective_arguments():
 
 def test_extend_axis_env_lets_staging_record_collectives():
     """``make_jaxpr(axis_env=...)``'s hook: names bound without a vmap are staged."""
-    from interpreters import batching
-    from interpreters.core import ShapedArray
+    from xform._src.interpreters import batching
+    from xform._src.interpreters.core import ShapedArray
     aval = ShapedArray((4,), np.float32)
     with pytest.raises(NameError):
         staging.trace_to_jaxpr(lambda a: [lax.psum(a, "i")], [aval])

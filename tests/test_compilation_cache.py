@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAM = r"""
 import ast, json, sys
 import xform, xform.numpy as xnp
-from interpreters.config import config
+from xform._src.interpreters.config import config
 for kv in sys.argv[1:]:
     k, v = kv.split("=", 1)
     try:
@@ -32,7 +32,7 @@ def f(x):
     return x.sum()
 
 out = float(xform.jit(f)(xnp.arange(64.0)))
-import lowering
+from xform._src import lowering
 info = lowering.cache_info()["persistent"]
 print(json.dumps({"out": out, **info}))
 """
@@ -97,8 +97,8 @@ def test_min_compile_time_threshold(tmp_path):
 
 
 def test_size_bound_evicts_least_recently_used(tmp_path):
-    from lowering import compilation_cache as pcache
-    from interpreters.config import config
+    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.interpreters.config import config
     with config.override("jax_compilation_cache_dir", str(tmp_path)), \
             config.override("jax_compilation_cache_max_size", 3200), \
             config.override("jax_persistent_cache_min_compile_time_secs", 0.0):
@@ -117,8 +117,8 @@ def test_size_bound_evicts_least_recently_used(tmp_path):
 
 @pytest.mark.parametrize("bad", [b"", b"xform-xla-cache-v1\n" + b"\0" * 10])
 def test_truncated_entries_are_misses(tmp_path, bad):
-    from lowering import compilation_cache as pcache
-    from interpreters.config import config
+    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.interpreters.config import config
     with config.override("jax_compilation_cache_dir", str(tmp_path)):
         os.makedirs(tmp_path, exist_ok=True)
         (tmp_path / ("e" * 64 + ".xlaexe")).write_bytes(bad)

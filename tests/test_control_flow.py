@@ -16,7 +16,7 @@ from hypothesis import strategies as hst
 
 import xform
 import xform.numpy as xnp
-from interpreters.config import config
+from xform._src.interpreters.config import config
 from xform import lax as xl
 
 XL = (xl, xnp)

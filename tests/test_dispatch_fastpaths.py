@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import xform
 import xform.numpy as xnp
-from interpreters import core
-from primitives.elementwise import add_p, mul_p, sin_p
+from xform._src.interpreters import core
+from xform._src.primitives.elementwise import add_p, mul_p, sin_p
 
 FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32]
 
@@ -96,7 +96,7 @@ def test_eager_fast_path_is_silent_and_honours_debug_nans():
 
 
 def test_eager_fast_rebuilt_when_a_rule_changes():
-    from interpreters.core import Primitive
+    from xform._src.interpreters.core import Primitive
     p = Primitive("probe_double")
     p.def_impl(lambda x: x * 2)
     f = p.eager_fast()
@@ -407,8 +407,8 @@ DT_CASES = [np.float32, np.int8, np.uint8, np.bool_, np.float16, np.int32, np.ui
 def test_packed_program_semantics(dt):
     """The packed program (arguments as one byte buffer sliced and bitcast back) computes
     what the original computes, evaluated by the NumPy reference interpreter."""
-    from interpreters.ir import eval_jaxpr
-    from lowering import dispatch
+    from xform._src.interpreters.ir import eval_jaxpr
+    from xform._src.lowering import dispatch
     rng = np.random.default_rng(0)
 
     def f(a, b, c):
@@ -426,7 +426,7 @@ def test_packed_program_semantics(dt):
 
 
 def test_packed_numpy_transfer_end_to_end_matches_jax():
-    from lowering import dispatch
+    from xform._src.lowering import dispatch
     rng = np.random.default_rng(3)
 
     def step(p, x, y):
@@ -460,8 +460,8 @@ def test_packed_numpy_transfer_end_to_end_matches_jax():
 
 
 def test_pack_plan_limits():
-    from interpreters.core import ShapedArray
-    from lowering import dispatch
+    from xform._src.interpreters.core import ShapedArray
+    from xform._src.lowering import dispatch
     f32 = np.dtype(np.float32)
     small = [ShapedArray((8,), f32)] * 3
     assert dispatch.pack_plan(small, 0, (0, 1, 2)) == (0, 1, 2)
@@ -476,7 +476,7 @@ def test_pack_plan_limits():
 
 
 def test_packed_transfer_with_hoisted_constants():
-    from lowering import dispatch
+    from xform._src.lowering import dispatch
     c = np.linspace(0, 1, 5).astype(np.float32)
 
     def f(a, b):

@@ -1,4 +1,4 @@
-"""interpreters.dtypes checked against real JAX (the oracle; only tests import jax)."""
+"""xform._src.interpreters.dtypes checked against real JAX (the oracle; only tests import jax)."""
 import contextlib
 import itertools
 import warnings
@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 from jax._src import dtypes as jax_dtypes_internal
 from jax._src.lax import lax as jax_lax_internal
 
-from interpreters import dtypes as D
-from interpreters.config import config
+from xform._src.interpreters import dtypes as D
+from xform._src.interpreters.config import config
 
 # JAX warns when it truncates explicitly named 64-bit dtypes with x64 off.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import xform  # noqa: F401  (registers every primitive)
-from interpreters import ad, batching, core
-from interpreters import dtypes as D
-from interpreters.config import config
-from interpreters.core import Array
-from interpreters.staging import trace_to_jaxpr
-from primitives import elementwise as ew
+from xform._src.interpreters import ad, batching, core
+from xform._src.interpreters import dtypes as D
+from xform._src.interpreters.config import config
+from xform._src.interpreters.core import Array
+from xform._src.interpreters.staging import trace_to_jaxpr
+from xform._src.primitives import elementwise as ew
 from xform import lax
 
 jax.config.update("jax_platforms", "cpu")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import xform
 import xform.lax as lax
 import xform.numpy as xnp
-from interpreters import ad, core
+from xform._src.interpreters import ad, core
 from prim_testutil import check_batch, check_jvp, examples, x64_enabled
 
 TYPES = ["FFT", "IFFT", "RFFT", "IRFFT"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from interpreters import core
+from xform._src.interpreters import core
 from prim_testutil import (assert_close, check_batch, check_jvp, check_transpose,  # noqa: F401
                            x64_enabled)
 from xform import lax
@@ -202,7 +202,7 @@ def test_scatter_mul_jvp_updates_needs_unique_indices():
     x, u = np.ones(3), np.array([2.0, 3.0])
     idx = np.array([[0], [0]], np.int32)
     dn = lax.ScatterDimensionNumbers((), (0,), (0,))
-    from interpreters import ad
+    from xform._src.interpreters import ad
     with pytest.raises(NotImplementedError, match="unique_indices"):
         ad.jvp_flat(lambda x, u: [lax.scatter_mul(x, idx, u, dn)],
                     [core.Array(x), core.Array(u)], [core.Array(x), core.Array(u)])
@@ -280,8 +280,8 @@ def test_scatter_batching(name, seed):
 
 
 def test_jaxpr_params_match_jax_names():
-    from interpreters import staging
-    from interpreters.core import ShapedArray
+    from xform._src.interpreters import staging
+    from xform._src.interpreters.core import ShapedArray
     dn = lax.GatherDimensionNumbers((1,), (0,), (0,))
     jaxpr, _ = staging.trace_to_jaxpr(
         lambda x, i: [lax.gather(x, i, dn, (1, 3))],

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 import xform  # noqa: F401  (registers primitives)
-from interpreters import core, errors, ir, staging
-from interpreters.core import ShapedArray
-from interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from primitives.elementwise import add_p, mul_p, neg_p, sin_p
+from xform._src.interpreters import core, errors, ir, staging
+from xform._src.interpreters.core import ShapedArray
+from xform._src.interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from xform._src.primitives.elementwise import add_p, mul_p, neg_p, sin_p
 
 F32_3 = ShapedArray((3,), np.float32)
 
@@ -17,7 +17,7 @@ def _program():
     y, z, w = Var(F32_3), Var(F32_3), Var(F32_3)
     two = Literal(np.float32(2.0), ShapedArray((), np.float32))
     two_b = Var(F32_3)
-    from primitives import structural
+    from xform._src.primitives import structural
     eqns = [
         Eqn(sin_p, [x], [y], {}),
         Eqn(mul_p, [y, c], [z], {}),
@@ -30,7 +30,7 @@ def _program():
 
 
 def _bcast_params():
-    from primitives import structural
+    from xform._src.primitives import structural
     t = staging.trace_to_jaxpr(
         lambda: [structural.broadcast_in_dim_p.bind(np.float32(1), shape=(2,),
                                                     broadcast_dimensions=())], [])

@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 
 import xform
 import xform.ad_checkpoint  # noqa: F401
-from interpreters import ir
+from xform._src.interpreters import ir
 
 f32 = np.float32
 X34 = np.arange(12, dtype=f32).reshape(3, 4) / 10

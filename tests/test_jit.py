@@ -415,7 +415,7 @@ def test_debug_callback_survives_dce():
         xform.debug.callback(lambda v: seen.append(np.asarray(v).tolist()), x)
         return L.mul(x, 0.0)
     jaxpr = xform.make_jaxpr(g)(np.float32(1.0))
-    from interpreters import passes
+    from xform._src.interpreters import passes
     assert any(e.primitive.name == "debug_callback" for e in passes.simplify(jaxpr).eqns)
     xform.jit(g)(np.float32(7.0))
     assert seen == [7.0]

@@ -10,8 +10,8 @@ import jax.numpy as jjnp
 
 import xform
 import xform.numpy as xjnp
-from interpreters import core
-from interpreters.staging import StagingTrace
+from xform._src.interpreters import core
+from xform._src.interpreters.staging import StagingTrace
 from xform.numpy import _jitted
 
 f32 = np.float32
@@ -108,7 +108,7 @@ def test_eager_calls_do_not_jit_and_staged_calls_do():
 
 def test_eager_grad_of_wrapped_function_compiles_nothing(monkeypatch):
     calls = []
-    import primitives.jit as pj
+    import xform._src.primitives.jit as pj
     orig = pj.compile_program
     monkeypatch.setattr(pj, "compile_program", lambda *a, **k: calls.append(1) or orig(*a, **k))
     g = xform.grad(lambda a: xjnp.sum(xjnp.cumsum(xjnp.where(a > 0, a, 0.) ** 2)))
@@ -143,7 +143,7 @@ def test_debug_print_matches_jax_everywhere(capsys):
 
 
 def test_debug_print_survives_dce_and_lowers():
-    from interpreters import passes
+    from xform._src.interpreters import passes
     closed = xform.make_jaxpr(lambda a: (xform.debug.print("x {}", a), a * 0.)[1])(A)
     assert [e.primitive.name for e in passes.simplify(closed).eqns][0] == "debug_print"
     hlo = xform.jit(lambda a: (xform.debug.print("x {}", a), a)[1]).lower(A).compile().as_text()

@@ -352,10 +352,10 @@ def test_remaining_names_match_jax():
 
 def test_platform_table_lowers_cuda_rows_to_cusolver():
     """The CUDA rows of the target table (no GPU here: text only, never compiled)."""
-    from interpreters import staging
-    from interpreters.core import ShapedArray
-    from interpreters.ir import ClosedJaxpr
-    from lowering.mlir import lower_module
+    from xform._src.interpreters import staging
+    from xform._src.interpreters.core import ShapedArray
+    from xform._src.interpreters.ir import ClosedJaxpr
+    from xform._src.lowering.mlir import lower_module
 
     def text(fn, *shapes):
         avals = [ShapedArray(s, np.float32) for s in shapes]
@@ -546,7 +546,7 @@ def test_wide_svd_through_the_adjoint(monkeypatch, dt, full, cuv):
     """The lowering that decomposes a wide matrix through its adjoint (used where the kernel
     needs m >= n, cusolver's gesvd), routed through the CPU here: singular values equal JAX's
     and U S V^H reconstructs the matrix with orthonormal U and V."""
-    from lowering import rules_linalg_decomp
+    from xform._src.lowering import rules_linalg_decomp
     monkeypatch.setattr(rules_linalg_decomp, "_WIDE_SVD_BY_TRANSPOSE", {"cpu", "cuda"})
     a = _mat(np.random.default_rng(0), (2, 3, 5), dt)
     f = xform.jit(lambda x: xnp.linalg.svd(x, full_matrices=full, compute_uv=cuv))

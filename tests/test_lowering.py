@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import xform  # noqa: F401
-import lowering
-from interpreters import core, staging
-from interpreters.core import Array, Primitive, ShapedArray
-from interpreters.ir import ClosedJaxpr
+from xform._src import lowering
+from xform._src.interpreters import core, staging
+from xform._src.interpreters.core import Array, Primitive, ShapedArray
+from xform._src.interpreters.ir import ClosedJaxpr
 
 P = {p.name: p for p in core.abstract_eval_rules}
 f32 = np.dtype(np.float32)
@@ -271,7 +271,7 @@ def test_mixing_committed_devices_raises():
     code = textwrap.dedent("""
         import jax; jax.config.update('jax_num_cpu_devices', 2)
         import numpy as np, xform, lowering
-        from interpreters import core
+        from xform._src.interpreters import core
         P = {p.name: p for p in core.abstract_eval_rules}
         d0, d1 = lowering.devices()[:2]
         a = lowering.device_put(np.ones(3, np.float32), d0)
@@ -296,7 +296,7 @@ def test_mixing_committed_devices_raises():
 def test_import_xform_does_not_import_jax():
     code = ("import sys, xform, lowering; assert 'jax' not in sys.modules and "
             "'jaxlib' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m); "
-            "lowering.lower_jaxpr; assert 'jax' not in sys.modules; print('OK')")
+            "xform._src.lowering.lower_jaxpr; assert 'jax' not in sys.modules; print('OK')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        cwd=str(__import__("pathlib").Path(__file__).parents[1]))
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-2000:]

@@ -6,10 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import xform
-from interpreters import core, passes
-from interpreters.ir import check_jaxpr, eval_jaxpr
-from primitives.elementwise import convert_element_type_p
-from primitives.structural import reshape_p
+from xform._src.interpreters import core, passes
+from xform._src.interpreters.ir import check_jaxpr, eval_jaxpr
+from xform._src.primitives.elementwise import convert_element_type_p
+from xform._src.primitives.structural import reshape_p
 from xform import lax as L
 
 JL = jax.lax

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import xform
 import xform.numpy as xnp
 import xform.random as xr
-from primitives.random import threefry2x32_reference
+from xform._src.primitives.random import threefry2x32_reference
 
 
 def _same(a, b):
@@ -442,7 +442,7 @@ def test_mixing_typed_and_raw_keys_refused():
 @given(alg=st.sampled_from([0, 1, 2]), dt=st.sampled_from(["uint8", "uint16", "uint32"]),
        shape=st.lists(st.integers(0, 5), max_size=3), seed=st.integers(0, 2**32 - 1))
 def test_rng_bit_generator_matches_jax(alg, dt, shape, seed):
-    from primitives.random import rng_bit_generator_reference
+    from xform._src.primitives.random import rng_bit_generator_reference
     key = np.random.default_rng(seed).integers(0, 2**32, 4, dtype=np.uint64).astype(np.uint32)
     shape = tuple(shape)
     jk, jb = jax.lax.rng_bit_generator(key, shape, dt, jax.lax.RandomAlgorithm(alg))
@@ -455,7 +455,7 @@ def test_rng_bit_generator_matches_jax(alg, dt, shape, seed):
 
 
 def test_rng_bit_generator_uint64_x64():
-    from primitives.random import rng_bit_generator_reference
+    from xform._src.primitives.random import rng_bit_generator_reference
     key = np.array([1, 2**32 - 1, 7, 2**31], np.uint32)
     with x64():
         for alg in (1, 2):

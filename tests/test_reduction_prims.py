@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from interpreters import ad, core
+from xform._src.interpreters import ad, core
 from prim_testutil import (BF16, batch_args, check_batch, check_jvp, check_transpose,
                            check_vs_jax, examples, rand, x64_enabled)
 from xform import lax

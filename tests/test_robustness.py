@@ -12,10 +12,10 @@ import threading
 import numpy as np
 import pytest
 
-import lowering
+from xform._src import lowering
 import xform
 import xform.numpy as xnp
-from lowering import runtime
+from xform._src.lowering import runtime
 from xform import _jit
 
 

@@ -21,10 +21,10 @@ from hypothesis import assume, given, settings, strategies as st
 
 import xform
 import xform.numpy as xnp
-from interpreters import ad, core, ir
-from interpreters.core import ShapedArray
-from primitives import _rules
-from primitives import elementwise as E
+from xform._src.interpreters import ad, core, ir
+from xform._src.interpreters.core import ShapedArray
+from xform._src.primitives import _rules
+from xform._src.primitives import elementwise as E
 from prim_testutil import (check_batch, check_jvp, check_transpose, x64_enabled)
 import test_verifier as V
 from test_jaxpr_printing import normalise
@@ -147,7 +147,7 @@ def _test_lowering_with_rank0_operands_matches_reference(name, data):
 
 
 def test_lowered_text_broadcasts_rank0_operands():
-    from lowering import mlir
+    from xform._src.lowering import mlir
     f = lambda x, s: (x * s + 1.0) * 1.0 - s   # noqa: E731
     closed = xform.make_jaxpr(f)(np.ones((2, 3), np.float32), np.float32(2))
     assert [e.primitive.name for e in closed.jaxpr.eqns] == ["mul", "add", "mul", "sub"]

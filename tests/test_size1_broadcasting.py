@@ -23,10 +23,10 @@ from hypothesis import assume, given, settings, strategies as st
 
 import xform
 import xform.numpy as xnp
-from interpreters import ad, core, ir
-from interpreters.core import ShapedArray
-from primitives import _rules
-from primitives import elementwise as E
+from xform._src.interpreters import ad, core, ir
+from xform._src.interpreters.core import ShapedArray
+from xform._src.primitives import _rules
+from xform._src.primitives import elementwise as E
 from prim_testutil import check_batch, check_jvp, check_transpose, x64_enabled
 import test_verifier as V
 from test_jaxpr_printing import normalise
@@ -124,7 +124,7 @@ def _test_lowering_with_size1_dims_matches_reference(name, data):
 
 
 def test_lowered_text_broadcasts_size1_operands():
-    from lowering import mlir
+    from xform._src.lowering import mlir
     f = lambda a, b: a * b + a   # noqa: E731
     closed = xform.make_jaxpr(f)(np.ones((4, 1), np.float32), np.ones((1, 3), np.float32))
     assert [e.primitive.name for e in closed.jaxpr.eqns] == ["mul", "add"]
@@ -154,7 +154,7 @@ def test_jvp_with_size1_dims_matches_finite_differences(name, shapes):
 
 @pytest.mark.parametrize("shapes", _MIXES[:2], ids=str)
 def test_special_jvps_with_size1_dims_match_finite_differences(shapes):
-    from primitives import special as S
+    from xform._src.primitives import special as S
     rng = np.random.default_rng(4)
     a, x = rng.uniform(0.5, 2.0, shapes[0]), rng.uniform(0.5, 2.0, shapes[1])
     with x64_enabled():

@@ -145,7 +145,7 @@ def test_top_k_jvp_and_transpose(seed):
 def test_sort_jvp_with_ties_matches_jax():
     x = np.array([[2., 1., 2., 1.], [0., -0., 3., 0.]], np.float32)
     t = np.arange(8, dtype=np.float32).reshape(2, 4)
-    from interpreters import ad, core
+    from xform._src.interpreters import ad, core
     _, (to,) = ad.jvp_flat(lambda a: [lax.sort(a, 1)], [core.Array(x)], [core.Array(t)])
     ref = jax.jvp(lambda a: jax.lax.sort(a, dimension=1), (x,), (t,))[1]
     np.testing.assert_array_equal(np.asarray(to), np.asarray(ref))

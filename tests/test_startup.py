@@ -47,7 +47,7 @@ def test_bfloat16_names_work_lazily():
     out = _run(_LOADED + """
 import numpy as np
 import xform, xform.numpy as jnp
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 before = loaded()
 f32 = jnp.finfo(jnp.float32).eps        # NumPy's own dtypes need no ml_dtypes
 ok_i = jnp.iinfo(jnp.int8).max
@@ -116,7 +116,7 @@ f = xform.jit(lambda x, y: (jnp.sin(x) * y, x @ x.T))
 a, b = f(np.ones((3, 3), np.float32), 2.0)
 a.block_until_ready()
 c = jnp.cos(a) + b                          # eager on jit outputs
-import lowering.runtime as rt
+import xform._src.lowering.runtime as rt
 res = {'loaded': loaded(), 'kind': rt.runtime_kind(),
        'a': np.asarray(a).tolist(), 'c_dtype': str(c.dtype),
        'devices': [str(d) for d in xform.devices()], 'arr_devices': [str(d) for d in a.devices()],
@@ -166,7 +166,7 @@ import os, sys, json
 os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=2'
 import numpy as np
 import xform
-import lowering.runtime as rt
+import xform._src.lowering.runtime as rt
 y = xform.jit(lambda x: x + 1)(np.ones(2, np.float32))
 print(json.dumps([rt.runtime_kind(), len(xform.devices()), np.asarray(y).tolist()]))
 """)

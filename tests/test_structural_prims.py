@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from interpreters import core
+from xform._src.interpreters import core
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
                            check_transpose, check_vs_jax, examples, rand, vmap_local,
                            x64_enabled)
@@ -243,7 +243,7 @@ def test_dynamic_update_slice_batched_indices(seed):
 def test_jvp_and_transpose_under_batched_indices(seed):
     """vmap of (JVP, VJP) of dynamic_slice with per-example indices: the transposed
     program binds dynamic_update_slice with batched indices."""
-    from interpreters import ad
+    from xform._src.interpreters import ad
     rng = np.random.default_rng(seed)
     shape = rshape(rng, int(rng.integers(1, 3)), lo=1)
     sizes = tuple(int(rng.integers(0, d + 1)) for d in shape)

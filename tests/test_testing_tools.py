@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import xform
 import xform.numpy as xnp
-from interpreters import core
-from interpreters.config import config
+from xform._src.interpreters import core
+from xform._src.interpreters.config import config
 from xform import lax
 from xform.testing import (VerificationError, assert_allclose, check_grads, check_jvp,
                            check_vjp, verify)
@@ -232,7 +232,7 @@ def test_verify_passes_on_correct_functions(case):
 @pytest.fixture
 def broken_primitive():
     """``my_double``: NumPy impl doubles, the lowering rule triples (a planted bug)."""
-    from lowering import mlir
+    from xform._src.lowering import mlir
     p = core.Primitive("my_double")
     p.def_impl(lambda x: x * np.asarray(2, x.dtype))
     p.def_abstract_eval(lambda a: a)

@@ -17,10 +17,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import xform  # noqa: F401  (registers every primitive)
-import lowering
-from interpreters import core, staging
-from interpreters.core import Array, ShapedArray
-from interpreters.ir import ClosedJaxpr
+from xform._src import lowering
+from xform._src.interpreters import core, staging
+from xform._src.interpreters.core import Array, ShapedArray
+from xform._src.interpreters.ir import ClosedJaxpr
 from test_indexing_prims import gather_out_shape, random_gather_config, random_indices
 
 # Primitives that legitimately have no lowering rule (yet):
@@ -485,7 +485,7 @@ def _gather_scatter_config(data):
 
 @spec("gather", exact=True)
 def _gather(data, name):
-    from primitives.indexing import GatherDimensionNumbers, GatherScatterMode
+    from xform._src.primitives.indexing import GatherDimensionNumbers, GatherScatterMode
     rng, shape, dn, sizes, idx, _ = _gather_scatter_config(data)
     dt = data.draw(st.sampled_from(F + I + B), label="dtype")
     mode = data.draw(st.sampled_from(list(GatherScatterMode)), label="mode")
@@ -498,7 +498,7 @@ def _gather(data, name):
 
 @spec("scatter scatter-add scatter-mul scatter-min scatter-max", exact=True)
 def _scatter(data, name):
-    from primitives.indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_add
+    from xform._src.primitives.indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_add
     rng, shape, dn, sizes, idx, ushape = _gather_scatter_config(data)
     dt = data.draw(st.sampled_from(F + SI + ([] if name in ("scatter-add", "scatter-mul")
                                              else B)), label="dtype")
@@ -744,7 +744,7 @@ def _threefry2x32(data, name):
 # typed PRNG keys: the casts between key arrays and their uint32[..., 2] words
 @spec("random_wrap random_unwrap random_clone", exact=True)
 def _key_casts(data, name):
-    from primitives.prng import to_struct
+    from xform._src.primitives.prng import to_struct
     rng = _rng(data)
     shape = data.draw(shapes(min_rank=0, max_rank=2, min_side=0))
     words = rng.integers(0, 2**32, shape + (2,), dtype=np.uint64).astype(np.uint32)
@@ -755,7 +755,7 @@ def _key_casts(data, name):
 
 @spec("rng_bit_generator", exact=True)
 def _rng_bit_generator(data, name):
-    from primitives.random import RandomAlgorithm
+    from xform._src.primitives.random import RandomAlgorithm
     rng = _rng(data)
     shape = data.draw(shapes(min_rank=0, max_rank=3, min_side=0, max_side=5))
     dt = data.draw(st.sampled_from([np.uint8, np.uint16, np.uint32]), label="dtype")

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import jax
 import xform
-from interpreters import batching, core
+from xform._src.interpreters import batching, core
 from xform import lax
 
 jax.config.update("jax_enable_x64", False)
@@ -221,7 +221,7 @@ def test_wraps_and_docstring():
 def test_tracer_leak_is_reported():
     leaked = []
     xform.vmap(lambda a: leaked.append(a) or a)(_f32(2, 2))
-    from interpreters.errors import UnexpectedTracerError
+    from xform._src.interpreters.errors import UnexpectedTracerError
     with pytest.raises(UnexpectedTracerError):
         lax.sin(leaked[0])
 
@@ -413,7 +413,7 @@ def test_grad_of_vmap_with_in_axes_and_out_axes():
 
 
 def test_batch_jaxpr_program_to_program():
-    from interpreters import staging, ir
+    from xform._src.interpreters import staging, ir
     avals = [core.ShapedArray((3,), np.float32), core.ShapedArray((3,), np.float32)]
     closed = staging.trace_to_closed_jaxpr(lambda a, b: [lax.mul(lax.sin(a), b)], avals)
     batched, dims = batching.batch_jaxpr(closed, batching.AxisData(4), [1, None], out_dims=[0])
@@ -648,12 +648,12 @@ _NO_RULE_NEEDED = {"iota", "custom_lin"}
 def _catalogue():
     import importlib
     import pkgutil
-    import primitives
+    from xform._src import primitives
     prims = {}
     for info in pkgutil.iter_modules(primitives.__path__):
         if info.name.startswith("_"):
             continue
-        mod = importlib.import_module(f"primitives.{info.name}")
+        mod = importlib.import_module(f"xform._src.primitives.{info.name}")
         for v in vars(mod).values():
             if isinstance(v, core.Primitive):
                 prims[v.name] = (v, info.name)

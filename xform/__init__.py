@@ -6,10 +6,12 @@ does not import jax or jaxlib: the XLA layer loads on first use.
 """
 import importlib as _importlib
 
-import primitives as _primitives  # noqa: F401  (registers every primitive's rules)
-from interpreters.config import config
+from xform import _legacy_names
+_legacy_names.install()
+import xform._src.primitives as _primitives  # noqa: F401  (registers every primitive's rules)
+from xform._src.interpreters.config import config
 from xform._array_type import Array
-from interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,
+from xform._src.interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
                                  UnexpectedTracerError)
 

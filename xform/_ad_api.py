@@ -14,10 +14,10 @@ import operator
 
 import numpy as np
 
-from interpreters import ad, core, dtypes
-from interpreters.ad import Zero, float0
-from interpreters.core import Array, Tracer
-from interpreters.staging import trace_to_jaxpr
+from xform._src.interpreters import ad, core, dtypes
+from xform._src.interpreters.ad import Zero, float0
+from xform._src.interpreters.core import Array, Tracer
+from xform._src.interpreters.staging import trace_to_jaxpr
 from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
@@ -357,7 +357,7 @@ def _weak_like(ct, aval):
     ca = core.get_aval(ct)
     if ca.weak_type or ca.dtype != aval.dtype:
         return ct
-    from primitives.elementwise import convert_element_type_p
+    from xform._src.primitives.elementwise import convert_element_type_p
     return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=True)
 
 
@@ -373,7 +373,7 @@ def _inline_scalar_inputs(lin, raw, leaves):
                   or (type(r) is np.ndarray and r.ndim == 0)) and isinstance(c, Array)}
     if not scalar or not any(id(r) in scalar for r in lin.residuals):
         return lin
-    from interpreters.ir import Jaxpr, Literal
+    from xform._src.interpreters.ir import Jaxpr, Literal
     jaxpr, env, constvars, residuals = lin.jaxpr, {}, [], []
     for v, r in zip(jaxpr.constvars, lin.residuals):
         if id(r) in scalar:
@@ -518,7 +518,7 @@ def _vmap():
 
 
 def _lax():
-    from primitives import structural
+    from xform._src.primitives import structural
     return structural
 
 
@@ -722,7 +722,7 @@ class LinearTransposeFunction:
             return [_instantiate(r) for r in ad.backward_pass(self.jaxpr, self.consts,
                                                               list(cts))]
         jaxpr, consts = trace_to_jaxpr(bwd, self._out_avals, name="transpose")
-        from interpreters.ir import ClosedJaxpr
+        from xform._src.interpreters.ir import ClosedJaxpr
         return ClosedJaxpr(jaxpr, consts)
 
     def __str__(self):

@@ -30,9 +30,9 @@ import threading
 
 import numpy as np
 
-from interpreters import core, staging
-from interpreters.config import config
-from interpreters.dtypes import float0
+from xform._src.interpreters import core, staging
+from xform._src.interpreters.config import config
+from xform._src.interpreters.dtypes import float0
 
 __all__ = ["float0", "named_call", "named_scope", "ensure_compile_time_eval", "typeof",
            "clear_caches", "live_arrays", "print_environment_info", "Device",
@@ -129,8 +129,8 @@ def typeof(x):
 def clear_caches():
     """Clear every cache: jit tracing caches, program-transform memos, compiled
     executables (the next call of a jitted function retraces and recompiles)."""
-    from interpreters import jaxpr_transforms as jt
-    from primitives import jit as pjit
+    from xform._src.interpreters import jaxpr_transforms as jt
+    from xform._src.primitives import jit as pjit
     from xform import _jit
     for m in (jt._jvp_memo, jt._pe_memo, jt._transpose_memo, pjit._programs):
         m.d.clear()
@@ -139,8 +139,8 @@ def clear_caches():
     for obj in gc.get_objects():
         if type(obj) is _jit.JitWrapped:
             obj.clear_cache()
-    if "lowering.runtime" in sys.modules:
-        sys.modules["lowering.runtime"].clear_caches()
+    if "xform._src.lowering.runtime" in sys.modules:
+        sys.modules["xform._src.lowering.runtime"].clear_caches()
 
 
 def live_arrays(platform=None):
@@ -175,8 +175,8 @@ def print_environment_info(return_string: bool = False):
              f"numpy:    {np.__version__}", f"ml_dtypes: {ver('ml_dtypes')}",
              f"python:   {sys.version}", f"platform: {_platform.platform()}",
              f"process_count: {process_count()}"]
-    if "lowering.runtime" in sys.modules:
-        rt = sys.modules["lowering.runtime"]
+    if "xform._src.lowering.runtime" in sys.modules:
+        rt = sys.modules["xform._src.lowering.runtime"]
         lines.append(f"devices:  {rt.devices()}")
     text = "\n".join(lines) + "\n"
     if return_string:
@@ -224,9 +224,9 @@ host_count, host_id, host_ids = process_count, process_index, process_indices
 
 class _DeviceMeta(type):
     def __instancecheck__(cls, obj):
-        if "lowering.runtime" not in sys.modules:
+        if "xform._src.lowering.runtime" not in sys.modules:
             return False   # no device object can exist before the runtime loaded
-        import lowering
+        from xform._src import lowering
         devs = lowering.devices()
         return bool(devs) and isinstance(obj, type(devs[0]).__mro__[0])
 
@@ -410,8 +410,8 @@ def _install_guard_hooks():
             check_transfer("host_to_device", True, "device_put of host values")
         target = args[0] if args else kwargs.get("device")
         if _guards.device_to_device != "allow" and target is not None and \
-                "lowering.runtime" in sys.modules:
-            get_device = sys.modules["lowering.runtime"].get_device
+                "xform._src.lowering.runtime" in sys.modules:
+            get_device = sys.modules["xform._src.lowering.runtime"].get_device
             if any(type(l) is core.Array and l._buf is not None and
                    get_device(l) != target for l in leaves):
                 check_transfer("device_to_device", True,
@@ -497,7 +497,7 @@ def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
     """``(fwd, bwd)``: ``fwd(*args) -> (fun(*args), residuals[, aux])`` and
     ``bwd(residuals, cotangent) -> cotangents of the ``argnums`` arguments``, like
     ``vjp`` split in two so that each half can be jitted once and reused."""
-    from interpreters import ad
+    from xform._src.interpreters import ad
     from xform import _ad_api
     from xform._jit import jit
     if not callable(fun):

@@ -8,7 +8,7 @@ keeps using ``interpreters.core.Array`` to tell concrete values from tracers.
 """
 from __future__ import annotations
 
-from interpreters import core
+from xform._src.interpreters import core
 
 __all__ = ["Array"]
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import ad, batching, core, dtypes
-from interpreters.core import Primitive
-from primitives.host_callback import run_host
+from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters.core import Primitive
+from xform._src.primitives.host_callback import run_host
 
 __all__ = ["pure_callback"]
 
@@ -81,13 +81,13 @@ def _flat_args(args, kwargs):
 
 
 def _move_front(vals, dims):
-    from primitives._rules import moveaxis
+    from xform._src.primitives._rules import moveaxis
     return [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
 
 
 def _sequential(prim, vals, dims, unroll, **params):
     """One call per batch element, as a scan over the batched arguments."""
-    from primitives.control_flow import scan
+    from xform._src.primitives.control_flow import scan
     vals = _move_front(vals, dims)
     batched = [d is not None for d in dims]
     fixed = [v for v, b in zip(vals, batched) if not b]
@@ -137,7 +137,7 @@ def _pure_batch(axis_data, vals, dims, *, callback, result_avals, vmap_method):
                            callback=callback, result_avals=result_avals,
                            vmap_method=vmap_method)
     if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
-        from primitives.structural import broadcast_in_dim_p
+        from xform._src.primitives.structural import broadcast_in_dim_p
         vals = _move_front(vals, dims)
         if vmap_method != "legacy_vectorized":
             n = size if vmap_method == "broadcast_all" else 1

@@ -16,11 +16,11 @@ import dataclasses
 import functools
 import types
 
-from interpreters import ad, core
-from interpreters.ir import _PP_NAMES, Var
-from interpreters.staging import trace_to_jaxpr
-from primitives.custom import trace_flat
-from primitives.remat import name_p, remat_p
+from xform._src.interpreters import ad, core
+from xform._src.interpreters.ir import _PP_NAMES, Var
+from xform._src.interpreters.staging import trace_to_jaxpr
+from xform._src.primitives.custom import trace_flat
+from xform._src.primitives.remat import name_p, remat_p
 from xform._ad_api import _as_value_in
 from xform.tree_util import tree_flatten, tree_unflatten
 

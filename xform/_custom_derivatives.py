@@ -21,9 +21,9 @@ import inspect
 
 import numpy as np
 
-from interpreters import ad, core, errors, ir
-from interpreters.ad import Zero, float0
-from primitives.custom import LazyPrimal, custom_jvp_call_p, custom_vjp_call_p, trace_flat
+from xform._src.interpreters import ad, core, errors, ir
+from xform._src.interpreters.ad import Zero, float0
+from xform._src.primitives.custom import LazyPrimal, custom_jvp_call_p, custom_vjp_call_p, trace_flat
 from xform._ad_api import _as_value_in, _zeros, as_value
 from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
@@ -481,7 +481,7 @@ def closure_convert(fun, *example_args):
         if tree != in_tree:
             raise TypeError(f"closure_convert: expected arguments with structure {in_tree}, "
                             f"got {tree}")
-        from interpreters.ir import eval_jaxpr
+        from xform._src.interpreters.ir import eval_jaxpr
         outs = eval_jaxpr(closed.jaxpr, [], *args[len(args) - n_consts:], *a_leaves)
         return tree_unflatten(store["tree"], outs)
     return converted, list(consts)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core
-from interpreters.core import Array, Tracer
+from xform._src.interpreters import core
+from xform._src.interpreters.core import Array, Tracer
 from xform.tree_util import tree_map
 
 __all__ = ["devices", "local_devices", "default_backend", "device_put", "device_get",
@@ -17,7 +17,7 @@ __all__ = ["devices", "local_devices", "default_backend", "device_put", "device_
 
 
 def _lowering():
-    import lowering
+    from xform._src import lowering
     return lowering
 
 

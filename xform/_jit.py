@@ -30,17 +30,17 @@ import weakref
 
 import numpy as np
 
-from interpreters import core, errors, passes
-from interpreters import staging as _staging_mod
-from interpreters.config import config
-from interpreters.core import EVAL_TRACE, Array, ShapedArray, Tracer
-from interpreters.dtypes import canonicalize_dtype
-from interpreters.ir import ClosedJaxpr
-from interpreters.staging import trace_to_jaxpr
-import primitives.jit as _jit_prim
-from primitives.jit import _hoist, compile_program, jit_p
+from xform._src.interpreters import core, errors, passes
+from xform._src.interpreters import staging as _staging_mod
+from xform._src.interpreters.config import config
+from xform._src.interpreters.core import EVAL_TRACE, Array, ShapedArray, Tracer
+from xform._src.interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters.ir import ClosedJaxpr
+from xform._src.interpreters.staging import trace_to_jaxpr
+import xform._src.primitives.jit as _jit_prim
+from xform._src.primitives.jit import _hoist, compile_program, jit_p
 from xform.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
-from lowering.dispatch import MISS, make_packed_caller, pack_plan, tree_codegen_ok
+from xform._src.lowering.dispatch import MISS, make_packed_caller, pack_plan, tree_codegen_ok
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -99,7 +99,7 @@ class ShapeDtypeStruct:
                 from None
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
-        from interpreters import dtypes as _dt
+        from xform._src.interpreters import dtypes as _dt
         if not _dt.is_extended(dtype):        # typed PRNG key dtypes stay as they are
             dtype = np.dtype(dtype)
         for name, value in (("shape", shape), ("dtype", dtype), ("weak_type", bool(weak_type)),
@@ -764,7 +764,7 @@ class JitWrapped:
         if self._device is not None:
             return self._device
         if self._backend is not None:
-            import lowering
+            from xform._src import lowering
             return lowering.devices(self._backend)[0]
         return None
 
@@ -792,7 +792,7 @@ class JitWrapped:
                 _compiling.pop(id(entry), None)
 
     def _debug_check(self, entry, leaves, outs):
-        from primitives.jit import check_outputs_or_rerun
+        from xform._src.primitives.jit import check_outputs_or_rerun
         check_outputs_or_rerun(entry.closed, list(entry.const_args) + list(leaves), outs,
                                self._name)
 
@@ -904,7 +904,7 @@ def _to_device(c, device):
     if device is None or isinstance(c, Tracer):
         return c
     try:
-        import lowering
+        from xform._src import lowering
         return lowering.device_put(c, device)
     except Exception:
         return c
@@ -918,7 +918,7 @@ class Lowered:
         self._entry = entry
 
     def as_text(self, dialect=None, debug_info=False):
-        import lowering
+        from xform._src import lowering
         w, e = self._wrapped, self._entry
         donated = (False,) * len(e.const_args) + e.donated
         return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
@@ -1088,7 +1088,7 @@ def eval_shape(fun, *args, **kwargs):
 
 
 def _compile_with_xla(closed, **kwargs):
-    import lowering   # lazily: importing xform must not import jax/jaxlib
+    from xform._src import lowering   # lazily: importing xform must not import jax/jaxlib
     return lowering.compile_jaxpr(closed, **kwargs)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters.core import Array, ArrayOps
+from xform._src.interpreters.core import Array, ArrayOps
 from xform import numpy as xnp
 from xform.numpy import _indexing, _ufuncs as F
 from xform.numpy import _util as U
@@ -66,7 +66,7 @@ def _divmod(a, b):
 
 
 def _key_aware_eq(op, negate):
-    from interpreters.dtypes import is_extended
+    from xform._src.interpreters.dtypes import is_extended
 
     def eq(self, other):
         if is_extended(getattr(self, "dtype", None)) or is_extended(getattr(other, "dtype", None)):

@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from interpreters import core
+from xform._src.interpreters import core
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_unflatten
 
@@ -63,7 +63,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         if kwargs:
             raise TypeError("pmap: keyword arguments are not supported by the mapped "
                             "function; pass them positionally")
-        from interpreters import batching
+        from xform._src.interpreters import batching
         if batching._axis_env.extra:
             # nested inside another pmap/shard_map body (whose devices are taken):
             # the inner map runs on each device as a named vmap -- the same values
@@ -135,7 +135,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
 def _build(fun, mesh, name, per, out_axes, statics, donate_argnums, nargs):
     from xform import _jit
     from xform._shard_map import shard_map
-    from primitives import structural
+    from xform._src.primitives import structural
     P = S.PartitionSpec
 
     def run(*args):
@@ -194,7 +194,7 @@ def _build(fun, mesh, name, per, out_axes, statics, donate_argnums, nargs):
 
 def _as_array(x):
     if isinstance(x, (int, float, complex, bool, np.ndarray, np.generic)):
-        from interpreters.core import Array
+        from xform._src.interpreters.core import Array
         aval = core.get_aval(x)
         return Array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
     return x

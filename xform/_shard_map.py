@@ -13,13 +13,13 @@ import threading
 
 import numpy as np
 
-from interpreters import batching, core
-from interpreters.core import Array
-from interpreters.ir import ClosedJaxpr, Jaxpr
-from interpreters.staging import trace_to_jaxpr
-import primitives.jit as _jit_prim
-import primitives.spmd as _sp
-from primitives.jit import _hoist
+from xform._src.interpreters import batching, core
+from xform._src.interpreters.core import Array
+from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
+from xform._src.interpreters.staging import trace_to_jaxpr
+import xform._src.primitives.jit as _jit_prim
+import xform._src.primitives.spmd as _sp
+from xform._src.primitives.jit import _hoist
 from xform import sharding as S
 from xform._spmd_jit import _broadcast_prefix
 from xform.tree_util import tree_flatten, tree_unflatten
@@ -218,7 +218,7 @@ _eager_lock = threading.Lock()
 
 
 def _eager_runner(args, params):
-    from lowering import spmd
+    from xform._src.lowering import spmd
     avals = tuple(core.get_aval(a).update(weak_type=False) for a in args)
     key = (id(params["jaxpr"]), params["mesh"], params["in_specs"], params["out_specs"], avals)
     hit = _eager_cache.get(key)
@@ -262,7 +262,7 @@ def _spmd_compiler(closed, donated_invars, name):
     mesh = _find_mesh(closed)
     if mesh is None:
         return None
-    from lowering import spmd
+    from xform._src.lowering import spmd
     n = len(closed.jaxpr.invars)
     return spmd.SpmdCompiled(closed, mesh, (None,) * n, (None,) * len(closed.jaxpr.outvars),
                              donated_invars, name)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core
-from interpreters.core import Array, Tracer
+from xform._src.interpreters import core
+from xform._src.interpreters.core import Array, Tracer
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -29,7 +29,7 @@ NamedSharding = S.NamedSharding
 
 
 def _spmd():
-    from lowering import spmd
+    from xform._src.lowering import spmd
     return spmd
 
 

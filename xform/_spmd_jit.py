@@ -12,8 +12,8 @@ import threading
 
 import numpy as np
 
-from interpreters import core, passes
-from interpreters.core import EVAL_TRACE, Array, Tracer
+from xform._src.interpreters import core, passes
+from xform._src.interpreters.core import EVAL_TRACE, Array, Tracer
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -55,7 +55,7 @@ def _broadcast_prefix(prefix, tree, what, is_leaf=_is_spec_leaf):
 
 def _leaf_named(x):
     if type(x) is Array and x._buf is not None and not x._deleted:
-        from lowering import spmd
+        from xform._src.lowering import spmd
         if spmd.is_sharded_buf(x._buf):
             s = spmd.buf_sharding(x._buf)
             if isinstance(s, S.NamedSharding):
@@ -150,7 +150,7 @@ class ShardedJit:
         key = (id(entry), mesh, in_specs, out_specs)
         c = self._compiled.get(key)
         if c is None:
-            from lowering import spmd
+            from xform._src.lowering import spmd
             closed = passes.simplify(entry.closed)
             donated = (False,) * len(entry.const_args) + tuple(entry.donated)
             c = spmd.SpmdCompiled(closed, mesh, in_specs, out_specs, donated,
@@ -275,7 +275,7 @@ class _LoweredSpmd:
 def with_sharding_constraint(x, shardings):
     """Ask XLA's partitioner to lay ``x`` (a pytree) out as ``shardings`` (one
     sharding or PartitionSpec, or a pytree prefix of them)."""
-    from primitives.spmd import sharding_constraint_p
+    from xform._src.primitives.spmd import sharding_constraint_p
     mesh = S.get_mesh()
     per_leaf = _broadcast_prefix(shardings, x, "with_sharding_constraint shardings")
     leaves, treedef = tree_flatten(x)

@@ -13,8 +13,8 @@ import inspect
 
 import numpy as np
 
-from interpreters import batching, core
-from interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters import batching, core
+from xform._src.interpreters.dtypes import canonicalize_dtype
 from xform import tree_util
 
 __all__ = ["vmap"]

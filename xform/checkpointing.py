@@ -46,7 +46,7 @@ import zipfile
 
 import numpy as np
 
-from interpreters import tree_util as _tu
+from xform._src.interpreters import tree_util as _tu
 
 __all__ = ["save", "save_async", "restore", "FORMAT", "VERSION"]
 
@@ -77,13 +77,13 @@ def _dtype_from_name(name):
 
 def _is_key(x) -> bool:
     """A typed PRNG key array (``xform.random.key``): an extended dtype."""
-    from interpreters.dtypes import is_extended
+    from xform._src.interpreters.dtypes import is_extended
     dt = getattr(x, "dtype", None)
     return dt is not None and not isinstance(dt, np.dtype) and is_extended(dt)
 
 
 def _leaf_to_numpy(path, x):
-    from interpreters.core import Array, Tracer
+    from xform._src.interpreters.core import Array, Tracer
     if isinstance(x, Tracer):
         raise TypeError(f"save(): leaf {path} is a traced value {x.aval.str_short()}; save "
                         "concrete arrays (outside jit/grad/vmap).")
@@ -290,7 +290,7 @@ def _to_value(meta, a, as_numpy):
             a[()])
     if as_numpy:
         return a
-    from interpreters.core import Array
+    from xform._src.interpreters.core import Array
     return Array(np.array(a))
 
 
@@ -350,7 +350,7 @@ def _normalize(tree):
 
 
 def _dtype_str(dt):
-    from interpreters.dtypes import is_extended
+    from xform._src.interpreters.dtypes import is_extended
     if not isinstance(dt, np.dtype) and is_extended(dt):
         return str(dt)
     return np.dtype(dt).name

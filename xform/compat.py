@@ -167,7 +167,7 @@ def alias_jax() -> types.ModuleType:
     global _finder
     if is_aliased():
         return sys.modules["jax"]
-    import lowering.runtime
+    from xform._src import lowering; import xform._src.lowering.runtime
     lowering.runtime.load_jax_runtime()   # real jax runtime loaded before the swap
     for name in list(sys.modules):
         if (name == "jax" or name.startswith("jax.")) and not name.startswith(_KEEP_PREFIXES):

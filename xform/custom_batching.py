@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import functools
 
-from interpreters import ad, batching, core, dtypes
-from interpreters.core import Primitive
-from interpreters.ir import eval_jaxpr
+from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters.core import Primitive
+from xform._src.interpreters.ir import eval_jaxpr
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 
@@ -116,7 +116,7 @@ class _JVPRule:
 
 
 def _jvp(primals, tangents, *, call_jaxpr, rule, num_consts):
-    from primitives.custom import trace_flat
+    from xform._src.primitives.custom import trace_flat
 
     def f(*a):
         return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *a)
@@ -156,7 +156,7 @@ ad.jvp_rules[custom_vmap_call_p] = _jvp
 
 
 def _batch(axis_data, vals, dims, *, call_jaxpr, rule, num_consts):
-    from primitives._rules import moveaxis
+    from xform._src.primitives._rules import moveaxis
     if any(d is not None for d in dims[:num_consts]):
         raise ValueError("custom_vmap: the function closes over a value batched by this "
                          "vmap; pass it as an argument instead")
@@ -202,7 +202,7 @@ class custom_vmap:
         return vmap_rule
 
     def __call__(self, *args, **kwargs):
-        from primitives.custom import trace_flat
+        from xform._src.primitives.custom import trace_flat
         from xform._ad_api import as_value
         from xform.tree_util import tree_flatten
         if self.vmap_rule is None:
@@ -228,7 +228,7 @@ class custom_vmap:
 def sequential_vmap(f):
     """A ``custom_vmap`` of ``f`` whose rule applies ``f`` to one batch element at a
     time (``lax.map``), for functions that should not be vectorized."""
-    from primitives.control_flow import map as lax_map
+    from xform._src.primitives.control_flow import map as lax_map
     from xform.tree_util import tree_map
     f = custom_vmap(f)
 

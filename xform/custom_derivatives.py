@@ -10,7 +10,7 @@ def zero_from_primal(val, symbolic_zeros=False):
     """Zero tangents shaped like ``val`` (float0 for integer leaves)."""
     import numpy as np
 
-    from interpreters import ad, core
+    from xform._src.interpreters import ad, core
     from xform import numpy as jnp
     from xform.tree_util import tree_map
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import string
 
-from interpreters import ad, batching, core
-from interpreters.core import Primitive
+from xform._src.interpreters import ad, batching, core
+from xform._src.interpreters.core import Primitive
 
 __all__ = ["print", "callback", "debug_callback_p", "visualize_array_sharding"]
 
@@ -105,7 +105,7 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
     Staged as JAX's ``debug_print`` primitive.  Also the two-call form
     ``debug.print(ordered=True)(fmt, *args, **kwargs)``."""
     import numpy as np
-    from primitives.debug_print import FormatChecker, debug_print_p
+    from xform._src.primitives.debug_print import FormatChecker, debug_print_p
     from xform._ad_api import as_value
     from xform.tree_util import tree_flatten
 
@@ -156,7 +156,7 @@ def _is_array_leaf(x):
 
 
 def _user_frame():
-    from interpreters import errors
+    from xform._src.interpreters import errors
     return errors.user_frame(3)
 
 

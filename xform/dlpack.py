@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters.core import Array, Tracer
+from xform._src.interpreters.core import Array, Tracer
 
 __all__ = ["from_dlpack", "to_dlpack"]
 
@@ -33,7 +33,7 @@ def _array_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=N
         kw["copy"] = copy
     if self._buf is not None:
         if not hasattr(type(self._buf), "__dlpack__"):   # JAX's ArrayImpl methods not loaded
-            from lowering.runtime import buffer_dlpack
+            from xform._src.lowering.runtime import buffer_dlpack
             return buffer_dlpack(self._buf, stream, max_version, dl_device, copy)
         return self._buf.__dlpack__(stream=stream, **kw)
     if stream is not None and stream != -1:
@@ -85,13 +85,13 @@ def from_dlpack(external_array, device=None, copy=None):
             host = None           # a dtype NumPy's importer lacks (bfloat16, ...)
         if host is not None:
             return _place(Array(_canonical(host)), device)
-    from lowering.export_dlpack import buffer_from_dlpack
+    from xform._src.lowering.export_dlpack import buffer_from_dlpack
     buf = buffer_from_dlpack(external_array, copy=copy)
     return _place(Array._from_buf(buf), device)
 
 
 def _canonical(a):
-    from interpreters.dtypes import canonicalize_dtype
+    from xform._src.interpreters.dtypes import canonicalize_dtype
     dt = canonicalize_dtype(a.dtype)
     return a if dt == a.dtype else a.astype(dt)
 
@@ -99,5 +99,5 @@ def _canonical(a):
 def _place(x, device):
     if device is None:
         return x
-    import lowering
+    from xform._src import lowering
     return lowering.device_put(x, device)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import dtypes as _d
-from interpreters.dtypes import (TypePromotionError, canonicalize_dtype,  # noqa: F401
+from xform._src.interpreters import dtypes as _d
+from xform._src.interpreters.dtypes import (TypePromotionError, canonicalize_dtype,  # noqa: F401
                                  finfo, float0, iinfo, result_type)
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo",

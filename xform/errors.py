@@ -1,6 +1,6 @@
 """``xform.errors``: the exception types JAX users catch (``jax.errors``)."""
-from interpreters import errors as _e
-from interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa
+from xform._src.interpreters import errors as _e
+from xform._src.interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa
                                  TracerBoolConversionError, TracerIntegerConversionError,
                                  UnexpectedTracerError)
 

@@ -25,10 +25,10 @@ import re
 
 import numpy as np
 
-from interpreters import core, ir
-from interpreters import tree_util as _tu
-from interpreters.core import ShapedArray
-from lowering import export_flatbuf as _fb
+from xform._src.interpreters import core, ir
+from xform._src.interpreters import tree_util as _tu
+from xform._src.interpreters.core import ShapedArray
+from xform._src.lowering import export_flatbuf as _fb
 
 __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic_shape",
            "symbolic_args_specs", "default_export_platform", "call", "call_exported",
@@ -37,9 +37,9 @@ __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic
            "maximum_supported_calling_convention_version", "SymbolicScope"]
 
 def _em():
-    """lowering.export_mlir (imported on first use; importing it registers the lowering
+    """xform._src.lowering.export_mlir (imported on first use; importing it registers the lowering
     rule of ``call_exported``)."""
-    from lowering import export_mlir
+    from xform._src.lowering import export_mlir
     return export_mlir
 
 
@@ -511,7 +511,7 @@ _FLOAT0 = np.dtype([("float0", np.void, 0)])
 
 
 def _is_key_dtype(dt) -> bool:
-    from interpreters.dtypes import is_extended
+    from xform._src.interpreters.dtypes import is_extended
     return not isinstance(dt, np.dtype) and is_extended(dt)
 
 
@@ -534,13 +534,13 @@ def _physical(aval):
 def _aval_from_data(d, scope):
     shape_strs, dtype = d
     if dtype.startswith("key<"):
-        from primitives.prng import KEY_DTYPE
+        from xform._src.primitives.prng import KEY_DTYPE
         if dtype != str(KEY_DTYPE):
             raise ValueError(f"the serialized Exported has an argument of PRNG key dtype "
                              f"{dtype}; xform supports {KEY_DTYPE} (threefry2x32) keys only")
         return ShapedArray(tuple(_parse_dim(s, scope) for s in shape_strs), KEY_DTYPE)
     if dtype == "float0":
-        from interpreters.dtypes import float0
+        from xform._src.interpreters.dtypes import float0
         dt = float0
     else:
         dt = _np_dtype(dtype)
@@ -872,7 +872,7 @@ def deserialize(blob) -> Exported:
 def _canonical_platform(p):
     p = str(p).lower()
     if p == "gpu":
-        import lowering
+        from xform._src import lowering
         kind = lowering.get_backend("gpu").platform_version.lower()
         return "rocm" if "rocm" in kind else "cuda"
     return p
@@ -880,7 +880,7 @@ def _canonical_platform(p):
 
 def default_export_platform() -> str:
     """The platform exports target by default: one of 'cpu', 'cuda', 'rocm', 'tpu'."""
-    import lowering
+    from xform._src import lowering
     return _canonical_platform(lowering.default_backend())
 
 
@@ -945,7 +945,7 @@ def _has_named_sharding(x):
 def _spmd_plan(sj, args_specs, kwargs_specs):
     """(closed program, out tree, mesh, in specs, out specs) of the sharded jit ``sj``
     for these arguments (hoisted constants back in the program)."""
-    from interpreters import passes
+    from xform._src.interpreters import passes
     from xform.sharding import NamedSharding
     entry, _, mesh, in_sh, out_sh = sj._plan(args_specs, kwargs_specs)
     closed = passes.simplify(_unhoist(entry.closed, entry.const_args))
@@ -958,7 +958,7 @@ def _spmd_plan(sj, args_specs, kwargs_specs):
 
 
 def _spmd_text(closed, mesh, in_specs, out_specs, name, platform, debug_info=True):
-    from lowering import spmd
+    from xform._src.lowering import spmd
     text, cbs = spmd.lower_spmd(closed, mesh, in_specs, out_specs, None, f"jit_{name}",
                                 platform=_lowering_platform(platform))
     if cbs:
@@ -985,7 +985,7 @@ def _export_sharded(sj, args_specs, kwargs_specs, in_tree, platforms,
     """Export a function partitioned over a mesh (``jit`` with in/out shardings, or
     sharded arguments): the module carries JAX's Shardy annotations (``sdy.mesh``,
     ``sdy.sharding`` on ``main``'s arguments and results, ``mhlo.num_partitions``)."""
-    from primitives import prng
+    from xform._src.primitives import prng
     closed, out_tree, mesh, in_specs, out_specs = _spmd_plan(sj, args_specs, kwargs_specs)
     name = sj._inner._name
     for a in closed.in_avals + closed.out_avals:
@@ -1027,9 +1027,9 @@ def _xs():
 def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, platforms,
                         disabled_checks, sharded=None) -> Exported:
     """Export for every value of the dimension variables (see ``lowering.export_poly``)."""
-    import lowering
-    from interpreters import passes
-    from lowering import export_poly
+    from xform._src import lowering
+    from xform._src.interpreters import passes
+    from xform._src.lowering import export_poly
     from xform._jit import ShapeDtypeStruct
     variables = []
     for leaf in leaves:
@@ -1201,15 +1201,15 @@ def _result_info(out_tree):
 
 
 def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) -> Exported:
-    import lowering
-    from interpreters import passes
+    from xform._src import lowering
+    from xform._src.interpreters import passes
     closed = passes.simplify(closed)
     for a in closed.in_avals + closed.out_avals:
         if a.dtype == _FLOAT0:
             raise ValueError("export: float0 arguments/results (cotangents of integer values) "
                              "cannot be exported; differentiate with respect to float inputs")
     logical = closed
-    from primitives import prng
+    from xform._src.primitives import prng
     if prng.jaxpr_has_keys(closed):        # typed PRNG keys travel as their key data
         closed = prng.physicalize_closed(closed)
     lowereds = [lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
@@ -1251,7 +1251,7 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=None
 
     Cotangents of integer/bool values are float0 in the avals and ``i1`` tensors in the
     module (JAX's physical representation of float0)."""
-    from interpreters.dtypes import float0
+    from xform._src.interpreters.dtypes import float0
     from xform import numpy as xnp
     from xform._ad_api import vjp as _vjp
     from xform._jit import ShapeDtypeStruct, jit
@@ -1291,7 +1291,7 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=None
 
 
 def _is_float(dtype):
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     return dtypes.issubdtype(dtype, np.inexact)
 
 
@@ -1339,14 +1339,14 @@ def _call_abstract_eval(*in_avals, exported):
     if not symbolic and not any(_is_symbolic(a.shape) for a in exported.out_avals):
         return [_physical(ShapedArray(a.shape, a.dtype, a.weak_type)) for a in exported.out_avals]
     # Shape polymorphism: refine the module for these shapes (also checks its assertions).
-    from lowering.mlir import aval_type
-    import lowering
+    from xform._src.lowering.mlir import aval_type
+    from xform._src import lowering
     platform = _canonical_platform(lowering.default_backend())
     _, _, out_types = _em().specialize(
         exported.mlir_module_serialized,
         tuple(aval_type(in_avals[i]) for i in exported.module_kept_var_idx),
         exported._platform_index(platform))
-    from lowering.mlir import _shape_of
+    from xform._src.lowering.mlir import _shape_of
     return [_physical(ShapedArray(_shape_of(t), a.dtype, a.weak_type))
             for t, a in zip(out_types, exported.out_avals)]
 
@@ -1435,7 +1435,7 @@ def _call_impl(*args, exported):
     _em()
     if exported.nr_devices > 1:
         return _call_sharded(args, exported)
-    from lowering.runtime import device_impl_hook
+    from xform._src.lowering.runtime import device_impl_hook
     return device_impl_hook(call_exported_p, args, {"exported": exported})
 
 
@@ -1476,8 +1476,8 @@ def _call_sharded(args, exported):
     """Run a multi-device export eagerly: a program partitioned over the context's mesh
     (arranged as the export's mesh) whose inputs are placed as the export's
     in_shardings say and whose outputs are laid out as its out_shardings."""
-    from interpreters import staging
-    from lowering import spmd
+    from xform._src.interpreters import staging
+    from xform._src.lowering import spmd
     S = _xs()
     ctx = _context_mesh(args)
     n = ctx.size if ctx is not None else 1
@@ -1517,8 +1517,8 @@ call_exported_p.def_impl(_call_impl)
 
 def _call_batch(axis_data, vals, dims, *, exported):
     """No batching rule in JAX; here: a loop (``lax.map``) over the batch."""
-    from primitives.control_flow import map as _lax_map
-    from primitives._rules import moveaxis
+    from xform._src.primitives.control_flow import map as _lax_map
+    from xform._src.primitives._rules import moveaxis
     batched = [moveaxis(v, d, 0) if d is not None else v for v, d in zip(vals, dims)]
     which = [d is not None for d in dims]
 
@@ -1531,7 +1531,7 @@ def _call_batch(axis_data, vals, dims, *, exported):
 
 
 def _register_batching():
-    from interpreters import batching
+    from xform._src.interpreters import batching
     batching.batch_rules[call_exported_p] = _call_batch
 
 

@@ -46,7 +46,7 @@ def ravel_pytree(pytree):
     """``(flat, unravel)``: the leaves raveled and concatenated into one 1-D array of
     their promoted dtype, and the function mapping such a vector back to the pytree
     (each leaf converted back to its own dtype).  No leaves: an empty float32 vector."""
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     from xform import lax
     from xform import numpy as jnp
     from xform.tree_util import tree_flatten

@@ -42,7 +42,7 @@ def _tree_map(f, *trees):
 def half_dtype():
     """The half-precision dtype for this platform: bfloat16 (TPU-style) unless the
     default backend is a GPU, where float16 has the faster kernels."""
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     try:
         import xform
         if xform.default_backend() == "gpu":
@@ -53,7 +53,7 @@ def half_dtype():
 
 
 def _is_float(x):
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     dt = getattr(x, "dtype", None)
     return dt is not None and dtypes.issubdtype(dt, np.floating)
 
@@ -116,14 +116,14 @@ _DTYPE_NAMES = {
 
 
 def _short(dt):
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     dt = np.dtype(dt)
     return {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32",
             np.dtype(np.float64): "f64"}.get(dt, "bf16" if dtypes.is_bfloat16(dt) else dt.name)
 
 
 def _parse_dtype(name):
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     n = name.strip().lower()
     if n in ("bfloat16", "bf16"):
         return np.dtype(dtypes.bfloat16)

@@ -22,7 +22,7 @@ def _identity(op, dtype):
 
 def _segment(name, op, data, segment_ids, num_segments, indices_are_sorted, unique_indices,
              bucket_size, reducer, mode):
-    from interpreters import core
+    from xform._src.interpreters import core
     from xform import numpy as jnp
     from xform.numpy import _util as U
     U.check_arraylike(name, data, segment_ids)

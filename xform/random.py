@@ -22,11 +22,11 @@ from functools import partial
 
 import numpy as np
 
-from interpreters import core
-from interpreters import dtypes as D
-from interpreters.config import config
-from primitives import prng as _prng
-from primitives.random import threefry2x32_p
+from xform._src.interpreters import core
+from xform._src.interpreters import dtypes as D
+from xform._src.interpreters.config import config
+from xform._src.primitives import prng as _prng
+from xform._src.primitives.random import threefry2x32_p
 
 __all__ = [
     "PRNGKey", "key", "split", "fold_in", "bits", "uniform", "normal", "key_data",

@@ -200,7 +200,7 @@ class Mesh:
 
 
 def _is_local(d):
-    from lowering import spmd
+    from xform._src.lowering import spmd
     return d.process_index == spmd.process_index()
 
 
@@ -501,7 +501,7 @@ def _install():
     """Hand this module's classes to the layers below (they must not import xform)."""
     import sys
 
-    import primitives.spmd as _ps
+    import xform._src.primitives.spmd as _ps
     _ps.PartitionSpec = PartitionSpec
     _ps.sharding_api = sys.modules[__name__]
 

@@ -6,9 +6,9 @@ can flatten pytrees too; this module is its public face.
 """
 from typing import Any, TypeVar
 
-from interpreters.tree_util import *  # noqa: F401,F403
-from interpreters.tree_util import __all__ as _engine_all
-from interpreters import tree_util as _impl
+from xform._src.interpreters.tree_util import *  # noqa: F401,F403
+from xform._src.interpreters.tree_util import __all__ as _engine_all
+from xform._src.interpreters import tree_util as _impl
 
 __all__ = list(_engine_all) + [
     "tree_broadcast", "tree_reduce_associative", "flatten_one_level_with_keys",

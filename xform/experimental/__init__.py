@@ -10,7 +10,7 @@ __all__ = ["io_callback", "enable_x64", "disable_x64"]
 @_contextlib.contextmanager
 def enable_x64(new_val: bool = True):
     """Inside this context 64-bit dtypes are enabled (``jax_enable_x64``)."""
-    from interpreters.config import config
+    from xform._src.interpreters.config import config
     with config.override("jax_enable_x64", bool(new_val)):
         yield
 

@@ -10,12 +10,12 @@ root by the implicit function theorem: ``du = -(df/du)^-1 (df/dp dp)`` with
 """
 from __future__ import annotations
 
-from interpreters import core
-from interpreters import tree_util as tu
-from interpreters.ir import eval_jaxpr
-from interpreters.jaxpr_transforms import transpose_jaxpr
-from primitives.custom import trace_flat
-from primitives.linear_solve import LinearSolveTuple, linear_solve_p
+from xform._src.interpreters import core
+from xform._src.interpreters import tree_util as tu
+from xform._src.interpreters.ir import eval_jaxpr
+from xform._src.interpreters.jaxpr_transforms import transpose_jaxpr
+from xform._src.primitives.custom import trace_flat
+from xform._src.primitives.linear_solve import LinearSolveTuple, linear_solve_p
 
 __all__ = ["custom_linear_solve", "custom_root"]
 
@@ -43,7 +43,7 @@ def _check_tree(what, got, want):
 
 
 def _as_arrays(leaves):
-    from primitives.structural import as_operand
+    from xform._src.primitives.structural import as_operand
     return [as_operand(x) for x in leaves]
 
 

@@ -1,5 +1,5 @@
 """``xform.lax.linalg``: matrix decompositions and solves (JAX's ``jax.lax.linalg``)."""
-from primitives.linalg_decomp import (  # noqa: F401
+from xform._src.primitives.linalg_decomp import (  # noqa: F401
     EigImplementation, EighImplementation, SvdAlgorithm, cholesky, cholesky_p, eig, eig_p, eigh,
     eigh_p, hessenberg, hessenberg_p, householder_product, householder_product_p, lu, lu_p,
     lu_pivots_to_permutation, lu_pivots_to_permutation_p, qr, qr_p, schur, schur_p, svd, svd_p,
@@ -108,7 +108,7 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations=None, eps=None, dynami
 
 def _H(x):
     import xform.numpy as xnp
-    from primitives import elementwise as E
+    from xform._src.primitives import elementwise as E
     t = xnp.swapaxes(x, -1, -2)
     return E.conj(t) if t.dtype.kind == "c" else t
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from interpreters import core, dtypes
+from xform._src.interpreters import core, dtypes
 from xform import numpy as xnp
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U

@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 from xform import numpy as xnp
 from xform.numpy import _util as U
 

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 from xform import numpy as xnp
 
 __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",

@@ -18,8 +18,8 @@ import types as _types
 
 import numpy as _np
 
-from interpreters import dtypes as _dtypes
-from interpreters.core import Array
+from xform._src.interpreters import dtypes as _dtypes
+from xform._src.interpreters.core import Array
 from xform.numpy import _util
 from xform.numpy._creation import *  # noqa: F401,F403
 from xform.numpy._creation import __all__ as _c_all

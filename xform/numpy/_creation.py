@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.core import Array, ArrayOps
-from interpreters.staging import StagingTrace
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.core import Array, ArrayOps
+from xform._src.interpreters.staging import StagingTrace
 from xform.numpy import _util as U
 from xform.numpy._util import lax
 
@@ -174,7 +174,7 @@ def _stack_tree(o, dt):
     most 16 wide (a tree of them for longer lists: wide concatenates compile slowly)."""
     if not isinstance(o, (list, tuple)):
         return U.to_array(o, dt, False)
-    from primitives.structural import concatenate, expand_dims
+    from xform._src.primitives.structural import concatenate, expand_dims
     parts = [expand_dims(_stack_tree(e, dt), (0,)) for e in o]
     while len(parts) > _CONCAT_WIDTH:
         parts = [concatenate(parts[i:i + _CONCAT_WIDTH], 0)
@@ -301,7 +301,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
 
 def _static(x, what):
     if isinstance(x, ArrayOps):
-        from interpreters import core as _c
+        from xform._src.interpreters import core as _c
         x = _c.concrete_or_error(x, f"{what} must be static: it determines the output shape")
         x = np.asarray(x).item()
     return x

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.core import Array, ArrayOps, Tracer
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.core import Array, ArrayOps, Tracer
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
@@ -188,7 +188,7 @@ def _mode(mode, what):
     """The gather/scatter mode an index operation asked for (``None``: the default)."""
     if mode is None:
         return None
-    from primitives.indexing import GatherScatterMode
+    from xform._src.primitives.indexing import GatherScatterMode
     try:
         return GatherScatterMode.from_any(mode)
     except ValueError:
@@ -235,7 +235,7 @@ def _host_scalars(entries, shape, mode, scatter):
     or 'promise_in_bounds') or for a 'clip' scatter.  Returns ``(entries, dropped)``:
     ``dropped`` when a scatter's index is out of range and the update is dropped (or a
     'fill' gather must fill: then the entry stays an array)."""
-    from primitives.indexing import GatherScatterMode as M
+    from xform._src.primitives.indexing import GatherScatterMode as M
     exp = _expand(entries, len(shape))
     if not any(isinstance(e, np.ndarray) and e.ndim == 0 and e.dtype.kind in "iu"
                for e in exp):
@@ -330,7 +330,7 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     for i in raw:
         _check_entry(i)
     entries = _static_ints(_entries(raw), x.shape, m)
-    from primitives.indexing import GatherScatterMode as M
+    from xform._src.primitives.indexing import GatherScatterMode as M
     if m != M.FILL_OR_DROP and _scalars_only(entries):
         # Integer scalars (and unit-step slices) only: a dynamic slice, as in JAX --
         # out-of-range starts clamp, and so does the gradient (it lands on the element
@@ -663,7 +663,7 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
     """``x.at[idx].<op>(values)``.  Index rule as ``getitem``: static Python ints out of
     bounds raise; integer arrays (concrete or traced) wrap negatives once and the
     updates at out-of-range positions are dropped (``mode='clip'``: clamped)."""
-    from primitives.indexing import GatherScatterMode as M
+    from xform._src.primitives.indexing import GatherScatterMode as M
     x = U.to_array(x)
     if dtypes.is_extended(x.dtype):     # typed PRNG keys: update their uint32 words
         from xform import random as R

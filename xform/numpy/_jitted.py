@@ -20,8 +20,8 @@ import functools
 import inspect
 import sys
 
-from interpreters import core, errors
-from interpreters.staging import StagingTrace
+from xform._src.interpreters import core, errors
+from xform._src.interpreters.staging import StagingTrace
 
 # xform.numpy name -> (jit name, static argument names)
 TABLE = {

@@ -13,7 +13,7 @@ import string
 
 import numpy as np
 
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 from xform.numpy import _reductions as R
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F

@@ -18,14 +18,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 from xform.numpy import _util as U
 
 _LAPACK = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
 def _D():
-    from primitives import linalg_decomp
+    from xform._src.primitives import linalg_decomp
     return linalg_decomp
 
 
@@ -85,7 +85,7 @@ def _matrix(name, a, square=False, what="a"):
 
 
 def _H(x):
-    from primitives import elementwise as E
+    from xform._src.primitives import elementwise as E
     xnp = _xnp()
     return E.conj(xnp.swapaxes(x, -1, -2)) if x.dtype.kind == "c" else xnp.swapaxes(x, -1, -2)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
@@ -152,7 +152,7 @@ def _int_pair(name, x1, x2):
 
 
 def _gcd(a, b):
-    from primitives.control_flow import while_loop
+    from xform._src.primitives.control_flow import while_loop
 
     zero = _c(0, a, a.weak_type)
     one = _c(1, a, a.weak_type)

@@ -14,8 +14,8 @@ import re
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.core import ArrayOps
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.core import ArrayOps
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
@@ -861,7 +861,7 @@ class ufunc:
         return x
 
     def _reduce_axis(self, x, ax, initial, mask=None):
-        from primitives.control_flow import scan
+        from xform._src.primitives.control_flow import scan
         x = S.moveaxis(x, ax, 0)
         n = x.shape[0]
         if initial is None:
@@ -893,7 +893,7 @@ class ufunc:
             raise NotImplementedError(f"out argument of {self.__name__}.accumulate()")
         if self._accumulate is not None:
             return self._accumulate(a, axis=axis, dtype=dtype)
-        from primitives.control_flow import scan
+        from xform._src.primitives.control_flow import scan
         x = _arr(f"{self.__name__}.accumulate", a)
         if dtype is not None:
             x = U.to_array(x, U.canonical_dtype(dtype), False)
@@ -918,7 +918,7 @@ class ufunc:
                                       "on immutable arrays; pass inplace=False")
         if self._at is not None:
             return self._at(a, indices, b)
-        from primitives.control_flow import fori_loop
+        from xform._src.primitives.control_flow import fori_loop
         x = _arr(f"{self.__name__}.at", a)
         n = x.size
         pos = S.ravel(lax().reshape(lax().iota(_int(), n), x.shape)[indices])

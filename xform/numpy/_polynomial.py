@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.core import ArrayOps
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.core import ArrayOps
 from xform.numpy import _reductions as R
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
@@ -271,7 +271,7 @@ def _aberth(p, frozen=None):
 
     ``frozen`` (bool, one per root): those roots stay at 0 (known exact zero roots); the
     others feel their repulsion, which deflates the zero roots implicitly."""
-    from primitives.control_flow import while_loop
+    from xform._src.primitives.control_flow import while_loop
     n = p.shape[0] - 1
     cdt = _complex_dt(p.dtype)
     pc = U.to_array(p, cdt, False)

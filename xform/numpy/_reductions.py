@@ -11,8 +11,8 @@ import builtins
 
 import numpy as np
 
-from interpreters import dtypes
-from interpreters.core import ArrayOps
+from xform._src.interpreters import dtypes
+from xform._src.interpreters.core import ArrayOps
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax

@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.core import ArrayOps
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.core import ArrayOps
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U

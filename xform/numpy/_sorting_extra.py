@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core, dtypes
+from xform._src.interpreters import core, dtypes
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U

@@ -12,8 +12,8 @@ import builtins
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.core import ArrayOps
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.core import ArrayOps
 from xform.numpy import _reductions as R
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F

@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.core import Array, ArrayOps
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.core import Array, ArrayOps
 from xform.numpy import _util as U
 from xform.numpy._util import lax, prim
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core, dtypes
-from interpreters.config import config
-from interpreters.core import Array, ArrayOps, Tracer
+from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.config import config
+from xform._src.interpreters.core import Array, ArrayOps, Tracer
 
 _SCALARS = (int, float, complex, bool)
 
@@ -24,10 +24,10 @@ def prim(name):
     """The primitive ``<name>_p`` from whichever family module defines it."""
     p = _PRIMS.get(name)
     if p is None:
-        import primitives  # noqa: F401
+        from xform._src import primitives  # noqa: F401
         import sys
         for fam in ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing"):
-            mod = sys.modules.get(f"primitives.{fam}")
+            mod = sys.modules.get(f"xform._src.primitives.{fam}")
             if mod is not None and hasattr(mod, f"{name}_p"):
                 p = _PRIMS[name] = getattr(mod, f"{name}_p")
                 break

@@ -20,7 +20,7 @@ def _xnp():
 
 
 def _lax_fft():
-    from primitives.fft import FftType, fft
+    from xform._src.primitives.fft import FftType, fft
     return FftType, fft
 
 
@@ -220,7 +220,7 @@ def _check_freq_args(name, n, d):
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None):
     """Sample frequencies of an n-point DFT with sample spacing d."""
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     xnp = _xnp()
     _check_freq_args("fftfreq", n, d)
     out_dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
@@ -234,7 +234,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     """Sample frequencies of ``rfft`` (the n//2 + 1 non-negative ones)."""
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     xnp = _xnp()
     _check_freq_args("rfftfreq", n, d)
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)

@@ -6,8 +6,8 @@ import itertools
 
 import numpy as np
 
-from interpreters import dtypes
-from interpreters.tree_util import register_pytree_node
+from xform._src.interpreters import dtypes
+from xform._src.interpreters.tree_util import register_pytree_node
 from xform import numpy as xnp
 from xform.numpy import _util as U
 

@@ -26,13 +26,13 @@ def _xnp():
 
 
 def _D():
-    from primitives import linalg_decomp
+    from xform._src.primitives import linalg_decomp
     return linalg_decomp
 
 
 def _conj(x):
     # (lax.conj: xform.numpy.conj of complex input is broken on this branch's base)
-    from primitives import elementwise as E
+    from xform._src.primitives import elementwise as E
     return E.conj(x) if x.dtype.kind == "c" else x
 
 

@@ -17,7 +17,7 @@ def _conj(x):
 
 
 def _convolve_nd(in1, in2, mode, *, precision):
-    from primitives.convolution import conv_general_dilated
+    from xform._src.primitives.convolution import conv_general_dilated
     xnp = _np()
     if mode not in ("full", "same", "valid"):
         raise ValueError("mode must be one of ['full', 'same', 'valid']")

@@ -13,8 +13,8 @@ import operator
 
 import numpy as np
 
-from interpreters import core
-from interpreters import dtypes
+from xform._src.interpreters import core
+from xform._src.interpreters import dtypes
 from xform import numpy as xnp
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U

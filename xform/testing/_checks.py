@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core, dtypes as _dtypes
-from interpreters.ad import float0
+from xform._src.interpreters import core, dtypes as _dtypes
+from xform._src.interpreters.ad import float0
 
 __all__ = ["assert_allclose", "check_grads", "check_jvp", "check_vjp", "default_tolerance",
            "default_gradient_tolerance", "default_eps", "tolerance"]

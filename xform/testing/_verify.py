@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import core, staging
-from interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
-from interpreters import dtypes as _dtypes
+from xform._src.interpreters import core, staging
+from xform._src.interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
+from xform._src.interpreters import dtypes as _dtypes
 from xform.testing._checks import _C64, _C128, _F16, _F32, _F64, compare, tolerance
 
 __all__ = ["verify", "VerificationError", "VerificationReport", "EquationReport",
@@ -196,7 +196,7 @@ def _reference_eval(jaxpr, consts, args, record=None):
 
 
 def _compile_and_run(closed, args):
-    import lowering
+    from xform._src import lowering
     compiled = lowering.compile_jaxpr(closed)
     return [np.asarray(o) for o in compiled(*args)]
 

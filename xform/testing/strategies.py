@@ -48,8 +48,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from interpreters import core
-from interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters import core
+from xform._src.interpreters.dtypes import canonicalize_dtype
 from xform.testing._checks import _BF16, _is_inexact
 
 __all__ = ["arrays", "dtypes", "shapes", "broadcast_shapes", "pytrees", "transforms",
@@ -113,7 +113,7 @@ def _as_strategy(x):
 
 
 def _float_bounds(dtype, min_value, max_value, finite):
-    from interpreters.dtypes import finfo
+    from xform._src.interpreters.dtypes import finfo
     fmax = float(finfo(dtype).max) if dtype.kind != "c" else \
         float(finfo(np.float32 if dtype == np.complex64 else np.float64).max)
     lo = -10.0 if min_value is None and finite else min_value

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from interpreters import dtypes
+from xform._src.interpreters import dtypes
 from xform import numpy as xnp
 from xform.numpy import _util as U
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interpreters import dtypes
-from interpreters.tree_util import register_pytree_node_class
+from xform._src.interpreters import dtypes
+from xform._src.interpreters.tree_util import register_pytree_node_class
 from xform import numpy as xnp
 from xform.numpy import _util as U
 from xform.scipy import special

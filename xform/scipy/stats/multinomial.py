@@ -11,7 +11,7 @@ __all__ = ['logpmf', 'pmf']
 
 def logpmf(x, n, p):
     from xform.numpy import _util as U
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     (p,) = promote("multinomial.logpmf", p)
     U.check_arraylike("multinomial.logpmf", x, n)
     x, n = U.promote_dtypes_numeric(U.to_array(x), U.to_array(n))

@@ -32,7 +32,7 @@ def logcdf(x, loc=0, scale=1):
 
 
 def ppf(q, loc=0, scale=1):
-    from interpreters import dtypes
+    from xform._src.interpreters import dtypes
     q = xnp.asarray(q)
     out = special.ndtri(q) * scale + loc
     return xnp.asarray(out, dtypes.canonicalize_dtype(float) if hasattr(
