@@ -648,7 +648,7 @@ def transformer(ctx):
                                                   "mlp": 4 * D})
 
 
-# ----------------------------------------------------------------- dense compute (h-conv12)
+# ----------------------------------------------------------------- dense compute
 
 
 def _lax_of(L):
@@ -1027,7 +1027,7 @@ def random_first_call(ctx):
             return L.block(f(key))
         return first
     return steady_record(ctx, RANDOM_LIBS, make, {"shape": [128]})
-# ----------------------------------------------------------------- linear algebra (h-linalg13)
+# ----------------------------------------------------------------- linear algebra
 
 
 def _scipy_linalg(L):
@@ -1101,7 +1101,7 @@ def linalg_batched_solve_eager(ctx):
                          {"batch": b, "n": 32})
 
 
-from benchmarks import startup as _startup  # noqa: E402,F401  (start-up cases, issue 18)
+from benchmarks import startup as _startup  # noqa: E402,F401  (start-up cases)
 
 EXPECTED_METRICS = {name: metrics for name, _, _, metrics, _, _ in CASES}
 CASE_LIBS = {name: libs for name, _, _, _, libs, _ in CASES}

@@ -147,10 +147,11 @@ class JVPTrace(core.Trace):
         tangents = [Zero.from_primal(p) if t is None else t for p, t in zip(primals, tangents)]
         rule = jvp_rules.get(prim)
         if rule is None:
+            why = prim.missing_rules.get("jvp", "this primitive cannot be differentiated")
             raise NotImplementedError(
-                f"Differentiation rule for '{prim.name}' not implemented: this primitive "
-                "cannot be differentiated (wrap the computation in xform.lax.stop_gradient, or "
-                "give it a rule with xform.custom_jvp).")
+                f"Differentiation rule for '{prim.name}' not implemented: {why} (wrap the "
+                "computation in xform.lax.stop_gradient, or give it a rule with "
+                "xform.custom_jvp).")
         with core.set_current_trace(self.parent):
             primal_out, tangent_out = rule(primals, tangents, **params)
         if prim.multiple_results:

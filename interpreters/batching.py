@@ -97,9 +97,10 @@ class BatchTrace(core.Trace):
                 return prim.bind(*vals, **params)
         rule = batch_rules.get(prim)
         if rule is None:
+            why = prim.missing_rules.get("batching", "this primitive cannot be used under "
+                                         "xform.vmap yet")
             raise NotImplementedError(
-                f"Batching rule for '{prim.name}' not implemented: this primitive cannot be "
-                "used under xform.vmap yet (inputs: "
+                f"Batching rule for '{prim.name}' not implemented: {why} (inputs: "
                 + ", ".join(f"{core.get_aval(a).str_short()}" for a in args) + ").")
         with core.set_current_trace(self.parent):
             out, out_dim = rule(self.axis_data, vals, dims, **params)
@@ -111,16 +112,6 @@ class BatchTrace(core.Trace):
         if d is None:
             return v
         return BatchTracer(self, v, d)
-
-    def find_axis(self, name):
-        """The innermost active BatchTrace (this or an ancestor) bound to ``name``."""
-        t = self
-        while t is not None:
-            if isinstance(t, BatchTrace) and t.axis_data.name == name:
-                return t
-            t = t.parent
-        return None
-
 
 # ----------------------------------------------------------------- named axes
 

@@ -38,7 +38,7 @@ _DEFAULTS = {
     "jax_persistent_cache_min_entry_size_bytes": 0,
     "jax_compilation_cache_max_size": 1 << 30,
     "jax_num_cpu_devices": -1,
-    "jax_cpu_collectives_implementation": None,   # h-shard14: 'gloo' for multi-process CPU
+    "jax_cpu_collectives_implementation": None,   # 'gloo' for multi-process CPU
     "jax_cpu_enable_async_dispatch": True,
     "jax_dynamic_shapes": False,
     "jax_legacy_prng_key": "allow",

@@ -116,10 +116,20 @@ class Primitive:
     rule receives the original arguments (Arrays) instead of NumPy values and
     returns final outputs; used by higher-order primitives (jit, cond, scan)
     whose eager rule evaluates sub-programs or calls XLA.
+
+    Flags the passes read (set by the primitive's own block in ``primitives/``):
+    ``effectful`` (never removed as dead code, never merged), ``cse`` (False: two equal
+    equations are still two calls, e.g. random or host callbacks), ``pp_name`` (the name
+    the printed IR shows, when it differs from ``name``), ``missing_rules`` (rule kind
+    -- ``"jvp"``, ``"batching"``, ``"lowering"`` -- to the reason this primitive has no
+    such rule; the error for the missing rule quotes it, and the rule-coverage test
+    accepts it).
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "weak_rule",
-                 "impl_takes_arrays", "effectful", "_eager_fast", "__weakref__")
+                 "impl_takes_arrays", "effectful", "cse", "pp_name", "missing_rules",
+                 "_eager_fast",
+                 "__weakref__")
 
     def __init__(self, name: str, multiple_results: bool = False):
         self.name = name
@@ -129,6 +139,9 @@ class Primitive:
         self.weak_rule = None
         self.impl_takes_arrays = False
         self.effectful = False
+        self.cse = True
+        self.pp_name = name
+        self.missing_rules = {}
 
     def __setattr__(self, name, value):
         # Any change of a rule invalidates the cached eager fast path (see ``eager_fast``).

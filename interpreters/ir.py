@@ -497,8 +497,13 @@ def _pp_params(items, names):
         _d_brk(""), _d_text("]")))
 
 
-# -- per-primitive param printing (JAX's pp rules): each entry maps the params to
-#    the ordered (key, value) pairs JAX prints, given the equation and the names.
+# -- per-primitive param printing (JAX's pp rules).  A primitive whose printed params
+#    differ from its sorted params registers ``pp_rules[prim] = rule`` in its own block;
+#    ``rule(eqn, names) -> [(key, value)]`` gives the ordered pairs JAX prints.  The
+#    helpers below build the common rules.
+
+pp_rules: dict = {}   # Primitive -> rule(eqn, names) -> [(key, value)]
+
 
 def _sorted_items(params, drop=(), add=None):
     p = {k: v for k, v in params.items() if k not in drop}
@@ -512,7 +517,8 @@ def _unjaxpr(v):
     return v.jaxpr if isinstance(v, ClosedJaxpr) else v
 
 
-def _fn_name(v, default):
+def pp_fn_name(v, default):
+    """The name JAX prints for a function-valued param (a program's or a callable's)."""
     if v is None:
         return default
     if isinstance(v, (Jaxpr, ClosedJaxpr)):
@@ -521,104 +527,34 @@ def _fn_name(v, default):
     return getattr(v, "__name__", None) or default
 
 
-def _pp_jit(eqn, names):
-    p = dict(eqn.params)
-    p.pop("inline", None)
-    if not any(p.get("donated_invars", ()) or ()):
-        p.pop("donated_invars", None)
-    if not p.get("keep_unused", False):
-        p.pop("keep_unused", None)
-    for k in ("in_shardings", "out_shardings", "in_layouts", "out_layouts",
-              "compiler_options_kvs", "ctx_mesh", "device", "backend"):
-        if k in p and (p[k] is None or (isinstance(p[k], (tuple, list)) and
-                                        all(x is None for x in p[k]))):
-            p.pop(k)
-    inner = p.get("jaxpr")
-    if inner is not None and _unjaxpr(inner) not in names.shared:
-        names.suggest(_unjaxpr(inner).invars, eqn.invars)
-        names.suggest(_unjaxpr(inner).outvars, eqn.outvars)
-    name = p.pop("name", None)
-    items = sorted(p.items())
-    return ([("name", name)] if name is not None else []) + items
+def pp_share_names(names, inner, invars, outvars):
+    """Print a sub-program's (unshared) variables with the names of the equation's own
+    operands and results, as JAX does for ``jit``'s body."""
+    inner = _unjaxpr(inner)
+    if inner is not None and inner not in names.shared:
+        names.suggest(inner.invars, invars)
+        names.suggest(inner.outvars, outvars)
 
 
-def _pp_dot_general(eqn, names):
-    p = {k: v for k, v in eqn.params.items() if v is not None}
-    p.pop("out_sharding", None)
-    (lc, rc), (lb, rb) = p["dimension_numbers"]
-    p["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
-    return sorted(p.items())
-
-
-def _pp_broadcast_in_dim(eqn, names):
-    p = dict(eqn.params)
-    if not p.get("broadcast_dimensions"):
-        p.pop("broadcast_dimensions", None)
-    p.pop("shape", None)
-    p.pop("sharding", None)
-    return sorted(p.items())
-
-
-def _pp_custom_jvp(eqn, names):
-    # JAX: name= (the primal function) first, rule shown by its function name,
-    # num_consts only when nonzero.
-    p = dict(eqn.params)
-    if not p.get("num_consts"):
-        p.pop("num_consts", None)
-    p["jvp"] = _fn_name(p.get("jvp"), "jvp")
-    return [("name", _fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
-
-
-def _pp_custom_vjp(eqn, names):
-    p = dict(eqn.params)
-    if not p.get("num_consts"):
-        p.pop("num_consts", None)
-    p["fwd"] = _fn_name(p.get("fwd"), "fwd")
-    p["bwd"] = _fn_name(p.get("bwd"), "bwd")
-    return [("name", _fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
-
-
-def _drop_none(*keys):
+def pp_drop_none(*keys):
+    """Rule: sorted params, leaving out ``keys`` whose value is None."""
     def rule(eqn, names):
         return sorted((k, v) for k, v in eqn.params.items() if not (k in keys and v is None))
     return rule
 
 
-def _with_defaults(drop=(), **add):
+def pp_with_defaults(drop=(), **add):
+    """Rule: sorted params without ``drop``, plus ``add``'s entries where absent."""
     def rule(eqn, names):
         return _sorted_items(eqn.params, drop, add)
     return rule
 
 
-_PP_RULES = {
-    "jit": _pp_jit,
-    "pjit": _pp_jit,
-    "dot_general": _pp_dot_general,
-    "broadcast_in_dim": _pp_broadcast_in_dim,
-    "custom_jvp_call": _pp_custom_jvp,
-    "custom_vjp_call": _pp_custom_vjp,
-    "scan": _with_defaults(drop=("linear",)),
-    "iota": _with_defaults(sharding=None),
-    "mul": _drop_none("out_dtype"),
-    "convert_element_type": _with_defaults(drop=("sharding",)),
-}
-_PP_RULES["reduce_sum"] = _with_defaults(out_sharding=None)
-_PP_RULES["reshape"] = _with_defaults(sharding=None)
-for _n in ("exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos", "tan",
-           "sqrt", "rsqrt", "cbrt"):
-    _PP_RULES[_n] = _drop_none("accuracy")
-
-
-# Primitives whose printed name differs from ours.
-_PP_NAMES = {"checkpoint": "remat2"}
-
-
 def _pp_eqn(eqn, names):
-    rule = _PP_RULES.get(eqn.primitive.name) if names.rules else None
+    rule = pp_rules.get(eqn.primitive) if names.rules else None
     items = rule(eqn, names) if rule is not None else sorted(eqn.params.items())
     lhs = _pp_vars(eqn.outvars, names, shapes=names.shapes) if eqn.outvars else None
-    rhs = _d_cat(_d_text(_PP_NAMES.get(eqn.primitive.name, eqn.primitive.name)
-                         if names.rules else eqn.primitive.name),
+    rhs = _d_cat(_d_text(eqn.primitive.pp_name if names.rules else eqn.primitive.name),
                  _pp_params(items, names),
                  _d_text(" "), _pp_vars(eqn.invars, names))
     if not eqn.outvars:

@@ -29,8 +29,10 @@ from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
 from xform._src.interpreters.staging import StagingTrace, convert_constvars_to_invars, trace_to_jaxpr
 
 
-class _Memo:
-    """LRU keyed on (id(program), masks) that keeps the program alive (ids stay unique)."""
+class Memo:
+    """LRU keyed on (id(program), ...) that keeps ``keep`` (the program) alive, so the ids
+    in live keys are never reused.  Values that close over tracers belong to one trace
+    and are returned without being stored."""
 
     def __init__(self, maxsize=512):
         self.d = collections.OrderedDict()
@@ -50,6 +52,9 @@ class _Memo:
         if len(self.d) > self.maxsize:
             self.d.popitem(last=False)
         return value
+
+    def clear(self):
+        self.d.clear()
 
 
 def _cacheable(value):
@@ -96,7 +101,7 @@ def _fun(closed):
 
 # ----------------------------------------------------------------- JVP
 
-_jvp_memo = _Memo()
+_jvp_memo = Memo()
 
 
 def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate):
@@ -140,7 +145,7 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate):
 
 # ----------------------------------------------------------------- partial evaluation
 
-_pe_memo = _Memo()
+_pe_memo = Memo()
 
 
 class _PolicyState(threading.local):
@@ -453,7 +458,7 @@ def _interleave(rec, unk):
 
 # ----------------------------------------------------------------- transposition
 
-_transpose_memo = _Memo()
+_transpose_memo = Memo()
 
 
 def transpose_jaxpr(closed: ClosedJaxpr, linear):

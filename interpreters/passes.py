@@ -32,23 +32,21 @@ call_dce_rules: dict = {}
 # prim -> f(eqn) -> [atom or None per output]: outputs equal to one of the inputs
 forwarding_rules: dict = {}
 
-# name -> predicate(params) under which an equation with output type == input type
-# is the identity.
-_IDENTITY_WHEN_SAME_TYPE = {
-    "convert_element_type": lambda p: True,
-    "reshape": lambda p: p.get("dimensions") is None,
-    "broadcast_in_dim": lambda p: True,
-    "transpose": lambda p: tuple(p.get("permutation", ())) == tuple(range(len(p["permutation"]))),
-    "squeeze": lambda p: tuple(p.get("dimensions", ())) == (),
-    "expand_dims": lambda p: tuple(p.get("dimensions", ())) == (),
-    "rev": lambda p: tuple(p.get("dimensions", ())) == (),
-    "reduce_sum": lambda p: tuple(p.get("axes", ())) == (),
-    "reduce_max": lambda p: tuple(p.get("axes", ())) == (),
-    "reduce_min": lambda p: tuple(p.get("axes", ())) == (),
-    "reduce_prod": lambda p: tuple(p.get("axes", ())) == (),
-}
 
-_NO_CSE_WORDS = ("random", "rng", "callback", "print")
+
+def identity_when_same_type(pred):
+    """A forwarding rule for a one-operand primitive that is the identity whenever its
+    output type equals its input type and ``pred(params)`` holds (a convert to the same
+    dtype, a transpose by the identity permutation, a reduction over no axes, ...)."""
+    def rule(eqn):
+        if len(eqn.invars) != 1 or len(eqn.outvars) != 1:
+            return None
+        a, v = eqn.invars[0], eqn.outvars[0]
+        if a.aval == v.aval and pred(eqn.params):
+            return [a]
+        return None
+    return rule
+
 
 
 # ----------------------------------------------------------------- effects
@@ -172,15 +170,7 @@ def dce_closed(closed: ClosedJaxpr, used_outputs=None) -> ClosedJaxpr:
 
 def _forwarded(eqn):
     rule = forwarding_rules.get(eqn.primitive)
-    if rule is not None:
-        return rule(eqn)
-    pred = _IDENTITY_WHEN_SAME_TYPE.get(eqn.primitive.name)
-    if pred is None or len(eqn.invars) != 1 or len(eqn.outvars) != 1:
-        return None
-    a, v = eqn.invars[0], eqn.outvars[0]
-    if a.aval == v.aval and pred(eqn.params):
-        return [a]
-    return None
+    return rule(eqn) if rule is not None else None
 
 
 def forward_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
@@ -208,10 +198,7 @@ def forward_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 
 def _cse_ok(eqn) -> bool:
     prim = eqn.primitive
-    if getattr(prim, "effectful", False) or eqn.params.get("prevent_cse", False):
-        return False
-    name = prim.name
-    if any(w in name for w in _NO_CSE_WORDS):
+    if prim.effectful or not prim.cse or eqn.params.get("prevent_cse", False):
         return False
     return not any(has_effects(j) for j in _subjaxprs(eqn.params))
 

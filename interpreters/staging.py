@@ -117,9 +117,6 @@ class StagingTrace(core.Trace):
             self.consts.append(x)
         return v
 
-    def new_tracer(self, aval):
-        return StagingTracer(self, Var(aval))
-
     # -- the interpreter
     def process_primitive(self, prim, args, params):
         if self.forward_known:

@@ -1,7 +1,7 @@
 """IR -> StableHLO -> XLA executables (jaxlib's PJRT runtime), devices and buffers.
 
 The only layer that touches jax/jaxlib, and only on first use: ``import
-xform`` (and ``import lowering``) import neither.  Attribute access loads the
+xform`` import neither.  Attribute access loads the
 submodule that defines a name:
 
 * ``lowering.mlir``    (pure Python): ``lower_jaxpr``, ``lower_subjaxpr``,
@@ -14,7 +14,7 @@ submodule that defines a name:
 import importlib as _importlib
 
 _MLIR_NAMES = frozenset({"lower_jaxpr", "lower_module", "LoweredModule", "lower_subjaxpr", "call_subjaxpr", "lowering_rules",
-                         "rules_by_name", "register", "sync_rules", "lookup_rule",
+                         "register", "sync_rules", "lookup_rule", "load_rule_modules",
                          "LoweringContext", "ModuleContext", "tensor_type", "element_type",
                          "dense_literal", "location"})
 _RUNTIME_NAMES = frozenset({"compile_jaxpr", "compile_text", "Compiled", "devices",

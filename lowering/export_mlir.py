@@ -23,6 +23,7 @@ import functools
 import io
 import threading
 
+from xform._src.primitives.call_exported import call_exported_p
 from xform._src.lowering.mlir import register
 
 _lock = threading.Lock()
@@ -230,14 +231,6 @@ def _func_types(op):
     return [str(t) for t in ft.inputs], [str(t) for t in ft.results]
 
 
-def main_signature(blob):
-    """(input types, result types) of the serialized module's ``main``."""
-    ir = _ir()
-    with _lock, _ctx():
-        module = _deserialize(blob)
-        return _func_types(ir.SymbolTable(module.operation)["main"])
-
-
 _counter = [0]
 
 
@@ -393,7 +386,7 @@ def _constrain(ctx, names, avals, shardings):
     return out
 
 
-@register("call_exported")
+@register(call_exported_p)
 def _call_exported_lowering(ctx, eqn, *args):
     exported = eqn.params["exported"]
     mesh = _check_devices(ctx, exported)

@@ -151,10 +151,6 @@ def poly_str(poly):
     return out[2:] if out.startswith("+ ") else out   # JAX prints "- b + a"
 
 
-def _is_const(poly):
-    return all(not m for m in poly)
-
-
 # ----------------------------------------------------------------- text analysis
 
 
@@ -321,9 +317,6 @@ class _Rewriter:
                         f"the dimension variable {var!r} but none of its arguments has a "
                         f"dimension equal to {var!r}; functions (nested jit, calls) must take "
                         "an argument of that size")
-
-    def _argtype(self, name):
-        return self.arg_types[name]
 
     def poly_value(self, poly, out):
         """SSA name of a tensor<i32> holding ``poly``'s value."""

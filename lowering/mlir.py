@@ -1,7 +1,8 @@
 """IR -> StableHLO as MLIR text.
 
 Why text: it is the cheapest form to produce in Python and the most robust
-across jaxlib versions (see shared/LOWERING.md).  Everything here is pure
+across jaxlib versions: MLIR's Python bindings change between releases, its text format
+rarely does.  Everything here is pure
 Python + NumPy; nothing imports jax, so lowering a program (``as_text``) works
 without the runtime.
 
@@ -129,55 +130,56 @@ def location(name: str, source_info=None) -> str:
 # ----------------------------------------------------------------- the rule table
 
 lowering_rules: dict = {}   # Primitive -> rule(ctx, eqn, *operand_names) -> [result names]
-rules_by_name: dict = {}    # primitive name -> rule, for primitives defined after the rule
 
 
-def register(*names):
-    """Decorator: the lowering rule of the primitives with these names.
+def register(*prims):
+    """Decorator: the lowering rule of these primitives (``Primitive`` objects)."""
+    for p in prims:
+        if not isinstance(p, core.Primitive):
+            raise TypeError(f"register() takes Primitive objects, got {p!r}")
 
-    Rules are registered by name because the primitive modules are written
-    concurrently; ``lookup_rule`` resolves (and caches) them by object.
-    """
     def deco(fn):
-        for n in names:
-            rules_by_name[n] = fn
+        for p in prims:
+            lowering_rules[p] = fn
         return fn
     return deco
 
 
-def _load_rule_modules():
-    from xform._src.lowering import (rules_control, rules_elementwise, rules_linalg,  # noqa: F401
-                          rules_reductions, rules_sorting, rules_structural)
-    from xform._src.lowering import rules_control_flow  # noqa: F401  (cond, while, scan)
-    from xform._src.lowering import rules_indexing  # noqa: F401  (gather, scatter)
-    from xform._src.lowering import rules_callbacks  # noqa: F401  (pure_callback, io_callback)
-    from xform._src.lowering import rules_random  # noqa: F401  (threefry2x32)
-    from xform._src.lowering import rules_special  # noqa: F401  (special functions)
-    from xform._src.lowering import rules_linalg_decomp  # noqa: F401  (LAPACK/cusolver decompositions)
-    from xform._src.lowering import rules_spmd  # noqa: F401  (sharding constraints, shard_map, collectives)
-    from xform._src.lowering import rules_convolution, rules_windowed, rules_fft, rules_misc  # noqa: F401
-    from xform._src.lowering import export_mlir  # noqa: F401  (call_exported: inlines an exported module)
+_rule_modules_loaded = False
+
+
+def load_rule_modules():
+    """Import every ``lowering/rules_*.py`` module (each registers its rules on import),
+    and the export module's rule; discovered, so a new rule module needs no edit here."""
+    global _rule_modules_loaded
+    if _rule_modules_loaded:
+        return
+    import importlib
+    import pkgutil
+    from xform._src import lowering
+    for m in pkgutil.iter_modules(lowering.__path__):
+        if m.name.startswith("rules_") or m.name == "export_mlir":
+            importlib.import_module(f"{lowering.__name__}.{m.name}")
+    _rule_modules_loaded = True
 
 
 def sync_rules() -> dict:
-    """Fill ``lowering_rules`` for every registered primitive that has a named rule."""
-    _load_rule_modules()
-    for prim in list(core.abstract_eval_rules):
-        if prim not in lowering_rules and prim.name in rules_by_name:
-            lowering_rules[prim] = rules_by_name[prim.name]
+    """The complete rule table (every rule module imported)."""
+    load_rule_modules()
     return lowering_rules
 
 
 def lookup_rule(prim):
     rule = lowering_rules.get(prim)
     if rule is None:
-        sync_rules()
-        rule = lowering_rules.get(prim) or rules_by_name.get(prim.name)
+        load_rule_modules()
+        rule = lowering_rules.get(prim)
         if rule is None:
+            why = prim.missing_rules.get("lowering", "so it cannot run under jit or on an "
+                                         "accelerator")
             raise NotImplementedError(
-                f"primitive {prim.name!r} has no XLA lowering rule, so it cannot run under jit "
-                "or on an accelerator. Run it eagerly on CPU (outside jit) instead.")
-        lowering_rules[prim] = rule
+                f"primitive {prim.name!r} has no XLA lowering rule, {why}. Run it eagerly on "
+                "CPU (outside jit) instead.")
     return rule
 
 

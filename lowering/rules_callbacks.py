@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.callbacks import io_callback_p, pure_callback_p
+from xform._src.primitives.custom_vmap import custom_vmap_call_p
 from xform._src.lowering.mlir import register, tensor_type
 
 
@@ -49,7 +51,7 @@ _TOKEN_AVAL = _Aval()
 
 def _host(params, with_token_in=False, with_token_out=False):
     from xform._src.interpreters import core
-    from xform._src.primitives.host_callback import run_host
+    from xform._src.primitives.callbacks import run_host
     callback, result_avals = params["callback"], params["result_avals"]
 
     def host_fn(*arrays):
@@ -62,12 +64,12 @@ def _host(params, with_token_in=False, with_token_out=False):
     return host_fn
 
 
-@register("pure_callback")
+@register(pure_callback_p)
 def _pure_callback(ctx, eqn, *operands):
     return _emit(ctx, eqn, operands, _host(eqn.params), side_effect=False)
 
 
-@register("io_callback")
+@register(io_callback_p)
 def _io_callback(ctx, eqn, *operands):
     if not eqn.params["ordered"]:
         return _emit(ctx, eqn, operands, _host(eqn.params), side_effect=True)
@@ -78,7 +80,7 @@ def _io_callback(ctx, eqn, *operands):
     return outs[1:]
 
 
-@register("custom_vmap_call")
+@register(custom_vmap_call_p)
 def _custom_vmap_call(ctx, eqn, *operands):
     """``custom_batching.custom_vmap`` outside ``vmap``: the function's own program."""
     from xform._src.lowering.mlir import lower_subjaxpr

@@ -7,11 +7,15 @@ is inlined.  cond/while/scan go here too: their rules build regions with
 """
 from __future__ import annotations
 
+from xform._src.primitives.callbacks import debug_callback_p
+from xform._src.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
+from xform._src.primitives.debug_print import debug_print_p
+from xform._src.primitives.jit import jit_p
+from xform._src.primitives.remat import remat_p
 from xform._src.lowering.mlir import call_subjaxpr, lower_subjaxpr, register
 
 
-@register("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
-          "checkpoint", "remat")
+@register(jit_p, custom_jvp_call_p, custom_vjp_call_p, remat_p)
 def _call(ctx, eqn, *args):
     p = eqn.params
     closed = p.get("jaxpr") or p.get("call_jaxpr") or p.get("fun_jaxpr")
@@ -25,7 +29,7 @@ def _call(ctx, eqn, *args):
 # ----------------------------------------------------------------- host callbacks
 
 
-@register("debug_callback")
+@register(debug_callback_p)
 def _debug_callback(ctx, eqn, *operands):
     """``xform.debug.callback`` inside a compiled program: an XLA custom call back into
     Python (jaxlib's FFI python-callback target), side-effecting so XLA keeps it.
@@ -54,7 +58,7 @@ def _side_effect_callback(ctx, operands, fn):
     return []
 
 
-@register("debug_print")
+@register(debug_print_p)
 def _debug_print(ctx, eqn, *operands):
     """``xform.debug.print`` (JAX's ``debug_print`` primitive): the same host callback,
     formatting with the equation's params when the program runs."""

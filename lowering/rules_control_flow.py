@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.control_flow import cond_p, scan_p, while_p
 from xform._src.lowering.mlir import aval_type, i64_array, lower_subjaxpr, register, tensor_type
 
 _I32 = tensor_type((), np.int32)
 _BOOL = tensor_type((), np.bool_)
 
 
-@register("cond")
+@register(cond_p)
 def _cond(ctx, eqn, index, *ops):
     branches = eqn.params["branches"]
     out_types = [aval_type(a) for a in ctx.out_avals]
@@ -26,7 +27,7 @@ def _cond(ctx, eqn, index, *ops):
     return ctx.op("stablehlo.case", [index], out_types, "", regions)
 
 
-@register("while")
+@register(while_p)
 def _while(ctx, eqn, *args):
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
@@ -37,7 +38,7 @@ def _while(ctx, eqn, *args):
     return ctx.op("stablehlo.while", carry, types, "", [cond_r, body_r])
 
 
-@register("scan")
+@register(scan_p)
 def _scan(ctx, eqn, *args):
     """``unroll=u`` runs ``u`` body copies per loop trip; the ``length % u`` leftover
     iterations follow the loop as straight-line code (``unroll=True``: no loop)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.convolution import conv_general_dilated_p
 from xform._src.lowering.mlir import i64_array, register, tensor_type
 from xform._src.lowering.rules_linalg import _precision_name
 
@@ -42,7 +43,7 @@ def conv_attrs(p, nsp):
             f"window_strides = {i64_array(p['window_strides'])}")
 
 
-@register("conv_general_dilated")
+@register(conv_general_dilated_p)
 def _conv(ctx, eqn, lhs, rhs):
     out = ctx.out_avals[0]
     la, ra = ctx.in_avals

@@ -8,32 +8,42 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.elementwise import (
+    abs_p, acos_p, acosh_p, add_any_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
+    bitcast_convert_type_p, cbrt_p, ceil_p, clamp_p, complex_p, conj_p, convert_element_type_p,
+    cos_p, cosh_p, digamma_p, div_p, eq_p, erf_inv_p, erf_p, erfc_p, exp2_p, exp_p, expm1_p,
+    floor_p, ge_p, gt_p, imag_p, integer_pow_p, is_finite_p, le_p, lgamma_p, log1p_p, log_p,
+    logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p,
+    population_count_p, pow_p, real_p, rem_p, round_p, rsqrt_p, select_n_p, shift_left_p,
+    shift_right_arithmetic_p, shift_right_logical_p, sign_p, sin_p, sinh_p, sqrt_p, square_p,
+    stop_gradient_p, sub_p, tan_p, tanh_p, xor_p)
+from xform._src.primitives.remat import name_p
 from xform._src.lowering.mlir import compare_type, is_complex, is_float, register
 
 # primitive name -> op emitted with all operands, result type = output aval
 _SAME_TYPE_OPS = {
-    "add": "stablehlo.add", "add_any": "stablehlo.add", "sub": "stablehlo.subtract",
-    "mul": "stablehlo.multiply", "div": "stablehlo.divide", "rem": "stablehlo.remainder",
-    "max": "stablehlo.maximum", "min": "stablehlo.minimum",
-    "neg": "stablehlo.negate", "floor": "stablehlo.floor", "ceil": "stablehlo.ceil",
-    "exp": "stablehlo.exponential", "log": "stablehlo.log", "log1p": "stablehlo.log_plus_one",
-    "expm1": "stablehlo.exponential_minus_one", "tanh": "stablehlo.tanh",
-    "logistic": "stablehlo.logistic",
-    "sin": "stablehlo.sine", "cos": "stablehlo.cosine", "tan": "stablehlo.tan",
-    "asin": "chlo.asin", "acos": "chlo.acos", "atan": "chlo.atan",
-    "atan2": "stablehlo.atan2",
-    "sinh": "chlo.sinh", "cosh": "chlo.cosh", "asinh": "chlo.asinh", "acosh": "chlo.acosh",
-    "atanh": "chlo.atanh",
-    "sqrt": "stablehlo.sqrt", "rsqrt": "stablehlo.rsqrt", "cbrt": "stablehlo.cbrt",
-    "erf": "chlo.erf", "erfc": "chlo.erfc", "erf_inv": "chlo.erf_inv",
-    "lgamma": "chlo.lgamma", "digamma": "chlo.digamma", "nextafter": "chlo.next_after",
-    "and": "stablehlo.and", "or": "stablehlo.or", "xor": "stablehlo.xor", "not": "stablehlo.not",
-    "shift_left": "stablehlo.shift_left",
-    "shift_right_arithmetic": "stablehlo.shift_right_arithmetic",
-    "shift_right_logical": "stablehlo.shift_right_logical",
-    "population_count": "stablehlo.popcnt",
-    "is_finite": "stablehlo.is_finite",
-    "real": "stablehlo.real", "imag": "stablehlo.imag", "complex": "stablehlo.complex",
+    add_p: "stablehlo.add", add_any_p: "stablehlo.add", sub_p: "stablehlo.subtract",
+    mul_p: "stablehlo.multiply", div_p: "stablehlo.divide", rem_p: "stablehlo.remainder",
+    max_p: "stablehlo.maximum", min_p: "stablehlo.minimum",
+    neg_p: "stablehlo.negate", floor_p: "stablehlo.floor", ceil_p: "stablehlo.ceil",
+    exp_p: "stablehlo.exponential", log_p: "stablehlo.log", log1p_p: "stablehlo.log_plus_one",
+    expm1_p: "stablehlo.exponential_minus_one", tanh_p: "stablehlo.tanh",
+    logistic_p: "stablehlo.logistic",
+    sin_p: "stablehlo.sine", cos_p: "stablehlo.cosine", tan_p: "stablehlo.tan",
+    asin_p: "chlo.asin", acos_p: "chlo.acos", atan_p: "chlo.atan",
+    atan2_p: "stablehlo.atan2",
+    sinh_p: "chlo.sinh", cosh_p: "chlo.cosh", asinh_p: "chlo.asinh", acosh_p: "chlo.acosh",
+    atanh_p: "chlo.atanh",
+    sqrt_p: "stablehlo.sqrt", rsqrt_p: "stablehlo.rsqrt", cbrt_p: "stablehlo.cbrt",
+    erf_p: "chlo.erf", erfc_p: "chlo.erfc", erf_inv_p: "chlo.erf_inv",
+    lgamma_p: "chlo.lgamma", digamma_p: "chlo.digamma", nextafter_p: "chlo.next_after",
+    and_p: "stablehlo.and", or_p: "stablehlo.or", xor_p: "stablehlo.xor", not_p: "stablehlo.not",
+    shift_left_p: "stablehlo.shift_left",
+    shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
+    shift_right_logical_p: "stablehlo.shift_right_logical",
+    population_count_p: "stablehlo.popcnt",
+    is_finite_p: "stablehlo.is_finite",
+    real_p: "stablehlo.real", imag_p: "stablehlo.imag", complex_p: "stablehlo.complex",
 }
 
 
@@ -47,19 +57,19 @@ for _name, _op in _SAME_TYPE_OPS.items():
     register(_name)(_simple(_op))
 
 
-@register("stop_gradient", "copy", "copy_p", "name")
+@register(stop_gradient_p, name_p)
 def _identity(ctx, eqn, *xs):
     return list(xs)
 
 
-@register("abs")
+@register(abs_p)
 def _abs(ctx, eqn, x):
     if np.dtype(ctx.in_avals[0].dtype).kind in "ub":
         return [x]
     return [ctx.op1("stablehlo.abs", [x], ctx.out_avals[0])]
 
 
-@register("sign")
+@register(sign_p)
 def _sign(ctx, eqn, x):
     aval = ctx.in_avals[0]
     if aval.dtype.kind in "ub":
@@ -68,14 +78,14 @@ def _sign(ctx, eqn, x):
     return [ctx.op1("stablehlo.sign", [x], ctx.out_avals[0])]
 
 
-@register("round")
+@register(round_p)
 def _round(ctx, eqn, x):
     method = int(eqn.params.get("rounding_method", 0))
     op = "stablehlo.round_nearest_afz" if method == 0 else "stablehlo.round_nearest_even"
     return [ctx.op1(op, [x], ctx.out_avals[0])]
 
 
-@register("exp2")
+@register(exp2_p)
 def _exp2(ctx, eqn, x):
     aval = ctx.in_avals[0]
     log2 = ctx.full_like(np.log(2), aval)
@@ -83,19 +93,19 @@ def _exp2(ctx, eqn, x):
                     aval)]
 
 
-@register("pow")
+@register(pow_p)
 def _pow(ctx, eqn, x, y):
     """Float/complex base with a float or integer exponent (converted, as XLA needs)."""
     out = ctx.out_avals[0]
     return [ctx.op1("stablehlo.power", [x, ctx.convert(y, out.dtype)], out)]
 
 
-@register("square")
+@register(square_p)
 def _square(ctx, eqn, x):
     return [ctx.op1("stablehlo.multiply", [x, x], ctx.out_avals[0])]
 
 
-@register("integer_pow")
+@register(integer_pow_p)
 def _integer_pow(ctx, eqn, x):
     """x**y by repeated squaring (y a static int); negative y -> 1 / x**|y|."""
     y = int(eqn.params["y"])
@@ -114,7 +124,7 @@ def _integer_pow(ctx, eqn, x):
     return [acc]
 
 
-_DIRECTIONS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
+_DIRECTIONS = {eq_p: "EQ", ne_p: "NE", lt_p: "LT", le_p: "LE", gt_p: "GT", ge_p: "GE"}
 
 
 def _compare_rule(direction):
@@ -127,7 +137,7 @@ for _name, _dir in _DIRECTIONS.items():
     register(_name)(_compare_rule(_dir))
 
 
-@register("select_n")
+@register(select_n_p)
 def _select_n(ctx, eqn, which, *cases):
     """cases[which]: a bool predicate picks between two; an int index bisects."""
     if len(cases) == 1:
@@ -147,12 +157,12 @@ def _select_n(ctx, eqn, which, *cases):
     return [build(0, len(cases))]
 
 
-@register("clamp")
+@register(clamp_p)
 def _clamp(ctx, eqn, lo, x, hi):
     return [ctx.op1("stablehlo.clamp", [lo, x, hi], ctx.out_avals[0])]
 
 
-@register("conj")
+@register(conj_p)
 def _conj(ctx, eqn, x):
     aval = ctx.in_avals[0]
     if not is_complex(aval.dtype):
@@ -164,7 +174,7 @@ def _conj(ctx, eqn, x):
     return [ctx.op1("stablehlo.complex", [re, im], ctx.out_avals[0])]
 
 
-@register("convert_element_type")
+@register(convert_element_type_p)
 def _convert_element_type(ctx, eqn, x):
     """As XLA, except: to bool is ``x != 0``; complex -> real takes the real part."""
     src, dst = ctx.in_avals[0], ctx.out_avals[0]
@@ -181,7 +191,7 @@ def _convert_element_type(ctx, eqn, x):
     return [ctx.convert(x, dst.dtype)]
 
 
-@register("bitcast_convert_type")
+@register(bitcast_convert_type_p)
 def _bitcast_convert_type(ctx, eqn, x):
     return [ctx.op1("stablehlo.bitcast_convert", [x], ctx.out_avals[0])]
 

@@ -1,12 +1,13 @@
 """Lowering rule: ``fft`` -> ``stablehlo.fft``."""
 from __future__ import annotations
 
+from xform._src.primitives.fft import fft_p
 from xform._src.lowering.mlir import i64_array, register
 
 _NAMES = {0: "FFT", 1: "IFFT", 2: "RFFT", 3: "IRFFT"}
 
 
-@register("fft")
+@register(fft_p)
 def _fft(ctx, eqn, x):
     p = eqn.params
     return [ctx.op1("stablehlo.fft", [x], ctx.out_avals[0],

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.indexing import (
+    gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p)
 from xform._src.lowering.mlir import i64_array, register, tensor_type
 
 
@@ -52,7 +54,7 @@ def _in_bounds(ctx, idx, idx_aval, bounds):
                    f"dimensions = {i64_array([idx_aval.ndim - 1])}", [region])
 
 
-@register("gather")
+@register(gather_p)
 def _gather(ctx, eqn, x, idx):
     p = eqn.params
     dn, sizes = p["dimension_numbers"], p["slice_sizes"]
@@ -83,11 +85,11 @@ def _set(c, a, b, st):
 
 
 _COMBINERS = {   # name -> (op for numbers, op for bool)
-    "scatter": None,
-    "scatter-add": ("stablehlo.add", None),
-    "scatter-mul": ("stablehlo.multiply", None),
-    "scatter-min": ("stablehlo.minimum", "stablehlo.and"),
-    "scatter-max": ("stablehlo.maximum", "stablehlo.or"),
+    scatter_p: None,
+    scatter_add_p: ("stablehlo.add", None),
+    scatter_mul_p: ("stablehlo.multiply", None),
+    scatter_min_p: ("stablehlo.minimum", "stablehlo.and"),
+    scatter_max_p: ("stablehlo.maximum", "stablehlo.or"),
 }
 
 

@@ -6,6 +6,7 @@ are first converted to the output dtype.
 """
 from __future__ import annotations
 
+from xform._src.primitives.linalg import dot_general_p
 from xform._src.lowering.mlir import register
 
 _PRECISIONS = {"DEFAULT": "DEFAULT", "HIGH": "HIGH", "HIGHEST": "HIGHEST",
@@ -25,7 +26,7 @@ def _dims(xs) -> str:
     return "[" + ", ".join(str(int(d)) for d in xs) + "]"
 
 
-@register("dot_general")
+@register(dot_general_p)
 def _dot_general(ctx, eqn, lhs, rhs):
     p = eqn.params
     (lc, rc), (lb, rb) = p["dimension_numbers"]

@@ -26,6 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from xform._src.interpreters import core
+from xform._src.primitives.linalg_decomp import hessenberg_p
+from xform._src.primitives.linear_solve import linear_solve_p
+from xform._src.primitives.linalg_decomp import (
+    cholesky_p, eig_p, eigh_p, geqp3_p, geqrf_p, householder_product_p, lu_p,
+    lu_pivots_to_permutation_p, qr_p, schur_p, svd_p, triangular_solve_p, tridiagonal_p,
+    tridiagonal_solve_p)
 from xform._src.lowering.mlir import aval_type, lower_subjaxpr, register, tensor_type
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -227,7 +233,7 @@ def _has_zero(ctx):
     return any(0 in a.shape for a in ctx.in_avals)
 
 
-def _register_decomp(*names):
+def _register_decomp(*prims):
     """``register`` for the decompositions: operands with a zero-sized dimension get their
     (constant) results from ``_zero_size`` before the rule runs, as no LAPACK kernel takes
     them."""
@@ -237,7 +243,7 @@ def _register_decomp(*names):
                 return _zero_size(ctx, eqn)
             return fn(ctx, eqn, *operands)
         rule.__name__ = fn.__name__
-        return register(*names)(rule)
+        return register(*prims)(rule)
     return deco
 
 
@@ -253,7 +259,7 @@ def _lower_fun(ctx, fn, operands):
 # ----------------------------------------------------------------- rules
 
 
-@_register_decomp("cholesky")
+@_register_decomp(cholesky_p)
 def _cholesky(ctx, eqn, x):
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -264,7 +270,7 @@ def _cholesky(ctx, eqn, x):
     return [_tri_select(ctx, l, a.shape, a.dtype, lower=True)]
 
 
-@_register_decomp("triangular_solve")
+@_register_decomp(triangular_solve_p)
 def _triangular_solve(ctx, eqn, a, b):
     p = eqn.params
     aa, ba = ctx.in_avals
@@ -322,12 +328,12 @@ def _p2p_fn(m):
     return fn
 
 
-@_register_decomp("lu_pivots_to_permutation")
+@_register_decomp(lu_pivots_to_permutation_p)
 def _lu_pivots_to_permutation(ctx, eqn, piv):
     return _lower_fun(ctx, _p2p_fn(eqn.params["permutation_size"]), [piv])
 
 
-@_register_decomp("lu")
+@_register_decomp(lu_p)
 def _lu(ctx, eqn, x):
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -348,7 +354,7 @@ def _lu(ctx, eqn, x):
     return [lu, piv, perm]
 
 
-@_register_decomp("geqrf")
+@_register_decomp(geqrf_p)
 def _geqrf(ctx, eqn, x):
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -357,7 +363,7 @@ def _geqrf(ctx, eqn, x):
                      [(a.shape, a.dtype), (a.shape[:-2] + (k,), a.dtype)], nb, aliases=[(0, 0)])
 
 
-@_register_decomp("geqp3")
+@_register_decomp(geqp3_p)
 def _geqp3(ctx, eqn, x, jpvt):
     a, pa = ctx.in_avals
     nb = a.ndim - 2
@@ -367,7 +373,7 @@ def _geqp3(ctx, eqn, x, jpvt):
                      nb, aliases=[(0, 0), (1, 1)])
 
 
-@_register_decomp("householder_product")
+@_register_decomp(householder_product_p)
 def _householder_product(ctx, eqn, x, taus):
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -404,12 +410,12 @@ def _qr_fn(pivoting, full_matrices):
     return fn
 
 
-@_register_decomp("qr")
+@_register_decomp(qr_p)
 def _qr(ctx, eqn, x):
     return _lower_fun(ctx, _qr_fn(eqn.params["pivoting"], eqn.params["full_matrices"]), [x])
 
 
-@_register_decomp("eigh")
+@_register_decomp(eigh_p)
 def _eigh(ctx, eqn, x):
     p = eqn.params
     a = ctx.in_avals[0]
@@ -465,7 +471,7 @@ def _svd_of_adjoint_fn(params):
     return fn
 
 
-@_register_decomp("svd")
+@_register_decomp(svd_p)
 def _svd(ctx, eqn, x):
     p = eqn.params
     a = ctx.in_avals[0]
@@ -502,7 +508,7 @@ def _svd(ctx, eqn, x):
     return [s, u, vt]
 
 
-@_register_decomp("eig")
+@_register_decomp(eig_p)
 def _eig(ctx, eqn, x):
     p = eqn.params
     a = ctx.in_avals[0]
@@ -530,7 +536,7 @@ def _eig(ctx, eqn, x):
     return out
 
 
-@_register_decomp("schur")
+@_register_decomp(schur_p)
 def _schur(ctx, eqn, x):
     p = eqn.params
     a = ctx.in_avals[0]
@@ -552,7 +558,7 @@ def _schur(ctx, eqn, x):
     return out
 
 
-@register("hessenberg")
+@register(hessenberg_p)
 def _hessenberg(ctx, eqn, x):
     a = ctx.in_avals[0]
     if _has_zero(ctx) or a.shape[-1] <= 1:
@@ -566,7 +572,7 @@ def _hessenberg(ctx, eqn, x):
     return [h, tau]
 
 
-@_register_decomp("tridiagonal")
+@_register_decomp(tridiagonal_p)
 def _tridiagonal(ctx, eqn, x):
     a = ctx.in_avals[0]
     nb = a.ndim - 2
@@ -584,7 +590,7 @@ def _tridiagonal(ctx, eqn, x):
             _nan_unless(ctx, ok, tau, batch + (k,), a.dtype, nb)]
 
 
-@_register_decomp("tridiagonal_solve")
+@_register_decomp(tridiagonal_solve_p)
 def _tridiagonal_solve(ctx, eqn, dl, d, du, b):
     ba = ctx.in_avals[3]
     da = ctx.in_avals[1]
@@ -601,7 +607,7 @@ def _tridiagonal_solve(ctx, eqn, dl, d, du, b):
     return [_nan_unless(ctx, _ok(ctx, info, batch), x, ba.shape, ba.dtype, nb)]
 
 
-@register("custom_linear_solve")
+@register(linear_solve_p)
 def _custom_linear_solve(ctx, eqn, *args):
     """The solve program, inlined (its derivatives were resolved before lowering)."""
     p = eqn.params

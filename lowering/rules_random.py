@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.prng import random_clone_p, random_unwrap_p, random_wrap_p
+from xform._src.primitives.random import rng_bit_generator_p, rng_uniform_p, threefry2x32_p
 from xform._src.lowering.mlir import i64_array, register, tensor_type
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -16,7 +18,7 @@ _PARITY = 0x1BD11BDA
 _U32 = np.dtype(np.uint32)
 
 
-@register("threefry2x32")
+@register(threefry2x32_p)
 def _threefry2x32(ctx, eqn, k1, k2, x1, x2):
     """Rolled form (as JAX's CPU lowering): the initial key injection, then a
     ``stablehlo.while`` of 5 trips, each 4 rounds (rotation amounts chosen by the
@@ -87,7 +89,7 @@ def _threefry2x32(ctx, eqn, k1, k2, x1, x2):
     return [outs[1], outs[2]]
 
 
-@register("random_wrap", "random_unwrap", "random_clone")
+@register(random_wrap_p, random_unwrap_p, random_clone_p)
 def _key_cast(ctx, eqn, x):
     """Free casts between typed keys and their uint32[..., 2] words (programs are
     physicalized before lowering, so both sides are the same tensor)."""
@@ -97,7 +99,7 @@ def _key_cast(ctx, eqn, x):
 _ALG = {0: "PHILOX", 1: "THREE_FRY", 2: "PHILOX"}   # RNG_DEFAULT is PHILOX on CPU
 
 
-@register("rng_bit_generator")
+@register(rng_bit_generator_p)
 def _rng_bit_generator(ctx, eqn, key):
     p = eqn.params
     kaval = ctx.in_avals[0]
@@ -117,7 +119,7 @@ def _rng_bit_generator(ctx, eqn, key):
     return [new, bits]
 
 
-@register("rng_uniform")
+@register(rng_uniform_p)
 def _rng_uniform(ctx, eqn, a, b):
     shape = ctx.constant(np.asarray(ctx.out_avals[0].shape, np.int64))
     return [ctx.op1("stablehlo.rng", [a, b, shape], ctx.out_avals[0],

@@ -11,6 +11,9 @@ import numpy as np
 
 from xform._src.interpreters.dtypes import finfo
 
+from xform._src.primitives.reductions import (
+    argmax_p, argmin_p, cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p, reduce_and_p,
+    reduce_max_p, reduce_min_p, reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
 from xform._src.lowering.mlir import compare_type, i64_array, is_complex, is_float, register, tensor_type
 
 
@@ -40,13 +43,13 @@ def _all_ones(dtype):
 
 # name -> (op applied in the region, identity(dtype))
 _MONOIDS = {
-    "reduce_sum": ("stablehlo.add", lambda d: 0),
-    "reduce_prod": ("stablehlo.multiply", lambda d: 1),
-    "reduce_max": ("stablehlo.maximum", _lowest),
-    "reduce_min": ("stablehlo.minimum", _highest),
-    "reduce_and": ("stablehlo.and", _all_ones),
-    "reduce_or": ("stablehlo.or", lambda d: 0),
-    "reduce_xor": ("stablehlo.xor", lambda d: 0),
+    reduce_sum_p: ("stablehlo.add", lambda d: 0),
+    reduce_prod_p: ("stablehlo.multiply", lambda d: 1),
+    reduce_max_p: ("stablehlo.maximum", _lowest),
+    reduce_min_p: ("stablehlo.minimum", _highest),
+    reduce_and_p: ("stablehlo.and", _all_ones),
+    reduce_or_p: ("stablehlo.or", lambda d: 0),
+    reduce_xor_p: ("stablehlo.xor", lambda d: 0),
 }
 
 
@@ -107,8 +110,8 @@ def _argminmax_rule(direction, identity):
     return rule
 
 
-register("argmax")(_argminmax_rule("GT", _lowest))
-register("argmin")(_argminmax_rule("LT", _highest))
+register(argmax_p)(_argminmax_rule("GT", _lowest))
+register(argmin_p)(_argminmax_rule("LT", _highest))
 
 
 def _logaddexp(c, a, b, st, dtype):
@@ -123,11 +126,11 @@ def _logaddexp(c, a, b, st, dtype):
 
 
 _CUMULATIVE = {
-    "cumsum": (lambda c, a, b, st, d: c.op1("stablehlo.add", [a, b], st), lambda d: 0),
-    "cumprod": (lambda c, a, b, st, d: c.op1("stablehlo.multiply", [a, b], st), lambda d: 1),
-    "cummax": (lambda c, a, b, st, d: c.op1("stablehlo.maximum", [a, b], st), _lowest),
-    "cummin": (lambda c, a, b, st, d: c.op1("stablehlo.minimum", [a, b], st), _highest),
-    "cumlogsumexp": (_logaddexp, lambda d: -np.inf),
+    cumsum_p: (lambda c, a, b, st, d: c.op1("stablehlo.add", [a, b], st), lambda d: 0),
+    cumprod_p: (lambda c, a, b, st, d: c.op1("stablehlo.multiply", [a, b], st), lambda d: 1),
+    cummax_p: (lambda c, a, b, st, d: c.op1("stablehlo.maximum", [a, b], st), _lowest),
+    cummin_p: (lambda c, a, b, st, d: c.op1("stablehlo.minimum", [a, b], st), _highest),
+    cumlogsumexp_p: (_logaddexp, lambda d: -np.inf),
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.sorting import sort_p, top_k_p
 from xform._src.lowering.mlir import i64_array, is_complex, is_float, register, tensor_type
 
 
@@ -52,7 +53,7 @@ def _lt_comparator(c, dtypes, num_keys, args):
     return [result]
 
 
-@register("sort")
+@register(sort_p)
 def _sort(ctx, eqn, *operands):
     p = eqn.params
     dimension = int(p["dimension"])
@@ -67,7 +68,7 @@ def _sort(ctx, eqn, *operands):
                   f"dimension = {dimension} : i64, is_stable = {stable}", [region])
 
 
-@register("top_k")
+@register(top_k_p)
 def _top_k(ctx, eqn, x, *dyn):
     """``chlo.top_k`` works on the last axis: transpose ``axis`` there and back."""
     aval = ctx.in_avals[0]

@@ -8,9 +8,12 @@ JAX's ``lower_fun`` does.
 """
 from __future__ import annotations
 
+from xform._src.primitives.special import (
+    bessel_i0e_p, bessel_i1e_p, igamma_grad_a_p, igamma_p, igammac_p, polygamma_p,
+    regularized_incomplete_beta_p, zeta_p)
 from xform._src.lowering.mlir import lower_subjaxpr, register
 
-_CHLO = {"polygamma": "chlo.polygamma", "zeta": "chlo.zeta", "bessel_i1e": "chlo.bessel_i1e"}
+_CHLO = {polygamma_p: "chlo.polygamma", zeta_p: "chlo.zeta", bessel_i1e_p: "chlo.bessel_i1e"}
 
 
 def _chlo(op_name):
@@ -43,6 +46,6 @@ def _expansion(name):
     return rule
 
 
-for _name in ("igamma", "igammac", "igamma_grad_a", "bessel_i0e",
-              "regularized_incomplete_beta"):
-    register(_name)(_expansion(_name))
+for _prim in (igamma_p, igammac_p, igamma_grad_a_p, bessel_i0e_p,
+              regularized_incomplete_beta_p):
+    register(_prim)(_expansion(_prim.name))

@@ -1,6 +1,9 @@
 """Lowering of partitioned-program primitives to Shardy (``sdy``) ops."""
 from __future__ import annotations
 
+from xform._src.primitives.collectives import (
+    all_gather_p, axis_index_p, pmax_p, pmin_p, psum_p, reduce_scatter_p)
+from xform._src.primitives.spmd import all_to_all_p, ppermute_p, shard_map_p, sharding_constraint_p
 from xform._src.lowering.mlir import register
 
 
@@ -8,7 +11,7 @@ def _spmd_mesh(ctx):
     return getattr(ctx.module, "spmd_mesh", None)
 
 
-@register("sharding_constraint")
+@register(sharding_constraint_p)
 def _sharding_constraint(ctx, eqn, x):
     mesh = _spmd_mesh(ctx)
     if mesh is None or getattr(ctx.module, "manual_mesh", None) is not None:
@@ -35,7 +38,7 @@ def _per_value(specs, avals):
         f"<@mesh, {dims_text(s, len(a.shape))}>" for s, a in zip(specs, avals)) + "]>"
 
 
-@register("shard_map")
+@register(shard_map_p)
 def _shard_map(ctx, eqn, *args):
     p = eqn.params
     mesh, closed = p["mesh"], p["jaxpr"]
@@ -136,12 +139,12 @@ def _all_reduce(opname):
     return rule
 
 
-register("psum")(_all_reduce("add"))
-register("pmax")(_all_reduce("maximum"))
-register("pmin")(_all_reduce("minimum"))
+register(psum_p)(_all_reduce("add"))
+register(pmax_p)(_all_reduce("maximum"))
+register(pmin_p)(_all_reduce("minimum"))
 
 
-@register("axis_index")
+@register(axis_index_p)
 def _axis_index(ctx, eqn):
     mesh = _mesh_of(ctx, "axis_index")
     name = eqn.params["axis_name"]
@@ -159,7 +162,7 @@ def _axis_index(ctx, eqn):
     return [pid]
 
 
-@register("all_gather")
+@register(all_gather_p)
 def _all_gather(ctx, eqn, x):
     mesh = _mesh_of(ctx, "all_gather")
     p = eqn.params
@@ -174,7 +177,7 @@ def _all_gather(ctx, eqn, x):
     return ctx.op("stablehlo.all_gather", [x], [out], attrs)
 
 
-@register("reduce_scatter")
+@register(reduce_scatter_p)
 def _reduce_scatter(ctx, eqn, x):
     mesh = _mesh_of(ctx, "psum_scatter")
     p = eqn.params
@@ -192,7 +195,7 @@ def _reduce_scatter(ctx, eqn, x):
     return [r]
 
 
-@register("ppermute")
+@register(ppermute_p)
 def _ppermute(ctx, eqn, x):
     mesh = _mesh_of(ctx, "ppermute")
     p = eqn.params
@@ -209,7 +212,7 @@ def _ppermute(ctx, eqn, x):
     return ctx.op("stablehlo.collective_permute", [x], [ctx.types[x]], attrs)
 
 
-@register("all_to_all")
+@register(all_to_all_p)
 def _all_to_all(ctx, eqn, x):
     mesh = _mesh_of(ctx, "all_to_all")
     p = eqn.params

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.primitives.windowed import (
+    reduce_p, reduce_window_max_p, reduce_window_min_p, reduce_window_p, reduce_window_sum_p,
+    select_and_gather_add_p, select_and_scatter_add_p)
 from xform._src.lowering.mlir import i64_array, lower_subjaxpr, register, tensor_type
 from xform._src.lowering.rules_reductions import _highest, _lowest
 
@@ -31,9 +34,9 @@ def _scalar(dtype):
     return tensor_type((), dtype)
 
 
-_MONOIDS = {"reduce_window_sum": ("stablehlo.add", lambda d: 0),
-            "reduce_window_max": ("stablehlo.maximum", _lowest),
-            "reduce_window_min": ("stablehlo.minimum", _highest)}
+_MONOIDS = {reduce_window_sum_p: ("stablehlo.add", lambda d: 0),
+            reduce_window_max_p: ("stablehlo.maximum", _lowest),
+            reduce_window_min_p: ("stablehlo.minimum", _highest)}
 
 
 def _monoid_rule(op, identity):
@@ -55,7 +58,7 @@ def _sel_identity(select_prim, dt):
     return _lowest(dt) if select_prim == "ge" else _highest(dt)
 
 
-@register("select_and_gather_add")
+@register(select_and_gather_add_p)
 def _select_and_gather_add(ctx, eqn, t, x):
     p = eqn.params
     dt = ctx.in_avals[0].dtype
@@ -74,7 +77,7 @@ def _select_and_gather_add(ctx, eqn, t, x):
     return [res[1]]
 
 
-@register("select_and_scatter_add")
+@register(select_and_scatter_add_p)
 def _select_and_scatter_add(ctx, eqn, source, x):
     p = eqn.params
     xa = ctx.in_avals[1]
@@ -129,7 +132,7 @@ def _generic_region(ctx, closed, dtypes_):
     return ctx.region(sts + sts, lambda c, *args: lower_subjaxpr(c, closed, list(args)))
 
 
-@register("reduce_window")
+@register(reduce_window_p)
 def _reduce_window(ctx, eqn, *args):
     n = len(args) // 2
     dts = [a.dtype for a in ctx.in_avals[:n]]
@@ -138,7 +141,7 @@ def _reduce_window(ctx, eqn, *args):
                   _window_attrs(eqn.params), [region])
 
 
-@register("reduce")
+@register(reduce_p)
 def _reduce(ctx, eqn, *args):
     n = len(args) // 2
     dts = [a.dtype for a in ctx.in_avals[:n]]

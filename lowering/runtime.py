@@ -15,8 +15,7 @@ needed; see ``_choose_runtime``):
   ``compat.alias_jax`` (which loads it on purpose).
 
 Either way JAX's tracing and numerics are never run.  Every jaxlib touch point lives
-here, so version churn stays in one file (see shared/LOWERING.md for the facts this
-relies on):
+here, so version churn stays in one file; the facts it relies on:
 
 * ``batched_device_put(..., IMMUTABLE_ONLY_DURING_CALL, enable_x64=True)``:
   copies host data (no aliasing of user NumPy memory) and never narrows
@@ -517,7 +516,7 @@ def _mlir_context():
     """An MLIR context with StableHLO/CHLO and the upstream dialects registered.
 
     Only needed to parse modules that carry host callbacks (see ``compile_text``).
-    The registry module was renamed across jaxlib versions (LOWERING.md §1b).
+    The dialect-registry module was renamed across jaxlib versions (both names tried).
     """
     global _MLIR_CONTEXT
     if _MLIR_CONTEXT is None:
@@ -968,12 +967,8 @@ def device_impl_hook(prim, args, params):
     key = (prim, pkey, avals, device) if pkey is not None else None
     comp = _eager_cache.get(key) if key is not None else None
     if comp is None:
-        def fun(*xs):
-            out = prim.bind(*xs, **params)
-            return list(out) if prim.multiple_results else [out]
-        with core.set_current_trace(core.EVAL_TRACE):
-            jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
-        comp = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=prim.name)
+        comp = compile_jaxpr(primitive_program(prim, params, avals), device=device,
+                             name=prim.name)
         comp._committed = committed is not None
         if key is not None:
             _eager_cache[key] = comp
@@ -981,6 +976,16 @@ def device_impl_hook(prim, args, params):
                 _eager_cache.popitem(last=False)
     outs = comp(*args)
     return outs if prim.multiple_results else outs[0]
+
+
+def primitive_program(prim, params, avals) -> ClosedJaxpr:
+    """The program of one primitive application (what an eager op compiles)."""
+    def fun(*xs):
+        out = prim.bind(*xs, **params)
+        return list(out) if prim.multiple_results else [out]
+    with core.set_current_trace(core.EVAL_TRACE):
+        jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
+    return ClosedJaxpr(jaxpr, consts)
 
 
 core.device_impl_hook = device_impl_hook

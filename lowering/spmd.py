@@ -6,8 +6,8 @@ single-device Array keeps a one-device ``ArrayImpl``.  Programs are lowered to
 StableHLO with Shardy annotations (``sdy.mesh``, ``sdy.sharding``,
 ``sdy.sharding_constraint``, ``sdy.manual_computation`` for shard_map) and
 compiled with ``num_partitions = mesh.size`` and the mesh's device order as the
-device assignment: XLA's SPMD partitioner does the partitioning.  See
-shared/LOWERING.md section 5 for the tested facts this relies on.
+device assignment: XLA's SPMD partitioner does the partitioning.  The jaxlib
+facts this relies on are tested in tests/test_sharding.py and tests/test_collectives.py.
 """
 from __future__ import annotations
 
@@ -434,8 +434,9 @@ class SpmdCompiled:
         if len(args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} arguments, got {len(args)}")
         bufs = [self._arg(i, x) for i, x in enumerate(args)]
-        # Collective programs on many virtual devices deadlock with unbounded async
-        # dispatch (LOWERING.md section 5, gotcha 1): at most one call in flight.
+        # Collective programs on many virtual CPU devices deadlock with unbounded async
+        # dispatch (the devices' threads wait on each other's collectives): at most one
+        # call in flight.
         prev = _in_flight[0]
         if prev is not None:
             for o in prev:
@@ -463,8 +464,6 @@ _eager_sharded_cache: dict = {}
 def eager_sharded(prim, args, params):
     """Run one primitive eagerly on sharded arguments as a partitioned program
     (inputs keep their layouts, XLA chooses the outputs'), like JAX's eager ops."""
-    from xform._src.interpreters import staging
-    from xform._src.interpreters.ir import ClosedJaxpr
     S = _sh()
     mesh, specs = None, []
     for a in args:
@@ -486,15 +485,10 @@ def eager_sharded(prim, args, params):
     key = (prim, pkey, avals, mesh, tuple(specs)) if pkey is not None else None
     comp = _eager_sharded_cache.get(key) if key is not None else None
     if comp is None:
-        def fun(*xs):
-            out = prim.bind(*xs, **params)
-            return list(out) if prim.multiple_results else [out]
-        with core.set_current_trace(core.EVAL_TRACE):
-            jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
-        closed = ClosedJaxpr(jaxpr, consts)
+        closed = rt.primitive_program(prim, params, avals)
         try:
-            comp = SpmdCompiled(closed, mesh, tuple(specs), (None,) * len(jaxpr.outvars), None,
-                                prim.name)
+            comp = SpmdCompiled(closed, mesh, tuple(specs), (None,) * len(closed.jaxpr.outvars),
+                                None, prim.name)
         except NotImplementedError:
             return _host_eval(prim, args, params)
         if key is not None:

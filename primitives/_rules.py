@@ -18,10 +18,6 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 # ----------------------------------------------------------------- avals
 
 
-def aval_of(x) -> ShapedArray:
-    return core.get_aval(x)
-
-
 # Primitives whose operands may mix rank-0 arrays with arrays of one common shape (JAX's
 # lax n-ary elementwise ops: "implicit scalar broadcasting").  Lowering broadcasts the
 # rank-0 operands (StableHLO wants equal shapes); batching keeps unbatched ones rank 0.

@@ -129,7 +129,13 @@ deflinear(psum_p, lambda ct, x, *, axes, axis_index_groups:
              [psum_p.bind(ct, axes=axes, axis_index_groups=axis_index_groups)])
 
 pmax_p = _reduction_prim("pmax", lambda x, axes: _red().reduce_max(x, axes), lambda x, n: x)
+pmax_p.missing_rules["jvp"] = (
+    "the maximum over devices is not differentiable here; JAX defines no derivative for "
+    "it either")
 pmin_p = _reduction_prim("pmin", lambda x, axes: _red().reduce_min(x, axes), lambda x, n: x)
+pmin_p.missing_rules["jvp"] = (
+    "the minimum over devices is not differentiable here; JAX defines no derivative for "
+    "it either")
 
 
 def _allreduce(prim, api, x, axis_name, axis_index_groups):
@@ -200,6 +206,8 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 # --- axis_index -------------------------------------------------------------------------
 
 axis_index_p = CollectivePrimitive("axis_index")
+axis_index_p.missing_rules["jvp"] = (
+    "its result is an integer index; JAX defines no derivative for it either")
 axis_index_p.def_abstract_eval(lambda *, axis_name: core.ShapedArray((), int32))
 axis_index_p.def_impl(_unbound_impl("axis_index"))
 

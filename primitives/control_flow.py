@@ -35,7 +35,7 @@ import operator
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes, passes
+from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Array, Primitive, ShapedArray, Tracer
@@ -470,6 +470,7 @@ batching.batch_rules[while_p] = _while_batch
 # ================================================================ scan
 
 scan_p = Primitive("scan", multiple_results=True)
+ir.pp_rules[scan_p] = ir.pp_with_defaults(drop=("linear",))
 scan_p.impl_takes_arrays = True
 
 

@@ -155,6 +155,19 @@ def _eval_closed(closed):
 # ----------------------------------------------------------------- custom_jvp_call
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+
+
+def _pp_custom_jvp(eqn, names):
+    # JAX: name= (the primal function) first, the rule shown by its function name,
+    # num_consts only when nonzero.
+    p = dict(eqn.params)
+    if not p.get("num_consts"):
+        p.pop("num_consts", None)
+    p["jvp"] = ir.pp_fn_name(p.get("jvp"), "jvp")
+    return [("name", ir.pp_fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
+
+
+ir.pp_rules[custom_jvp_call_p] = _pp_custom_jvp
 custom_jvp_call_p.impl_takes_arrays = True
 
 
@@ -246,6 +259,18 @@ batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
 # ----------------------------------------------------------------- custom_vjp_call
 
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+
+
+def _pp_custom_vjp(eqn, names):
+    p = dict(eqn.params)
+    if not p.get("num_consts"):
+        p.pop("num_consts", None)
+    p["fwd"] = ir.pp_fn_name(p.get("fwd"), "fwd")
+    p["bwd"] = ir.pp_fn_name(p.get("bwd"), "bwd")
+    return [("name", ir.pp_fn_name(p.get("call_jaxpr"), "<unnamed>"))] + sorted(p.items())
+
+
+ir.pp_rules[custom_vjp_call_p] = _pp_custom_vjp
 custom_vjp_call_p.impl_takes_arrays = True
 
 
@@ -339,6 +364,9 @@ batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
 # ----------------------------------------------------------------- custom_lin
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
+custom_lin_p.missing_rules["lowering"] = (
+    "it exists only between linearization and transposition inside one differentiation "
+    "and never reaches a lowered program")
 
 
 def _custom_lin_forward(*args, **params):

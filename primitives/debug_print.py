@@ -26,6 +26,7 @@ from xform._src.interpreters.core import Primitive
 __all__: list = []
 
 debug_print_p = Primitive("debug_print", multiple_results=True)
+debug_print_p.cse = False
 debug_print_p.effectful = True
 debug_print_p.impl_takes_arrays = True
 

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core
+from xform._src.interpreters import ad, batching, core, ir, passes
 from xform._src.interpreters import dtypes as D
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Array, Primitive, ShapedArray, Tracer
@@ -280,6 +280,7 @@ defbroadcasting(sub_p)
 
 # --- mul ------------------------------------------------------------------------------
 mul_p = _binary("mul", _num)
+ir.pp_rules[mul_p] = ir.pp_drop_none("out_dtype")
 mul_p.def_impl(_quiet(np.multiply))
 defjvp(mul_p, lambda t, x, y: mul_p.bind(t, y), lambda t, x, y: mul_p.bind(x, t))
 
@@ -806,6 +807,8 @@ defvectorized(digamma_p)
 
 # --- nextafter (no derivative, as JAX) ------------------------------------------------
 nextafter_p = _binary("nextafter", _float)
+nextafter_p.missing_rules["jvp"] = (
+    "it is piecewise constant; JAX defines no derivative for it either")
 
 
 def _nextafter(x, y):
@@ -1153,6 +1156,8 @@ convert_element_type_p.weak_rule = lambda args, params: params["weak_type"]
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)
+passes.forwarding_rules[convert_element_type_p] = passes.identity_when_same_type(lambda p: True)
+ir.pp_rules[convert_element_type_p] = ir.pp_with_defaults(drop=("sharding",))
 
 
 # --- bitcast_convert_type(new_dtype): reinterpret bits; widths may differ -------------

@@ -26,12 +26,11 @@ executable.
 """
 from __future__ import annotations
 
-import collections
 import logging
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, passes, staging
+from xform._src.interpreters import ad, batching, core, ir, passes, staging
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive
@@ -43,6 +42,28 @@ __all__: list = []
 _log = logging.getLogger("xform")
 
 jit_p = Primitive("jit", multiple_results=True)
+
+
+def _pp_jit(eqn, names):
+    """JAX's printing of jit: ``name=`` first, default-valued params left out, the body's
+    variables named after the equation's operands and results."""
+    p = dict(eqn.params)
+    p.pop("inline", None)
+    if not any(p.get("donated_invars", ()) or ()):
+        p.pop("donated_invars", None)
+    if not p.get("keep_unused", False):
+        p.pop("keep_unused", None)
+    for k in ("in_shardings", "out_shardings", "in_layouts", "out_layouts",
+              "compiler_options_kvs", "ctx_mesh", "device", "backend"):
+        if k in p and (p[k] is None or (isinstance(p[k], (tuple, list)) and
+                                        all(x is None for x in p[k]))):
+            p.pop(k)
+    ir.pp_share_names(names, p.get("jaxpr"), eqn.invars, eqn.outvars)
+    name = p.pop("name", None)
+    return ([("name", name)] if name is not None else []) + sorted(p.items())
+
+
+ir.pp_rules[jit_p] = _pp_jit
 jit_p.impl_takes_arrays = True
 
 
@@ -57,34 +78,9 @@ def trace_hoisted(fun, in_avals, name="jit"):
     return _hoist(jaxpr, consts)
 
 
-class _Memo:
-    """A small LRU keyed on (id(program), ...) that keeps the program alive (so ids
-    are not reused while the entry exists)."""
-
-    def __init__(self, maxsize=256):
-        self.d = collections.OrderedDict()
-        self.maxsize = maxsize
-
-    def get(self, key):
-        v = self.d.get(key)
-        if v is not None:
-            self.d.move_to_end(key)
-            return v[1]
-        return None
-
-    def put(self, key, keepalive, value):
-        self.d[key] = (keepalive, value)
-        if len(self.d) > self.maxsize:
-            self.d.popitem(last=False)
-        return value
-
-    def clear(self):
-        self.d.clear()
-
-
 # ----------------------------------------------------------------- eager: compile and run
 
-_programs = _Memo(maxsize=512)
+_programs = jt.Memo(maxsize=512)
 _no_lowering_warned: set = set()
 
 
@@ -225,7 +221,7 @@ def check_outputs_or_rerun(closed, args, outs, name):
 
 # ----------------------------------------------------------------- JVP
 
-_jvp_memo = _Memo()
+_jvp_memo = jt.Memo(maxsize=256)
 
 
 def _jvp_program(jaxpr, nonzeros):
@@ -316,7 +312,7 @@ ad.partial_eval_rules[jit_p] = _jit_partial_eval
 
 # ----------------------------------------------------------------- transpose
 
-_transpose_memo = _Memo()
+_transpose_memo = jt.Memo(maxsize=256)
 
 
 def _jit_transpose(cts, *args, jaxpr, name, donated_invars, inline, keep_unused):
@@ -361,7 +357,7 @@ ad.transpose_rules[jit_p] = _jit_transpose
 
 # ----------------------------------------------------------------- batching
 
-_batch_memo = _Memo()
+_batch_memo = jt.Memo(maxsize=256)
 
 
 def _jit_batch(axis_data, vals, dims, *, jaxpr, name, donated_invars, inline, keep_unused):

@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters import ad, batching, core, dtypes, ir
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
@@ -60,6 +60,17 @@ def _result_dtype(lhs, rhs, preferred):
 
 
 dot_general_p = Primitive("dot_general")
+
+
+def _pp_dot_general(eqn, names):
+    p = {k: v for k, v in eqn.params.items() if v is not None}
+    p.pop("out_sharding", None)
+    (lc, rc), (lb, rb) = p["dimension_numbers"]
+    p["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return sorted(p.items())
+
+
+ir.pp_rules[dot_general_p] = _pp_dot_general
 
 
 def _check_dnums(lhs, rhs, dimension_numbers):

@@ -195,17 +195,6 @@ def _make_diag(v):
     return E.mul(vv, _eye(n, a.dtype, a.shape[:-1]))
 
 
-def _row(v):
-    """(..., n) -> (..., 1, n)."""
-    a = _aval(v)
-    return S.reshape(v, a.shape[:-1] + (1, a.shape[-1]))
-
-
-def _col(v):
-    a = _aval(v)
-    return S.reshape(v, a.shape + (1,))
-
-
 def _slice_last2(x, r0, r1, c0, c1):
     a = _aval(x)
     nb = a.ndim - 2
@@ -575,6 +564,9 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
 # ================================================================= geqrf / householder_product / qr
 
 geqrf_p = Primitive("geqrf")
+geqrf_p.missing_rules["jvp"] = (
+    "a raw LAPACK factorization; differentiate lax.linalg.qr instead (JAX defines no "
+    "derivative for it either)")
 geqrf_p.multiple_results = True
 
 
@@ -610,6 +602,9 @@ def geqrf(x):
 
 
 householder_product_p = Primitive("householder_product")
+householder_product_p.missing_rules["jvp"] = (
+    "a raw LAPACK kernel; differentiate lax.linalg.qr instead (JAX defines no derivative "
+    "for it either)")
 
 
 def _hh_abstract(a, taus):
@@ -647,6 +642,8 @@ def householder_product(a, taus):
 
 
 geqp3_p = Primitive("geqp3")
+geqp3_p.missing_rules["jvp"] = (
+    "a raw LAPACK factorization with pivoting; JAX defines no derivative for it either")
 geqp3_p.multiple_results = True
 
 
@@ -1178,6 +1175,7 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
 # ================================================================= schur (CPU)
 
 schur_p = Primitive("schur")
+schur_p.missing_rules["jvp"] = "JAX defines no derivative for it either"
 schur_p.multiple_results = True
 
 
@@ -1229,6 +1227,7 @@ def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
 # ================================================================= hessenberg / tridiagonal (CPU)
 
 hessenberg_p = Primitive("hessenberg")
+hessenberg_p.missing_rules["jvp"] = "JAX defines no derivative for it either"
 hessenberg_p.multiple_results = True
 
 
@@ -1264,6 +1263,7 @@ def hessenberg(a):
 
 
 tridiagonal_p = Primitive("tridiagonal")
+tridiagonal_p.missing_rules["jvp"] = "JAX defines no derivative for it either"
 tridiagonal_p.multiple_results = True
 
 

@@ -96,6 +96,7 @@ def to_words(keys):
 # ================================================================ random_wrap
 
 random_wrap_p = Primitive("random_wrap")
+random_wrap_p.cse = False
 
 
 @random_wrap_p.def_abstract_eval
@@ -131,6 +132,7 @@ def random_wrap(words):
 # ================================================================ random_unwrap
 
 random_unwrap_p = Primitive("random_unwrap")
+random_unwrap_p.cse = False
 
 
 @random_unwrap_p.def_abstract_eval
@@ -154,6 +156,7 @@ def random_unwrap(keys):
 # ================================================================ random_clone
 
 random_clone_p = Primitive("random_clone")
+random_clone_p.cse = False
 random_clone_p.def_abstract_eval(lambda x: x)
 random_clone_p.def_impl(lambda x: np.array(x, copy=True))
 defjvp_zero(random_clone_p)

@@ -247,6 +247,7 @@ def rng_bit_generator_reference(key, *, shape, dtype, algorithm):
 
 
 rng_bit_generator_p = Primitive("rng_bit_generator", multiple_results=True)
+rng_bit_generator_p.cse = False
 
 
 @rng_bit_generator_p.def_abstract_eval
@@ -309,6 +310,9 @@ __all__ += ["rng_bit_generator", "RandomAlgorithm"]
 _rng_uniform_state = np.random.default_rng(0)
 
 rng_uniform_p = Primitive("rng_uniform")
+rng_uniform_p.missing_rules["jvp"] = (
+    "it draws from XLA's random state; JAX defines no derivative for it either")
+rng_uniform_p.cse = False
 rng_uniform_p.effectful = True
 
 

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import defjvp2, defjvp_zero, deflinear
@@ -29,10 +29,6 @@ __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and"
 def _ew():
     from xform._src.primitives import elementwise
     return elementwise
-
-
-def _is_floatlike(dt):
-    return dtypes.is_inexact(dt)
 
 
 def _identity(kind, dt):
@@ -123,8 +119,15 @@ def _reduce_prim(name, kind, dtypes_ok):
     return p
 
 
+def _forward_over_no_axes(p):
+    """The simplifier drops a reduction over no axes of its own dtype (the identity)."""
+    passes.forwarding_rules[p] = passes.identity_when_same_type(lambda q: tuple(q["axes"]) == ())
+
+
 # --- reduce_sum: linear; transpose broadcasts back ----------------------------------
 reduce_sum_p = _reduce_prim("reduce_sum", "sum", "number")
+_forward_over_no_axes(reduce_sum_p)
+ir.pp_rules[reduce_sum_p] = ir.pp_with_defaults(out_sharding=None)
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
@@ -138,6 +141,8 @@ deflinear(reduce_sum_p, _reduce_sum_transpose)
 # --- reduce_max / reduce_min: tangent averaged over tied locations (JAX's rule) -----
 reduce_max_p = _reduce_prim("reduce_max", "max", "any")
 reduce_min_p = _reduce_prim("reduce_min", "min", "any")
+_forward_over_no_axes(reduce_max_p)
+_forward_over_no_axes(reduce_min_p)
 
 
 def _chooser_jvp(t, ans, x, *, axes):
@@ -156,6 +161,7 @@ defjvp2(reduce_min_p, _chooser_jvp)
 
 # --- reduce_prod: JVP of a pairwise product tree (exact with zeros) -------------------
 reduce_prod_p = _reduce_prim("reduce_prod", "prod", "number")
+_forward_over_no_axes(reduce_prod_p)
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes):

@@ -19,7 +19,7 @@ such as ``save_only_these_names`` look for it.
 """
 from __future__ import annotations
 
-from xform._src.interpreters import ad, batching, core, dtypes, passes
+from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
@@ -41,6 +41,7 @@ defvectorized(name_p)
 # ----------------------------------------------------------------- remat
 
 remat_p = Primitive("checkpoint", multiple_results=True)
+remat_p.pp_name = "remat2"   # JAX prints checkpoint equations as remat2
 remat_p.impl_takes_arrays = True
 
 
@@ -234,7 +235,7 @@ def _remat_dce(eqn, used_outputs):
 
 
 passes.call_dce_rules[remat_p] = _remat_dce
-_layout_memo = jt._Memo()
+_layout_memo = jt.Memo()
 
 
 def _jax_operand_order(kjaxpr, ujaxpr, nk, res_fwd, unknown_in):

@@ -142,6 +142,7 @@ defjvp(polygamma_p, _polygamma_grad_m,
 defjvp(E.digamma_p, lambda t, x: E.mul_p.bind(t, polygamma_p.bind(E._scalar_like(x, 1), x)))
 
 zeta_p = _nary("zeta", 2)
+zeta_p.missing_rules["jvp"] = "JAX defines no derivative for it either"
 _impl(zeta_p, _zeta_ref)
 defbroadcasting(zeta_p)
 
@@ -154,6 +155,7 @@ _impl(igammac_p, _igammac_ref)
 defbroadcasting(igammac_p)
 
 igamma_grad_a_p = _nary("igamma_grad_a", 2)
+igamma_grad_a_p.missing_rules["jvp"] = "JAX defines no derivative for it either"
 _impl(igamma_grad_a_p, _igamma_grad_a_ref)
 defbroadcasting(igamma_grad_a_p)
 

@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
 from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import bdim_at_front, deflinear, moveaxis
@@ -101,6 +101,20 @@ def _phys(i, d):
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 
 
+def _pp_broadcast_in_dim(eqn, names):
+    p = dict(eqn.params)
+    if not p.get("broadcast_dimensions"):
+        p.pop("broadcast_dimensions", None)
+    p.pop("shape", None)
+    p.pop("sharding", None)
+    return sorted(p.items())
+
+
+ir.pp_rules[broadcast_in_dim_p] = _pp_broadcast_in_dim
+passes.forwarding_rules[broadcast_in_dim_p] = passes.identity_when_same_type(
+    lambda p: True)
+
+
 def _bid_abstract(x, *, shape, broadcast_dimensions):
     bd = broadcast_dimensions
     if len(bd) != x.ndim:
@@ -158,6 +172,9 @@ batching.batch_rules[broadcast_in_dim_p] = _bid_batch
 # ----------------------------------------------------------------- reshape
 
 reshape_p = Primitive("reshape")
+ir.pp_rules[reshape_p] = ir.pp_with_defaults(sharding=None)
+passes.forwarding_rules[reshape_p] = passes.identity_when_same_type(
+    lambda p: p.get("dimensions") is None)
 
 
 def _reshape_abstract(x, *, new_sizes, dimensions):
@@ -203,6 +220,8 @@ batching.batch_rules[reshape_p] = _reshape_batch
 # ----------------------------------------------------------------- transpose
 
 transpose_p = Primitive("transpose")
+passes.forwarding_rules[transpose_p] = passes.identity_when_same_type(
+    lambda p: tuple(p["permutation"]) == tuple(range(len(p["permutation"]))))
 
 
 def _transpose_abstract(x, *, permutation):
@@ -227,6 +246,8 @@ batching.batch_rules[transpose_p] = _transpose_batch
 # ----------------------------------------------------------------- squeeze
 
 squeeze_p = Primitive("squeeze")
+passes.forwarding_rules[squeeze_p] = passes.identity_when_same_type(
+    lambda p: tuple(p.get("dimensions", ())) == ())
 
 
 def _squeeze_abstract(x, *, dimensions):
@@ -256,6 +277,8 @@ batching.batch_rules[squeeze_p] = _squeeze_batch
 # ----------------------------------------------------------------- rev
 
 rev_p = Primitive("rev")
+passes.forwarding_rules[rev_p] = passes.identity_when_same_type(
+    lambda p: tuple(p.get("dimensions", ())) == ())
 
 
 def _rev_abstract(x, *, dimensions):
@@ -667,6 +690,8 @@ batching.batch_rules[dynamic_update_slice_p] = _dus_batch
 # ----------------------------------------------------------------- iota
 
 iota_p = Primitive("iota")
+iota_p.missing_rules["batching"] = "it has no operands, so nothing of it is ever batched"
+ir.pp_rules[iota_p] = ir.pp_with_defaults(sharding=None)
 
 
 def _iota_abstract(*, dtype, shape, dimension):

@@ -104,11 +104,6 @@ def _windows(x, fill, window_dimensions, window_strides, padding, base_dilation,
     return v[tuple(slice(0, o) for o in out)]
 
 
-def _window_params(p):
-    return {k: p[k] for k in ("window_dimensions", "window_strides", "padding",
-                              "base_dilation", "window_dilation")}
-
-
 def _add_batch_window(params, d):
     """Window params with a trivial entry inserted at axis ``d`` (for a batch axis)."""
     ins = lambda t, v: tuple(t[:d]) + (v,) + tuple(t[d:])

@@ -14,7 +14,7 @@ def _host(a, b):
 
 
 def register_callback_specs(spec, shapes, rng_of, values, float_dtypes):
-    from xform._callbacks import FlatCallback
+    from xform._src.primitives.callbacks import FlatCallback
     from xform.tree_util import tree_flatten
 
     def gen(data, name):

@@ -1,6 +1,6 @@
 """optax on a small MLP for 20 jitted steps, written against JAX's public API only.
 
-Imported by tests/test_api16_optax.py twice: with the real JAX (in the test process)
+Imported by tests/test_optax.py twice: with the real JAX (in the test process)
 and with ``import jax`` aliased to xform (``xform.compat.alias_jax``, in a subprocess:
 ``python tests/_optax_cases.py OUT.npz``).  Both runs write the same arrays.
 """

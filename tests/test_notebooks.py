@@ -8,7 +8,7 @@ minute each on 2 cores) to run in CI.  The default run executes the cheap ones (
 seconds each: the quickstart, property testing, the IR, many devices); the others (8-20 s
 each on 2 cores) run in the slow step -- the features they show have their own fast tests
 (test_profile, test_checkpoint, test_checkpointing/test_export, test_cnn_demo,
-test_scipy_linalg, test_api16_mixed_precision).
+test_scipy_linalg, test_mixed_precision).
 """
 import importlib.util
 import pathlib

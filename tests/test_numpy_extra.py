@@ -1,4 +1,4 @@
-"""The rest of jax.numpy (issue 12): every function against real jax.numpy (values, shapes,
+"""The rest of jax.numpy: every function against real jax.numpy (values, shapes,
 dtypes, weak types, error classes), hypothesis over shapes/dtypes, jit/grad/vmap where the
 function is meant to work under them, and the list of names xform.numpy still lacks."""
 import os

@@ -1,4 +1,4 @@
-"""Start-up: what ``import xform`` and a first jit load (issue 18).
+"""Start-up: what ``import xform`` and a first jit load.
 
 Each case runs in a fresh interpreter (``sys.modules`` is per process) started from the
 repository root, so it imports this checkout.  Nothing here is timed: the timings are

@@ -45,7 +45,7 @@ HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "c
 # their lowering is the identity on the physical words, checked bit for bit against JAX
 # eager, under jit and vmap in tests/test_random.py.
 HIGHER_ORDER |= {"random_wrap", "random_unwrap", "random_clone"}
-# h-shard14: collectives and shard_map lower only inside partitioned programs (many
+# collectives and shard_map lower only inside partitioned programs (many
 # devices); they are checked against JAX on 8 devices in tests/test_sharding.py.
 HIGHER_ORDER = HIGHER_ORDER | {"psum", "pmax", "pmin", "all_gather", "reduce_scatter",
                                "axis_index", "ppermute", "all_to_all", "shard_map"}
@@ -513,14 +513,14 @@ def _scatter(data, name):
             "unique_indices": False, "mode": mode}, [x, idx, u]
 
 
-from _linalg_specs import register_linalg_specs  # noqa: E402  (h-linalg13: decompositions)
+from _linalg_specs import register_linalg_specs  # noqa: E402  (decompositions)
 
 register_linalg_specs(spec)
 
-# convolution / windowed reductions / FFT: specs in their own module (h-conv12)
+# convolution / windowed reductions / FFT: specs in their own module
 from _conv_fft_specs import SPECS as _CONV_FFT_SPECS  # noqa: E402
 SPECS.update(_CONV_FFT_SPECS)
-# host callbacks with results (h-api16); custom_vmap_call lowers its sub-program
+# host callbacks with results; custom_vmap_call lowers its sub-program
 from _callback_specs import register_callback_specs  # noqa: E402
 register_callback_specs(spec, shapes, _rng, values, F)
 HIGHER_ORDER.add("custom_vmap_call")
@@ -555,7 +555,7 @@ _register("regularized_incomplete_beta", _special_args(("pos_wide", "pos_wide", 
 
 
 
-def _sharding_constraint_spec(data, name):   # h-shard14: identity on one device
+def _sharding_constraint_spec(data, name):   # identity on one device
     import xform.sharding as xs
     mesh = xs.make_mesh((1,), ("d",))
     dt = data.draw(st.sampled_from(F + SI), label="dtype")

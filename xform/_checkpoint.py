@@ -17,7 +17,7 @@ import functools
 import types
 
 from xform._src.interpreters import ad, core
-from xform._src.interpreters.ir import _PP_NAMES, Var
+from xform._src.interpreters.ir import Var
 from xform._src.interpreters.staging import trace_to_jaxpr
 from xform._src.primitives.custom import trace_flat
 from xform._src.primitives.remat import name_p, remat_p
@@ -223,7 +223,7 @@ def saved_residuals(f, *args, **kwargs):
                 if e.primitive is name_p:
                     out.append((v.aval, f"named '{e.params['name']}' from {src}"))
                 else:
-                    out.append((v.aval, f"output of {_PP_NAMES.get(e.primitive.name, e.primitive.name)} "
+                    out.append((v.aval, f"output of {e.primitive.pp_name} "
                                         f"from {src}"))
     return out
 

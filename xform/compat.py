@@ -67,7 +67,7 @@ def _sharding_shim():
     return mod
 
 
-# ``jax.sharding`` is xform.sharding now (h-shard14); the stand-in above is unused.
+# ``jax.sharding`` is xform.sharding now; the stand-in above is unused.
 _SHIMS: dict = {}
 
 

@@ -11,7 +11,7 @@ What works where:
   ``vmap`` (called once per batch element, in order, like JAX's unvectorized
   callbacks), and inside ``jit`` at any nesting depth;
 * under ``jit`` the callback is an XLA custom call back into Python (jaxlib's
-  FFI python-callback target, ``lowering/rules_control.py``): the program stays
+  FFI python-callback target; the primitive is in ``primitives/callbacks.py``): the program stays
   one compiled executable and the callback runs when it executes.  Like JAX's
   unordered callbacks, XLA may reorder independent callbacks.
 """
@@ -19,71 +19,13 @@ from __future__ import annotations
 
 import string
 
-from xform._src.interpreters import ad, batching, core
-from xform._src.interpreters.core import Primitive
+from xform._src.interpreters import core
+from xform._src.primitives.callbacks import DebugCallback, debug_callback_p
+from xform._src.primitives.debug_print import FormatChecker, debug_print_p
 
 __all__ = ["print", "callback", "debug_callback_p", "visualize_array_sharding"]
 
 _print = print
-
-debug_callback_p = Primitive("debug_callback", multiple_results=True)
-debug_callback_p.effectful = True
-debug_callback_p.impl_takes_arrays = True
-
-
-class _FlatCallback:
-    """The user's callback over flat leaves (compared by identity, hashable)."""
-
-    __slots__ = ("fn", "tree", "__weakref__")
-
-    def __init__(self, fn, tree):
-        self.fn = fn
-        self.tree = tree
-
-    def __call__(self, *leaves):
-        args, kwargs = self.tree.unflatten([_concrete(x) for x in leaves])
-        self.fn(*args, **kwargs)
-
-    @property
-    def __name__(self):
-        return getattr(self.fn, "__name__", "callback")
-
-
-def _concrete(x):
-    if isinstance(x, core.Array) or not isinstance(x, core.Tracer):
-        return x
-    v = x.to_concrete_value()
-    return core.Array(v) if v is not None else x
-
-
-@debug_callback_p.def_impl
-def _callback_impl(*args, callback, ordered):
-    callback(*args)
-    return []
-
-
-debug_callback_p.def_abstract_eval(lambda *avals, callback, ordered: [])
-
-
-def _callback_jvp(primals, tangents, *, callback, ordered):
-    debug_callback_p.bind(*primals, callback=callback, ordered=ordered)
-    return [], []
-
-
-ad.jvp_rules[debug_callback_p] = _callback_jvp
-
-
-def _callback_batch(axis_data, vals, dims, *, callback, ordered):
-    from xform import lax
-    for i in range(axis_data.size):
-        row = [v if d is None else lax.index_in_dim(v, i, d, keepdims=False)
-               for v, d in zip(vals, dims)]
-        debug_callback_p.bind(*row, callback=callback, ordered=ordered)
-    return [], []
-
-
-batching.batch_rules[debug_callback_p] = _callback_batch
-
 
 def callback(callback, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
     """Call ``callback(*args, **kwargs)`` with concrete arrays, eagerly or when the staged
@@ -94,7 +36,7 @@ def callback(callback, *args, ordered: bool = False, partitioned: bool = False, 
         raise TypeError(f"debug.callback: expected a callable, got {callback!r}")
     leaves, tree = tree_flatten((args, kwargs))
     leaves = [as_value(x) for x in leaves]
-    debug_callback_p.bind(*leaves, callback=_FlatCallback(callback, tree), ordered=bool(ordered))
+    debug_callback_p.bind(*leaves, callback=DebugCallback(callback, tree), ordered=bool(ordered))
     return None
 
 
@@ -105,7 +47,6 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
     Staged as JAX's ``debug_print`` primitive.  Also the two-call form
     ``debug.print(ordered=True)(fmt, *args, **kwargs)``."""
     import numpy as np
-    from xform._src.primitives.debug_print import FormatChecker, debug_print_p
     from xform._ad_api import as_value
     from xform.tree_util import tree_flatten
 

@@ -29,6 +29,7 @@ from xform._src.interpreters import core, ir
 from xform._src.interpreters import tree_util as _tu
 from xform._src.interpreters.core import ShapedArray
 from xform._src.lowering import export_flatbuf as _fb
+from xform._src.primitives.call_exported import call_exported_p
 
 __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic_shape",
            "symbolic_args_specs", "default_export_platform", "call", "call_exported",
@@ -705,6 +706,14 @@ class Exported:
         self._vjp_cache = None
         self._call_fn = None
 
+
+    # the calling convention of the ``call_exported`` primitive (primitives/call_exported.py)
+    def call_abstract_eval(self, in_avals):
+        return _call_abstract_eval(in_avals, self)
+
+    def call_eager(self, args):
+        return _call_impl(args, self)
+
     def __str__(self):
         return f"Exported(fun_name={self.fun_name}, ...)"
 
@@ -1298,10 +1307,6 @@ def _is_float(dtype):
 # ----------------------------------------------------------------- calling
 
 
-call_exported_p = core.Primitive("call_exported", multiple_results=True)
-call_exported_p.impl_takes_arrays = True
-
-
 def _pp_arg(exported, arg_idx, dim_idx=None):
     paths = [_tu.keystr(p) for p, _ in _tu.tree_flatten_with_path(
         exported.in_tree.unflatten([0] * exported.in_tree.num_leaves))[0]]
@@ -1314,7 +1319,7 @@ def _pp_arg(exported, arg_idx, dim_idx=None):
     return p + ("" if dim_idx is None else f".shape[{dim_idx}]")
 
 
-def _call_abstract_eval(*in_avals, exported):
+def _call_abstract_eval(in_avals, exported):
     if len(in_avals) != len(exported.in_avals):
         raise ValueError(f"the exported function {exported.fun_name!r} takes "
                          f"{len(exported.in_avals)} arrays, got {len(in_avals)}")
@@ -1428,10 +1433,7 @@ def _shape_str(shape):
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-call_exported_p.def_abstract_eval(_call_abstract_eval)
-
-
-def _call_impl(*args, exported):
+def _call_impl(args, exported):
     _em()
     if exported.nr_devices > 1:
         return _call_sharded(args, exported)
@@ -1510,32 +1512,6 @@ def _call_sharded(args, exported):
                                               tuple(in_specs), out_specs, None,
                                               f"call_exported_{exported.fun_name}")
     return comp(*args)
-
-
-call_exported_p.def_impl(_call_impl)
-
-
-def _call_batch(axis_data, vals, dims, *, exported):
-    """No batching rule in JAX; here: a loop (``lax.map``) over the batch."""
-    from xform._src.primitives.control_flow import map as _lax_map
-    from xform._src.primitives._rules import moveaxis
-    batched = [moveaxis(v, d, 0) if d is not None else v for v, d in zip(vals, dims)]
-    which = [d is not None for d in dims]
-
-    def one(xs):
-        it = iter(xs)
-        full = [next(it) if w else v for v, w in zip(batched, which)]
-        return list(call_exported_p.bind(*full, exported=exported))
-    outs = _lax_map(one, [v for v, w in zip(batched, which) if w])
-    return list(outs), [0] * len(outs)
-
-
-def _register_batching():
-    from xform._src.interpreters import batching
-    batching.batch_rules[call_exported_p] = _call_batch
-
-
-_register_batching()
 
 
 def call(exported: Exported):

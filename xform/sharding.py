@@ -462,16 +462,6 @@ class NamedSharding(Sharding):
         return out
 
 
-def _replica_ids(sharding, shape):
-    """device -> replica id (0 for the first device holding each distinct shard)."""
-    seen, out = {}, {}
-    for d, idx in sharding.devices_indices_map(shape).items():
-        k = _slices_key(idx)
-        out[d] = seen.get(k, 0)
-        seen[k] = out[d] + 1
-    return out
-
-
 def reshard(x, out_shardings):
     """``x`` (a pytree) laid out as ``out_shardings`` (see ``xform.reshard``)."""
     from xform._sharding_api import reshard as _r

@@ -242,7 +242,7 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
                                      shape, ax)
     return U.to_array(F.equal(xe, classes), dt, False)
 
-# the rest of jax.nn (h-scipy12)
+# the rest of jax.nn
 from xform.nn._extra import (dot_product_attention, get_scaled_dot_general_config,  # noqa: E402
                              log1mexp, logmeanexp, scaled_dot_general, scaled_matmul,
                              sparse_sigmoid, squareplus)
@@ -252,7 +252,7 @@ __all__ += ["dot_product_attention", "get_scaled_dot_general_config", "log1mexp"
             "initializers"]
 
 
-# ---- jax.nn functions that JAX wraps in jit: nested jit equations when staged (h-staging17)
+# ---- jax.nn functions that JAX wraps in jit: nested jit equations when staged
 def _install_jitted():
     import sys
     from xform.numpy import _jitted

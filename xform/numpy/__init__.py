@@ -162,7 +162,7 @@ for _n in ("norm", "vector_norm", "matrix_norm", "vecdot", "matmul", "tensordot"
            "diagonal", "cross", "outer"):
     setattr(linalg, _n, getattr(_linalg, _n))
 linalg.matrix_transpose = matrix_transpose  # noqa: F405
-from xform.numpy import _linalg_decomp as _ld  # noqa: E402  (h-linalg13: all of jnp.linalg)
+from xform.numpy import _linalg_decomp as _ld  # noqa: E402  (all of jnp.linalg)
 for _n in _ld.LINALG_NAMES:
     setattr(linalg, _n, getattr(_ld, _n))
 _sys.modules.setdefault("xform.numpy.linalg", linalg)
@@ -175,7 +175,7 @@ __all__ = sorted(set(_c_all + _l_all + _r_all + _s_all + _u_all + [
     "signedinteger", "unsignedinteger"]))
 del _n
 
-# ---- the rest of jax.numpy (issue 12, h-numpy12): new modules, listed in _EXTRA_MODULES
+# ---- the rest of jax.numpy : new modules, listed in _EXTRA_MODULES
 from xform.numpy import _extra as _extra  # noqa: E402
 for _n in _extra.__all__:
     globals()[_n] = getattr(_extra, _n)
@@ -205,6 +205,6 @@ def __dir__():
     return sorted(set(globals()) | _LAZY_DTYPE_NAMES)
 
 
-# ---- jnp functions that JAX wraps in jit: nested jit equations when staged (h-staging17)
+# ---- jnp functions that JAX wraps in jit: nested jit equations when staged
 from xform.numpy import _jitted as _jitted  # noqa: E402
 _jitted.install(_sys.modules[__name__])

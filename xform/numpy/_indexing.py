@@ -519,12 +519,6 @@ def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
                         unique_indices=unique_indices)
 
 
-def take_traced(x, idx, axis):
-    """``x[..., idx, ...]`` for a traced integer array on ``axis`` (negatives wrap, clamps)."""
-    idx = _Plan._index_array(U.to_array(idx), x.shape[axis], axis)
-    return gather_axis(x, idx, axis)
-
-
 def nonzero(a, *, size=None, fill_value=None):
     """Indices of non-zero elements; needs a concrete array (or a static ``size``)."""
     x = U.to_array(a)

@@ -145,12 +145,6 @@ def _key(x):
     return (dtypes.dtype_of(x), dtypes.is_weakly_typed(x))
 
 
-def _key_value(k):
-    if isinstance(k, type):
-        return k
-    return _Proxy(*k)
-
-
 class _Proxy:
     __slots__ = ("dtype", "weak_type")
 

@@ -1,4 +1,4 @@
-"""The rest of JAX's everyday API (issue 16), compared with JAX 0.10.2."""
+"""The rest of JAX's everyday API, compared with JAX 0.10.2."""
 import collections
 import dataclasses
 import gzip
