@@ -503,6 +503,48 @@ class Array(ArrayOps):
             self._buf.block_until_ready()
         return self
 
+    # -- placement (JAX's names).  The engine knows no devices: the runtime above it
+    #    answers these through the placement it installs (``set_placement``).
+    def devices(self):
+        """The set of devices holding this array."""
+        return _placement().devices(self)
+
+    @property
+    def device(self):
+        """The device holding this array (its sharding, when it spans several)."""
+        return _placement().device(self)
+
+    @property
+    def committed(self):
+        return self._committed
+
+    @property
+    def sharding(self):
+        return _placement().sharding(self)
+
+    @property
+    def addressable_shards(self):
+        return _placement().addressable_shards(self)
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index):
+        return self.addressable_shards[index].data
+
+    @property
+    def is_fully_replicated(self):
+        return self.sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self):
+        return self.sharding.is_fully_addressable
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _placement().dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return _placement().dlpack_device(self)
+
     def is_deleted(self):
         return self._deleted
 
@@ -606,6 +648,21 @@ def get_aval(x) -> ShapedArray:
 # ----------------------------------------------------------------- eager evaluation
 
 device_impl_hook = None   # set by lowering: f(prim, args, params) for non-CPU arrays
+
+_placement_impl = None    # set by xform: answers Array.devices()/.sharding/__dlpack__/...
+
+
+def set_placement(impl):
+    """Install the object that answers ``Array``'s placement properties."""
+    global _placement_impl
+    _placement_impl = impl
+
+
+def _placement():
+    if _placement_impl is None:
+        raise RuntimeError("Array placement (devices, sharding, DLPack) needs the xform "
+                           "runtime: import xform first.")
+    return _placement_impl
 
 
 class EvalTrace(Trace):

@@ -9,6 +9,7 @@ _legacy_names.install()
 import xform._src.primitives as _primitives  # noqa: F401  (registers every primitive's rules)
 from xform._src.interpreters.config import config
 from xform._array_type import Array
+from xform import _placement  # noqa: F401  (answers Array.devices(), .sharding, __dlpack__)
 from xform._src.interpreters.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
                                  UnexpectedTracerError)

@@ -1,8 +1,8 @@
 """Devices and data placement (JAX's names), thin over ``lowering``'s runtime.
 
 ``devices``, ``local_devices``, ``default_backend``, ``device_put``,
-``device_get``, ``block_until_ready``; installs ``Array.devices()`` and
-``Array.device``.  jaxlib loads on the first call, not on ``import xform``.
+``device_get``, ``block_until_ready``.  jaxlib loads on the first call, not on ``import
+xform``.  (``Array.devices()``/``.device`` are answered by ``xform._placement``.)
 """
 from __future__ import annotations
 
@@ -126,21 +126,3 @@ def _leaves_of_shardings(device):
 def _leaves(x):
     from xform.tree_util import tree_leaves
     return tree_leaves(x)
-
-
-# ----------------------------------------------------------------- Array.devices() / .device
-
-
-def _array_devices(self):
-    """The set of devices holding this array."""
-    return {_lowering().get_device(self)}
-
-
-def _array_device(self):
-    return _lowering().get_device(self)
-
-
-Array.devices = _array_devices
-Array.device = property(_array_device)
-if not hasattr(core.Array, "committed"):
-    Array.committed = property(lambda self: self._committed)

@@ -1,5 +1,4 @@
-"""Sharded arrays (JAX's names): ``Array.sharding``, ``addressable_shards``,
-``is_fully_replicated``, ``device_put(x, sharding)``, ``make_array_from_*``,
+"""Sharded arrays (JAX's names): ``device_put(x, sharding)``, ``make_array_from_*``,
 ``with_sharding_constraint`` and ``debug.visualize_array_sharding``.
 
 An Array over several devices holds one jaxlib global array (``_buf``) made of
@@ -15,6 +14,7 @@ from xform._src.interpreters.core import Array, Tracer
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
+from xform._placement import Shard
 from xform._shard_map import shard_map  # noqa: E402
 
 __all__ = ["Shard", "reshard", "shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
@@ -46,70 +46,6 @@ def process_count(backend=None) -> int:
 # ----------------------------------------------------------------- Array surface
 
 
-class Shard:
-    """One addressable piece of a global Array: ``device``, ``index`` (a tuple of
-    slices into the global array), ``replica_id`` and ``data`` (an Array)."""
-
-    __slots__ = ("device", "index", "replica_id", "_data")
-
-    def __init__(self, device, index, replica_id, data):
-        self.device, self.index, self.replica_id, self._data = device, index, replica_id, data
-
-    @property
-    def data(self):
-        return self._data
-
-    def __repr__(self):
-        return (f"Shard(device={self.device!r}, index={self.index}, "
-                f"replica_id={self.replica_id}, data={self._data!r})")
-
-
-def _array_sharding(self):
-    b = self._buf
-    if b is None:
-        from xform import _devices
-        return S.SingleDeviceSharding(_devices.local_devices(backend="cpu")[0])
-    return _spmd().buf_sharding(b)
-
-
-def _addressable_shards(self):
-    b = self._buf
-    if b is None or self._deleted:
-        if self._deleted:
-            raise RuntimeError("Array has been deleted (donated)")
-        from xform import _devices
-        d = _devices.local_devices(backend="cpu")[0]
-        return [Shard(d, tuple(slice(None) for _ in self.shape), 0, self)]
-    out = []
-    for dev, idx, buf, rid in _spmd().shards(b):
-        out.append(Shard(dev, idx, rid, Array._from_buf(buf, self.weak_type, True)))
-    return out
-
-
-def _array_devices(self):
-    b = self._buf
-    if b is not None and _spmd().is_sharded_buf(b):
-        return set(b._sharding.device_set)
-    return _prev_devices(self)
-
-
-def _array_device(self):
-    b = self._buf
-    if b is not None and _spmd().is_sharded_buf(b):
-        return self.sharding
-    return _prev_device.fget(self)
-
-
-_prev_devices = Array.devices
-_prev_device = Array.device
-Array.sharding = property(_array_sharding)
-Array.addressable_shards = property(_addressable_shards)
-Array.global_shards = property(_addressable_shards)
-Array.addressable_data = lambda self, index: self.addressable_shards[index].data
-Array.is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
-Array.is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable)
-Array.devices = _array_devices
-Array.device = property(_array_device)
 
 
 def _check_shape(sharding, shape):

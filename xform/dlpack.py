@@ -12,46 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from xform._src.interpreters.core import Array, Tracer
+from xform._src.interpreters.core import Array
 
 __all__ = ["from_dlpack", "to_dlpack"]
 
 _kDLCPU = 1
 
 
-def _array_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-    if isinstance(self, Tracer):
-        raise TypeError("__dlpack__ of a traced array: tracers hold no memory")
-    if self._deleted:
-        raise RuntimeError("__dlpack__ of a deleted (donated) Array")
-    kw = {}
-    if max_version is not None:
-        kw["max_version"] = max_version
-    if dl_device is not None:
-        kw["dl_device"] = dl_device
-    if copy is not None:
-        kw["copy"] = copy
-    if self._buf is not None:
-        if not hasattr(type(self._buf), "__dlpack__"):   # JAX's ArrayImpl methods not loaded
-            from xform._src.lowering.runtime import buffer_dlpack
-            return buffer_dlpack(self._buf, stream, max_version, dl_device, copy)
-        return self._buf.__dlpack__(stream=stream, **kw)
-    if stream is not None and stream != -1:
-        raise BufferError(f"__dlpack__: stream={stream!r} is not supported for CPU arrays; "
-                          "pass stream=None")
-    return self._npy.__dlpack__(**kw)
-
-
-def _array_dlpack_device(self):
-    if self._buf is not None:
-        if not hasattr(type(self._buf), "__dlpack_device__"):   # own runtime: a CPU buffer
-            return (_kDLCPU, 0)
-        return self._buf.__dlpack_device__()
-    return (_kDLCPU, 0)
-
-
-Array.__dlpack__ = _array_dlpack
-Array.__dlpack_device__ = _array_dlpack_device
 
 
 def to_dlpack(x, stream=None, src_device=None, dl_device=None, max_version=None, copy=None):
