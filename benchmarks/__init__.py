@@ -181,7 +181,7 @@ def format_case(name, rec) -> str:
 
 
 def summary_table(results) -> str:
-    """A Markdown table of every case's ratios (what README's benchmark table is
+    """A Markdown table of every case's ratios (what ``docs/performance.md``'s table is
     regenerated from: ``python -m benchmarks.summary bench_results.json``)."""
     rows = ["| case | metric | xform/JAX | xform/NumPy | xform/floor |",
             "|---|---|---:|---:|---:|"]

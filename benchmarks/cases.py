@@ -745,16 +745,19 @@ def fft_case(ctx):
     return steady_record(ctx, STEADY_LIBS, make, {"n": n})
 
 
-# ----------------------------------------------------------------- archetypes (SEED_NOTES §5)
+# ----------------------------------------------------------------- archetypes
+# Three workloads measured for the dispatch-tax trade-off (docs/performance.md): a long
+# elementwise chain, softmax attention and a sparse embedding gradient.
 
 ARCH_LIBS = ("xform", "jax", "numpy")
 ARCH_METRICS = ("eager", "steady", "first_call", "break_even_n", "overhead_ratio")
 ARCH_METHOD = ("eager = the step op by op without jit (NumPy: the same NumPy code); steady = "
                "the jitted step per call; first_call = trace + lower + compile + run of a "
                "fresh jit (cold caches); break_even_n = (first_call - steady) / (eager - "
-               "steady), the calls after which compiling has paid (Eq. 3); overhead_ratio = "
-               "(eager - steady) / steady, the measured form of Eq. 4 (N_ops * t_dispatch "
-               "over the compiled step's compute + memory time)")
+               "steady), the calls after which compiling has paid (profile.break_even); "
+               "overhead_ratio = (eager - steady) / steady, the measured form of "
+               "profile.overhead_ratio (N_ops * t_dispatch over the compiled step's compute "
+               "+ memory time)")
 
 
 def archetype_record(ctx, make_eager, make_jit, params):

@@ -1,8 +1,8 @@
-"""``python -m benchmarks.summary [bench_results.json] [--readme README.md]``: the
+"""``python -m benchmarks.summary [bench_results.json] [--doc docs/performance.md]``: the
 Markdown ratio table (xform/JAX, xform/NumPy, xform/floor per case and metric) of a
-results file; with ``--readme`` it replaces the table between README's
-``<!-- bench-table:start -->`` and ``<!-- bench-table:end -->`` markers (README's
-benchmark table is regenerated this way, ratios only)."""
+results file; with ``--doc`` (or its older spelling ``--readme``) it replaces the table
+between the ``<!-- bench-table:start -->`` and ``<!-- bench-table:end -->`` markers of
+that file (``docs/performance.md``'s table is regenerated this way, ratios only)."""
 import argparse
 import json
 import sys
@@ -23,7 +23,7 @@ def replace_table(text: str, table: str, meta: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.summary")
     ap.add_argument("results", nargs="?", default="bench_results.json")
-    ap.add_argument("--readme", default=None, metavar="PATH",
+    ap.add_argument("--doc", "--readme", dest="readme", default=None, metavar="PATH",
                     help="rewrite the table between the bench-table markers of this file")
     a = ap.parse_args(argv)
     from benchmarks import summary_table

@@ -1,8 +1,8 @@
 """IR -> StableHLO as MLIR text.
 
 Why text: it is the cheapest form to produce in Python and the most robust
-across jaxlib versions: MLIR's Python bindings change between releases, its text format
-rarely does.  Everything here is pure
+across jaxlib versions (text compiles on every jaxlib tried, while the MLIR Python
+bindings' API and module names have changed between releases).  Everything here is pure
 Python + NumPy; nothing imports jax, so lowering a program (``as_text``) works
 without the runtime.
 

@@ -15,7 +15,7 @@ needed; see ``_choose_runtime``):
   ``compat.alias_jax`` (which loads it on purpose).
 
 Either way JAX's tracing and numerics are never run.  Every jaxlib touch point lives
-here, so version churn stays in one file; the facts it relies on:
+here, so version churn stays in one file.  The facts about jaxlib it relies on:
 
 * ``batched_device_put(..., IMMUTABLE_ONLY_DURING_CALL, enable_x64=True)``:
   copies host data (no aliasing of user NumPy memory) and never narrows
@@ -516,7 +516,9 @@ def _mlir_context():
     """An MLIR context with StableHLO/CHLO and the upstream dialects registered.
 
     Only needed to parse modules that carry host callbacks (see ``compile_text``).
-    The dialect-registry module was renamed across jaxlib versions (both names tried).
+    A context with only StableHLO/CHLO registered rejects ``func.return``; jaxlib's
+    upstream dialect registry must be appended, and its module was renamed across
+    jaxlib versions (``register_jax_dialects`` up to 0.6, ``_jax_mlir_ext`` after).
     """
     global _MLIR_CONTEXT
     if _MLIR_CONTEXT is None:

@@ -6,8 +6,12 @@ single-device Array keeps a one-device ``ArrayImpl``.  Programs are lowered to
 StableHLO with Shardy annotations (``sdy.mesh``, ``sdy.sharding``,
 ``sdy.sharding_constraint``, ``sdy.manual_computation`` for shard_map) and
 compiled with ``num_partitions = mesh.size`` and the mesh's device order as the
-device assignment: XLA's SPMD partitioner does the partitioning.  The jaxlib
-facts this relies on are tested in tests/test_sharding.py and tests/test_collectives.py.
+device assignment: XLA's SPMD partitioner does the partitioning.  Facts this
+relies on: Shardy annotations need ``use_shardy_partitioner``; an executable consumes
+only the per-device buffers of an input global array and does not check its sharding
+metadata, so shards are built with ``addressable_devices_indices_map`` in the
+executable's device order; and collective programs must not be dispatched without
+bound (see ``__call__``).
 """
 from __future__ import annotations
 
@@ -434,9 +438,10 @@ class SpmdCompiled:
         if len(args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} arguments, got {len(args)}")
         bufs = [self._arg(i, x) for i, x in enumerate(args)]
-        # Collective programs on many virtual CPU devices deadlock with unbounded async
-        # dispatch (the devices' threads wait on each other's collectives): at most one
-        # call in flight.
+        # Collective programs on many virtual devices deadlock with unbounded async
+        # dispatch (observed with jaxlib on 8 virtual CPU devices over 2 cores, for
+        # jax.jit too: a collective's rendezvous never completes): at most one call
+        # in flight.
         prev = _in_flight[0]
         if prev is not None:
             for o in prev:

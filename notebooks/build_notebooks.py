@@ -179,9 +179,10 @@ def quickstart():
         y
         '''),
         md('''
-        ## `grad` and `jvp` on the chapter's golden value
-        For $f(x) = x^2 \\sin x$ at $x = 2$ the founding chapter gives $f \\approx 3.637$
-        and $f' \\approx 1.973$; reverse mode (`grad`) and forward mode (`jvp`) agree.
+        ## `grad` and `jvp` on a value worked by hand
+        For $f(x) = x^2 \\sin x$ at $x = 2$: $f = 4 \\sin 2 \\approx 3.637$ and
+        $f' = 2x \\sin x + x^2 \\cos x = 4 \\sin 2 + 4 \\cos 2 \\approx 1.973$; reverse mode
+        (`grad`) and forward mode (`jvp`) agree.
         '''),
         code('''
         f = lambda x: x ** 2 * xnp.sin(x)
@@ -355,21 +356,20 @@ def dispatch_tax():
         md('''
         # The dispatch tax: eager vs `jit`, measured
 
-        The founding chapter ("The dispatch tax: Python overhead vs GPU reality")
-        models eager execution as paying a fixed host cost per operation (Python
-        dispatch, type checks, kernel launch) on top of the device work, and gives
-        two laws:
+        A simple model of eager execution has it pay a fixed host cost per
+        operation (Python dispatch, type checks, kernel launch) on top of the
+        device work, and gives two laws:
 
-        * **Eq. 4, overhead ratio** $= N_{ops}\\, t_{dispatch} / (T_{compute} + T_{memory})$;
+        * **overhead ratio** $= N_{ops}\\, t_{dispatch} / (T_{compute} + T_{memory})$;
           above 1 a workload is overhead-bound and staging pays most.
-        * **Eq. 3, break-even** $N = T_{compile} / (T_{eager} - T_{compiled})$: how many
+        * **break-even** $N = T_{compile} / (T_{eager} - T_{compiled})$: how many
           calls before compiling has paid for itself.
 
         This notebook measures both for xform on the machine that executed it.  The
-        chapter's figures are *illustrative* (a modelled A100 and a 15 µs tax per
-        op); ours are printed beside them for context, never as pass/fail
-        thresholds.  Timings on a shared 2-core CI VM are noisy: read trends, not
-        digits.
+        model's worked figures are *illustrative* (a modelled A100 and a 15 µs tax
+        per op, typical of a GPU framework's eager mode); ours are printed beside
+        them for context, never as pass/fail thresholds.  Timings on a shared
+        2-core CI VM are noisy: read trends, not digits.
         '''),
         code('''
         %matplotlib inline
@@ -424,7 +424,7 @@ def dispatch_tax():
         t_dev = profile.measure_dispatch(device=True)
         print(f"eager tax per op, host arrays (NumPy kernels):   {t_host * 1e6:6.2f} us")
         print(f"eager tax per op, device arrays (XLA per op):    {t_dev * 1e6:6.2f} us")
-        print("chapter's model: ~15 us (10 us Python + 5 us launch); elsewhere 2-5 us")
+        print("the model: ~15 us (10 us Python + 5 us launch); elsewhere 2-5 us")
         '''),
         md('''
         ## Chains of 1..256 elementwise ops
@@ -478,7 +478,7 @@ def dispatch_tax():
         a1.loglog(n, [r["eager_dev"] * 1e6 for r in rows], "s-", label="eager (device, XLA per op)")
         a1.loglog(n, [r["jit"] * 1e6 for r in rows], "^-", label="jit (one executable)")
         a1.loglog(n, n * t_host * 1e6, "k:", label="N x measured t_dispatch")
-        a1.loglog(n, n * 15, "--", color="gray", label="N x 15 us (chapter's model)")
+        a1.loglog(n, n * 15, "--", color="gray", label="N x 15 us (the model)")
         a1.set_xlabel("elementwise ops in the chain"); a1.set_ylabel("time per call (us)")
         a1.legend(fontsize=8); a1.set_title("per-call time")
         be = [r["break_even"] for r in rows]
@@ -492,7 +492,7 @@ def dispatch_tax():
         **Fusion.** XLA's cost analysis of the compiled chain reports the *same*
         bytes accessed for 1 op and for 256 ops: the chain is one fused loop that
         reads the input once and writes the output once ($2Nb$), where eager pays
-        $2kNb$ for $k$ ops.  Here is the chapter's `relu(x + b)` example: eager is 2
+        $2kNb$ for $k$ ops.  Take `relu(x + b)`: eager is 2
         dispatches and ~4Nb bytes, the compiled program 1 fusion.
         '''),
         code('''
@@ -506,7 +506,7 @@ def dispatch_tax():
         print("\\n".join(l for l in fused.as_text().splitlines() if "fusion(" in l and "ROOT" in l))
         '''),
         md('''
-        ## The chapter's small MLP, side by side
+        ## A small MLP, the model's worked figures side by side
         x f32[32,784], W1 f32[784,256], W2 f32[256,10].  We compile each op alone
         and read XLA's cost analysis, then run `profile.dispatch_report` on the
         forward pass and on a full training step (`value_and_grad` + SGD).
@@ -517,20 +517,20 @@ def dispatch_tax():
         W1 = xnp.asarray(rng.standard_normal((784, 256), dtype=np.float32) * 0.03)
         W2 = xnp.asarray(rng.standard_normal((256, 10), dtype=np.float32) * 0.06)
         h = nn.relu(x @ W1)
-        chapter = {"x@W1": (12.8e6, 0.9e6, 13.7), "ReLU": (8.2e3, 65.5e3, 0.125),
-                   "h@W2": (163.8e3, 44.3e3, 3.7)}
+        model = {"x@W1": (12.8e6, 0.9e6, 13.7), "ReLU": (8.2e3, 65.5e3, 0.125),
+                 "h@W2": (163.8e3, 44.3e3, 3.7)}
         ours = {"x@W1": cost(compile_time(lambda a, b: a @ b, x, W1)[1]),
                 "ReLU": cost(compile_time(nn.relu, x @ W1)[1]),
                 "h@W2": cost(compile_time(lambda a, b: a @ b, h, W2)[1])}
-        print(f"{'op':6} {'chapter FLOP':>13} {'ours':>11} {'chapter bytes':>14} {'ours':>10}"
-              f" {'chapter AI':>11} {'ours':>6}")
-        for k, (fl, by, ai) in chapter.items():
+        print(f"{'op':6} {'model FLOP':>13} {'ours':>11} {'model bytes':>14} {'ours':>10}"
+              f" {'model AI':>11} {'ours':>6}")
+        for k, (fl, by, ai) in model.items():
             f2, b2 = ours[k]
             print(f"{k:6} {fl:>13,.0f} {f2:>11,.0f} {by:>14,.0f} {b2:>10,.0f} {ai:>11.3f} "
                   f"{f2 / b2:>6.3f}")
         '''),
         md('''
-        (The chapter counts a ReLU as one FLOP per element; XLA's cost analysis
+        (The model counts a ReLU as one FLOP per element; XLA's cost analysis
         counts its compare and select, two per element, hence twice the AI.  Small
         byte differences come from what each count includes.)
         '''),
@@ -555,7 +555,7 @@ def dispatch_tax():
         print(reports["train step, CPU model"])
         '''),
         md('''
-        The same measured tax against a modelled A100's device time (the chapter's
+        The same measured tax against a modelled A100's device time (the model's
         setting: the device is so fast that almost all of an eager step is tax):
         '''),
         code('''
@@ -575,7 +575,7 @@ def dispatch_tax():
             ("eager step / jit step", "-", f"{step_r.t_eager / step_r.t_jit:.1f}x"),
             ("break-even N", "-", f"{step_r.break_even:,.0f} steps"),
         ]
-        print(f"{'quantity':30} {'chapter':>12}   ours (measured on this machine)")
+        print(f"{'quantity':30} {'model':>12}   ours (measured on this machine)")
         for k, a, b in table:
             print(f"{k:30} {a:>12}   {b}")
         '''),
@@ -633,15 +633,15 @@ def dispatch_tax():
         md('''
         ## Reading the numbers
         * Eager per-op cost is a few microseconds on a CPU host (host arrays run
-          NumPy kernels, so there is no device launch), below the chapter's 15 µs
-          model, but on tiny arrays it is still essentially all overhead: the
+          NumPy kernels, so there is no device launch), below the model's 15 µs,
+          but on tiny arrays it is still essentially all overhead: the
           overhead ratio of a chain is in the tens to thousands.
         * `jit` collapses the chain into one fused kernel, so its cost is nearly
           flat in the number of ops, but each call still pays a fixed dispatch
           (microseconds to tens of microseconds), and compiling costs tens to
           hundreds of milliseconds: short chains never break even, long ones do
           after tens to hundreds of calls.
-        * The chapter's fallacy "compilation cost is negligible" is visible in the
+        * The fallacy "compilation cost is negligible" is visible in the
           break-even column: while iterating on code, staying eager is the right
           default.
         '''),
@@ -652,7 +652,7 @@ def property_testing():
         md('''
         # Testing transformed code: `xform.testing` and hypothesis
 
-        The founding essay asks for a *reference* implementation, a *production*
+        A trustworthy compiler stack has a *reference* implementation, a *production*
         implementation, and a *verifier* binding them.  In xform the NumPy
         reference kernels are the specification, XLA is production, and
         `xform.testing` gives users the same tools the project tests itself with:
@@ -823,9 +823,8 @@ def rematerialization():
         the forward pass until it is consumed, so activation memory grows with
         depth.  `xform.checkpoint` (a.k.a. `remat`) marks a function whose
         intermediates are *recomputed* in the backward pass instead of saved; a
-        *policy* decides which intermediates may still be saved.  The chapter's
-        rule of thumb: ~33 % more compute for O(√L) instead of O(L) activation
-        memory.
+        *policy* decides which intermediates may still be saved.  The usual rule
+        of thumb: ~33 % more compute for O(√L) instead of O(L) activation memory.
 
         Everything here is measured on a deep MLP: what `vjp` saves (count and
         bytes, from `saved_residuals` / the linearized program), how many
@@ -1008,7 +1007,7 @@ def rematerialization():
         a1.set_ylabel("activation memory (KiB)"); a1.legend(fontsize=8)
         a2.plot(ks, [100 * r[5] for r in seg_rows], "o-", label="time")
         a2.plot(ks, [100 * (r[4] / base["eqns"] - 1) for r in seg_rows], "s-", label="equations")
-        a2.axhline(33, color="gray", ls=":", label="chapter: ~33 %")
+        a2.axhline(33, color="gray", ls=":", label="rule of thumb: ~33 %")
         a2.set_xscale("log", base=2); a2.set_xlabel("segment size k (layers)")
         a2.set_ylabel("extra over no remat (%)"); a2.legend(fontsize=8)
         fig.tight_layout()
@@ -1034,11 +1033,11 @@ def the_ir():
 
         xform stages functions into a small typed IR (a *jaxpr*: SSA variables with
         shapes and dtypes, one primitive per equation, explicit literals).  The
-        founding essay insists that the backward program be explicit, printable IR,
-        not a hidden tape.  This notebook follows one function through every stage:
-        the program, its JVP, its linearization, the transpose of that (reverse
-        mode), `grad`, `vmap`, control flow, the IR passes, and finally the
-        StableHLO handed to XLA and the optimised HLO XLA gives back.
+        backward program is explicit, printable IR, not a hidden tape.  This
+        notebook follows one function through every stage: the program, its JVP,
+        its linearization, the transpose of that (reverse mode), `grad`, `vmap`,
+        control flow, the IR passes, and finally the StableHLO handed to XLA and
+        the optimised HLO XLA gives back.
         '''),
         code('''
         import re

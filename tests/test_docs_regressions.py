@@ -18,8 +18,8 @@ def _same(a, b):
 
 # Common_Gotchas_in_JAX, "Out-of-bounds indexing": JAX clamps a static out-of-bounds
 # integer index; xform deliberately raises IndexError for *static Python integers* (a
-# project decision, see README "Index semantics") while integer arrays and explicit modes
-# behave exactly as on that page.
+# project decision, see docs/semantics.md "Index semantics") while integer arrays and
+# explicit modes behave exactly as on that page.
 @pytest.mark.parametrize("idx", [11, -11, (1, 17), (Ellipsis, 12)])
 def test_static_int_out_of_bounds_raises_but_modes_and_arrays_match_jax(idx):
     shape = (10,) if not isinstance(idx, tuple) else (3, 10) if idx[0] is not Ellipsis else (2, 5)

@@ -27,7 +27,8 @@ ONE = settings(max_examples=_N or 1, deadline=None)   # heavy properties: one ex
 
 # ----------------------------------------------------------------- the missing-names list
 
-# Names of jax.numpy 0.10.2 that xform.numpy deliberately does not provide (README).
+# Names of jax.numpy 0.10.2 that xform.numpy deliberately does not provide
+# (docs/numerics.md, "The rest of jax.numpy").
 DOCUMENTED_EXCEPTIONS = {
     "fromfile",   # JAX itself raises NotImplementedError (impure file reads); use np.fromfile
     "fromiter",   # JAX itself raises NotImplementedError (impure iterators); use np.fromiter

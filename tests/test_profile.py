@@ -1,5 +1,5 @@
-"""xform.profile: the dispatch-tax arithmetic against the founding chapter's worked
-numbers, and dispatch_report on small functions (oracles: JAX's staged program for
+"""xform.profile: the dispatch-tax arithmetic against worked examples (a small MLP's
+dispatch tax, a compile's break-even), and dispatch_report on small functions (oracles: JAX's staged program for
 equation counts, 2mnk for matmul flops, the report's own formulas recomputed)."""
 import math
 
@@ -15,7 +15,7 @@ from xform import lax, profile
 
 
 def test_overhead_ratio_small_mlp_worked_example():
-    # Chapter: 6 ops x 15 us = 90 us of dispatch vs 2.6 us of device time -> 34.6.
+    # A small MLP: 6 ops x 15 us = 90 us of dispatch vs 2.6 us of device time -> 34.6.
     assert profile.overhead_ratio(6, 15e-6, 2.6e-6, 0.0) == pytest.approx(34.6, abs=0.05)
     # Split between compute and memory does not matter, only the sum.
     assert profile.overhead_ratio(6, 15e-6, 1.0e-6, 1.6e-6) == pytest.approx(90 / 2.6)
@@ -29,7 +29,7 @@ def test_tax_share_examples():
 
 
 def test_break_even_worked_example():
-    # Chapter: 30 s compile, 1450 -> 2150 img/s: N = 30 / (1/1450 - 1/2150) ~ 134,000.
+    # A 30 s compile, 1450 -> 2150 img/s: N = 30 / (1/1450 - 1/2150) ~ 134,000.
     n = profile.break_even(30.0, 1 / 1450, 1 / 2150)
     assert n == pytest.approx(30 / (1 / 1450 - 1 / 2150))
     assert round(n, -3) == 134_000

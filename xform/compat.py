@@ -13,20 +13,20 @@ What it does:
 * ``sys.modules["jax"]`` becomes a proxy module whose attributes are xform's
   (``jax.jit`` is ``xform.jit``, ``jax.Array`` is ``xform.Array``, ``jax.__version__`` is
   xform's version, so version-gated library code takes its conservative branch);
-* ``import jax.X.Y`` for every public ``X.Y`` resolves to ``xform.X.Y`` (the same module
-  object): ``jax.numpy``, ``jax.lax``, ``jax.tree``, ``jax.tree_util``, ``jax.nn``,
-  ``jax.scipy.*``, ``jax.random``, ``jax.dtypes``, ``jax.typing``, ``jax.flatten_util``,
-  ``jax.experimental``, ``jax.example_libraries.*``, ...;
-* ``jax.sharding`` is ``xform.sharding`` (Mesh, NamedSharding, PartitionSpec, ...);
+* ``import jax.X.Y`` for every public ``X.Y`` that xform has resolves to ``xform.X.Y``
+  (the same module object): ``jax.numpy``, ``jax.lax``, ``jax.tree``, ``jax.tree_util``,
+  ``jax.nn``, ``jax.scipy.*``, ``jax.random``, ``jax.sharding``, ``jax.export``,
+  ``jax.dtypes``, ``jax.typing``, ``jax.flatten_util``, ``jax.experimental``,
+  ``jax.example_libraries.*``, ...;
 * xform's own runtime keeps using the real jax/jaxlib runtime layer: it is loaded
   *before* the alias is installed, its ``jax._src`` modules stay where they are, and the
   real public ``jax`` modules are stashed (``unalias_jax()`` puts them back).
 
 What it does not cover: anything xform does not implement raises ImportError /
-AttributeError naming the missing ``jax`` name (sharding/pmap/shard_map, export,
-``jax._src`` internals, ``jax.extend``); code that already imported the real jax keeps
-it (install the alias first); real JAX and aliased libraries cannot share one process
-(run the JAX side in another process to compare).
+AttributeError naming the missing ``jax`` name (JAX's internals under ``jax._src``, for
+instance); code that already imported the real jax keeps it (install the alias first);
+real JAX and aliased libraries cannot share one process (run the JAX side in another
+process to compare).
 """
 from __future__ import annotations
 
@@ -46,33 +46,8 @@ _stash: dict = {}
 _finder = None
 
 
-def _sharding_shim():
-    mod = types.ModuleType("jax.sharding")
-    mod.__doc__ = ("xform's stand-in for jax.sharding: only the Sharding type, for "
-                   "annotations. xform has no multi-device sharding.")
-
-    class Sharding:
-        """Abstract type of shardings (xform creates none)."""
-
-        def __init__(self, *a, **k):
-            raise NotImplementedError("xform has no multi-device sharding: "
-                                      "jax.sharding.Sharding cannot be instantiated")
-    Sharding.__module__ = "jax.sharding"
-    mod.Sharding = Sharding
-
-    def __getattr__(name):
-        raise AttributeError(f"jax.sharding.{name} is not available: xform's jax alias has "
-                             "no multi-device sharding (only the Sharding type)")
-    mod.__getattr__ = __getattr__
-    return mod
-
-
-# ``jax.sharding`` is xform.sharding now; the stand-in above is unused.
-_SHIMS: dict = {}
-
-
 class _JaxProxy(types.ModuleType):
-    """The module ``jax`` resolves to: xform's attributes (plus the compat shims)."""
+    """The module ``jax`` resolves to: xform's attributes."""
 
     def __getattr__(self, name):
         import xform
@@ -80,15 +55,12 @@ class _JaxProxy(types.ModuleType):
             return getattr(xform, name)
         except AttributeError:
             pass
-        full = f"jax.{name}"
-        if full in _SHIMS:
-            return importlib.import_module(full)
         raise AttributeError(f"module 'jax' (aliased to xform) has no attribute {name!r}: "
                              f"xform does not provide jax.{name}")
 
     def __dir__(self):
         import xform
-        return sorted(set(dir(xform)) | {k.split(".", 1)[1] for k in _SHIMS})
+        return sorted(dir(xform))
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -107,7 +79,7 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _JaxAliasFinder(importlib.abc.MetaPathFinder):
-    """``jax.X.Y`` -> the module ``xform.X.Y`` (or a compat shim)."""
+    """``jax.X.Y`` -> the module ``xform.X.Y``."""
 
     def find_spec(self, fullname, path=None, target=None):
         if not (fullname == "jax" or fullname.startswith("jax.")):
@@ -117,9 +89,6 @@ class _JaxAliasFinder(importlib.abc.MetaPathFinder):
                                                   is_package=True)
         if fullname.startswith(_KEEP_PREFIXES):
             return None            # the real module (already imported by the runtime)
-        if fullname in _SHIMS:
-            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_SHIMS[fullname]),
-                                                  is_package=False)
         xname = "xform" + fullname[len("jax"):]
         if xname in sys.modules:
             mod = sys.modules[xname]

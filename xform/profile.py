@@ -1,15 +1,15 @@
-"""``xform.profile``: the dispatch-tax report (the founding chapter's Eq. 3 and 4).
+"""``xform.profile``: the dispatch-tax report (overhead ratio and compile break-even).
 
 Eager execution pays a host "dispatch tax" on every primitive (Python
 dispatch, type checks, a kernel launch).  Whether that tax matters depends on
-how much device work each op does, which the chapter models as
+how much device work each op does, modelled as
 
-    overhead ratio = N_ops * t_dispatch / (T_compute + T_memory)      (Eq. 4)
+    overhead ratio = N_ops * t_dispatch / (T_compute + T_memory)
 
 (above 1 the workload is overhead-bound and staging pays most) and whether
 compiling pays back within a run as
 
-    break-even N = T_compile / (T_eager - T_compiled)                 (Eq. 3)
+    break-even N = T_compile / (T_eager - T_compiled)
 
 ``dispatch_report(f, *args)`` fills both in with *measured* numbers for one
 function: N_ops from its staged program, t_dispatch from timing a trivial
@@ -18,7 +18,7 @@ from a fresh ``jit(f).lower(*args).compile()``, and T_compute / T_memory from
 XLA's cost analysis (flops, bytes accessed) divided by a device profile's peak
 FLOP/s and memory bandwidth.  The arithmetic lives in the small pure functions
 ``overhead_ratio``, ``break_even`` and ``device_time`` so it can be checked
-against the chapter's worked numbers.
+against worked examples (``tests/test_profile.py``).
 
 Device profiles are *models*, not measurements of the device that ran the
 program: ``CPU`` is a documented default for the 2-core AVX2/AVX-512 x86 VM
@@ -109,8 +109,9 @@ def _nonneg(name, v):
 
 
 def overhead_ratio(n_ops, t_dispatch, t_compute, t_memory) -> float:
-    """Eq. 4: N_ops * t_dispatch / (T_compute + T_memory); inf when there is no
-    device time.  Times in seconds.  Chapter: 6 * 15e-6 / 2.6e-6 = 34.6."""
+    """The overhead ratio N_ops * t_dispatch / (T_compute + T_memory); inf when there
+    is no device time.  Times in seconds.  E.g. 6 ops at 15 us of dispatch each over
+    2.6 us of device time: 6 * 15e-6 / 2.6e-6 = 34.6."""
     n_ops = _nonneg("n_ops", n_ops)
     t_dispatch = _nonneg("t_dispatch", t_dispatch)
     device = _nonneg("t_compute", t_compute) + _nonneg("t_memory", t_memory)
@@ -121,9 +122,9 @@ def overhead_ratio(n_ops, t_dispatch, t_compute, t_memory) -> float:
 
 
 def break_even(t_compile, t_eager, t_compiled) -> float:
-    """Eq. 3: runs needed before compiling pays, T_compile / (T_eager - T_compiled);
-    inf when the compiled step is not faster.  Chapter: 30 s / (1/1450 - 1/2150) s
-    ~ 134,000."""
+    """The break-even N: runs needed before compiling pays, T_compile / (T_eager -
+    T_compiled); inf when the compiled step is not faster.  E.g. a 30 s compile that
+    takes a step from 1450 to 2150 images/s: 30 s / (1/1450 - 1/2150) s ~ 134,000."""
     t_compile = _nonneg("t_compile", t_compile)
     saved = _nonneg("t_eager", t_eager) - _nonneg("t_compiled", t_compiled)
     return t_compile / saved if saved > 0 else math.inf
