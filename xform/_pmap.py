@@ -8,9 +8,9 @@ import functools
 
 import numpy as np
 
-from xform._src.interpreters import core
+from xform._src.interpreters import core, tree_util
 from xform import sharding as S
-from xform.tree_util import tree_flatten, tree_unflatten
+from xform.tree_util import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["pmap"]
 
@@ -20,22 +20,16 @@ def _is_axis_leaf(a):
 
 
 def _per_leaf(axes, tree, what):
-    if _is_axis_leaf(axes):
-        return [axes] * len(tree_flatten(tree)[0])
     if isinstance(axes, list):
         axes = tuple(axes)
-    a_leaves, a_def = tree_flatten(axes, is_leaf=_is_axis_leaf)
+    for a in tree_leaves(axes, is_leaf=_is_axis_leaf):
+        if not _is_axis_leaf(a):
+            raise TypeError(f"pmap {what} entries must be ints or None, got {a!r}")
     try:
-        subs = a_def.flatten_up_to(tree)
+        return tree_util.broadcast_prefix(axes, tree, is_leaf=_is_axis_leaf)
     except (ValueError, TypeError) as e:
         raise ValueError(f"pmap {what} must be an int, None or a pytree prefix of the "
                          f"arguments/outputs ({e})") from None
-    out = []
-    for a, sub in zip(a_leaves, subs):
-        if not _is_axis_leaf(a):
-            raise TypeError(f"pmap {what} entries must be ints or None, got {a!r}")
-        out += [a] * len(tree_flatten(sub)[0])
-    return out
 
 
 def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),

@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from xform._src.interpreters import core, passes
+from xform._src.interpreters import core, passes, tree_util
 from xform._src.interpreters.core import EVAL_TRACE, Array, Tracer
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
@@ -39,18 +39,11 @@ def _to_named(s, mesh, what):
 
 def _broadcast_prefix(prefix, tree, what, is_leaf=_is_spec_leaf):
     """One sharding per leaf of ``tree`` from a pytree prefix of shardings."""
-    if _is_spec_leaf(prefix):
-        return [prefix] * len(tree_flatten(tree)[0])
-    p_leaves, p_def = tree_flatten(prefix, is_leaf=is_leaf)
     try:
-        subs = p_def.flatten_up_to(tree)
+        return tree_util.broadcast_prefix(prefix, tree, is_leaf=is_leaf)
     except (ValueError, TypeError) as e:
         raise ValueError(f"{what} is not a pytree prefix of the arguments/outputs it describes "
                          f"({e}); pass one sharding, or one per argument.") from None
-    out = []
-    for s, sub in zip(p_leaves, subs):
-        out += [s] * len(tree_flatten(sub)[0])
-    return out
 
 
 def _leaf_named(x):
