@@ -114,7 +114,7 @@ class EagerProgram:
 compiler = None
 
 
-spmd_compiler = None   # installed by xform._shard_map: programs over a mesh
+spmd_compiler = None   # installed by xform.sharding._shard_map: programs over a mesh
 
 
 def compile_program(closed, donated_invars=None, device=None, name="main"):

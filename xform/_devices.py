@@ -55,7 +55,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     if isinstance(device, _S.Sharding) or (
             isinstance(device, (list, tuple, dict)) and any(
                 isinstance(d, _S.Sharding) for d in _leaves_of_shardings(device))):
-        from xform._sharding_api import device_put_sharded_tree
+        from xform.sharding._api import device_put_sharded_tree
         return device_put_sharded_tree(x, device)
     if isinstance(device, (list, tuple)):
         raise TypeError("device_put: pass one device (multi-device shardings are not "

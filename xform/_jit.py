@@ -676,7 +676,7 @@ class JitWrapped:
         the output shardings)."""
         sj = self.__dict__.get("_sharded_jit")
         if sj is None:
-            from xform._spmd_jit import ShardedJit
+            from xform.sharding._jit import ShardedJit
             sj = self.__dict__["_sharded_jit"] = ShardedJit(self)
         return sj(*args, **kwargs)
 
@@ -1009,7 +1009,7 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
               keep_unused=keep_unused, device=device, backend=backend, inline=inline,
               compiler_options=compiler_options)
     if in_shardings is not None or out_shardings is not None:
-        from xform._spmd_jit import ShardedJit
+        from xform.sharding._jit import ShardedJit
         kw.update(in_shardings=None, out_shardings=None)
         make = lambda f: ShardedJit(JitWrapped(f, **kw), in_shardings, out_shardings)  # noqa
         return make if fun is None else make(fun)

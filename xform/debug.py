@@ -103,5 +103,5 @@ def _user_frame():
 
 def visualize_array_sharding(arr, **kwargs):
     """Print which devices hold which block of a 1-D or 2-D array."""
-    from xform._sharding_api import visualize_array_sharding as _v
+    from xform.sharding._api import visualize_array_sharding as _v
     return _v(arr, **kwargs)

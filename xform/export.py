@@ -900,7 +900,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     default backend's); with several, the module takes a platform index first.
     """
     from xform._jit import JitWrapped
-    from xform._spmd_jit import ShardedJit
+    from xform.sharding._jit import ShardedJit
     if not isinstance(fun_jit, (JitWrapped, ShardedJit)):
         raise ValueError(f"Function to be exported must be the result of `jit` but is: "
                          f"{fun_jit}")

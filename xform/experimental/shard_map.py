@@ -1,5 +1,5 @@
 """``xform.experimental.shard_map.shard_map`` (JAX 0.10.2's deprecated spelling)."""
-from xform._shard_map import shard_map as _shard_map
+from xform.sharding._shard_map import shard_map as _shard_map
 
 __all__ = ["shard_map"]
 

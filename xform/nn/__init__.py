@@ -68,7 +68,7 @@ def _custom_relu(name):
             body = _relu6_body
             live = lambda x: F.logical_and(x > 0, x < 6)           # noqa: E731
         f = custom_jvp(_jitted.wrap(_named(body, name), name, ()))
-        f.defjvps(lambda g, ans, x: lax().select(live(x), g, lax().full_like(g, 0)))
+        f.defjvps(lambda g, ans, x: lax.select(live(x), g, lax.full_like(g, 0)))
         _custom[name] = f
     return f
 
@@ -91,7 +91,7 @@ def relu6(x):
 
 def sigmoid(x):
     (x,) = U.promote_dtypes_inexact(_x("sigmoid", x))
-    return lax().logistic(x)
+    return lax.logistic(x)
 
 
 def silu(x):
@@ -179,7 +179,7 @@ def gelu(x, approximate=True):
         inner = F.multiply(_c(x, c), F.add(x, F.multiply(_c(x, 0.044715), F.power(x, 3))))
         return F.multiply(x, F.multiply(_c(x, 0.5), F.add(_c(x, 1), F.tanh(inner))))
     return F.multiply(F.multiply(_c(x, 0.5), x),
-                      F.add(_c(x, 1), lax().erf(F.multiply(x, _c(x, 1 / math.sqrt(2))))))
+                      F.add(_c(x, 1), lax.erf(F.multiply(x, _c(x, 1 / math.sqrt(2))))))
 
 
 def glu(x, axis=-1):
@@ -192,7 +192,7 @@ def _stable_shift(x, axis, where):
     m = xnp.max(x, axis=axis, keepdims=True, where=where,
                 initial=-np.inf if where is not None else None)
     m = F.where(F.isfinite(m), m, _c(m, 0))
-    return F.subtract(x, lax().stop_gradient(m))
+    return F.subtract(x, lax.stop_gradient(m))
 
 
 def log_softmax(x, axis=-1, where=None):
@@ -212,7 +212,7 @@ def softmax(x, axis=-1, where=None):
     (x,) = U.promote_dtypes_inexact(_x("softmax", x))
     x_max = xnp.max(x, axis=axis, where=where, initial=-np.inf, keepdims=True)
     x_safe = x if where is None else F.where(where, x, _c(x, -np.inf))
-    e = F.exp(F.subtract(x_safe, lax().stop_gradient(x_max)))
+    e = F.exp(F.subtract(x_safe, lax.stop_gradient(x_max)))
     out = F.true_divide(e, xnp.sum(e, axis=axis, where=where, keepdims=True))
     if where is not None:
         out = F.where(where, out, _c(out, 0))
@@ -226,7 +226,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     if variance is None:
         variance = F.subtract(xnp.mean(F.square(x), axis, keepdims=True, where=where),
                               F.square(mean))
-    return F.multiply(F.subtract(x, mean), lax().rsqrt(F.add(variance, _c(x, epsilon))))
+    return F.multiply(F.subtract(x, mean), lax.rsqrt(F.add(variance, _c(x, epsilon))))
 
 
 def one_hot(x, num_classes, *, dtype=None, axis=-1):
@@ -238,7 +238,7 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     ax = U.canonicalize_axis(axis, out_nd)
     xe = xnp.expand_dims(x, ax)
     shape = tuple(num_classes if i == ax else 1 for i in range(out_nd))
-    classes = lax().broadcasted_iota(x.dtype if x.dtype.kind in "iu" else dtypes.default_int_dtype(),
+    classes = lax.broadcasted_iota(x.dtype if x.dtype.kind in "iu" else dtypes.default_int_dtype(),
                                      shape, ax)
     return U.to_array(F.equal(xe, classes), dt, False)
 

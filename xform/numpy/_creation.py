@@ -38,7 +38,7 @@ def _scalar_literal(fill, dtype, weak=False):
 
 def _iota_grid(shape, k=0):
     """(rows + k, cols) int32 index grids over the last two dims of ``shape``."""
-    L = lax()
+    L = lax
     rows = L.broadcasted_iota(np.int32, shape, len(shape) - 2)
     cols = L.broadcasted_iota(np.int32, shape, len(shape) - 1)
     return L.add(rows, np.int32(k)), cols
@@ -49,14 +49,14 @@ def _tri_bool(n, m, k):
     if not _staging():
         return np.tri(n, m, k, dtype=bool)
     rows, cols = _iota_grid((n, m), k)
-    return lax().ge(rows, cols)
+    return lax.ge(rows, cols)
 
 
 def _eye_bool(n, m, k):
     if not _staging():
         return np.eye(n, m, k, dtype=bool)
     rows, cols = _iota_grid((n, m), k)
-    return lax().eq(rows, cols)
+    return lax.eq(rows, cols)
 
 # ----------------------------------------------------------------- scalar types
 
@@ -213,7 +213,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     if isinstance(object, Array) and copy and dtype is None:
         out = Array(np.array(object._value), object.weak_type) if object._npy is not None else out
     if ndmin > out.ndim:
-        out = lax().reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+        out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
 
 
@@ -223,7 +223,7 @@ def _full(shape, fill, dtype, weak=False):
         f = U.to_array(fill, dtype, False)
         return U.broadcast_to_shape(f, shape) if f.shape != shape else f
     if _staging() and np.ndim(fill) == 0:
-        return lax().broadcast_in_dim(_scalar_literal(fill, dtype, weak), shape, ())
+        return lax.broadcast_in_dim(_scalar_literal(fill, dtype, weak), shape, ())
     if isinstance(fill, Array):
         fill = fill._value
     v = np.full(shape, np.asarray(fill).astype(dtype) if np.ndim(fill) else fill, dtype=dtype)
@@ -328,11 +328,11 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
             size = max(int(math.ceil(stop)), 0)
         else:
             size = max(-((start - stop) // step_), 0)
-        out = lax().iota(dt, size)
+        out = lax.iota(dt, size)
         if step_ != 1:
-            out = lax().mul(_scalar_literal(step_, dt), out)
+            out = lax.mul(_scalar_literal(step_, dt), out)
         if start != 0:
-            out = lax().add(_scalar_literal(start, dt), out)
+            out = lax.add(_scalar_literal(start, dt), out)
         return out
     v = np.arange(start, stop, 1 if step is None else step)
     return Array(v.astype(dt), False)
@@ -355,7 +355,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     div = (num - 1) if endpoint else num
     fshape = (num,) + (1,) * len(bshape)
     if _staging():
-        frac = lax().reshape(lax().iota(comp, num), fshape)
+        frac = lax.reshape(lax.iota(comp, num), fshape)
     else:
         frac = Array(np.arange(num, dtype=comp).reshape(fshape))
     frac = F.true_divide(frac, _scalar_literal(div, comp)) if div > 0 else \
@@ -366,8 +366,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
                 F.multiply(expand_dims(e, 0), frac))
     if endpoint and num > 1:
         if _staging():   # concatenate the exact endpoint (no host-built mask)
-            head = lax().slice_in_dim(out, 0, num - 1, axis=0)
-            out = lax().concatenate([head, expand_dims(e, 0)], 0)
+            head = lax.slice_in_dim(out, 0, num - 1, axis=0)
+            out = lax.concatenate([head, expand_dims(e, 0)], 0)
         else:
             from xform.numpy._indexing import set_last
             out = set_last(out, e)
@@ -408,7 +408,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
     k = U.static_int(k, "eye k")
     if _staging():
-        return lax().convert_element_type(_eye_bool(N, M, k), dt)
+        return lax.convert_element_type(_eye_bool(N, M, k), dt)
     return Array(np.eye(N, M, k, dtype=dt), False)
 
 
@@ -422,7 +422,7 @@ def tri(N, M=None, k=0, dtype=None):
     dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
     k = U.static_int(k, "tri k")
     if _staging():
-        return lax().convert_element_type(_tri_bool(N, M, k), dt)
+        return lax.convert_element_type(_tri_bool(N, M, k), dt)
     return Array(np.tri(N, M, k, dtype=dt), False)
 
 
@@ -433,7 +433,7 @@ def _tri_mask(a, k, lower):
     n, m = a.shape[-2:]
     if _staging():
         rows, cols = _iota_grid((n, m), k)
-        mask = lax().ge(rows, cols) if lower else lax().le(rows, cols)
+        mask = lax.ge(rows, cols) if lower else lax.le(rows, cols)
     else:
         mask = np.tri(n, m, k, dtype=bool) if lower else ~np.tri(n, m, k - 1, dtype=bool)
     from xform.numpy._ufuncs import where
@@ -466,7 +466,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
             ax = 1 - i
         s = [1] * n
         s[ax] = x.shape[0]
-        r = lax().reshape(x, tuple(s))
+        r = lax.reshape(x, tuple(s))
         out.append(r if sparse else broadcast_to(r, tuple(shapes)))
     return out
 
@@ -483,7 +483,7 @@ def diag(v, k=0):
         mask = _eye_bool(n, n, k)
         # Row i (column i + k) holds v[i - max(-k, 0)]: place v along the rows/cols.
         vv = _pad(v, (builtins_abs(k), 0))
-        col = broadcast_to(lax().reshape(vv, (1, n)) if k >= 0 else lax().reshape(vv, (n, 1)),
+        col = broadcast_to(lax.reshape(vv, (1, n)) if k >= 0 else lax.reshape(vv, (n, 1)),
                            (n, n))
         return where(mask, col, np.zeros((), v.dtype))
     if v.ndim == 2:

@@ -43,17 +43,17 @@ def nonzero_sized(mask, size, fill_value=None):
         m = F.not_equal(m, U.to_array(0, m.dtype, False))
     shape = m.shape
     idt = _int_dt()
-    flat = lax().reshape(m, (int(np.prod(shape, dtype=np.int64)),))
+    flat = lax.reshape(m, (int(np.prod(shape, dtype=np.int64)),))
     n = flat.shape[0]
     key = U.to_array(F.logical_not(flat), np.int32, False)
-    iota = lax().iota(idt, n)
-    _, order = lax().sort((key, iota), dimension=0, is_stable=True, num_keys=1)
-    count = lax().reduce_sum(U.to_array(flat, idt, False), (0,))
+    iota = lax.iota(idt, n)
+    _, order = lax.sort((key, iota), dimension=0, is_stable=True, num_keys=1)
+    count = lax.reduce_sum(U.to_array(flat, idt, False), (0,))
     if size <= n:
-        order = lax().slice(order, (0,), (size,))
+        order = lax.slice(order, (0,), (size,))
     else:
-        order = lax().pad(order, U.to_array(0, idt, False), ((0, size - n, 0),))
-    valid = F.less(lax().iota(idt, size), count)
+        order = lax.pad(order, U.to_array(0, idt, False), ((0, size - n, 0),))
+    valid = F.less(lax.iota(idt, size), count)
     out = []
     rem = order
     coords = []
@@ -84,7 +84,7 @@ def indices(dimensions, dtype=None, sparse=False):
     out = []
     for i, d in enumerate(dims):
         shp = tuple(d if j == i else 1 for j in range(N)) if sparse else dims
-        out.append(lax().broadcasted_iota(dt, shp, i))
+        out.append(lax.broadcasted_iota(dt, shp, i))
     if sparse:
         return tuple(out)
     if not out:
@@ -105,7 +105,7 @@ def ix_(*args):
                              f"{x.shape}")
         if x.dtype == dtypes.bool_:
             (x,) = nonzero(x)
-        out.append(lax().reshape(x, tuple(x.shape[0] if j == i else 1 for j in range(n))))
+        out.append(lax.reshape(x, tuple(x.shape[0] if j == i else 1 for j in range(n))))
     return tuple(out)
 
 
@@ -271,7 +271,7 @@ def diag_indices(n, ndim=2):
         raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
     if ndim < 0:
         raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
-    return (lax().iota(_int_dt(), n),) * ndim
+    return (lax.iota(_int_dt(), n),) * ndim
 
 
 def diag_indices_from(arr):
@@ -304,7 +304,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
         if flat.shape[0] == 0:
             return x
         reps = -(-n // flat.shape[0])
-        v = lax().slice(S.tile(flat, reps), (0,), (n,))
+        v = lax.slice(S.tile(flat, reps), (0,), (n,))
     return x.at[idx].set(v)
 
 

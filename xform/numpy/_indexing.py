@@ -144,12 +144,12 @@ def _basic_getitem(x, idx):
     y = x
     if any(s != 1 for s in strides) or tuple(starts) != (0,) * x.ndim or \
             tuple(limits) != tuple(x.shape):
-        y = lax().slice(y, tuple(starts), tuple(limits),
+        y = lax.slice(y, tuple(starts), tuple(limits),
                         None if all(s == 1 for s in strides) else tuple(strides))
     if rev:
-        y = lax().rev(y, tuple(rev))
+        y = lax.rev(y, tuple(rev))
     if not _staging():   # eager: one reshape
-        return y if y.shape == out_shape else lax().reshape(y, out_shape)
+        return y if y.shape == out_shape else lax.reshape(y, out_shape)
     squeeze, newaxis, d = [], [], 0
     for i in idx:
         if i is None:
@@ -159,9 +159,9 @@ def _basic_getitem(x, idx):
             squeeze.append(d)
         d += 1
     if squeeze:
-        y = lax().squeeze(y, tuple(squeeze))
+        y = lax.squeeze(y, tuple(squeeze))
     if newaxis:
-        y = lax().expand_dims(y, tuple(newaxis))
+        y = lax.expand_dims(y, tuple(newaxis))
     return y
 
 
@@ -311,8 +311,8 @@ def _dynamic_scalar_getitem(x, exp):
     for p, i in starts:
         start[p] = U.to_array(i, idt) if i.dtype != idt else i
     sizes = tuple(1 if p in out_axes else d for p, d in enumerate(y.shape))
-    out = lax().dynamic_slice(y, start, sizes, allow_negative_indices=False)
-    return lax().reshape(out, tuple(d for p, d in enumerate(y.shape) if p not in out_axes))
+    out = lax.dynamic_slice(y, start, sizes, allow_negative_indices=False)
+    return lax.reshape(out, tuple(d for p, d in enumerate(y.shape) if p not in out_axes))
 
 
 def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
@@ -344,7 +344,7 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
         if any(isinstance(e, Tracer) for e in entries):
             raise IndexError("a scalar boolean index cannot be combined with a traced index")
         m = _flat_map(x.shape, tuple(entries))
-        return lax().reshape(gather_axis(S.ravel(x), m.reshape(-1), 0), m.shape)
+        return lax.reshape(gather_axis(S.ravel(x), m.reshape(-1), 0), m.shape)
     fill = m == M.FILL_OR_DROP
     # One gather, with the same (unclamped) indices whether they are concrete or traced:
     # by default out-of-range ones clamp when read and their gradient is dropped
@@ -356,11 +356,11 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     if m is None:
         m = M.PROMISE_IN_BOUNDS
     ok = plan.in_bounds
-    out = lax().gather(plan.view(x), plan.indices, plan.gather_dn(), plan.slice_sizes,
+    out = lax.gather(plan.view(x), plan.indices, plan.gather_dn(), plan.slice_sizes,
                        indices_are_sorted=(plan.sorted and ok) or bool(indices_are_sorted),
                        unique_indices=(plan.unique and ok) or bool(unique_indices),
                        mode=m, fill_value=fill_value if fill else None)
-    return lax().reshape(out, plan.final_shape) if out.shape != plan.final_shape else out
+    return lax.reshape(out, plan.final_shape) if out.shape != plan.final_shape else out
 
 
 def _flat_map(shape, idx):
@@ -436,9 +436,9 @@ class _Plan:
             kinds = {a.dtype for a in arrays if isinstance(a, ArrayOps)}
             wide = any(a.dtype.itemsize == 8 for a in arrays if isinstance(a, ArrayOps))
             dt = kinds.pop() if len(kinds) == 1 else np.dtype(np.int64 if wide else np.int32)
-            cols = [lax().reshape(U.broadcast_to_shape(U.to_array(a, dt), bshape), bshape + (1,))
+            cols = [lax.reshape(U.broadcast_to_shape(U.to_array(a, dt), bshape), bshape + (1,))
                     for a in arrays]
-            self.indices = cols[0] if len(cols) == 1 else lax().concatenate(cols, len(bshape))
+            self.indices = cols[0] if len(cols) == 1 else lax.concatenate(cols, len(bshape))
             self.sorted = self.unique = False
             self.in_bounds = False
         self.host = host
@@ -488,7 +488,7 @@ class _Plan:
         return x if self.trivial else _basic_getitem(x, self.slices)
 
     def gather_dn(self):
-        return lax().GatherDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
+        return lax.GatherDimensionNumbers(self.offset_dims, tuple(sorted(self.adv_axes)),
                                             self.adv_axes)
 
     def scatter_dn(self, flat_batch=False):
@@ -496,7 +496,7 @@ class _Plan:
         p = self.batch_pos
         dims = (tuple(range(p)) + tuple(range(p + 1, 1 + self.n_rest)) if flat_batch
                 else self.offset_dims)
-        return lax().ScatterDimensionNumbers(dims, tuple(sorted(self.adv_axes)), self.adv_axes)
+        return lax.ScatterDimensionNumbers(dims, tuple(sorted(self.adv_axes)), self.adv_axes)
 
 
 def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
@@ -511,10 +511,10 @@ def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
             raise IndexError(f"index is out of bounds for axis {axis} with size 0")
         from xform.numpy._creation import zeros
         return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
-    ii = lax().reshape(idx, idx.shape + (1,))
+    ii = lax.reshape(idx, idx.shape + (1,))
     offset = tuple(range(axis)) + tuple(range(axis + idx.ndim, x.ndim - 1 + idx.ndim))
     sizes = x.shape[:axis] + (1,) + x.shape[axis + 1:]
-    return lax().gather(x, ii, lax().GatherDimensionNumbers(offset, (axis,), (axis,)), sizes,
+    return lax.gather(x, ii, lax.GatherDimensionNumbers(offset, (axis,), (axis,)), sizes,
                         mode=mode, fill_value=fill_value, indices_are_sorted=indices_are_sorted,
                         unique_indices=unique_indices)
 
@@ -706,7 +706,7 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
                          f"not be broadcast to indexing result of shape {plan.final_shape}") \
             from None
     if vb.shape != plan.gather_shape:
-        vb = lax().reshape(vb, plan.gather_shape)
+        vb = lax.reshape(vb, plan.gather_shape)
     indices, unique, flat = plan.indices, plan.unique or bool(unique_indices), False
     if op == "set" and plan.host and not unique:
         indices, vb = _last_writes(plan, vb)
@@ -716,7 +716,7 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
     else:
         smode = M.FILL_OR_DROP if m is None else m
     y = plan.view(x)
-    out = getattr(lax(), _SCATTER[op])(y, indices, vb, plan.scatter_dn(flat),
+    out = getattr(lax, _SCATTER[op])(y, indices, vb, plan.scatter_dn(flat),
                                        indices_are_sorted=plan.sorted or bool(
                                            indices_are_sorted), unique_indices=unique,
                                        mode=smode)
@@ -733,7 +733,7 @@ def _last_writes(plan, vb):
     keep = np.sort(n - 1 - first_of_reversed)
     nb = len(plan.gather_shape) - len(plan.offset_dims)
     vs = vb.shape
-    vb = lax().reshape(vb, vs[:p] + (n,) + vs[p + nb:])
+    vb = lax.reshape(vb, vs[:p] + (n,) + vs[p + nb:])
     vb = gather_axis(vb, keep, p, indices_are_sorted=True, unique_indices=True)
     return U.to_array(flat[keep]), vb
 
@@ -749,13 +749,13 @@ def _apply_basic(x, entries, v, op):
         raise ValueError(f"x.at[...].{op}: shape mismatch: value array of shape {v.shape} "
                          f"could not be broadcast to indexing result of shape {out_shape}") \
             from None
-    vb = lax().reshape(vb, box)
+    vb = lax.reshape(vb, box)
     if rev:
-        vb = lax().rev(vb, tuple(rev))
+        vb = lax.rev(vb, tuple(rev))
     cfg = tuple((s, n - (s + (m - 1) * st + 1), st - 1) if m else (0, n, 0)
                 for s, st, n, m in zip(starts, strides, x.shape, box))
     ident = U.to_array(_IDENTITY.get(op, 0), x.dtype, False)
-    placed = lax().pad(vb, ident, cfg)
+    placed = lax.pad(vb, ident, cfg)
     mask = np.zeros(x.shape, bool)
     mask[tuple(slice(s, l, st) for s, l, st in zip(starts, limits, strides))] = True
     return F.where(mask, combine(x, placed), x)

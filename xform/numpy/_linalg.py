@@ -27,7 +27,7 @@ def _dot_general(a, b, contract, batch=((), ()), precision=None, preferred_eleme
     out_dt = pet or a.dtype
     if a.weak_type and pet is None:
         pass
-    out = lax().dot_general(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))),
+    out = lax.dot_general(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))),
                             precision=precision, preferred_element_type=out_dt)
     if a.weak_type and b.weak_type and pet is None and not out.weak_type:
         out = U.convert(out, out.dtype, True)
@@ -61,9 +61,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
             raise ValueError(f"matmul: operand {n} must have at least 1 dimension, got shape ()")
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
     if a_vec:
-        a = lax().reshape(a, (1,) + a.shape)
+        a = lax.reshape(a, (1,) + a.shape)
     if b_vec:
-        b = lax().reshape(b, b.shape + (1,))
+        b = lax.reshape(b, b.shape + (1,))
     if a.shape[-1] != b.shape[-2]:
         raise TypeError(f"matmul: contracting dimension mismatch: a has shape "
                         f"{a.shape[1:] if a_vec else a.shape} (last dim {a.shape[-1]}) but b has "
@@ -76,11 +76,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     out = _dot_general(a, b, ((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))),
                        precision, preferred_element_type)
     if a_vec and b_vec:
-        return lax().reshape(out, batch)
+        return lax.reshape(out, batch)
     if a_vec:
-        return lax().reshape(out, batch + out.shape[-1:])
+        return lax.reshape(out, batch + out.shape[-1:])
     if b_vec:
-        return lax().reshape(out, out.shape[:-1])
+        return lax.reshape(out, out.shape[:-1])
     return out
 
 
@@ -110,7 +110,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 def outer(a, b, out=None):
     a, b = S.ravel(U.to_array(a)), S.ravel(U.to_array(b))
-    return F.multiply(lax().reshape(a, (a.shape[0], 1)), lax().reshape(b, (1, b.shape[0])))
+    return F.multiply(lax.reshape(a, (a.shape[0], 1)), lax.reshape(b, (1, b.shape[0])))
 
 
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
@@ -143,10 +143,10 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
 def kron(a, b):
     a, b = U.to_array(a), U.to_array(b)
     nd = builtins.max(a.ndim, b.ndim)
-    a = lax().reshape(a, (1,) * (nd - a.ndim) + a.shape)
-    b = lax().reshape(b, (1,) * (nd - b.ndim) + b.shape)
-    a2 = lax().reshape(a, tuple(v for d in a.shape for v in (d, 1)))
-    b2 = lax().reshape(b, tuple(v for d in b.shape for v in (1, d)))
+    a = lax.reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    b = lax.reshape(b, (1,) * (nd - b.ndim) + b.shape)
+    a2 = lax.reshape(a, tuple(v for d in a.shape for v in (d, 1)))
+    b2 = lax.reshape(b, tuple(v for d in b.shape for v in (1, d)))
     return S.reshape(F.multiply(a2, b2), tuple(x * y for x, y in zip(a.shape, b.shape)))
 
 
@@ -185,9 +185,9 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         from xform.numpy._creation import zeros
         return U.to_array(zeros(lead + (0,), x.dtype), x.dtype, x.weak_type)
     start = offset if offset >= 0 else -offset * m
-    flat = lax().reshape(x, lead + (n * m,))
+    flat = lax.reshape(x, lead + (n * m,))
     nd = len(lead) + 1
-    return lax().slice(flat, (0,) * len(lead) + (start,),
+    return lax.slice(flat, (0,) * len(lead) + (start,),
                        lead + (start + (L - 1) * (m + 1) + 1,), (1,) * len(lead) + (m + 1,)) \
         if nd else flat
 
@@ -316,7 +316,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     # labels of the output missing from the result were broadcast size-1 dims
     for c in out_sub:
         if c not in s_acc:
-            acc = lax().reshape(acc, acc.shape + (1,))
+            acc = lax.reshape(acc, acc.shape + (1,))
             acc = U.broadcast_to_shape(acc, acc.shape[:-1] + (sizes[c],))
             s_acc += c
     acc = S.transpose(acc, tuple(s_acc.index(c) for c in out_sub))

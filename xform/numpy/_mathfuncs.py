@@ -42,14 +42,14 @@ def _frexp_impl(x):
     scale = float(2.0 ** nmant)
     xn = F.where(sub, F.multiply(x, _c(scale, x)), x)
     eadj = F.where(sub, U.to_array(-nmant, idt, False), U.to_array(0, idt, False))
-    bits = lax().bitcast_convert_type(xn, idt)
-    field = F.bitwise_and(lax().shift_right_logical(bits, U.to_array(nmant, idt, False)),
+    bits = lax.bitcast_convert_type(xn, idt)
+    field = F.bitwise_and(lax.shift_right_logical(bits, U.to_array(nmant, idt, False)),
                           U.to_array(mask, idt, False))
     e = F.add(F.subtract(field, U.to_array(bias - 1, idt, False)), eadj)
     clear = U.to_array(np.array(~(mask << nmant)).astype(idt), idt, False)
     mbits = F.bitwise_or(F.bitwise_and(bits, clear),
                          U.to_array((bias - 1) << nmant, idt, False))
-    m = lax().bitcast_convert_type(mbits, dt)
+    m = lax.bitcast_convert_type(mbits, dt)
     special = F.logical_or(F.logical_or(F.isinf(x), F.isnan(x)), F.equal(x, _c(0, x)))
     e = F.where(special, U.to_array(0, idt, False), e)
     return F.where(special, x, m), U.to_array(e, np.int32, False)
@@ -158,13 +158,13 @@ def _gcd(a, b):
     one = _c(1, a, a.weak_type)
 
     def cond(c):
-        return lax().reduce_or(F.not_equal(c[1], zero), tuple(range(c[1].ndim))) \
+        return lax.reduce_or(F.not_equal(c[1], zero), tuple(range(c[1].ndim))) \
             if c[1].ndim else F.not_equal(c[1], zero)
 
     def body(c):
         x, y = c
         ynz = F.not_equal(y, zero)
-        r = lax().rem(x, F.where(ynz, y, one))
+        r = lax.rem(x, F.where(ynz, y, one))
         return F.where(ynz, y, x), F.where(ynz, r, zero)
 
     return while_loop(cond, body, (a, b))[0]
@@ -194,7 +194,7 @@ def bitwise_count(x, /):
         raise TypeError(f"bitwise_count requires an integer or boolean input, got {a.dtype}")
     if a.dtype.kind == "i":
         a = F.absolute(a)
-    return U.to_array(lax().population_count(a), np.uint8, False)
+    return U.to_array(lax.population_count(a), np.uint8, False)
 
 
 # ----------------------------------------------------------------- complex predicates
@@ -314,7 +314,7 @@ def _window(name, M, fn):
     dt = dtypes.default_float_dtype()
     if M <= 1:
         return U.to_array(np.ones(max(M, 0), dt))
-    n = lax().iota(dt, M)
+    n = lax.iota(dt, M)
     return fn(n, M, dt)
 
 

@@ -98,7 +98,7 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     shape = U.canonical_shape(shape)
     dt = U.canonical_dtype(dtype)
     grids = indices(shape, dtype=dt, sparse=False) if shape else ()
-    args = tuple(lax().index_in_dim(grids, i, 0, False) for i in range(len(shape)))
+    args = tuple(lax.index_in_dim(grids, i, 0, False) for i in range(len(shape)))
     return function(*args, **kwargs)
 
 
@@ -127,7 +127,7 @@ def unstack(x, /, *, axis=0):
         raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
                          "passed.")
     ax = U.canonicalize_axis(axis, a.ndim)
-    return tuple(lax().index_in_dim(a, i, ax, False) for i in range(a.shape[ax]))
+    return tuple(lax.index_in_dim(a, i, ax, False) for i in range(a.shape[ax]))
 
 
 def _block_depth(x, path=()):
@@ -162,7 +162,7 @@ def block(arrays):
     def rec(x, d):
         if not isinstance(x, list):
             a = U.to_array(x)
-            return lax().reshape(a, (1,) * (nd - a.ndim) + a.shape) if a.ndim < nd else a
+            return lax.reshape(a, (1,) * (nd - a.ndim) + a.shape) if a.ndim < nd else a
         parts = [rec(e, d + 1) for e in x]
         return S.concatenate(parts, axis=-(depth - d))
     return rec(arrays, 0)
@@ -179,7 +179,7 @@ def resize(a, new_shape):
         return zeros(shape, x.dtype)
     reps = -(-n // flat.shape[0])
     flat = S.tile(flat, reps) if reps > 1 else flat
-    return lax().reshape(lax().slice(flat, (0,), (n,)), shape)
+    return lax.reshape(lax.slice(flat, (0,), (n,)), shape)
 
 
 def trim_zeros(filt, trim="fb"):
@@ -193,7 +193,7 @@ def trim_zeros(filt, trim="fb"):
     start = (nz[0] if nz.size else v.shape[0]) if "f" in t else 0
     stop = (nz[-1] + 1 if nz.size else 0) if "b" in t else v.shape[0]
     stop = builtins.max(stop, start)
-    return lax().slice(x, (int(start),), (int(stop),))
+    return lax.slice(x, (int(start),), (int(stop),))
 
 
 # ----------------------------------------------------------------- selection
@@ -300,14 +300,14 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     x = S.moveaxis(x, ax, 0)
     n = x.shape[0]
     if c.shape[0] > n:
-        extra = lax().slice(c, (n,), (c.shape[0],))
+        extra = lax.slice(c, (n,), (c.shape[0],))
         ev = extra.to_concrete_value()
         if ev is None or np.any(np.asarray(ev)):
             raise ValueError(f"condition contains entries that are out of bounds "
                              f"(len(condition)={c.shape[0]} > {n})")
-        c = lax().slice(c, (0,), (n,))
+        c = lax.slice(c, (0,), (n,))
     elif c.shape[0] < n:
-        x = lax().slice_in_dim(x, 0, c.shape[0], 1, 0)
+        x = lax.slice_in_dim(x, 0, c.shape[0], 1, 0)
     if size is not None and not 0 <= U.static_int(size, "compress: size") <= x.shape[0]:
         raise ValueError(f"size must be positive and not greater than the size of the array "
                          f"axis; got size={size} for a.shape[axis]={x.shape[0]}")
@@ -317,15 +317,15 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
         size = int(v.sum())
         (ind,) = _nz(c, size)
         res = S.take(x, ind, axis=0, mode="clip") if size else \
-            lax().slice_in_dim(x, 0, 0, 1, 0)
+            lax.slice_in_dim(x, 0, 0, 1, 0)
     else:
         size = U.static_int(size, "compress: size")
         (ind,) = _nz(c, size)
         res = S.take(x, ind, axis=0, mode="clip") if x.shape[0] else \
             U.broadcast_to_shape(U.to_array(fill_value, x.dtype, False), (size,) + x.shape[1:])
-        cnt = lax().reduce_sum(U.to_array(c, _int(), False), (0,))
-        valid = F.less(lax().iota(_int(), size), cnt)
-        valid = lax().broadcast_in_dim(valid, res.shape, (0,))
+        cnt = lax.reduce_sum(U.to_array(c, _int(), False), (0,))
+        valid = F.less(lax.iota(_int(), size), cnt)
+        valid = lax.broadcast_in_dim(valid, res.shape, (0,))
         res = F.where(valid, res, U.to_array(fill_value, x.dtype, False))
     return S.moveaxis(res, 0, ax)
 
@@ -365,7 +365,7 @@ def place(arr, mask, vals, *, inplace=True):
     pos = F.remainder(F.maximum(pos, U.to_array(0, _int(), False)),
                       U.to_array(flat_v.shape[0], _int(), False))
     taken = S.take(U.to_array(flat_v, x.dtype, False), pos, mode="clip")
-    return lax().reshape(F.where(flat_m, taken, S.ravel(x)), x.shape)
+    return lax.reshape(F.where(flat_m, taken, S.ravel(x)), x.shape)
 
 
 def put(a, ind, v, mode=None, *, inplace=True):
@@ -397,7 +397,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
                     F.add(i, U.to_array(n, i.dtype, False)), i)
     else:
         raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
-    return lax().reshape(S.ravel(x).at[i].set(vv), x.shape)
+    return lax.reshape(S.ravel(x).at[i].set(vv), x.shape)
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
@@ -422,9 +422,9 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     idx = S.broadcast_to(idx, shp)
     grids = []
     for d in range(x2.ndim):
-        grids.append(idx if d == ax else lax().broadcasted_iota(idx.dtype, shp, d))
+        grids.append(idx if d == ax else lax.broadcasted_iota(idx.dtype, shp, d))
     out = x2.at[tuple(grids)].set(S.broadcast_to(v, shp))
-    return lax().reshape(out, x.shape) if axis is None else out
+    return lax.reshape(out, x.shape) if axis is None else out
 
 
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
@@ -437,13 +437,13 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     n = x.shape[ax]
     if isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)):
         o = U.canonicalize_axis(int(obj), n, "obj")   # ValueError when out of range, as JAX
-        return S.concatenate([lax().slice_in_dim(x, 0, o, 1, ax),
-                              lax().slice_in_dim(x, o + 1, n, 1, ax)], axis=ax)
+        return S.concatenate([lax.slice_in_dim(x, 0, o, 1, ax),
+                              lax.slice_in_dim(x, o + 1, n, 1, ax)], axis=ax)
     if isinstance(obj, slice):
         keep = np.ones(n, bool)
         keep[np.arange(n)[obj]] = False
         return S.take(x, np.flatnonzero(keep), axis=ax) if keep.any() or n == 0 else \
-            lax().slice_in_dim(x, 0, 0, 1, ax)
+            lax.slice_in_dim(x, 0, 0, 1, ax)
     U.check_arraylike("delete", obj)
     o = U.to_array(obj)
     ov = o.to_concrete_value()
@@ -458,12 +458,12 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
         o = F.where(F.less(o, U.to_array(0, o.dtype, False)),
                     F.add(o, U.to_array(n, o.dtype, False)), o)
         m = o.shape[0]
-        pos = lax().iota(_int(), n - m)
+        pos = lax.iota(_int(), n - m)
         # output slot j takes input j + #(deleted indices <= shifted position)
         so = S.sort(U.to_array(o, _int(), False))
         src = pos
         for k in range(m):
-            sk = lax().index_in_dim(so, k, 0, False)
+            sk = lax.index_in_dim(so, k, 0, False)
             src = F.where(F.greater_equal(src, sk), F.add(src, U.to_array(1, _int(), False)),
                           src)
         return S.take(x, src, axis=ax, mode="clip")
@@ -484,7 +484,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
         keep[ov % n if n else ov] = False
     ids = np.flatnonzero(keep)
     if ids.size == 0:
-        return lax().slice_in_dim(x, 0, 0, 1, ax)
+        return lax.slice_in_dim(x, 0, 0, 1, ax)
     return S.take(x, ids, axis=ax)
 
 
@@ -515,14 +515,14 @@ def insert(arr, obj, values, axis=None):
     v = U.to_array(v, x.dtype, False)
     if scalar:   # NumPy: values get ndmin=arr.ndim, then their first axis moves to ``axis``
         if v.ndim < x.ndim:
-            v = lax().reshape(v, (1,) * (x.ndim - v.ndim) + v.shape)
+            v = lax.reshape(v, (1,) * (x.ndim - v.ndim) + v.shape)
         vv = S.moveaxis(v, 0, ax)
         tgt = list(x.shape)
         tgt[ax] = vv.shape[ax]
         vv = S.broadcast_to(vv, tuple(tgt))
         pos = int(o[0])
-        return S.concatenate([lax().slice_in_dim(x, 0, pos, 1, ax), vv,
-                              lax().slice_in_dim(x, pos, n, 1, ax)], axis=ax)
+        return S.concatenate([lax.slice_in_dim(x, 0, pos, 1, ax), vv,
+                              lax.slice_in_dim(x, pos, n, 1, ax)], axis=ax)
     m = o.shape[0]
     tgt = list(x.shape)
     tgt[ax] = m
@@ -562,7 +562,7 @@ def vecmat(x1, x2, /):
     if a.ndim < 1 or b.ndim < 2:
         raise ValueError(f"vecmat requires x1.ndim >= 1 and x2.ndim >= 2; got shapes "
                          f"{a.shape} and {b.shape}")
-    return S.squeeze(matmul(S.expand_dims(lax().conj(a) if a.dtype.kind == "c" else a, -2), b), -2)
+    return S.squeeze(matmul(S.expand_dims(lax.conj(a) if a.dtype.kind == "c" else a, -2), b), -2)
 
 
 # ----------------------------------------------------------------- bits
@@ -585,14 +585,14 @@ def packbits(a, axis=None, bitorder="big"):
     pad = (-n) % 8
     if pad:
         cfg = [(0, 0, 0)] * (bits.ndim - 1) + [(0, pad, 0)]
-        bits = lax().pad(bits, U.to_array(0, np.uint8, False), cfg)
+        bits = lax.pad(bits, U.to_array(0, np.uint8, False), cfg)
     m = (n + pad) // 8
-    bits = lax().reshape(bits, bits.shape[:-1] + (m, 8))
+    bits = lax.reshape(bits, bits.shape[:-1] + (m, 8))
     shifts = np.arange(8, dtype=np.uint8)
     if bitorder == "big":
         shifts = shifts[::-1].copy()
-    shifted = lax().shift_left(bits, U.broadcast_to_shape(U.to_array(shifts), bits.shape))
-    packed = lax().reduce_sum(shifted, (bits.ndim - 1,))   # disjoint bits: sum == or
+    shifted = lax.shift_left(bits, U.broadcast_to_shape(U.to_array(shifts), bits.shape))
+    packed = lax.reduce_sum(shifted, (bits.ndim - 1,))   # disjoint bits: sum == or
     return S.moveaxis(packed, -1, ax)
 
 
@@ -608,7 +608,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         shifts = shifts[::-1].copy()
     xe = S.expand_dims(x, -1)
     shp = x.shape + (8,)
-    bits = F.bitwise_and(lax().shift_right_logical(U.broadcast_to_shape(xe, shp),
+    bits = F.bitwise_and(lax.shift_right_logical(U.broadcast_to_shape(xe, shp),
                                                    U.broadcast_to_shape(U.to_array(shifts),
                                                                         shp)),
                          U.to_array(1, np.uint8, False))
@@ -616,7 +616,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         bits, ax = S.ravel(bits), 0
     else:
         ax = U.canonicalize_axis(axis, x.ndim)
-        bits = lax().reshape(S.moveaxis(bits, ax, -2),
+        bits = lax.reshape(S.moveaxis(bits, ax, -2),
                              tuple(d for i, d in enumerate(x.shape) if i != ax) +
                              (x.shape[ax] * 8,))
         bits = S.moveaxis(bits, -1, ax)
@@ -624,12 +624,12 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         count = U.static_int(count, "unpackbits: count")
         n = bits.shape[ax]
         if count <= n:
-            bits = lax().slice_in_dim(bits, 0, builtins.max(count, 0) if count >= 0 else
+            bits = lax.slice_in_dim(bits, 0, builtins.max(count, 0) if count >= 0 else
                                       n + count, 1, ax)
         else:
             cfg = [(0, 0, 0)] * bits.ndim
             cfg[ax] = (0, count - n, 0)
-            bits = lax().pad(bits, U.to_array(0, np.uint8, False), cfg)
+            bits = lax.pad(bits, U.to_array(0, np.uint8, False), cfg)
     return bits
 
 
@@ -825,7 +825,7 @@ class ufunc:
         if self.nin != 2:
             raise ValueError("outer only supported for binary ufuncs")
         a, b = _arr("outer", A), _arr("outer", B)
-        a2 = lax().reshape(a, a.shape + (1,) * b.ndim)
+        a2 = lax.reshape(a, a.shape + (1,) * b.ndim)
         return self(a2, b, **kwargs)
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
@@ -852,12 +852,12 @@ class ufunc:
         keep = [i for i in range(x.ndim) if i not in axes]
         merged = (int(np.prod([shape0[i] for i in axes], dtype=np.int64)),) + \
             tuple(shape0[i] for i in keep)
-        x = lax().reshape(S.transpose(x, tuple(axes) + tuple(keep)), merged)
+        x = lax.reshape(S.transpose(x, tuple(axes) + tuple(keep)), merged)
         if mask is not None:   # masked-out entries are skipped (the carry passes through)
-            mask = lax().reshape(S.transpose(mask, tuple(axes) + tuple(keep)), merged)
+            mask = lax.reshape(S.transpose(mask, tuple(axes) + tuple(keep)), merged)
         x = self._reduce_axis(x, 0, initial, mask)
         if keepdims:
-            x = lax().reshape(x, tuple(1 if i in axes else d for i, d in enumerate(shape0)))
+            x = lax.reshape(x, tuple(1 if i in axes else d for i, d in enumerate(shape0)))
         return x
 
     def _reduce_axis(self, x, ax, initial, mask=None):
@@ -868,8 +868,8 @@ class ufunc:
             if n == 0:
                 raise ValueError(f"zero-size array to reduction operation {self.__name__} "
                                  "which has no identity")
-            carry = lax().index_in_dim(x, 0, 0, False)
-            rest = lax().slice_in_dim(x, 1, n, 1, 0)
+            carry = lax.index_in_dim(x, 0, 0, False)
+            rest = lax.slice_in_dim(x, 1, n, 1, 0)
         else:
             carry = U.broadcast_to_shape(U.to_array(initial, x.dtype, False), x.shape[1:])
             rest = x
@@ -902,13 +902,13 @@ class ufunc:
         n = x.shape[0]
         if n == 0:
             return S.moveaxis(x, 0, ax)
-        first = lax().index_in_dim(x, 0, 0, False)
+        first = lax.index_in_dim(x, 0, 0, False)
         fn = self._call
 
         def body(c, v):
             nc = U.to_array(U.to_array(fn(c, v)), c.dtype, False)
             return nc, nc
-        _, ys = scan(body, first, lax().slice_in_dim(x, 1, n, 1, 0))
+        _, ys = scan(body, first, lax.slice_in_dim(x, 1, n, 1, 0))
         res = S.concatenate([S.expand_dims(first, 0), ys], axis=0)
         return S.moveaxis(res, 0, ax)
 
@@ -921,7 +921,7 @@ class ufunc:
         from xform._src.primitives.control_flow import fori_loop
         x = _arr(f"{self.__name__}.at", a)
         n = x.size
-        pos = S.ravel(lax().reshape(lax().iota(_int(), n), x.shape)[indices])
+        pos = S.ravel(lax.reshape(lax.iota(_int(), n), x.shape)[indices])
         flat = S.ravel(x)
         fn = self._call
         if b is None:
@@ -929,21 +929,21 @@ class ufunc:
                 raise ValueError("second argument to at must be provided for binary ufuncs")
 
             def body(i, f):
-                p = lax().dynamic_index_in_dim(pos, i, 0, False)
-                v = lax().dynamic_index_in_dim(f, p, 0, False)
-                return lax().dynamic_update_index_in_dim(
+                p = lax.dynamic_index_in_dim(pos, i, 0, False)
+                v = lax.dynamic_index_in_dim(f, p, 0, False)
+                return lax.dynamic_update_index_in_dim(
                     f, U.to_array(U.to_array(fn(v)), f.dtype, False), p, 0)
         else:
             bb = S.ravel(S.broadcast_to(U.to_array(b), x[indices].shape))
 
             def body(i, f):
-                p = lax().dynamic_index_in_dim(pos, i, 0, False)
-                v = lax().dynamic_index_in_dim(f, p, 0, False)
-                w = lax().dynamic_index_in_dim(bb, i, 0, False)
-                return lax().dynamic_update_index_in_dim(
+                p = lax.dynamic_index_in_dim(pos, i, 0, False)
+                v = lax.dynamic_index_in_dim(f, p, 0, False)
+                w = lax.dynamic_index_in_dim(bb, i, 0, False)
+                return lax.dynamic_update_index_in_dim(
                     f, U.to_array(U.to_array(fn(v, w)), f.dtype, False), p, 0)
         flat = fori_loop(0, pos.shape[0], body, flat)
-        return lax().reshape(flat, x.shape)
+        return lax.reshape(flat, x.shape)
 
     def reduceat(self, a, indices, axis=0, dtype=None, out=None):
         self._binary_check("reduceat")
@@ -967,10 +967,10 @@ class ufunc:
                 raise IndexError(f"index {i} out-of-bounds in reduceat for axis {ax} of "
                                  f"size {n}")
             if i < j:
-                seg = lax().slice_in_dim(x, i, j, 1, ax)
+                seg = lax.slice_in_dim(x, i, j, 1, ax)
                 parts.append(S.expand_dims(self._reduce_axis(seg, ax, None), ax))
             else:
-                parts.append(lax().slice_in_dim(x, i, i + 1, 1, ax))
+                parts.append(lax.slice_in_dim(x, i, i + 1, 1, ax))
         return S.concatenate(parts, axis=ax)
 
 

@@ -53,14 +53,14 @@ def polyval(p, x, *, unroll=16):
     shape = U.broadcast_shapes(pa.shape[1:], xa.shape, name="polyval")
     y = U.broadcast_to_shape(U.to_array(0, xa.dtype, xa.weak_type), shape)
     for k in range(pa.shape[0]):
-        y = F.add(F.multiply(y, xa), lax().index_in_dim(pa, k, 0, False))
+        y = F.add(F.multiply(y, xa), lax.index_in_dim(pa, k, 0, False))
     return y
 
 
 def _pad_front(a, n):
     if a.shape[0] == n:
         return a
-    return lax().pad(a, U.to_array(0, a.dtype, False),
+    return lax.pad(a, U.to_array(0, a.dtype, False),
                      ((n - a.shape[0], 0, 0),) + ((0, 0, 0),) * (a.ndim - 1))
 
 
@@ -92,7 +92,7 @@ def _trim_front(a):
             a, "trim_leading_zeros=True: the output length depends on the values")
     nz = np.flatnonzero(np.asarray(v))
     start = nz[0] if nz.size else a.shape[0]
-    return lax().slice(a, (int(start),), (a.shape[0],))
+    return lax.slice(a, (int(start),), (a.shape[0],))
 
 
 def _full_conv(a, b):
@@ -128,14 +128,14 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     ua, va = _strong(ua), _strong(va)
     _check1d("polydiv", ua, va)
     m, n = ua.shape[0] - 1, va.shape[0] - 1
-    scale = F.true_divide(_c(1, va), lax().index_in_dim(va, 0, 0, False))
+    scale = F.true_divide(_c(1, va), lax.index_in_dim(va, 0, 0, False))
     nq = max(m - n + 1, 1)
     qs = []
     for k in range(0, m - n + 1):
-        d = F.multiply(scale, lax().index_in_dim(ua, k, 0, False))
+        d = F.multiply(scale, lax.index_in_dim(ua, k, 0, False))
         qs.append(d)
         upd = F.multiply(F.negative(d), va)
-        upd = lax().pad(upd, _c(0, upd), ((k, ua.shape[0] - k - n - 1, 0),))
+        upd = lax.pad(upd, _c(0, upd), ((k, ua.shape[0] - k - n - 1, 0),))
         ua = F.add(ua, upd)
     q = S.stack(qs) if qs else U.to_array(np.zeros(nq, ua.dtype))
     if trim_leading_zeros:
@@ -146,7 +146,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
                 ua, "polydiv(trim_leading_zeros=True): the remainder length depends on values")
         big = np.flatnonzero(np.abs(np.asarray(uv)) > tol)
         start = big[0] if big.size else ua.shape[0]
-        ua = lax().slice(ua, (int(start),), (ua.shape[0],))
+        ua = lax.slice(ua, (int(start),), (ua.shape[0],))
     return q, ua
 
 
@@ -165,12 +165,12 @@ def polyder(p, m=1):
         return pa
     n = pa.shape[0]
     if m >= n:
-        return lax().slice(pa, (0,), (0,))
+        return lax.slice(pa, (0,), (0,))
     powers = np.arange(n - 1, -1, -1, dtype=np.float64)[: n - m]
     coeff = np.ones(n - m)
     for j in range(m):
         coeff = coeff * (powers - j)
-    return F.multiply(lax().slice(pa, (0,), (n - m,)), U.to_array(coeff.astype(pa.dtype)))
+    return F.multiply(lax.slice(pa, (0,), (n - m,)), U.to_array(coeff.astype(pa.dtype)))
 
 
 def polyint(p, m=1, k=None):
@@ -187,7 +187,7 @@ def polyint(p, m=1, k=None):
                         f"shape {pa.shape}")
     kk = S.atleast_1d(kk)
     if kk.shape[0] == 1 and m != 1:
-        kk = U.broadcast_to_shape(lax().reshape(kk, ()), (m,))
+        kk = U.broadcast_to_shape(lax.reshape(kk, ()), (m,))
     if kk.shape != (m,):
         raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
     if m == 0:
@@ -239,7 +239,7 @@ def poly(seq_of_zeros):
         return U.to_array(np.ones((), z.dtype))
     a = U.to_array(np.ones(1, z.dtype))
     for k in range(z.shape[0]):
-        zk = lax().index_in_dim(z, k, 0, False)
+        zk = lax.index_in_dim(z, k, 0, False)
         a = _full_conv(a, S.stack([_c(1, z), F.negative(zk)]))
     return a
 
@@ -275,11 +275,11 @@ def _aberth(p, frozen=None):
     n = p.shape[0] - 1
     cdt = _complex_dt(p.dtype)
     pc = U.to_array(p, cdt, False)
-    a0 = lax().index_in_dim(pc, 0, 0, False)
+    a0 = lax.index_in_dim(pc, 0, 0, False)
     pc = F.true_divide(pc, a0)
     dp = polyder(pc) if n > 1 else U.to_array(np.ones(1, cdt))
     # Initial guesses on a circle of the Cauchy-bound radius, rotated off the axes.
-    radius = F.add(_c(1, F.real(pc)), R.max(F.absolute(lax().slice(pc, (1,), (n + 1,)))))
+    radius = F.add(_c(1, F.real(pc)), R.max(F.absolute(lax.slice(pc, (1,), (n + 1,)))))
     ang = (2 * np.pi * np.arange(n) / n + 0.4).astype(np.float64)
     z0 = F.multiply(U.to_array(radius, cdt, False),
                     U.to_array((np.cos(ang) + 1j * np.sin(ang)).astype(cdt)))
@@ -343,7 +343,7 @@ def roots(p, *, strip_zeros=True):
                 nlead, "The error occurred in roots(). To use it under jit, pass "
                 "strip_zeros=False (leading zeros then give NaN roots).")
         nl = int(nl)
-        q = lax().slice(pa, (nl,), (pa.shape[0],))
+        q = lax.slice(pa, (nl,), (pa.shape[0],))
         if q.shape[0] < 2:
             return U.to_array(np.zeros(0, cdt))
         return _trailing_zero_roots(q)
@@ -351,11 +351,11 @@ def roots(p, *, strip_zeros=True):
     n = pa.shape[0]
     safe = F.where(F.equal(nlead, U.to_array(n, np.int32, False)),
                    U.broadcast_to_shape(_c(1, pa), pa.shape), pa)
-    idx = F.remainder(F.add(lax().iota(np.int32, n), nlead), U.to_array(n, np.int32, False))
+    idx = F.remainder(F.add(lax.iota(np.int32, n), nlead), U.to_array(n, np.int32, False))
     rolled = S.take(safe, idx)
     # The rolled polynomial has (at least) nlead exact zero roots: keep the last nlead
     # roots frozen at 0 and report them as NaN (JAX's convention for leading zeros).
-    keep = F.less(lax().iota(np.int32, n - 1),
+    keep = F.less(lax.iota(np.int32, n - 1),
                   F.subtract(U.to_array(n - 1, np.int32, False), nlead))
     r = _aberth(rolled, frozen=F.logical_not(keep))
     return F.where(keep, r, U.to_array(complex(np.nan, np.nan), r.dtype, False))
@@ -371,7 +371,7 @@ def _trailing_zero_roots(q):
         nz = np.flatnonzero(qv)
         ntrail = n - nz[-1] if nz.size else 0
         if ntrail:
-            core_p = lax().slice(q, (0,), (q.shape[0] - ntrail,))
+            core_p = lax.slice(q, (0,), (q.shape[0] - ntrail,))
             rest = _aberth(core_p) if core_p.shape[0] > 1 else U.to_array(np.zeros(0, cdt))
             return S.concatenate([rest, U.to_array(np.zeros(ntrail, cdt))])
     return _aberth(q)
@@ -387,8 +387,8 @@ def _jacobi_eigh(G, sweeps=None):
     if sweeps is None:
         sweeps = 6 if k <= 4 else 10
     V = U.to_array(np.eye(k, dtype=G.dtype))
-    ri = lax().broadcasted_iota(np.int32, (k, k), 0)
-    ci = lax().broadcasted_iota(np.int32, (k, k), 1)
+    ri = lax.broadcasted_iota(np.int32, (k, k), 0)
+    ci = lax.broadcasted_iota(np.int32, (k, k), 1)
     one, zero = _c(1, G), _c(0, G)
     tiny = _c(float(dtypes.finfo(G.dtype).tiny), G)
     for _ in range(sweeps):
@@ -461,7 +461,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     ev = S.take(ev, order_idx)
     V = S.take(V, order_idx, axis=1)
     sv = F.sqrt(F.maximum(ev, _c(0, ev)))
-    s0 = lax().index_in_dim(sv, 0, 0, False)
+    s0 = lax.index_in_dim(sv, 0, 0, False)
     mask = F.logical_and(F.greater(sv, _c(0, sv)),
                          F.greater_equal(sv, F.multiply(_c(rcond, sv), s0)))
     rank = R.sum(U.to_array(mask, dtypes.default_int_dtype(), False))
@@ -471,8 +471,8 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     c2 = _dot(pinvG, _dot(S.transpose(lhs), rhs2))
     resid = R.sum(F.square(F.subtract(rhs2, _dot(lhs, c2))), axis=0)
     if rhs.ndim == 1:
-        c = lax().reshape(c2, (order,))
-        resid = lax().reshape(resid, (1,))
+        c = lax.reshape(c2, (order,))
+        resid = lax.reshape(resid, (1,))
     else:
         c = c2
     c_out = F.true_divide(c, scale if c.ndim == 1 else S.expand_dims(scale, 1))
@@ -489,11 +489,11 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
                                  "covariance matrix")
             fac = F.true_divide(resid, _c(xa.shape[0] - order, resid))
         if ya.ndim == 1:
-            return c_out, F.multiply(Vbase, lax().reshape(S.atleast_1d(fac)[:1], (1, 1))
+            return c_out, F.multiply(Vbase, lax.reshape(S.atleast_1d(fac)[:1], (1, 1))
                                      if fac.ndim else fac)
         fac = S.atleast_1d(fac)
         return c_out, F.multiply(S.expand_dims(Vbase, 2),
-                                 lax().reshape(fac, (1, 1, fac.shape[0])))
+                                 lax.reshape(fac, (1, 1, fac.shape[0])))
     return c_out
 
 

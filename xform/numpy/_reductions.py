@@ -35,7 +35,7 @@ def _keep(out, x_shape, axes, keepdims):
         return out
     # JAX's expand_dims: a broadcast_in_dim (what size-1-dim broadcasting then consumes)
     kept = tuple(i for i in range(len(x_shape)) if i not in axes)
-    return lax().broadcast_in_dim(out, tuple(1 if i in axes else d for i, d in
+    return lax.broadcast_in_dim(out, tuple(1 if i in axes else d for i, d in
                                              enumerate(x_shape)), kept)
 
 
@@ -84,7 +84,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         promote_integers=True):
     _no_out(out, "sum")
     return _reduction("sum", a, axis, dtype, keepdims, initial, where,
-                      lax_fn=lambda x, ax: lax().reduce_sum(x, ax), identity=_sum_id,
+                      lax_fn=lambda x, ax: lax.reduce_sum(x, ax), identity=_sum_id,
                       binop=F.add, result_dtype=lambda d: _promoted_int(d, promote_integers))
 
 
@@ -92,7 +92,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
          promote_integers=True):
     _no_out(out, "prod")
     return _reduction("prod", a, axis, dtype, keepdims, initial, where,
-                      lax_fn=lambda x, ax: lax().reduce_prod(x, ax), identity=_prod_id,
+                      lax_fn=lambda x, ax: lax.reduce_prod(x, ax), identity=_prod_id,
                       binop=F.multiply,
                       result_dtype=lambda d: _promoted_int(d, promote_integers))
 
@@ -106,7 +106,7 @@ def _no_out(out, name):
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _no_out(out, "max")
     return _reduction("max", a, axis, None, keepdims, initial, where,
-                      lax_fn=lambda x, ax: lax().reduce_max(x, ax), identity=None,
+                      lax_fn=lambda x, ax: lax.reduce_max(x, ax), identity=None,
                       binop=F.maximum, result_dtype=lambda d: d, upcast_f16=False,
                       has_identity=False)
 
@@ -114,7 +114,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _no_out(out, "min")
     return _reduction("min", a, axis, None, keepdims, initial, where,
-                      lax_fn=lambda x, ax: lax().reduce_min(x, ax), identity=None,
+                      lax_fn=lambda x, ax: lax.reduce_min(x, ax), identity=None,
                       binop=F.minimum, result_dtype=lambda d: d, upcast_f16=False,
                       has_identity=False)
 
@@ -135,13 +135,13 @@ def _bool_reduce(name, a, axis, keepdims, where, fn, ident):
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
     _no_out(out, "any")
-    return _bool_reduce("any", a, axis, keepdims, where, lambda x, ax: lax().reduce_or(x, ax),
+    return _bool_reduce("any", a, axis, keepdims, where, lambda x, ax: lax.reduce_or(x, ax),
                         False)
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
     _no_out(out, "all")
-    return _bool_reduce("all", a, axis, keepdims, where, lambda x, ax: lax().reduce_and(x, ax),
+    return _bool_reduce("all", a, axis, keepdims, where, lambda x, ax: lax.reduce_and(x, ax),
                         True)
 
 
@@ -215,7 +215,7 @@ def _argminmax(name, a, axis, keepdims, lax_fn):
     out = lax_fn(x, ax, dtypes.default_int_dtype())
     if keepdims:
         if axis is None:
-            out = lax().broadcast_in_dim(out, (1,) * len(shape0), ())
+            out = lax.broadcast_in_dim(out, (1,) * len(shape0), ())
         else:
             out = _keep(out, shape0, (ax,), True)
     return out
@@ -223,12 +223,12 @@ def _argminmax(name, a, axis, keepdims, lax_fn):
 
 def argmax(a, axis=None, out=None, keepdims=None):
     _no_out(out, "argmax")
-    return _argminmax("argmax", a, axis, keepdims, lambda x, ax, dt: lax().argmax(x, ax, dt))
+    return _argminmax("argmax", a, axis, keepdims, lambda x, ax, dt: lax.argmax(x, ax, dt))
 
 
 def argmin(a, axis=None, out=None, keepdims=None):
     _no_out(out, "argmin")
-    return _argminmax("argmin", a, axis, keepdims, lambda x, ax, dt: lax().argmin(x, ax, dt))
+    return _argminmax("argmin", a, axis, keepdims, lambda x, ax, dt: lax.argmin(x, ax, dt))
 
 
 def _cumulative(name, a, axis, dtype, lax_fn, nan_fill=None):
@@ -247,20 +247,20 @@ def _cumulative(name, a, axis, dtype, lax_fn, nan_fill=None):
 
 def cumsum(a, axis=None, dtype=None, out=None):
     _no_out(out, "cumsum")
-    return _cumulative("cumsum", a, axis, dtype, lambda x, ax: lax().cumsum(x, ax))
+    return _cumulative("cumsum", a, axis, dtype, lambda x, ax: lax.cumsum(x, ax))
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
     _no_out(out, "cumprod")
-    return _cumulative("cumprod", a, axis, dtype, lambda x, ax: lax().cumprod(x, ax))
+    return _cumulative("cumprod", a, axis, dtype, lambda x, ax: lax.cumprod(x, ax))
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
-    return _cumulative("nancumsum", a, axis, dtype, lambda x, ax: lax().cumsum(x, ax), 0)
+    return _cumulative("nancumsum", a, axis, dtype, lambda x, ax: lax.cumsum(x, ax), 0)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
-    return _cumulative("nancumprod", a, axis, dtype, lambda x, ax: lax().cumprod(x, ax), 1)
+    return _cumulative("nancumprod", a, axis, dtype, lambda x, ax: lax.cumprod(x, ax), 1)
 
 
 cumulative_sum = cumsum
@@ -365,7 +365,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
             ax = U.canonicalize_axis(axis, x.ndim)
             if w.shape[0] != x.shape[ax]:
                 raise ValueError("Length of weights not compatible with specified axis.")
-            w = lax().broadcast_in_dim(w, x.shape, (ax,))
+            w = lax.broadcast_in_dim(w, x.shape, (ax,))
         wsum = sum(w, axis, keepdims=keepdims)
         avg = F.true_divide(sum(F.multiply(x, w), axis, keepdims=keepdims), wsum)
     if returned:
@@ -392,7 +392,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     out = F.true_divide(F.add(lo, hi), U.to_array(2, x.dtype, True)) if n % 2 == 0 else lo
     out = F.where(any(F.isnan(x), axis=ax), U.to_array(np.nan, x.dtype), out)
     if keepdims:
-        out = lax().reshape(out, (1,) * len(shape0) if axis is None else
+        out = lax.reshape(out, (1,) * len(shape0) if axis is None else
                             tuple(1 if i == ax else d for i, d in enumerate(shape0)))
     return out
 

@@ -44,11 +44,11 @@ def _int():
 
 
 def _arange(n, dt=None):
-    return lax().iota(dt or _int(), n)
+    return lax.iota(dt or _int(), n)
 
 
 def _count(mask):
-    return lax().reduce_sum(U.to_array(mask, _int(), False), (0,))
+    return lax.reduce_sum(U.to_array(mask, _int(), False), (0,))
 
 
 def _concrete_count(mask):
@@ -76,9 +76,9 @@ def _sorted_mask(x, equal_nan):
         perm = _arange(n, idt)
         aux = x
     else:
-        flat = lax().reshape(x, (n, m))
-        cols = tuple(lax().index_in_dim(flat, j, 1, False) for j in range(m))
-        out = lax().sort(cols + (_arange(n, idt),), dimension=0, is_stable=True, num_keys=m)
+        flat = lax.reshape(x, (n, m))
+        cols = tuple(lax.index_in_dim(flat, j, 1, False) for j in range(m))
+        out = lax.sort(cols + (_arange(n, idt),), dimension=0, is_stable=True, num_keys=m)
         perm = out[-1]
         aux = _take0(x, perm) if x.ndim > 1 else out[0]
     if n == 0:
@@ -86,14 +86,14 @@ def _sorted_mask(x, equal_nan):
     if m == 0:
         mask = F.equal(_arange(n), U.to_array(0, idt, False))
         return aux, mask, perm
-    a1 = lax().slice_in_dim(aux, 1, n, 1, 0)
-    a0 = lax().slice_in_dim(aux, 0, n - 1, 1, 0)
+    a1 = lax.slice_in_dim(aux, 1, n, 1, 0)
+    a0 = lax.slice_in_dim(aux, 0, n - 1, 1, 0)
     if equal_nan:
         neq = F.logical_not(_total_eq(a1, a0))
     else:
         neq = F.not_equal(a1, a0)
     if neq.ndim > 1:
-        neq = lax().reduce_or(neq, tuple(range(1, neq.ndim)))
+        neq = lax.reduce_or(neq, tuple(range(1, neq.ndim)))
     mask = S.concatenate([U.to_array(np.ones(1, bool)), neq])
     return aux, mask, perm
 
@@ -123,7 +123,7 @@ def _unique(x, axis, return_index, return_inverse, return_counts, equal_nan, siz
     nu = _count(mask)
     if sized and fill_value is not None and n:
         valid = F.less(_arange(size), nu)
-        valid = lax().broadcast_in_dim(valid, result.shape, (0,))
+        valid = lax.broadcast_in_dim(valid, result.shape, (0,))
         result = F.where(valid, result, U.to_array(fill_value, result.dtype, False))
     ret = (S.moveaxis(result, 0, ax),)
     if return_index:
@@ -139,8 +139,8 @@ def _unique(x, axis, return_index, return_inverse, return_counts, equal_nan, siz
     if return_counts:
         if n:
             (pos,) = nonzero_sized(mask, size + 1, fill_value=n)
-            cnt = F.subtract(lax().slice_in_dim(pos, 1, size + 1, 1, 0),
-                             lax().slice_in_dim(pos, 0, size, 1, 0))
+            cnt = F.subtract(lax.slice_in_dim(pos, 1, size + 1, 1, 0),
+                             lax.slice_in_dim(pos, 0, size, 1, 0))
         else:
             cnt = U.to_array(np.zeros(size, idt))
         ret += (cnt,)
@@ -166,7 +166,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                   fill_value)
     if return_inverse and axis is None:
         k = 2 if return_index else 1
-        res = res[:k] + (lax().reshape(res[k], shape),) + res[k + 1:]
+        res = res[:k] + (lax.reshape(res[k], shape),) + res[k + 1:]
     return res
 
 
@@ -219,9 +219,9 @@ def _in1d(a, b, invert, method="auto"):
     if a.shape[0] == 0 or b.shape[0] == 0:
         return U.to_array(np.full(a.shape, bool(invert)))
     if method == "compare_all" or (method == "auto" and a.shape[0] * b.shape[0] <= 1 << 20):
-        eq = F.equal(lax().broadcast_in_dim(a, (a.shape[0], b.shape[0]), (0,)),
-                     lax().broadcast_in_dim(b, (a.shape[0], b.shape[0]), (1,)))
-        hit = lax().reduce_or(eq, (1,))
+        eq = F.equal(lax.broadcast_in_dim(a, (a.shape[0], b.shape[0]), (0,)),
+                     lax.broadcast_in_dim(b, (a.shape[0], b.shape[0]), (1,)))
+        hit = lax.reduce_or(eq, (1,))
     else:
         sb = S.sort(b)
         pos = search(sb, a, "left", np.dtype(np.int32))
@@ -234,7 +234,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
     U.check_arraylike("isin", element, test_elements)
     x, t = U.promote_dtypes(U.to_array(element), U.to_array(test_elements))
     out = _in1d(S.ravel(x), S.ravel(t), invert, method)
-    return lax().reshape(out, x.shape)
+    return lax.reshape(out, x.shape)
 
 
 # ----------------------------------------------------------------- set operations
@@ -331,7 +331,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
             F.where(valid, e, U.to_array(nb, _int(), False))
     (ind,) = nonzero_sized(keep, n_out)
     i1 = _take0(perm, ind)
-    sb, pb = lax().sort((b, _arange(nb)), dimension=0, is_stable=True, num_keys=1)
+    sb, pb = lax.sort((b, _arange(nb)), dimension=0, is_stable=True, num_keys=1)
     pos = search(sb, out, "left", _int())
     i2 = S.take(pb, pos, mode="clip")
     i1 = F.where(valid, i1, U.to_array(na, i1.dtype, False))
@@ -361,7 +361,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     vals = S.concatenate(parts) if len(parts) > 1 else parts[0]
     keep = S.concatenate(keeps) if len(keeps) > 1 else keeps[0]
     drop = U.to_array(F.logical_not(keep), np.int32, False)
-    drop, vals = lax().sort((drop, vals), dimension=0, is_stable=True, num_keys=2)
+    drop, vals = lax.sort((drop, vals), dimension=0, is_stable=True, num_keys=2)
     keep = F.equal(drop, U.to_array(0, np.int32, False))
     return _compact(vals, keep, size, fill_value)
 

@@ -87,12 +87,12 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     ns = _resolve_shape(shape, x.size, x.shape)
     if order == "F":
         xt = transpose(x)
-        return transpose(lax().reshape(xt, ns[::-1]))
+        return transpose(lax.reshape(xt, ns[::-1]))
     if order not in ("C", "A", None):
         raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
     if ns == x.shape:
         return x
-    return lax().reshape(x, ns)
+    return lax.reshape(x, ns)
 
 
 def ravel(a, order="C"):
@@ -113,7 +113,7 @@ def transpose(a, axes=None):
             raise ValueError(f"repeated axis in transpose: {tuple(axes)}")
     if perm == tuple(range(nd)):
         return x
-    return lax().transpose(x, perm)
+    return lax.transpose(x, perm)
 
 
 def permute_dims(a, /, axes):
@@ -161,7 +161,7 @@ def expand_dims(a, axis):
     for ax in axes:
         s.insert(ax, 1)
     # JAX's lax.expand_dims: a broadcast_in_dim placing x's dims around the new ones
-    return lax().broadcast_in_dim(x, tuple(s), tuple(i for i in range(nd) if i not in axes))
+    return lax.broadcast_in_dim(x, tuple(s), tuple(i for i in range(nd) if i not in axes))
 
 
 def squeeze(a, axis=None):
@@ -176,7 +176,7 @@ def squeeze(a, axis=None):
                                  f"to one: axis {i} of shape {x.shape}")
     if not axes:
         return x
-    return lax().reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    return lax.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
 def atleast_1d(*arys):
@@ -269,7 +269,7 @@ def concatenate(arrays, axis=0, dtype=None):
         xs = U.promote_dtypes(*xs)
     if len(xs) == 1:
         return xs[0]
-    return lax().concatenate(xs, ax)
+    return lax.concatenate(xs, ax)
 
 
 def concat(arrays, /, *, axis=0):
@@ -332,7 +332,7 @@ def _slice_axis(x, start, stop, axis, step=1):
     strides = None if step == 1 else tuple(step if i == axis else 1 for i in range(x.ndim))
     if start == 0 and stop == x.shape[axis] and step == 1:
         return x
-    return lax().slice(x, tuple(starts), tuple(limits), strides)
+    return lax.slice(x, tuple(starts), tuple(limits), strides)
 
 
 def _split(name, ary, indices_or_sections, axis, strict):
@@ -431,15 +431,15 @@ def take_static(x, idx, axis):
                 pieces.append(_slice_axis(x, a, a + d * (cnt - 1) + 1, axis, d))
             elif d < 0:
                 lo = a + d * (cnt - 1)
-                pieces.append(lax().rev(_slice_axis(x, lo, a + 1, axis, -d), (axis,)))
+                pieces.append(lax.rev(_slice_axis(x, lo, a + 1, axis, -d), (axis,)))
             else:
                 one = _slice_axis(x, a, a + 1, axis)
                 s = list(one.shape)
                 s[axis] = cnt
                 pieces.append(U.broadcast_to_shape(one, tuple(s)))
-        piece = pieces[0] if len(pieces) == 1 else lax().concatenate(pieces, axis)
+        piece = pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
     if piece.shape != out_shape:
-        piece = lax().reshape(piece, out_shape)
+        piece = lax.reshape(piece, out_shape)
     return piece
 
 
@@ -526,10 +526,10 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     x = U.broadcast_to_shape(x, xs)
     if not isinstance(idx, ArrayOps):
         idx = U.to_array(idx.astype(np.int32 if n < 2**31 else np.int64))
-    ii = lax().reshape(U.broadcast_to_shape(idx, bshape), bshape + (1,))
+    ii = lax.reshape(U.broadcast_to_shape(idx, bshape), bshape + (1,))
     others = tuple(i for i in range(x.ndim) if i != ax)
-    dn = lax().GatherDimensionNumbers((), (ax,), (ax,), others, others)
-    return lax().gather(x, ii, dn, (1,) * x.ndim, mode=mode or "fill", fill_value=fill_value)
+    dn = lax.GatherDimensionNumbers((), (ax,), (ax,), others, others)
+    return lax.gather(x, ii, dn, (1,) * x.ndim, mode=mode or "fill", fill_value=fill_value)
 
 
 # ----------------------------------------------------------------- flips, rolls, tiles
@@ -538,7 +538,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 def flip(m, axis=None):
     x = _arr(m, "flip")
     axes = U.canonicalize_axes(axis, x.ndim)
-    return lax().rev(x, axes) if axes else x
+    return lax.rev(x, axes) if axes else x
 
 
 def fliplr(m):
@@ -606,7 +606,7 @@ def tile(A, reps):
     x = reshape(x, (1,) * (nd - x.ndim) + x.shape)
     # (r0, d0, r1, d1, ...) broadcast, then merge pairs.
     inter = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
-    b = lax().broadcast_in_dim(x, inter, tuple(range(1, 2 * nd, 2)))
+    b = lax.broadcast_in_dim(x, inter, tuple(range(1, 2 * nd, 2)))
     return reshape(b, tuple(r * d for r, d in zip(reps, x.shape)))
 
 
@@ -625,7 +625,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         if r < 0:
             raise ValueError(f"repeats may not contain negative values, got {r}")
         s = x.shape[:ax + 1] + (r,) + x.shape[ax + 1:]
-        b = lax().broadcast_in_dim(x, s, tuple(i if i <= ax else i + 1 for i in range(x.ndim)))
+        b = lax.broadcast_in_dim(x, s, tuple(i if i <= ax else i + 1 for i in range(x.ndim)))
         out = reshape(b, x.shape[:ax] + (n * r,) + x.shape[ax + 1:])
     else:
         if r.shape != (n,):
@@ -678,7 +678,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
             val = U.to_array(cvs.reshape(()).item(), x.dtype, False)
             if not any(a or b for a, b in pw):
                 return x
-            return lax().pad(x, val, tuple((a, b, 0) for a, b in pw))
+            return lax.pad(x, val, tuple((a, b, 0) for a, b in pw))
         cvs = np.broadcast_to(cvs if cvs is not None else np.asarray(cv), (x.ndim, 2))
         for ax, (a, b) in enumerate(pw):
             parts = []
@@ -740,7 +740,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     x, ax = _sort_axis(x, axis)
     if x.ndim == 0:
         return x
-    out = lax().sort(x, dimension=ax, is_stable=True)
+    out = lax.sort(x, dimension=ax, is_stable=True)
     return flip(out, ax) if descending else out
 
 
@@ -752,14 +752,14 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
     if x.ndim == 0:
         return U.to_array(0, dtypes.default_int_dtype(), False)
     idt = dtypes.default_int_dtype()
-    iota = lax().broadcasted_iota(idt, x.shape, ax)
+    iota = lax.broadcasted_iota(idt, x.shape, ax)
     if descending:
         # Stable descending: sort the reversed array ascending, map the indices back, reverse.
         n = x.shape[ax]
-        _, perm = lax().sort((flip(x, ax), iota), dimension=ax, is_stable=True, num_keys=1)
+        _, perm = lax.sort((flip(x, ax), iota), dimension=ax, is_stable=True, num_keys=1)
         from xform.numpy._ufuncs import subtract
         return flip(subtract(U.to_array(n - 1, idt, False), perm), ax)
-    _, perm = lax().sort((x, iota), dimension=ax, is_stable=True, num_keys=1)
+    _, perm = lax.sort((x, iota), dimension=ax, is_stable=True, num_keys=1)
     return perm
 
 

@@ -106,8 +106,8 @@ def digitize(x, bins, right=False, *, method=None):
     inc = searchsorted(b, xx, side=side, **kw)
     dec = F.subtract(U.to_array(b.shape[0], inc.dtype, False),
                      searchsorted(S.flip(b, 0), xx, side=side, **kw))
-    first = lax().index_in_dim(b, 0, 0, False)
-    last = lax().index_in_dim(b, b.shape[0] - 1, 0, False)
+    first = lax.index_in_dim(b, 0, 0, False)
+    last = lax.index_in_dim(b, b.shape[0] - 1, 0, False)
     return F.where(F.greater_equal(last, first), inc, dec)
 
 
@@ -124,8 +124,8 @@ def lexsort(keys, axis=-1):
         return U.to_array(0, dtypes.default_int_dtype(), False)
     ax = U.canonicalize_axis(axis, ks[0].ndim)
     idt = _idx_dtype(ks[0].shape[ax])
-    iota = lax().broadcasted_iota(idt, ks[0].shape, ax)
-    out = lax().sort(tuple(ks[::-1]) + (iota,), dimension=ax, is_stable=True,
+    iota = lax.broadcasted_iota(idt, ks[0].shape, ax)
+    out = lax.sort(tuple(ks[::-1]) + (iota,), dimension=ax, is_stable=True,
                      num_keys=len(ks))
     return out[-1]
 
@@ -158,11 +158,11 @@ def partition(a, kth, axis=-1):
     if x.dtype == dtypes.bool_:
         s = S.sort(x, axis=-1)
         return S.swapaxes(s, -1, ax)
-    bot = lax().top_k(_neg_key(x), k + 1)[0]
+    bot = lax.top_k(_neg_key(x), k + 1)[0]
     bot = F.subtract(F.negative(bot), U.to_array(1, x.dtype, False)) if x.dtype.kind == "u" \
         else F.negative(bot)
-    top = lax().top_k(x, n - k - 1)[0]
-    out = lax().concatenate([bot, top], x.ndim - 1)
+    top = lax.top_k(x, n - k - 1)[0]
+    out = lax.concatenate([bot, top], x.ndim - 1)
     return S.swapaxes(out, -1, ax)
 
 
@@ -171,13 +171,13 @@ def argpartition(a, kth, axis=-1):
     x, ax, k = _partition_prep("argpartition", a, kth, axis)
     n = x.shape[-1]
     key = _neg_key(x) if x.dtype != dtypes.bool_ else U.to_array(F.logical_not(x), np.int32)
-    bot_i = lax().top_k(key, k + 1)[1]
-    iota = lax().broadcasted_iota(bot_i.dtype, x.shape, x.ndim - 1)
-    taken = lax().reduce_or(F.equal(S.expand_dims(iota, -2), S.expand_dims(bot_i, -1)),
+    bot_i = lax.top_k(key, k + 1)[1]
+    iota = lax.broadcasted_iota(bot_i.dtype, x.shape, x.ndim - 1)
+    taken = lax.reduce_or(F.equal(S.expand_dims(iota, -2), S.expand_dims(bot_i, -1)),
                             (x.ndim - 1,))
     proxy = U.to_array(F.logical_not(taken), np.int32, False)
-    top_i = lax().top_k(proxy, n - k - 1)[1]
-    out = lax().concatenate([bot_i, top_i], x.ndim - 1)
+    top_i = lax.top_k(proxy, n - k - 1)[1]
+    out = lax.concatenate([bot_i, top_i], x.ndim - 1)
     return S.swapaxes(out, -1, ax)
 
 
@@ -186,7 +186,7 @@ def sort_complex(a):
     U.check_arraylike("sort_complex", a)
     x = U.to_array(a)
     if x.ndim:
-        x = lax().sort(x, dimension=x.ndim - 1, is_stable=True)
+        x = lax.sort(x, dimension=x.ndim - 1, is_stable=True)
     dt = x.dtype
     cdt = dtypes.to_complex_dtype(dt) if hasattr(dtypes, "to_complex_dtype") else \
         (np.dtype(np.complex128) if dt == np.float64 else np.dtype(np.complex64))

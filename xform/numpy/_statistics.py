@@ -42,12 +42,12 @@ def _to_last(x, axis):
     """Move the reduced axes to one trailing axis; return (x, kept-shape-with-1s)."""
     nd = x.ndim
     if axis is None:
-        return lax().reshape(x, (x.size,)), (1,) * nd
+        return lax.reshape(x, (x.size,)), (1,) * nd
     axes = U.canonicalize_axes(axis, nd)
     keep = [i for i in range(nd) if i not in axes]
     y = S.transpose(x, tuple(keep) + tuple(axes))
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
-    y = lax().reshape(y, tuple(x.shape[i] for i in keep) + (n,))
+    y = lax.reshape(y, tuple(x.shape[i] for i in keep) + (n,))
     return y, tuple(1 if i in axes else x.shape[i] for i in range(nd))
 
 
@@ -81,7 +81,7 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
             if w.shape != tuple(x.shape[i] for i in axes):
                 raise ValueError(f"Weights shape {w.shape} must match reduction axes "
                                  f"{tuple(x.shape[i] for i in axes)}")
-            w = lax().broadcast_in_dim(w, x.shape, axes)
+            w = lax.broadcast_in_dim(w, x.shape, axes)
         w = U.to_array(w, w.dtype, False)
     else:
         (x,) = U.promote_dtypes_inexact(x)
@@ -105,15 +105,15 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
     else:
         x = F.where(R.any(nan_data, axis=-1, keepdims=True), U.to_array(np.nan, dt, False), x)
     if w is not None:
-        x, w = lax().sort((x, w), dimension=last, is_stable=True, num_keys=1)
+        x, w = lax.sort((x, w), dimension=last, is_stable=True, num_keys=1)
         nan_data = F.isnan(x)
     else:
-        x = lax().sort(x, dimension=last, is_stable=True)
+        x = lax.sort(x, dimension=last, is_stable=True)
         if squash_nans:
             nan_data = F.isnan(x)
     nq = 1 if qq.ndim == 0 else qq.shape[0]
-    qv = lax().reshape(qq, (nq,))
-    qb = lax().broadcast_in_dim(qv, rest + (nq,), (len(rest),))
+    qv = lax.reshape(qq, (nq,))
+    qb = lax.broadcast_in_dim(qv, rest + (nq,), (len(rest),))
     if squash_nans:
         counts = R.sum(F.logical_not(nan_data), axis=-1, dtype=qdt, keepdims=True)
     else:
@@ -131,12 +131,12 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
         bad = F.logical_or(F.less(ww, zero), F.isnan(ww))
         clean = F.where(F.logical_or(bad, nan_data), zero, ww)
         cw = R.cumsum(clean, axis=-1)
-        total = lax().slice_in_dim(cw, n - 1, n, 1, last) if n else \
+        total = lax.slice_in_dim(cw, n - 1, n, 1, last) if n else \
             U.broadcast_to_shape(zero, rest + (1,))
         target = F.multiply(qb, total)
-        less = F.less(lax().broadcast_in_dim(cw, rest + (nq, n), tuple(range(len(rest))) +
+        less = F.less(lax.broadcast_in_dim(cw, rest + (nq, n), tuple(range(len(rest))) +
                                              (len(rest) + 1,)),
-                      lax().broadcast_in_dim(target, rest + (nq, n),
+                      lax.broadcast_in_dim(target, rest + (nq, n),
                                              tuple(range(len(rest) + 1))))
         idx = R.sum(less, axis=-1, dtype=_int())
         lim = U.to_array(F.subtract(counts, one), _int(), False)
@@ -172,7 +172,7 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
     # res: rest + (nq,) -> q.shape + rest (or keepdims shape)
     res = S.moveaxis(res, -1, 0)
     oshape = (kept if keepdims else rest)
-    res = lax().reshape(res, qq.shape + tuple(oshape))
+    res = lax.reshape(res, qq.shape + tuple(oshape))
     return U.to_array(res, dt, False)
 
 
@@ -298,7 +298,7 @@ def _bin_index(x, edges):
     """Bin number in 0..len(edges): 0 below, len(edges) above; the last edge is inclusive."""
     ne = edges.shape[0]
     idx = search(edges, x, "right", np.dtype(_int()))
-    last = lax().index_in_dim(edges, ne - 1, 0, False)
+    last = lax.index_in_dim(edges, ne - 1, 0, False)
     return F.where(F.equal(x, last), U.to_array(ne - 1, _int(), False), idx)
 
 
@@ -322,9 +322,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
     from xform.numpy._creation import zeros
     idx = _bin_index(x, edges)
     counts = zeros(ne + 1, w.dtype).at[idx].add(w)
-    counts = lax().slice(counts, (1,), (ne,))
+    counts = lax.slice(counts, (1,), (ne,))
     if density:
-        widths = F.subtract(lax().slice(edges, (1,), (ne,)), lax().slice(edges, (0,), (ne - 1,)))
+        widths = F.subtract(lax.slice(edges, (1,), (ne,)), lax.slice(edges, (0,), (ne - 1,)))
         counts = F.true_divide(F.true_divide(counts, R.sum(counts)), widths)
     return counts, edges
 
@@ -334,7 +334,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     U.check_arraylike("histogramdd", sample)
     s = _inexact("histogramdd", sample)
     if s.ndim == 1:
-        s = lax().reshape(s, (s.shape[0], 1))
+        s = lax.reshape(s, (s.shape[0], 1))
     if s.ndim != 2:
         raise ValueError(f"histogramdd: sample must be 2-D (N, D); got shape {s.shape}")
     N, D = s.shape
@@ -362,7 +362,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
         range_l = list(range)
     edges, idxs, nbins = [], [], []
     for d in builtins.range(D):
-        col = lax().index_in_dim(s, d, 1, False)
+        col = lax.index_in_dim(s, d, 1, False)
         e = U.to_array(histogram_bin_edges(col, bins_l[d], range_l[d]), s.dtype, False)
         edges.append(e)
         idxs.append(_bin_index(col, e))
@@ -374,16 +374,16 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
         stride *= nbins[d]
     from xform.numpy._creation import zeros
     counts = zeros(stride, w.dtype).at[flat].add(w)
-    counts = lax().reshape(counts, tuple(nbins))
-    counts = lax().slice(counts, (1,) * D, tuple(n - 1 for n in nbins))
+    counts = lax.reshape(counts, tuple(nbins))
+    counts = lax.slice(counts, (1,) * D, tuple(n - 1 for n in nbins))
     if density:
         counts = F.true_divide(counts, R.sum(counts))
         for d, e in enumerate(edges):
             ne = e.shape[0]
-            wd = F.subtract(lax().slice(e, (1,), (ne,)), lax().slice(e, (0,), (ne - 1,)))
+            wd = F.subtract(lax.slice(e, (1,), (ne,)), lax.slice(e, (0,), (ne - 1,)))
             shp = [1] * D
             shp[d] = ne - 1
-            counts = F.true_divide(counts, lax().reshape(wd, tuple(shp)))
+            counts = F.true_divide(counts, lax.reshape(wd, tuple(shp)))
     return counts, edges
 
 
@@ -466,7 +466,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         c = dot(xc, _conj(S.transpose(xc)))
     else:
         avg, w_sum = R.average(x, axis=1, weights=w, returned=True)
-        w_sum = lax().index_in_dim(w_sum, 0, 0, False)
+        w_sum = lax.index_in_dim(w_sum, 0, 0, False)
         if ddof == 0:
             fact = w_sum
         elif aweights is None:
@@ -529,8 +529,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         m = x.shape[ax]
         if m == 0:
             break
-        hi = lax().slice_in_dim(x, 1, m, 1, ax)
-        lo = lax().slice_in_dim(x, 0, m - 1, 1, ax)
+        hi = lax.slice_in_dim(x, 1, m, 1, ax)
+        lo = lax.slice_in_dim(x, 0, m - 1, 1, ax)
         x = F.not_equal(hi, lo) if x.dtype == dtypes.bool_ else F.subtract(hi, lo)
     return x
 
@@ -575,7 +575,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
         if n < 2:
             raise ValueError("Shape of array too small to calculate a numerical gradient, "
                              "at least (edge_order + 1) elements are required.")
-        sl = lambda a, b: lax().slice_in_dim(y, a, b, 1, ax)  # noqa: E731
+        sl = lambda a, b: lax.slice_in_dim(y, a, b, 1, ax)  # noqa: E731
         hv = U.to_array(h)
         if hv.ndim == 0:
             hh = U.to_array(hv, y.dtype, False)
@@ -591,18 +591,18 @@ def gradient(f, *varargs, axis=None, edge_order=None):
             dx = diff(c)
             shp = [1] * y.ndim
             shp[ax] = n - 1
-            dx = lax().reshape(dx, tuple(shp))
-            d1 = lax().slice_in_dim(dx, 0, n - 2, 1, ax)
-            d2 = lax().slice_in_dim(dx, 1, n - 1, 1, ax)
+            dx = lax.reshape(dx, tuple(shp))
+            d1 = lax.slice_in_dim(dx, 0, n - 2, 1, ax)
+            d2 = lax.slice_in_dim(dx, 1, n - 1, 1, ax)
             a = F.true_divide(F.negative(d2), F.multiply(d1, F.add(d1, d2)))
             b = F.true_divide(F.subtract(d2, d1), F.multiply(d1, d2))
             cc = F.true_divide(d1, F.multiply(d2, F.add(d1, d2)))
             inner = F.add(F.add(F.multiply(a, sl(0, n - 2)), F.multiply(b, sl(1, n - 1))),
                           F.multiply(cc, sl(2, n)))
             first = F.true_divide(F.subtract(sl(1, 2), sl(0, 1)),
-                                  lax().slice_in_dim(dx, 0, 1, 1, ax))
+                                  lax.slice_in_dim(dx, 0, 1, 1, ax))
             last = F.true_divide(F.subtract(sl(n - 1, n), sl(n - 2, n - 1)),
-                                 lax().slice_in_dim(dx, n - 2, n - 1, 1, ax))
+                                 lax.slice_in_dim(dx, n - 2, n - 1, 1, ax))
         outs.append(S.concatenate([first, inner, last], axis=ax))
     return outs[0] if len(outs) == 1 else outs
 
@@ -633,11 +633,11 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         order = S.argsort(xpa)
         xpa = S.take(xpa, order)
         fpa = S.take(fpa, order)
-        nfirst = lax().slice(xpa, (0,), (1,))
-        nlast = lax().slice(xpa, (xpa.shape[0] - 1,), (xpa.shape[0],))
+        nfirst = lax.slice(xpa, (0,), (1,))
+        nlast = lax.slice(xpa, (xpa.shape[0] - 1,), (xpa.shape[0],))
         xpa = S.concatenate([F.subtract(nlast, p), xpa, F.add(nfirst, p)])
-        ffirst = lax().slice(fpa, (0,), (1,))
-        flast = lax().slice(fpa, (fpa.shape[0] - 1,), (fpa.shape[0],))
+        ffirst = lax.slice(fpa, (0,), (1,))
+        flast = lax.slice(fpa, (fpa.shape[0] - 1,), (fpa.shape[0],))
         fpa = S.concatenate([flast, fpa, ffirst])
     m = xpa.shape[0]
     i = search(xpa, xa, "right", np.dtype(_int()))
@@ -689,14 +689,14 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
             d = diff(xx)
             shp = [1] * yy.ndim
             shp[ax] = d.shape[0]
-            d = lax().reshape(d, tuple(shp))
+            d = lax.reshape(d, tuple(shp))
         else:
             d = S.moveaxis(diff(S.moveaxis(xx, ax, -1)), -1, ax)
     n = yy.shape[ax]
     if n == 0:
         return R.sum(yy, axis=ax)
-    hi = lax().slice_in_dim(yy, 1, n, 1, ax)
-    lo = lax().slice_in_dim(yy, 0, n - 1, 1, ax)
+    hi = lax.slice_in_dim(yy, 1, n, 1, ax)
+    lo = lax.slice_in_dim(yy, 0, n - 1, 1, ax)
     s = F.multiply(U.to_array(0.5, yy.dtype, False), F.multiply(d, F.add(hi, lo)))
     return R.sum(s, axis=ax)
 
@@ -729,4 +729,4 @@ __all__ = ["quantile", "nanquantile", "percentile", "nanpercentile", "nanmedian"
 
 
 def _conj(x):
-    return lax().conj(x) if x.dtype.kind == "c" else x
+    return lax.conj(x) if x.dtype.kind == "c" else x

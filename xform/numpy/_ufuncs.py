@@ -309,7 +309,7 @@ def square(x, /):
 def reciprocal(x, /):
     U.check_arraylike("reciprocal", x)
     (a,) = U.promote_dtypes_inexact(x)
-    return lax().integer_pow(a, -1)      # as JAX's jnp.reciprocal
+    return lax.integer_pow(a, -1)      # as JAX's jnp.reciprocal
 
 
 def _int_identity(name, pname):
@@ -347,7 +347,7 @@ def rint(x, /):
     """Round half to even; integers become float (as JAX)."""
     U.check_arraylike("rint", x)
     (a,) = U.promote_dtypes_inexact(x)
-    return lax().round(a, 1)
+    return lax.round(a, 1)
 
 
 def round(a, decimals=0, out=None):
@@ -363,9 +363,9 @@ def round(a, decimals=0, out=None):
         f = _const(x, 10 ** -decimals)
         return multiply(_round_int_half_even(x, f), f)
     if decimals == 0:
-        return lax().round(x, 1)
+        return lax.round(x, 1)
     f = _const(x, 10.0 ** decimals)
-    return true_divide(lax().round(multiply(x, f), 1), f)
+    return true_divide(lax.round(multiply(x, f), 1), f)
 
 
 def _round_int_half_even(x, f):
@@ -437,7 +437,7 @@ def _float_divmod(x1, x2):
     ind = logical_and(not_equal(mod, _zero(mod)), not_equal(sign(x2), sign(mod)))
     mod = where(ind, add(mod, x2), mod)
     div = where(ind, subtract(div, _const(div, 1)), div)
-    return lax().round(div, 0), mod
+    return lax.round(div, 0), mod
 
 
 def remainder(x1, x2, /):
@@ -475,7 +475,7 @@ def power(x1, x2, /):
         if a.dtype in _I | _U and int(x2) < 0:
             raise ValueError("Integers cannot be raised to negative integer powers.")
         if a.dtype in _F | _C or int(x2) >= 0:
-            return lax().integer_pow(a, int(x2))
+            return lax.integer_pow(a, int(x2))
     a, b = U.promote_dtypes_numeric(x1, x2)
     if a.dtype in _I | _U:
         return _int_pow(*U.promote_args("power", a, b))

@@ -14,6 +14,7 @@ import numpy as np
 from xform._src.interpreters import core, dtypes
 from xform._src.interpreters.config import config
 from xform._src.interpreters.core import Array, ArrayOps, Tracer
+from xform import lax  # noqa: F401  (xform.numpy's modules use lax through this name)
 
 _SCALARS = (int, float, complex, bool)
 
@@ -37,11 +38,6 @@ def prim(name):
 
 
 _PRIMS: dict = {}
-
-
-def lax():
-    from xform import lax as _lax
-    return _lax
 
 
 # ----------------------------------------------------------------- array checks
@@ -233,8 +229,8 @@ def broadcast_to_shape(x, shape):
         raise ValueError(f"cannot broadcast an array of shape {xs} to shape {shape}")
     keep = [i for i, d in enumerate(xs) if d == shape[lead + i]]
     if len(keep) != len(xs):  # squeeze away size-1 dims that get broadcast
-        x = lax().reshape(x, tuple(xs[i] for i in keep))
-    return lax().broadcast_in_dim(x, shape, tuple(lead + i for i in keep))
+        x = lax.reshape(x, tuple(xs[i] for i in keep))
+    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in keep))
 
 
 def promote_shapes(name, *args):
@@ -275,7 +271,7 @@ def promote_shapes_lax(name, *args):
     for a, s in zip(args, shapes):
         if len(s) != rank:
             k = rank - len(s)
-            a = lax().broadcast_in_dim(a, (1,) * k + tuple(s), tuple(range(k, rank)))
+            a = lax.broadcast_in_dim(a, (1,) * k + tuple(s), tuple(range(k, rank)))
         out.append(a)
     return out
 

@@ -72,7 +72,7 @@ def _any(pred):
 
 
 def _while(cond, body, init):
-    return lax().while_loop(cond, body, init)
+    return lax.while_loop(cond, body, init)
 
 
 # ================================================================ log-sum-exp, softmax
@@ -86,7 +86,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     stays finite even where the max is -inf; a negative sum with ``b`` is nan unless
     ``return_sign``.
     """
-    L = lax()
+    L = lax
     if where is not None:
         a = F.where(where, a, 0)
     if b is not None:
@@ -130,12 +130,12 @@ def log_softmax(x, /, *, axis=None):
 
 def gammaln(x):
     (x,) = _inexact("gammaln", x)
-    return lax().lgamma(x)
+    return lax.lgamma(x)
 
 
 def digamma(x):
     (x,) = _inexact("digamma", x)
-    return lax().digamma(x)
+    return lax.digamma(x)
 
 
 def gammasgn(x):
@@ -155,7 +155,7 @@ def loggamma(x):
     (x,) = _inexact("loggamma", x)
     if dtypes.issubdtype(x.dtype, np.complexfloating):
         return _complex_loggamma_scipy(x)
-    return xnp.where(x > 0, lax().lgamma(x), _k(x, np.nan))
+    return xnp.where(x > 0, lax.lgamma(x), _k(x, np.nan))
 
 
 _LANCZOS_G = 7.0
@@ -213,7 +213,7 @@ def gamma(x):
     (x,) = _inexact("gamma", x)
     if dtypes.issubdtype(x.dtype, np.complexfloating):
         return _complex_gamma(x)
-    return gammasgn(x) * xnp.exp(lax().lgamma(x))
+    return gammasgn(x) * xnp.exp(lax.lgamma(x))
 
 
 def _algdiv(a, b):
@@ -241,8 +241,8 @@ def _algdiv(a, b):
 def _betaln(a, b):
     """log B(a, b): lgamma sums for b < 8, cdflib's algdiv correction above (a <= b)."""
     a, b = xnp.minimum(a, b), xnp.maximum(a, b)
-    small_b = lax().lgamma(a) + (lax().lgamma(b) - lax().lgamma(a + b))
-    large_b = lax().lgamma(a) + _algdiv(a, b)
+    small_b = lax.lgamma(a) + (lax.lgamma(b) - lax.lgamma(a + b))
+    large_b = lax.lgamma(a) + _algdiv(a, b)
     return xnp.where(b < 8, small_b, large_b)
 
 
@@ -259,7 +259,7 @@ def beta(a, b):
 
 def betainc(a, b, x):
     a, b, x = _real("betainc", a, b, x)
-    return lax().betainc(a, b, x)
+    return lax.betainc(a, b, x)
 
 
 def factorial(n, exact=False):
@@ -267,7 +267,7 @@ def factorial(n, exact=False):
         raise NotImplementedError("factorial with exact=True: JAX (and xform) compute the "
                                   "float factorial via gamma only; use exact=False.")
     (n,) = _inexact("factorial", n)
-    return xnp.where(n < 0, _k(n, 0), xnp.exp(lax().lgamma(n + 1)))
+    return xnp.where(n < 0, _k(n, 0), xnp.exp(lax.lgamma(n + 1)))
 
 
 def comb(N, k, *, repetition=False):
@@ -284,12 +284,12 @@ def comb(N, k, *, repetition=False):
 
 def gammainc(a, x):
     a, x = _inexact("gammainc", a, x)
-    return lax().igamma(a, x)
+    return lax.igamma(a, x)
 
 
 def gammaincc(a, x):
     a, x = _inexact("gammaincc", a, x)
-    return lax().igammac(a, x)
+    return lax.igammac(a, x)
 
 
 def multigammaln(a, d):
@@ -314,7 +314,7 @@ def polygamma(n, x):
     if dtypes.issubdtype(x.dtype, np.complexfloating):
         raise ValueError("polygamma does not support complex-valued inputs.")
     n, x = U.promote_shapes("polygamma", n, x)
-    return lax().polygamma(n, x)
+    return lax.polygamma(n, x)
 
 
 def _poch_fn(z, m):
@@ -326,24 +326,24 @@ def _poch_fn(z, m):
 
 def erf(x):
     (x,) = _inexact("erf", x)
-    return lax().erf(x)
+    return lax.erf(x)
 
 
 def erfc(x):
     (x,) = _inexact("erfc", x)
-    return lax().erfc(x)
+    return lax.erfc(x)
 
 
 def erfinv(x):
     (x,) = _inexact("erfinv", x)
-    return lax().erf_inv(x)
+    return lax.erf_inv(x)
 
 
 def _erfcx_impl(x, nterms):
     thr = float(np.sqrt(np.log(np.finfo(x.dtype).max)))
     large = x > thr
     sx = xnp.where(large, xnp.ones_like(x), x)
-    direct = xnp.exp(xnp.square(sx)) * lax().erfc(sx)
+    direct = xnp.exp(xnp.square(sx)) * lax.erfc(sx)
     coeffs = [7918.06640625, -1055.7421875, 162.421875, -29.53125, 6.5625, -1.875, 0.75,
               -0.5, 1.0][-nterms:]
     t = 1.0 / xnp.square(x)
@@ -373,7 +373,7 @@ _WOFZ_C = (-1.3034426067909105e-12, 3.741183837373847e-12, 8.030427700497756e-12
 
 
 def _wofz_upper(z):
-    iz = lax().complex(-xnp.imag(z), xnp.real(z))
+    iz = lax.complex(-xnp.imag(z), xnp.real(z))
     L = _k(z, complex(_WOFZ_L, 0.0))
     denom = L - iz
     Z = (L + iz) / denom
@@ -421,7 +421,7 @@ def _custom(name):
         f = cj(lambda x: _xlogy_fn(x, x))
         f.defjvp(lambda p, t: (_xlogy_fn(p[0], p[0]), t[0] * (xnp.log(p[0]) + 1)))
     elif name == "zeta":
-        f = cj(lambda x, q: lax().zeta(x, q))
+        f = cj(lambda x, q: lax.zeta(x, q))
         f.defjvp(_zeta_jvp)
     elif name == "expi":
         f = cj(_expi_fn)
@@ -469,7 +469,7 @@ def erfcx(x):
     """Scaled complementary error function exp(x**2) * erfc(x) (complex: via wofz)."""
     (x,) = _inexact("erfcx", x)
     if dtypes.issubdtype(x.dtype, np.complexfloating):
-        return _custom("wofz")(lax().complex(-xnp.imag(x), xnp.real(x)))
+        return _custom("wofz")(lax.complex(-xnp.imag(x), xnp.real(x)))
     return _custom("erfcx")(x)
 
 
@@ -542,7 +542,7 @@ def dawsn(x):
 
 def expit(x):
     (x,) = _inexact("expit", x)
-    return lax().logistic(x)
+    return lax.logistic(x)
 
 
 def logit(x):
@@ -668,8 +668,8 @@ def _ndtr(x):
     hs2 = float(np.asarray(0.5, dt) * np.sqrt(np.asarray(2.0, dt)))
     w = x * _k(x, hs2)
     z = xnp.abs(w)
-    y = xnp.where(z < hs2, 1.0 + lax().erf(w),
-                  xnp.where(w > 0.0, 2.0 - lax().erfc(z), lax().erfc(z)))
+    y = xnp.where(z < hs2, 1.0 + lax.erf(w),
+                  xnp.where(w > 0.0, 2.0 - lax.erfc(z), lax.erfc(z)))
     return 0.5 * y
 
 
@@ -791,22 +791,22 @@ def log_ndtr(x, series_order=3):
 
 def i0e(x):
     (x,) = _inexact("i0e", x)
-    return lax().bessel_i0e(x)
+    return lax.bessel_i0e(x)
 
 
 def i0(x):
     (x,) = _inexact("i0", x)
-    return xnp.exp(xnp.abs(x)) * lax().bessel_i0e(x)
+    return xnp.exp(xnp.abs(x)) * lax.bessel_i0e(x)
 
 
 def i1e(x):
     (x,) = _inexact("i1e", x)
-    return lax().bessel_i1e(x)
+    return lax.bessel_i1e(x)
 
 
 def i1(x):
     (x,) = _inexact("i1", x)
-    return xnp.exp(xnp.abs(x)) * lax().bessel_i1e(x)
+    return xnp.exp(xnp.abs(x)) * lax.bessel_i1e(x)
 
 
 def bessel_jn(z, *, v, n_iter=50):
@@ -830,7 +830,7 @@ def bessel_jn(z, *, v, n_iter=50):
 
     zero = xnp.zeros_like(z)
     init = (zero, xnp.full_like(z, 1e-16), zero)
-    (_, _, bs), fs = lax().scan(step, init, xnp.arange(n_iter + 1, dtype=z.dtype), reverse=True)
+    (_, _, bs), fs = lax.scan(step, init, xnp.arange(n_iter + 1, dtype=z.dtype), reverse=True)
     return fs[:v + 1] / (bs - fs[0])
 
 
@@ -942,7 +942,7 @@ def _expn1(x, n, active):
         return (upd(xk2, xk), upd(yk2, yk), upd(pk2, pk), upd(ans2, ans), upd(t2, t), run2)
     init = (zero, one, 1.0 - n, ans0, xnp.full_like(x, np.inf), active & (x > 0))
     _, _, _, ans, _, _ = _while(cond, body, init)
-    return (-x) ** (n - 1.0) * psi / xnp.exp(lax().lgamma(n)) - ans
+    return (-x) ** (n - 1.0) * psi / xnp.exp(lax.lgamma(n)) - ans
 
 
 def _expn2(x, n, active):
@@ -1334,7 +1334,7 @@ def _hyp1f1_fn(a, b, x):
     asym = gamma(b) / gamma(a) * xnp.exp(safe_x) * safe_x ** (a - b) * s2
     result = xnp.where(small, serie, asym)
     idx = (a == 0) * 1 + ((a == b) & (a != 0)) * 2 + ((b == 0) & (a != 0)) * 3
-    return lax().select_n(idx.astype(np.int32), result, xnp.ones_like(x), xnp.exp(x),
+    return lax.select_n(idx.astype(np.int32), result, xnp.ones_like(x), xnp.exp(x),
                           xnp.full_like(x, np.inf))
 
 
@@ -1482,7 +1482,7 @@ def _hyp2f1_terminal_or_serie(a, b, c, x):
     idx = xnp.where((x > 0.9) & ~neg_ab,
                     xnp.where(xnp.abs(d - xnp.round(d)) >= eps, 0, 1),
                     xnp.where(neg_ab, 2, 0)).astype(np.int32)
-    return lax().select_n(idx, _hyp2f1_serie(a, b, c, x), _hyp2f1_digamma_transform(a, b, c, x),
+    return lax.select_n(idx, _hyp2f1_serie(a, b, c, x), _hyp2f1_digamma_transform(a, b, c, x),
                           _hyp2f1_terminal(a, b, c, x))
 
 
@@ -1508,7 +1508,7 @@ def _hyp2f1_fn(a, b, c, x):
                         xnp.where(
                             (x < 1) & (a == c), 4,
                             xnp.where((x == 1) & (d > 0), 5, 6))))))).astype(np.int32)
-    return lax().select_n(idx, xnp.ones_like(x), xnp.full_like(x, np.inf),
+    return lax.select_n(idx, xnp.ones_like(x), xnp.full_like(x, np.inf),
                           s ** d * _hyp2f1_terminal_or_serie(ca, cb, c, x), s ** (-a),
                           s ** (-b), gamma(c) * gamma(d) / (gamma(ca) * gamma(cb)),
                           _hyp2f1_terminal_or_serie(a, b, c, x))
@@ -1557,12 +1557,12 @@ def _owens_t_fn(h, a):
     integrand = xnp.exp(-0.5 * xnp.square(mh)[..., None] * (1.0 + r)) / (1.0 + r)
     res = ma * (integrand @ np.asarray(_OWENS_WTS, dtype=h.dtype))
     res = xnp.where(mh == 0.0, xnp.arctan(ma) / (2 * np.pi), res)
-    res = xnp.where(ma == 1.0, 0.125 * lax().erfc(-mh / r2) * lax().erfc(mh / r2), res)
-    normh = lax().erfc(hn)
-    normah = lax().erfc(aa * hn)
+    res = xnp.where(ma == 1.0, 0.125 * lax.erfc(-mh / r2) * lax.erfc(mh / r2), res)
+    normh = lax.erfc(hn)
+    normah = lax.erfc(aa * hn)
     res = xnp.where(aa > 1.0,
                     xnp.where(aa * h <= 0.67,
-                              0.25 - 0.25 * lax().erf(hn) * lax().erf(aa * hn) - res,
+                              0.25 - 0.25 * lax.erf(hn) * lax.erf(aa * hn) - res,
                               0.25 * (normh + normah - normh * normah) - res), res)
     res = xnp.sign(a) * res
     return xnp.where(xnp.isnan(a) | xnp.isnan(h), xnp.full_like(res, np.nan), res)
@@ -1572,7 +1572,7 @@ def _owens_t_jvp(p, t):
     h, a = p
     res = _owens_t_fn(h, a)
     r2 = _k(h, np.sqrt(2))
-    dh = -xnp.exp(-0.5 * xnp.square(h)) * lax().erf(a * h / r2) / \
+    dh = -xnp.exp(-0.5 * xnp.square(h)) * lax.erf(a * h / r2) / \
         (2.0 * _k(h, np.sqrt(2.0 * np.pi)))
     da = xnp.exp(-0.5 * (xnp.square(a) + 1.0) * xnp.square(h)) / \
         (2.0 * np.pi * (xnp.square(a) + 1.0))
@@ -1642,7 +1642,7 @@ def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
     idx = xnp.clip(xnp.arange(theta.shape[0]), 0, theta.shape[0] - 1)
     val = leg[am, nn, idx]
     angle = xnp.abs(m).astype(phi.dtype) * phi
-    h = lax().complex(val * xnp.cos(angle), val * xnp.sin(angle))
+    h = lax.complex(val * xnp.cos(angle), val * xnp.sin(angle))
     sign = xnp.where(xnp.fmod(xnp.abs(m), 2) == 0, 1.0, -1.0).astype(val.dtype)
-    conj = lax().complex(xnp.real(h), -xnp.imag(h))
+    conj = lax.complex(xnp.real(h), -xnp.imag(h))
     return xnp.where(m < 0, sign * conj, h)

@@ -15,7 +15,8 @@ from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
 from xform._placement import Shard
-from xform._shard_map import shard_map  # noqa: E402
+from xform.sharding._jit import reshard, with_sharding_constraint  # noqa: E402
+from xform.sharding._shard_map import shard_map  # noqa: E402
 
 __all__ = ["Shard", "reshard", "shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
            "make_array_from_process_local_data", "P", "NamedSharding", "process_index",
@@ -56,7 +57,7 @@ def _check_shape(sharding, shape):
 def put_leaf(x, sharding):
     """``device_put`` of one leaf with a (Named/SingleDevice) sharding."""
     if isinstance(x, Tracer):
-        from xform.lax import with_sharding_constraint
+        from xform.sharding._jit import with_sharding_constraint
         return with_sharding_constraint(x, sharding) if isinstance(sharding, S.NamedSharding) \
             else x
     if isinstance(sharding, S.NamedSharding):
@@ -210,15 +211,3 @@ def device_put_sharded_tree(x, device):
             from xform import _devices
             out.append(_devices.device_put(sub, s))
     return tree_unflatten(treedef, out)
-
-
-def with_sharding_constraint(x, shardings):
-    from xform._spmd_jit import with_sharding_constraint as w
-    return w(x, shardings)
-
-
-def reshard(x, out_shardings):
-    """``x`` (a pytree) laid out as ``out_shardings``: a copy eagerly, a sharding
-    constraint inside ``jit``."""
-    from xform._spmd_jit import with_sharding_constraint as w
-    return w(x, out_shardings)

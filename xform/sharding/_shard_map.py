@@ -21,7 +21,7 @@ import xform._src.primitives.jit as _jit_prim
 import xform._src.primitives.spmd as _sp
 from xform._src.primitives.jit import _hoist
 from xform import sharding as S
-from xform._spmd_jit import _broadcast_prefix
+from xform.sharding._jit import _broadcast_prefix
 from xform.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["shard_map"]

@@ -128,7 +128,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
 
 def _build(fun, mesh, name, per, out_axes, statics, donate_argnums, nargs):
     from xform import _jit
-    from xform._shard_map import shard_map
+    from xform.sharding._shard_map import shard_map
     from xform._src.primitives import structural
     P = S.PartitionSpec
 

@@ -17,7 +17,7 @@ from xform._src.interpreters.core import EVAL_TRACE, Array, Tracer
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["with_sharding_constraint"]
+__all__ = ["with_sharding_constraint", "reshard"]
 
 
 def _is_spec_leaf(s):
@@ -284,6 +284,12 @@ def with_sharding_constraint(x, shardings):
         if isinstance(leaf, Tracer):
             out.append(sharding_constraint_p.bind(leaf, sharding=s))
         else:
-            from xform._sharding_api import put_leaf
+            from xform.sharding._api import put_leaf
             out.append(put_leaf(leaf, s))
     return tree_unflatten(treedef, out)
+
+
+def reshard(x, out_shardings):
+    """``x`` (a pytree) laid out as ``out_shardings``: a copy eagerly, a sharding
+    constraint inside ``jit``."""
+    return with_sharding_constraint(x, out_shardings)

@@ -462,12 +462,6 @@ class NamedSharding(Sharding):
         return out
 
 
-def reshard(x, out_shardings):
-    """``x`` (a pytree) laid out as ``out_shardings`` (see ``xform.reshard``)."""
-    from xform._sharding_api import reshard as _r
-    return _r(x, out_shardings)
-
-
 __all__ += ["reshard"]
 
 
@@ -497,3 +491,8 @@ def _install():
 
 
 _install()
+
+
+# ``reshard`` and ``with_sharding_constraint`` (one definition, in ``_jit``) read the types
+# above at call time only, so the submodule can load once they exist.
+from xform.sharding._jit import reshard, with_sharding_constraint  # noqa: E402,F401
