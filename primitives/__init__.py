@@ -2,12 +2,12 @@
 this folder, and so registers every primitive with all of its rules: a new family is
 a new module here, with no list to edit."""
 import importlib as _importlib
-import pkgutil as _pkgutil
+import os as _os
 
 from xform._src.primitives import _rules  # noqa: F401  (installs the AD/batching hooks)
 
-FAMILIES = tuple(sorted(_m.name for _m in _pkgutil.iter_modules(__path__)
-                        if not _m.name.startswith("_")))
+FAMILIES = tuple(sorted(_f[:-3] for _f in _os.listdir(__path__[0])
+                        if _f.endswith(".py") and not _f.startswith("_")))
 for _fam in FAMILIES:
     _importlib.import_module(f"{__name__}.{_fam}")
-del _fam, _importlib, _pkgutil
+del _fam, _importlib, _os

@@ -11,7 +11,6 @@ provides it is this checkout's own engine folder).
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -29,7 +28,7 @@ class _AliasModule(types.ModuleType):
         return getattr(target, name)
 
 
-class _AliasLoader(importlib.abc.Loader):
+class _AliasLoader:
     def create_module(self, spec):
         mod = _AliasModule(spec.name)
         if "." not in spec.name:
@@ -40,7 +39,7 @@ class _AliasLoader(importlib.abc.Loader):
         importlib.import_module("xform._src." + module.__name__)  # fails as the real one
 
 
-class _LegacyFinder(importlib.abc.MetaPathFinder):
+class _LegacyFinder:
     def find_spec(self, fullname, path=None, target=None):
         top = fullname.partition(".")[0]
         if top not in _OLD:
