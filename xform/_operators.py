@@ -13,7 +13,7 @@ import numpy as np
 
 from xform._src.interpreters.core import Array, ArrayOps
 from xform import numpy as xnp
-from xform.numpy import _indexing, _ufuncs as F
+from xform.numpy import _array_api, _indexing, _ufuncs as F
 from xform.numpy import _util as U
 
 __all__: list = []
@@ -97,7 +97,8 @@ def _install_operators(cls):
     cls.__invert__ = lambda self: F.bitwise_not(self)
     cls.__round__ = lambda self, ndigits=None: F.round(self, ndigits or 0)
     cls.__getitem__ = _indexing.getitem
-    cls.__array_namespace__ = lambda self, api_version=None: xnp
+    cls.__array_namespace__ = _array_api.array_namespace
+    cls.to_device = _array_api.to_device
     cls.__jax_array__ = None  # (not a foreign array-like)
     del cls.__jax_array__
 

@@ -37,6 +37,8 @@ from xform.numpy import _linalg, _ufuncs as _F, _reductions as _R
 from xform._array_type import Array as ndarray  # noqa: E402  (isinstance: concrete or traced)
 from xform.numpy._signal import convolve, correlate  # noqa: F401,E402
 from xform.numpy import fft  # noqa: F401,E402
+from xform.numpy._array_api import (  # noqa: F401,E402
+    __array_api_version__, __array_namespace_info__)
 
 # constants
 pi = _np.pi
@@ -70,20 +72,33 @@ def can_cast(from_, to, casting="safe"):
     return bool(_np.can_cast(f, _np.dtype(to), casting))
 
 
-def isdtype(dt, kind):
-    dt = _np.dtype(dt)
+_ISDTYPE_KINDS = {"bool": _np.bool_, "signed integer": _np.signedinteger,
+                  "unsigned integer": _np.unsignedinteger, "integral": _np.integer,
+                  "real floating": _np.floating, "complex floating": _np.complexfloating,
+                  "numeric": _np.number}
+
+
+def isdtype(dtype, kind):
+    """Whether ``dtype`` is of ``kind``: a kind name ('bool', 'signed integer',
+    'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric'),
+    a dtype (equality), or a tuple of these (any of them)."""
+    dt = _dtypes._np_dtype(dtype)
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    table = {"bool": _np.bool_, "signed integer": _np.signedinteger,
-             "unsigned integer": _np.unsignedinteger, "integral": _np.integer,
-             "real floating": _np.floating, "complex floating": _np.complexfloating,
-             "numeric": _np.number}
     for k in kinds:
-        if isinstance(k, str):
-            if k not in table:
-                raise ValueError(f"Unrecognized data type kind: {k!r}")
-            if _dtypes.issubdtype(dt, table[k]) and not (k == "numeric" and dt == _np.bool_):
+        if isinstance(k, str) and k in _ISDTYPE_KINDS:
+            if _dtypes.issubdtype(dt, _ISDTYPE_KINDS[k]) and not (
+                    k == "numeric" and dt == _np.bool_):
                 return True
-        elif _np.dtype(k) == dt:
+            continue
+        try:
+            kdt = _dtypes._np_dtype(k)
+        except TypeError:
+            if isinstance(k, str):
+                raise ValueError(f"isdtype: unrecognized kind={k!r}; expected one of "
+                                 f"{list(_ISDTYPE_KINDS)} or a dtype name") from None
+            raise TypeError(f"isdtype: kind must be a dtype, a kind name or a tuple of "
+                            f"them; got kind={k!r}") from None
+        if kdt == dt:
             return True
     return False
 

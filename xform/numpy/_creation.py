@@ -62,7 +62,13 @@ def _eye_bool(n, m, k):
 
 
 class _ScalarMeta(type):
-    """Metaclass of ``xnp.float32`` etc.: a dtype-like that is also a constructor."""
+    """Metaclass of ``xnp.float32`` etc.: a dtype-like that is also a constructor.
+
+    Equality is that of the NumPy scalar type it stands for (``xnp.float32 ==
+    np.float32`` and ``== np.dtype('float32')`` hold; a string, a dict or any other
+    object compares unequal, as in JAX), so ``==`` never raises and the family hashes
+    like the NumPy scalar types.
+    """
 
     def __call__(cls, x=0):
         return asarray(x, dtype=cls.dtype)
@@ -70,13 +76,15 @@ class _ScalarMeta(type):
     def __eq__(cls, other):
         if cls is other:
             return True
-        try:
-            return cls.dtype == np.dtype(other)
-        except TypeError:
-            return False
+        if isinstance(other, _ScalarMeta):
+            return cls.dtype.type is other.dtype.type
+        # ``type.__eq__`` gives NotImplemented for anything but the type itself, which
+        # lets np.dtype's reflected comparison answer for dtypes and keeps strings,
+        # dicts, numbers, ... unequal without ever converting them to a dtype.
+        return cls.dtype.type == other
 
     def __ne__(cls, other):
-        return not cls.__eq__(other)
+        return not (cls == other)
 
     def __hash__(cls):
         return hash(cls.dtype.type)

@@ -231,18 +231,33 @@ def argmin(a, axis=None, out=None, keepdims=None):
     return _argminmax("argmin", a, axis, keepdims, lambda x, ax, dt: lax.argmin(x, ax, dt))
 
 
-def _cumulative(name, a, axis, dtype, lax_fn, nan_fill=None):
+def _cumulative(name, a, axis, dtype, lax_fn, nan_fill=None, promote_integers=False):
+    """A cumulative reduction as JAX computes it: a scalar or ``axis=None`` works on the
+    flattened array; without ``dtype`` bool (and, with ``promote_integers``, every
+    integer narrower than the default of its signedness) accumulates in the default
+    integer; ``dtype=bool`` accumulates ``a != 0`` in integers and casts back."""
     x = _prep(name, a)
-    if axis is None:
+    if axis is None or x.ndim == 0:
         from xform.numpy._shape import ravel
-        x, axis = ravel(x), 0
+        x = ravel(x)
+    if axis is None:
+        axis = 0
     ax = U.canonicalize_axis(axis, x.ndim)
-    dt = U.canonical_dtype(dtype) or (dtypes.default_int_dtype() if x.dtype == dtypes.bool_
-                                      else x.dtype)
-    x = U.to_array(x, dt, False)
     if nan_fill is not None:
-        x = F.where(F.isnan(x), U.to_array(nan_fill, dt, False), x)
-    return lax_fn(x, ax)
+        x = F.where(F.isnan(x), U.to_array(nan_fill, x.dtype, False), x)
+    dt = U.canonical_dtype(dtype)
+    if dt is None:
+        out_dt = _promoted_int(x.dtype, promote_integers)
+        acc_dt = out_dt
+    elif dt == dtypes.bool_:
+        out_dt = dt
+        if x.dtype != dtypes.bool_:
+            x = F.not_equal(x, U.to_array(0, x.dtype, False))
+        acc_dt = _promoted_int(dt)
+    else:
+        out_dt = acc_dt = dt
+    out = lax_fn(U.to_array(x, acc_dt, False), ax)
+    return U.to_array(out, out_dt, False)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
@@ -256,15 +271,53 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
+    _no_out(out, "nancumsum")
     return _cumulative("nancumsum", a, axis, dtype, lambda x, ax: lax.cumsum(x, ax), 0)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
+    _no_out(out, "nancumprod")
     return _cumulative("nancumprod", a, axis, dtype, lambda x, ax: lax.cumprod(x, ax), 1)
 
 
-cumulative_sum = cumsum
-cumulative_prod = cumprod
+def _array_api_cumulative(name, what, x, axis, dtype, include_initial, lax_fn, initial,
+                          promote_integers):
+    U.check_arraylike(name, x)
+    a = U.to_array(x)
+    if a.ndim == 0:
+        raise ValueError(f"{name}: the input must be non-scalar to take a cumulative "
+                         f"{what}, however a scalar value or scalar array was given.")
+    if axis is None:
+        if a.ndim > 1:
+            raise ValueError(
+                f"{name}: the input array has rank {a.ndim}, however axis was not set to "
+                "an explicit value. The axis argument is only optional for one-dimensional "
+                "arrays.")
+        axis = 0
+    ax = U.canonicalize_axis(axis, a.ndim)
+    out = _cumulative(name, a, ax, dtype, lax_fn, promote_integers=promote_integers)
+    if include_initial:
+        shape = list(a.shape)
+        shape[ax] = 1
+        first = lax.full(tuple(shape), initial, out.dtype)
+        out = lax.concatenate([first, out], ax)
+    return out
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The Array API's cumulative sum: ``axis`` may be omitted only for 1-D input;
+    integers narrower than the default of their signedness accumulate in it (uint8 in
+    the default unsigned integer); ``include_initial`` prepends the zero."""
+    return _array_api_cumulative("cumulative_sum", "sum", x, axis, dtype, include_initial,
+                                 lambda v, ax: lax.cumsum(v, ax), 0, True)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The Array API's cumulative product: ``axis`` may be omitted only for 1-D input;
+    the dtype is the input's (bool accumulates in the default integer), as in JAX;
+    ``include_initial`` prepends the one."""
+    return _array_api_cumulative("cumulative_prod", "product", x, axis, dtype,
+                                 include_initial, lambda v, ax: lax.cumprod(v, ax), 1, False)
 
 
 # ----------------------------------------------------------------- NaN-aware

@@ -610,37 +610,87 @@ def tile(A, reps):
     return reshape(b, tuple(r * d for r, d in zip(reps, x.shape)))
 
 
+def _repeat_gather_indices(r, n, total):
+    """Indices into an axis of size ``n`` that repeat entry i ``r[i]`` times, as JAX
+    computes them for a given output length ``total``: the start of each block (the
+    exclusive cumulative sum of ``r``) marked in a length-``total`` buffer (negative
+    marks counted from the end, marks out of range dropped), then a cumulative sum.
+    Longer than ``sum(r)``: the last block runs on; shorter: truncated."""
+    starts = np.cumsum(np.concatenate([[0], r[:-1]])).astype(np.int64)
+    starts = np.where(starts < 0, starts + total, starts)
+    marks = np.zeros(total, np.int64)
+    keep = (starts >= 0) & (starts < total)
+    np.add.at(marks, starts[keep], 1)
+    return np.cumsum(marks) - 1
+
+
+def _repeat_traced(x, r, ax, total):
+    """``_repeat_gather_indices`` with traced repeat counts (``total`` static)."""
+    from xform.numpy import _reductions as R
+    from xform.numpy._creation import zeros
+    r = U.to_array(r, dtypes.default_int_dtype(), False)
+    r = U.broadcast_to_shape(ravel(r), (x.shape[ax],))
+    exclusive = concatenate([zeros((1,), r.dtype), _slice_axis(r, 0, x.shape[ax] - 1, 0)], 0)
+    marks = zeros((total,), np.int32).at[R.cumsum(exclusive)].add(1)
+    gather = lax.sub(R.cumsum(marks), np.int32(1))
+    return take(x, gather, axis=ax)
+
+
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """``np.repeat`` as JAX computes it: ``repeats`` is a scalar or broadcasts against
+    the axis (shape (1,) included); with ``total_repeat_length`` the output length is
+    static, so ``repeats`` may be traced (the last block runs on, or the output is
+    truncated)."""
     x = _arr(a, "repeat")
     if axis is None:
         x, axis = ravel(x), 0
+    if total_repeat_length is not None:
+        total_repeat_length = U.static_int(total_repeat_length, "total_repeat_length")
+    if isinstance(repeats, ArrayOps):
+        if total_repeat_length is not None and not isinstance(repeats, Array):
+            if x.ndim == 0 or x.shape[U.canonicalize_axis(axis, x.ndim)] == 0 or \
+                    total_repeat_length == 0:
+                repeats = np.zeros(np.shape(repeats), np.int64)   # (not read below)
+            else:
+                return _repeat_traced(x, repeats, U.canonicalize_axis(axis, x.ndim),
+                                      total_repeat_length)
+        else:
+            repeats = core.concrete_or_error(
+                repeats, "When jit-compiling jnp.repeat, the total number of repeats must "
+                "be static. To fix this, either specify a static value for `repeats`, or "
+                "pass a static value to `total_repeat_length`.")
+    r = np.asarray(repeats)
+    if r.dtype.kind not in "iub":
+        raise TypeError(f"repeat: repeats must be integers, got dtype {r.dtype}")
+    if (r < 0).any():
+        raise ValueError(f"repeat: repeats may not contain negative values, got {repeats!r}")
+    if x.ndim == 0:
+        r = r.ravel()
+        if r.shape != (1,):
+            raise ValueError("`repeat` with a scalar parameter `a` is only implemented for "
+                             "scalar values of the parameter `repeats`.")
+        total = int(r[0]) if total_repeat_length is None else total_repeat_length
+        return U.broadcast_to_shape(x, (total,))
     ax = U.canonicalize_axis(axis, x.ndim)
     n = x.shape[ax]
-    if isinstance(repeats, ArrayOps):
-        repeats = core.concrete_or_error(repeats, "repeat counts must be static (or pass "
-                                         "total_repeat_length)")
-    r = np.asarray(repeats)
-    if r.ndim == 0:
-        r = int(r)
-        if r < 0:
-            raise ValueError(f"repeats may not contain negative values, got {r}")
-        s = x.shape[:ax + 1] + (r,) + x.shape[ax + 1:]
+    if r.ndim == 0 and total_repeat_length is None:
+        k = int(r)
+        s = x.shape[:ax + 1] + (k,) + x.shape[ax + 1:]
         b = lax.broadcast_in_dim(x, s, tuple(i if i <= ax else i + 1 for i in range(x.ndim)))
-        out = reshape(b, x.shape[:ax] + (n * r,) + x.shape[ax + 1:])
-    else:
-        if r.shape != (n,):
-            raise ValueError(f"repeats shape {r.shape} does not match axis {ax} of size {n}")
-        if (r < 0).any():
-            raise ValueError("repeats may not contain negative values")
-        out = take_static(x, np.repeat(np.arange(n), r), ax)
-    if total_repeat_length is not None and out.shape[ax] != total_repeat_length:
-        m = out.shape[ax]
-        if m > total_repeat_length:
-            out = _slice_axis(out, 0, total_repeat_length, ax)
-        else:
-            out = take_static(out, np.concatenate([np.arange(m), np.full(
-                total_repeat_length - m, m - 1)]), ax)
-    return out
+        return reshape(b, x.shape[:ax] + (n * k,) + x.shape[ax + 1:])
+    r = r.ravel()
+    try:
+        r = np.broadcast_to(r, (n,))
+    except ValueError:
+        raise ValueError(f"repeat: repeats of shape {np.shape(repeats)} cannot be broadcast "
+                         f"to axis {ax} of size {n} (array shape {x.shape})") from None
+    total = int(r.sum()) if total_repeat_length is None else total_repeat_length
+    if total == 0:
+        return reshape(x, x.shape[:ax] + (0,) + x.shape[ax + 1:]) if n == 0 else \
+            _slice_axis(x, 0, 0, ax)
+    if n == 0:
+        return x
+    return take_static(x, _repeat_gather_indices(r, n, total), ax)
 
 
 # ----------------------------------------------------------------- pad

@@ -615,18 +615,27 @@ def isneginf(x, /):
     return equal(a, _const(a, -np.inf)) if a.dtype in _F else _full_bool(a, False)
 
 
+_SIGNED_OF_BITS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+
+
 def signbit(x, /):
-    """True where the sign bit is set (-0.0 included; the sign of NaN is not observed)."""
+    """True where the sign bit is set: negative numbers, -0.0, -inf and NaNs with the
+    sign bit (-nan) -- read from the float's bits, as IEEE 754 and JAX do."""
     U.check_arraylike("signbit", x)
     a = U.to_array(x)
     if a.dtype in _U | _B:
         return _full_bool(a, False)
     if a.dtype in _I:
         return less(a, _zero(a))
-    neg_zero = logical_and(equal(a, _zero(a)),
-                           less(true_divide(_const(a, 1), where(equal(a, _zero(a)), a,
-                                                               _const(a, 1))), _zero(a)))
-    return logical_or(less(a, _zero(a)), neg_zero)
+    if a.dtype in _C:
+        raise ValueError(f"signbit is not well defined for {a.dtype}")
+    bits = dtypes.finfo(a.dtype).bits
+    if bits not in _SIGNED_OF_BITS:
+        raise NotImplementedError(f"signbit supports 8, 16, 32 and 64-bit floats, got "
+                                  f"{a.dtype} ({bits} bits)")
+    a = U.convert(a, a.dtype, False)
+    as_int = lax().bitcast_convert_type(a, _SIGNED_OF_BITS[bits])
+    return less(as_int, U.to_array(0, as_int.dtype, False))
 
 
 def copysign(x1, x2, /):
