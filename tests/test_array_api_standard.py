@@ -366,3 +366,69 @@ def test_signbit_other_dtypes_match_jax():
         want = _outcome(lambda: np.asarray(jnp.signbit(jnp.asarray(vals))).tolist())
         assert got == want, (dt, got, want)
     assert xform.grad(lambda x, y: xnp.copysign(x, y), 1)(2.0, -1.0) == 0.0
+
+
+# ----------------------------------------------------------------- vector_norm
+
+VNORM_AXES = [None, 0, -1, (0, 1), (), (0, 1, 2), (2, 0)]
+
+
+@pytest.mark.parametrize("dt", ["float32", "complex64", "int32", "bool"])
+@pytest.mark.parametrize("ord", [None, 2, 1, 0, np.inf, -np.inf, 3, 0.5, "fro"])
+def test_vector_norm_matches_jax(dt, ord):
+    rng = np.random.RandomState(0)
+    base = rng.randint(-3, 4, size=(2, 3, 2)).astype(np.float64)
+    if dt == "complex64":
+        base = base + 1j * base[::-1]
+    if dt in ("int32", "bool") and ord in (0.5,):
+        pytest.skip("fractional orders of integer vectors are not meaningful")
+    for axis in VNORM_AXES:
+        for keepdims in (False, True):
+            got = _outcome(lambda: xnp.linalg.vector_norm(xnp.asarray(base.astype(dt)),
+                                                          axis=axis, keepdims=keepdims, ord=ord))
+            want = _outcome(lambda: jnp.linalg.vector_norm(jnp.asarray(base.astype(dt)),
+                                                           axis=axis, keepdims=keepdims, ord=ord))
+            assert got[0] == want[0], (axis, keepdims, got, want)
+            if got[0] == "raises":
+                assert got == want
+                continue
+            g, w = got[1], want[1]
+            assert (g.dtype, g.shape) == (w.dtype, w.shape), (axis, keepdims)
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6)
+
+
+def test_vector_norm_of_empty_and_grad_match_jax():
+    for ord in (np.inf, 2, 1, 0):
+        np.testing.assert_array_equal(
+            np.asarray(xnp.linalg.vector_norm(xnp.zeros((0,)), ord=ord)),
+            np.asarray(jnp.linalg.vector_norm(jnp.zeros((0,)), ord=ord)))
+    x = np.array([[1.0, -2.0], [3.0, 0.5]], np.float32)
+    for ord in (2, 1, np.inf, 3):
+        np.testing.assert_allclose(
+            np.asarray(xform.grad(lambda v: xnp.linalg.vector_norm(v, axis=(0, 1), ord=ord))(x)),
+            np.asarray(jax.grad(lambda v: jnp.linalg.vector_norm(v, axis=(0, 1), ord=ord))(x)),
+            rtol=1e-6)
+
+
+# ----------------------------------------------------------------- round
+
+ROUND_VALUES = [0.5, 1.5, 2.5, -0.5, 1.234567, 123.456, 1e30, np.inf, np.nan, -0.0, 6.125]
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "complex64"])
+@pytest.mark.parametrize("decimals", [0, 1, 2, -1, 40, 400])
+def test_round_matches_jax(dt, decimals):
+    vals = np.array(ROUND_VALUES)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dt == "complex64":
+            vals = vals + 1j * vals[::-1]
+        x_x, x_j = xnp.asarray(vals, dtype=dt), jnp.asarray(vals, dtype=dt)
+    # under jit both compile to the same XLA program (eager XLA rewrites the division by
+    # the scale as a multiplication by its reciprocal; xform's eager path divides exactly)
+    got = xform.jit(lambda v: xnp.round(v, decimals))(x_x)
+    want = jax.jit(lambda v: jnp.round(v, decimals))(x_j)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got.astype(np.complex64)),
+                                  np.asarray(want.astype(np.complex64)))
+    np.testing.assert_allclose(np.asarray(xnp.round(x_x, decimals).astype(np.complex64)),
+                               np.asarray(want.astype(np.complex64)), rtol=3e-7)

@@ -472,10 +472,35 @@ def _l2(x, axes, keepdims):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """The Array API's vector norm: ``x`` is treated as a vector along ``axis`` (an int,
+    a tuple of any number of axes, or None for all), as JAX computes it (no promotion
+    before the reduction: an integer input's inf-norm is an integer)."""
+    U.check_arraylike("jnp.linalg.vector_norm", x)
     x = U.to_array(x)
-    if axis is None:
-        x, axis = S.ravel(x), 0
-    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    if ord is None or (not isinstance(ord, str) and ord == 2):
+        return F.sqrt(R.sum(F.real(F.multiply(x, F.conjugate(x))), axis=axis,
+                            keepdims=keepdims))
+    if isinstance(ord, str):
+        hint = {"inf": " Use 'xform.numpy.inf' instead.",
+                "-inf": " Use '-xform.numpy.inf' instead."}.get(ord, "")
+        raise ValueError(f"Invalid order '{ord}' for vector norm.{hint}")
+    if ord == np.inf:
+        return R.max(F.absolute(x), axis=axis, keepdims=keepdims, initial=0)
+    if ord == -np.inf:
+        return R.min(F.absolute(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return R.sum(F.not_equal(x, U.to_array(0, x.dtype, False)),
+                     dtype=dtypes.finfo(x.dtype).dtype, axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return R.sum(F.absolute(x), axis=axis, keepdims=keepdims)
+    a = F.absolute(x)
+    # the order and its inverse are constants of a's dtype, the inverse computed from
+    # the converted order, as JAX does
+    p_np = np.asarray(ord).astype(a.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_np = np.asarray(1.0 / p_np).astype(a.dtype)
+    return F.power(R.sum(F.power(a, U.to_array(p_np, a.dtype, True)), axis=axis,
+                         keepdims=keepdims), U.to_array(inv_np, a.dtype, True))
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):

@@ -362,10 +362,25 @@ def round(a, decimals=0, out=None):
             return x
         f = _const(x, 10 ** -decimals)
         return multiply(_round_int_half_even(x, f), f)
+    if decimals > np.log10(float(dtypes.finfo(x.dtype).max)):
+        return x                      # finer than the dtype resolves: nothing to round
+    if x.dtype in _C:
+        return lax.complex(_round_float(lax.real(x), decimals),
+                             _round_float(lax.imag(x), decimals))
+    return _round_float(x, decimals)
+
+
+def _round_float(x, decimals):
+    """Half to even at ``decimals`` places by rescaling (float16 rescaled in float32,
+    as JAX does, so the scale itself does not overflow or lose digits)."""
     if decimals == 0:
         return lax.round(x, 1)
+    dt = x.dtype
+    if dt == dtypes.float16:
+        x = U.convert(x, dtypes.float32, x.weak_type)
     f = _const(x, 10.0 ** decimals)
-    return true_divide(lax.round(multiply(x, f), 1), f)
+    out = true_divide(lax.round(multiply(x, f), 1), f)
+    return U.convert(out, dt, out.weak_type) if dt == dtypes.float16 else out
 
 
 def _round_int_half_even(x, f):
@@ -634,7 +649,7 @@ def signbit(x, /):
         raise NotImplementedError(f"signbit supports 8, 16, 32 and 64-bit floats, got "
                                   f"{a.dtype} ({bits} bits)")
     a = U.convert(a, a.dtype, False)
-    as_int = lax().bitcast_convert_type(a, _SIGNED_OF_BITS[bits])
+    as_int = lax.bitcast_convert_type(a, _SIGNED_OF_BITS[bits])
     return less(as_int, U.to_array(0, as_int.dtype, False))
 
 
