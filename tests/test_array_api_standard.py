@@ -432,3 +432,39 @@ def test_round_matches_jax(dt, decimals):
                                   np.asarray(want.astype(np.complex64)))
     np.testing.assert_allclose(np.asarray(xnp.round(x_x, decimals).astype(np.complex64)),
                                np.asarray(want.astype(np.complex64)), rtol=3e-7)
+
+
+# ----------------------------------------------------------------- boolean masks
+
+MASK_X_SHAPES = [(0, 0), (0,), (2, 0), (0, 3), (2, 3), (3,)]
+MASK_SHAPES = [(), (0,), (1,), (0, 0), (1, 1), (2,), (0, 3), (2, 0), (1, 0), (3,), (2, 3),
+               (2, 1), (1, 3), (2, 3, 1)]
+
+
+@pytest.mark.parametrize("xs", MASK_X_SHAPES)
+def test_boolean_mask_shape_must_match_like_jax(xs):
+    # a mask whose shape is not that of the axes it indexes (0 matches any size) is an
+    # IndexError, never a gather of clamped positions
+    x_x, x_j = xnp.zeros(xs, np.float32), jnp.zeros(xs, np.float32)
+    for ks in MASK_SHAPES:
+        for fill in (True, False):
+            key = np.full(ks, fill)
+            got = _outcome(lambda: xnp.asarray(x_x[xnp.asarray(key)]).shape)
+            want = _outcome(lambda: x_j[jnp.asarray(key)].shape)
+            assert got == want, (xs, ks, fill, got, want)
+
+
+def test_boolean_mask_shape_checked_in_every_position_and_in_updates():
+    x_x = xnp.arange(24.0).reshape(2, 3, 4)
+    x_j = jnp.arange(24.0).reshape(2, 3, 4)
+    m = lambda *s: np.ones(s, bool)
+    for idx in [(m(3),), (Ellipsis, m(4)), (Ellipsis, m(3)), (0, m(3)), (0, m(4)),
+                (m(2), 0), (m(2, 3), 1), (m(3, 4),), (Ellipsis, m(3, 4)), (None, m(2)),
+                (m(0),), (slice(None), m(0, 4)), (m(1),), (m(2), m(3))]:
+        k_x = tuple(xnp.asarray(i) if isinstance(i, np.ndarray) else i for i in idx)
+        k_j = tuple(jnp.asarray(i) if isinstance(i, np.ndarray) else i for i in idx)
+        for op in (lambda a, k: a[k], lambda a, k: a.at[k].set(-1.0),
+                   lambda a, k: a.at[k].add(1.0)):
+            got = _outcome(lambda: np.asarray(op(x_x, k_x)).tolist())
+            want = _outcome(lambda: np.asarray(op(x_j, k_j)).tolist())
+            assert got == want, ([np.shape(i) for i in idx], got, want)

@@ -184,6 +184,30 @@ def _entries(raw):
     return out
 
 
+def _check_bool_masks(entries, shape):
+    """A boolean mask must have the shape of the axes it indexes, where a 0 in the mask's
+    shape matches any size (as in JAX): IndexError otherwise."""
+    if not any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim for e in entries):
+        return
+    try:
+        exp = _expand(entries, len(shape))
+    except IndexError:
+        return                      # (too many indices: reported where it is checked)
+    ax = 0
+    for e in exp:
+        if e is None:
+            continue
+        if isinstance(e, np.ndarray) and e.dtype == np.bool_:
+            want = tuple(shape[ax:ax + e.ndim])
+            if not all(k in (0, s) for k, s in zip(e.shape, want)):
+                raise IndexError(f"boolean index did not match shape of indexed array: got a "
+                                 f"mask of shape {e.shape} for axes {ax}..{ax + e.ndim - 1} "
+                                 f"of an array of shape {tuple(shape)} (expected {want})")
+            ax += e.ndim
+        else:
+            ax += 1
+
+
 def _mode(mode, what):
     """The gather/scatter mode an index operation asked for (``None``: the default)."""
     if mode is None:
@@ -329,7 +353,9 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     raw = _as_tuple(idx)
     for i in raw:
         _check_entry(i)
-    entries = _static_ints(_entries(raw), x.shape, m)
+    entries = _entries(raw)
+    _check_bool_masks(entries, x.shape)
+    entries = _static_ints(entries, x.shape, m)
     from xform._src.primitives.indexing import GatherScatterMode as M
     if m != M.FILL_OR_DROP and _scalars_only(entries):
         # Integer scalars (and unit-step slices) only: a dynamic slice, as in JAX --
@@ -675,7 +701,9 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
     raw = _as_tuple(idx)
     for i in raw:
         _check_entry(i)
-    entries = _static_ints(_entries(raw), x.shape, m)
+    entries = _entries(raw)
+    _check_bool_masks(entries, x.shape)
+    entries = _static_ints(entries, x.shape, m)
     entries, dropped = _host_scalars(entries, x.shape, m, scatter=True)
     if all(_is_basic(e) for e in entries):
         if dropped:           # the index is out of range: nothing is written
