@@ -468,3 +468,24 @@ def test_boolean_mask_shape_checked_in_every_position_and_in_updates():
             got = _outcome(lambda: np.asarray(op(x_x, k_x)).tolist())
             want = _outcome(lambda: np.asarray(op(x_j, k_j)).tolist())
             assert got == want, ([np.shape(i) for i in idx], got, want)
+
+
+# ----------------------------------------------------------------- take_along_axis
+
+def test_take_along_axis_default_axis_and_negative_index_wrapping_match_jax():
+    assert inspect.signature(xnp.take_along_axis).parameters["axis"].default == \
+        inspect.signature(jnp.take_along_axis).parameters["axis"].default == -1
+    base = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[0, -1, 3, 5], [-5, 1, 2, -4], [4, 0, -2, 1]], np.int32)
+    for kw in [{}, {"axis": 0}, {"mode": "clip"}, {"mode": "fill", "fill_value": -7.0},
+               {"wrap_negative_indices": False}, {"wrap_negative_indices": False, "mode": "clip"},
+               {"wrap_negative_indices": True, "mode": "fill"}]:
+        got = np.asarray(xnp.take_along_axis(xnp.asarray(base), xnp.asarray(idx), **kw))
+        want = np.asarray(jnp.take_along_axis(jnp.asarray(base), jnp.asarray(idx), **kw))
+        np.testing.assert_array_equal(got, want, err_msg=str(kw))
+    for xs, iss, ax in [((3, 0), (3, 2), 1), ((3, 0), (3, 0), 1), ((0, 4), (2, 4), 0)]:
+        got = _outcome(lambda: _result(xnp.take_along_axis(
+            xnp.zeros(xs), xnp.zeros(iss, np.int32), axis=ax)))
+        want = _outcome(lambda: _result(jnp.take_along_axis(
+            jnp.zeros(xs), jnp.zeros(iss, np.int32), axis=ax)))
+        assert got == want, (xs, iss, got, want)

@@ -493,8 +493,11 @@ def _wrap_indices(idx, n, mode, keep_negative=("clip",)):
                    idx)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
-    """``jnp.take_along_axis``: one gather whose other axes are batching axes."""
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
+    """``jnp.take_along_axis``: one gather whose other axes are batching axes.
+    ``wrap_negative_indices``: count negative indices from the end (None: JAX's legacy
+    default, wrapping unless ``mode='promise_in_bounds'``)."""
     x = _arr(arr, "take_along_axis")
     idx = indices if isinstance(indices, ArrayOps) else np.asarray(indices)
     if axis is None:
@@ -510,7 +513,10 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         raise ValueError(f"take_along_axis: invalid mode {mode!r}; use 'fill', 'clip' or "
                          "'promise_in_bounds'")
     n = x.shape[ax]
-    idx = _wrap_indices(idx, n, mode, keep_negative=("promise_in_bounds",))
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    if wrap_negative_indices:
+        idx = _wrap_indices(idx, n, None)
     try:
         bshape = tuple(idx.shape[i] if i == ax else U.broadcast_shapes((d,), (e,))[0]
                        for i, (d, e) in enumerate(zip(idx.shape, x.shape)))
@@ -518,9 +524,8 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         raise ValueError(f"take_along_axis: indices {idx.shape} and arr {x.shape} do not "
                          f"broadcast outside axis {ax}") from None
     xs = tuple(n if i == ax else d for i, d in enumerate(bshape))
-    if builtins.min(bshape, default=1) == 0 or (n == 0 and idx.size):
-        if n == 0 and idx.size:
-            raise IndexError(f"index is out of bounds for axis {ax} with size 0")
+    if builtins.min(bshape, default=1) == 0 or n == 0:
+        # (an empty axis: every index is out of range and the result is zeros, as JAX)
         from xform.numpy._creation import zeros
         return U.to_array(zeros(bshape, x.dtype), x.dtype, x.weak_type)
     x = U.broadcast_to_shape(x, xs)
