@@ -187,8 +187,14 @@ def _result(r):
     return (str(r.dtype), r.shape, np.asarray(r).tolist())
 
 
-@pytest.mark.parametrize("x64", [False, True])
-@pytest.mark.parametrize("dt", CUM_DTYPES)
+# x64 changes the accumulators (int64/uint64): every dtype without it, a few with it
+# in the default run and all of them in the slow one
+CUM_CASES = ([(dt, False) for dt in CUM_DTYPES] +
+             [(dt, True) if dt in ("bool", "uint8", "int16", "float32") else
+              pytest.param(dt, True, marks=pytest.mark.slow) for dt in CUM_DTYPES])
+
+
+@pytest.mark.parametrize("dt,x64", CUM_CASES)
 def test_cumulative_reductions_match_jax(dt, x64):
     with jax.enable_x64(x64), xform.enable_x64(x64):
         base = np.array([[1, 2, 0], [2, 1, 3]])
@@ -373,7 +379,9 @@ def test_signbit_other_dtypes_match_jax():
 VNORM_AXES = [None, 0, -1, (0, 1), (), (0, 1, 2), (2, 0)]
 
 
-@pytest.mark.parametrize("dt", ["float32", "complex64", "int32", "bool"])
+@pytest.mark.parametrize("dt", ["float32", "complex64",
+                                pytest.param("int32", marks=pytest.mark.slow),
+                                pytest.param("bool", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("ord", [None, 2, 1, 0, np.inf, -np.inf, 3, 0.5, "fro"])
 def test_vector_norm_matches_jax(dt, ord):
     rng = np.random.RandomState(0)
