@@ -27,11 +27,20 @@ from xform._src.interpreters.dtypes import ExtendedDType, extended_by_struct
 # ----------------------------------------------------------------- abstract values
 
 
+type_sharding_impl = None   # set by xform.sharding: aval -> its type-level sharding
+
+
 class ShapedArray:
     """An abstract value: what every tracer carries and every cache is keyed on."""
 
     __slots__ = ("shape", "dtype", "weak_type")
-    sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
+
+    @property
+    def sharding(self):
+        """The sharding that is part of this type (``xform.typeof(x).sharding``): unsharded
+        over the current abstract mesh (xform.sharding supplies it)."""
+        f = type_sharding_impl
+        return None if f is None else f(self)
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
@@ -521,6 +530,11 @@ class Array(ArrayOps):
     @property
     def sharding(self):
         return _placement().sharding(self)
+
+    @property
+    def format(self):
+        """The array's layout and sharding (``xform.experimental.layout.Format``)."""
+        return _placement().format(self)
 
     @property
     def addressable_shards(self):
