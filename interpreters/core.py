@@ -34,7 +34,7 @@ class ShapedArray:
     sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
 
     def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
+        self.shape = shape = tuple(shape)
         if isinstance(dtype, ExtendedDType):
             self.dtype = dtype
         else:
@@ -42,6 +42,11 @@ class ShapedArray:
             # a structured dtype that represents an extended one (concrete key arrays)
             self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
         self.weak_type = bool(weak_type)
+        # Every abstract value passes here, under every trace: refuse shapes whose element
+        # count or byte size int64 cannot hold before XLA sees them (it aborts the process).
+        n = _prod(shape)
+        if type(n) is not int or not 0 < n < _EXTENT_FAST:
+            _check_extent(shape, self.dtype)
 
     @property
     def ndim(self):
@@ -74,6 +79,42 @@ class ShapedArray:
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
+
+
+_INT64_MAX = (1 << 63) - 1
+_EXTENT_FAST = 1 << 31       # below this many elements no dtype can overflow int64 bytes
+_index = __import__("operator").index
+_prod = __import__("math").prod
+
+
+def _check_extent(shape, dtype):
+    """Raise ValueError when a shape's dimensions, element count or byte size overflow
+    int64 (the slow half of ``ShapedArray``'s check)."""
+    try:
+        dims = [_index(d) for d in shape]      # NumPy integers as exact Python ints
+    except TypeError:                          # a symbolic dimension (shape polymorphism)
+        return
+    n = _prod(dims)
+    if isinstance(dtype, ExtendedDType):
+        phys = np.dtype(dtype.physical)
+        itemsize = phys.itemsize * int(np.prod(getattr(dtype, "key_shape", ()) or (1,)))
+    else:
+        itemsize = dtype.itemsize
+    if n < 0:       # negative dimensions are each primitive's own error; here only size
+        return
+    what = None
+    if any(d > _INT64_MAX for d in dims):
+        what = "a dimension larger than int64 can hold"
+    elif n > _INT64_MAX:
+        what = f"{n} elements, more than int64 can count"
+    elif n * max(itemsize, 1) > _INT64_MAX:
+        what = f"{n} elements of {itemsize} bytes ({n * itemsize} bytes), more than int64 " \
+               "can address"
+    if what is not None:
+        name = getattr(dtype, "name", str(dtype))
+        raise ValueError(f"array shape {tuple(dims)} with dtype {name} is too large: {what}. "
+                         "No array this big can exist; check the shape computation (a "
+                         "broadcast, tile, pad or outer product of large dimensions).")
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:
