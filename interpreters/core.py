@@ -398,13 +398,35 @@ class Array(ArrayOps):
         v = self._npy
         if v is None:
             if self._deleted:
-                raise RuntimeError(
-                    "Array has been deleted: it was donated to a jitted computation "
-                    "(donate_argnums) or deleted explicitly. Use the computation's output "
-                    "instead, or do not donate this argument.")
-            v = buffer_to_host(self._buf)
+                raise self._deleted_error()
+            try:
+                v = buffer_to_host(self._buf)
+            except Exception:
+                b = self._buf
+                if getattr(b, "is_deleted", None) is not None and b.is_deleted():
+                    self._mark_deleted()       # donated through another Array on this buffer
+                    raise self._deleted_error() from None
+                raise
             self._npy = v
         return v
+
+    # -- deletion (``delete()``, or donation to a jitted computation).  A deleted Array
+    #    keeps its shape and dtype (as JAX's does); every use of its value or storage
+    #    raises the error below.
+    def _mark_deleted(self):
+        """Drop the storage, remembering shape and dtype (``_deleted`` holds them)."""
+        if not self._deleted:
+            meta = (self.shape, self.dtype)
+            self._npy = None
+            self._deleted = meta
+
+    def _deleted_error(self, what=None):
+        """JAX's RuntimeError for any use of a deleted Array; ``what`` names the use."""
+        use = f" (in {what})" if what else ""
+        return RuntimeError(
+            f"Array has been deleted with shape={self.aval.str_short(False)}{use}. It was "
+            "donated to a jitted computation (donate_argnums) or deleted with .delete(); use "
+            "the computation's output instead, or do not donate this argument.")
 
     @property
     def on_host(self) -> bool:
@@ -414,12 +436,21 @@ class Array(ArrayOps):
     @property
     def shape(self):
         v = self._npy
-        return v.shape if v is not None else tuple(self._buf.aval.shape)
+        if v is not None:
+            return v.shape
+        b = self._buf
+        return tuple(b.aval.shape) if b is not None else self._deleted[0]
 
     @property
     def dtype(self):
         v = self._npy
-        dt = v.dtype if v is not None else np.dtype(self._buf.aval.dtype)
+        if v is not None:
+            dt = v.dtype
+        else:
+            b = self._buf
+            if b is None:
+                return self._deleted[1]
+            dt = np.dtype(b.aval.dtype)
         if dt.kind == "V" and dt in extended_by_struct:   # a typed PRNG key array
             return extended_by_struct[dt]
         return dt
@@ -499,7 +530,9 @@ class Array(ArrayOps):
         return (_rebuild_array, (np.asarray(self._value), self.weak_type))
 
     def block_until_ready(self):
-        if self._buf is not None and not self._deleted:
+        if self._deleted:
+            raise self._deleted_error("block_until_ready()")
+        if self._buf is not None:
             self._buf.block_until_ready()
         return self
 
@@ -507,6 +540,8 @@ class Array(ArrayOps):
     #    answers these through the placement it installs (``set_placement``).
     def devices(self):
         """The set of devices holding this array."""
+        if self._deleted:
+            raise self._deleted_error("devices()")
         return _placement().devices(self)
 
     @property
@@ -524,6 +559,8 @@ class Array(ArrayOps):
 
     @property
     def addressable_shards(self):
+        if self._deleted:
+            raise self._deleted_error("addressable_shards")
         return _placement().addressable_shards(self)
 
     global_shards = addressable_shards
@@ -540,19 +577,20 @@ class Array(ArrayOps):
         return self.sharding.is_fully_addressable
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._deleted:
+            raise self._deleted_error("__dlpack__")
         return _placement().dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         return _placement().dlpack_device(self)
 
     def is_deleted(self):
-        return self._deleted
+        return bool(self._deleted)
 
     def delete(self):
         if self._buf is not None:
             self._buf.delete()
-        self._npy = None
-        self._deleted = True
+        self._mark_deleted()
 
     def copy(self):
         return Array(np.array(self._value), self.weak_type)
@@ -569,6 +607,8 @@ class Array(ArrayOps):
         return format(str(self), spec)
 
     def __repr__(self):
+        if self._deleted:      # printable (for debuggers and error messages), not readable
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
         v = np.asarray(self._value)
         if v.dtype.kind == "V" and v.dtype in extended_by_struct:   # typed keys, as JAX
             words = np.ascontiguousarray(v[v.dtype.names[0]])
@@ -681,8 +721,11 @@ class EvalTrace(Trace):
         for a in args:
             ta = type(a)
             if ta is Array:
-                if a._buf is not None and a._npy is None and not _buffer_is_cpu(a._buf):
-                    return device_impl_hook(prim, args, params)
+                if a._npy is None:
+                    if a._deleted:
+                        raise a._deleted_error(prim.name)
+                    if not _buffer_is_cpu(a._buf):
+                        return device_impl_hook(prim, args, params)
                 vals.append(a._value)
             elif isinstance(a, Tracer):
                 self.check_foreign_tracer(a)
