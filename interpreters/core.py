@@ -34,7 +34,7 @@ class ShapedArray:
     sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
 
     def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
+        self.shape = shape = tuple(shape)
         if isinstance(dtype, ExtendedDType):
             self.dtype = dtype
         else:
@@ -42,6 +42,11 @@ class ShapedArray:
             # a structured dtype that represents an extended one (concrete key arrays)
             self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
         self.weak_type = bool(weak_type)
+        # Every abstract value passes here, under every trace: refuse shapes whose element
+        # count or byte size int64 cannot hold before XLA sees them (it aborts the process).
+        n = _prod(shape)
+        if type(n) is not int or not 0 < n < _EXTENT_FAST:
+            _check_extent(shape, self.dtype)
 
     @property
     def ndim(self):
@@ -80,6 +85,42 @@ class ShapedArray:
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
+
+
+_INT64_MAX = (1 << 63) - 1
+_EXTENT_FAST = 1 << 31       # below this many elements no dtype can overflow int64 bytes
+_index = __import__("operator").index
+_prod = __import__("math").prod
+
+
+def _check_extent(shape, dtype):
+    """Raise ValueError when a shape's dimensions, element count or byte size overflow
+    int64 (the slow half of ``ShapedArray``'s check)."""
+    try:
+        dims = [_index(d) for d in shape]      # NumPy integers as exact Python ints
+    except TypeError:                          # a symbolic dimension (shape polymorphism)
+        return
+    n = _prod(dims)
+    if isinstance(dtype, ExtendedDType):
+        phys = np.dtype(dtype.physical)
+        itemsize = phys.itemsize * int(np.prod(getattr(dtype, "key_shape", ()) or (1,)))
+    else:
+        itemsize = dtype.itemsize
+    if n < 0:       # negative dimensions are each primitive's own error; here only size
+        return
+    what = None
+    if any(d > _INT64_MAX for d in dims):
+        what = "a dimension larger than int64 can hold"
+    elif n > _INT64_MAX:
+        what = f"{n} elements, more than int64 can count"
+    elif n * max(itemsize, 1) > _INT64_MAX:
+        what = f"{n} elements of {itemsize} bytes ({n * itemsize} bytes), more than int64 " \
+               "can address"
+    if what is not None:
+        name = getattr(dtype, "name", str(dtype))
+        raise ValueError(f"array shape {tuple(dims)} with dtype {name} is too large: {what}. "
+                         "No array this big can exist; check the shape computation (a "
+                         "broadcast, tile, pad or outer product of large dimensions).")
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:
@@ -404,13 +445,35 @@ class Array(ArrayOps):
         v = self._npy
         if v is None:
             if self._deleted:
-                raise RuntimeError(
-                    "Array has been deleted: it was donated to a jitted computation "
-                    "(donate_argnums) or deleted explicitly. Use the computation's output "
-                    "instead, or do not donate this argument.")
-            v = buffer_to_host(self._buf)
+                raise self._deleted_error()
+            try:
+                v = buffer_to_host(self._buf)
+            except Exception:
+                b = self._buf
+                if getattr(b, "is_deleted", None) is not None and b.is_deleted():
+                    self._mark_deleted()       # donated through another Array on this buffer
+                    raise self._deleted_error() from None
+                raise
             self._npy = v
         return v
+
+    # -- deletion (``delete()``, or donation to a jitted computation).  A deleted Array
+    #    keeps its shape and dtype (as JAX's does); every use of its value or storage
+    #    raises the error below.
+    def _mark_deleted(self):
+        """Drop the storage, remembering shape and dtype (``_deleted`` holds them)."""
+        if not self._deleted:
+            meta = (self.shape, self.dtype)
+            self._npy = None
+            self._deleted = meta
+
+    def _deleted_error(self, what=None):
+        """JAX's RuntimeError for any use of a deleted Array; ``what`` names the use."""
+        use = f" (in {what})" if what else ""
+        return RuntimeError(
+            f"Array has been deleted with shape={self.aval.str_short(False)}{use}. It was "
+            "donated to a jitted computation (donate_argnums) or deleted with .delete(); use "
+            "the computation's output instead, or do not donate this argument.")
 
     @property
     def on_host(self) -> bool:
@@ -420,12 +483,21 @@ class Array(ArrayOps):
     @property
     def shape(self):
         v = self._npy
-        return v.shape if v is not None else tuple(self._buf.aval.shape)
+        if v is not None:
+            return v.shape
+        b = self._buf
+        return tuple(b.aval.shape) if b is not None else self._deleted[0]
 
     @property
     def dtype(self):
         v = self._npy
-        dt = v.dtype if v is not None else np.dtype(self._buf.aval.dtype)
+        if v is not None:
+            dt = v.dtype
+        else:
+            b = self._buf
+            if b is None:
+                return self._deleted[1]
+            dt = np.dtype(b.aval.dtype)
         if dt.kind == "V" and dt in extended_by_struct:   # a typed PRNG key array
             return extended_by_struct[dt]
         return dt
@@ -505,7 +577,9 @@ class Array(ArrayOps):
         return (_rebuild_array, (np.asarray(self._value), self.weak_type))
 
     def block_until_ready(self):
-        if self._buf is not None and not self._deleted:
+        if self._deleted:
+            raise self._deleted_error("block_until_ready()")
+        if self._buf is not None:
             self._buf.block_until_ready()
         return self
 
@@ -513,6 +587,8 @@ class Array(ArrayOps):
     #    answers these through the placement it installs (``set_placement``).
     def devices(self):
         """The set of devices holding this array."""
+        if self._deleted:
+            raise self._deleted_error("devices()")
         return _placement().devices(self)
 
     @property
@@ -530,6 +606,8 @@ class Array(ArrayOps):
 
     @property
     def addressable_shards(self):
+        if self._deleted:
+            raise self._deleted_error("addressable_shards")
         return _placement().addressable_shards(self)
 
     global_shards = addressable_shards
@@ -546,19 +624,20 @@ class Array(ArrayOps):
         return self.sharding.is_fully_addressable
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._deleted:
+            raise self._deleted_error("__dlpack__")
         return _placement().dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         return _placement().dlpack_device(self)
 
     def is_deleted(self):
-        return self._deleted
+        return bool(self._deleted)
 
     def delete(self):
         if self._buf is not None:
             self._buf.delete()
-        self._npy = None
-        self._deleted = True
+        self._mark_deleted()
 
     def copy(self):
         return Array(np.array(self._value), self.weak_type)
@@ -575,6 +654,8 @@ class Array(ArrayOps):
         return format(str(self), spec)
 
     def __repr__(self):
+        if self._deleted:      # printable (for debuggers and error messages), not readable
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
         v = np.asarray(self._value)
         if v.dtype.kind == "V" and v.dtype in extended_by_struct:   # typed keys, as JAX
             words = np.ascontiguousarray(v[v.dtype.names[0]])
@@ -687,8 +768,11 @@ class EvalTrace(Trace):
         for a in args:
             ta = type(a)
             if ta is Array:
-                if a._buf is not None and a._npy is None and not _buffer_is_cpu(a._buf):
-                    return device_impl_hook(prim, args, params)
+                if a._npy is None:
+                    if a._deleted:
+                        raise a._deleted_error(prim.name)
+                    if not _buffer_is_cpu(a._buf):
+                        return device_impl_hook(prim, args, params)
                 vals.append(a._value)
             elif isinstance(a, Tracer):
                 self.check_foreign_tracer(a)

@@ -416,8 +416,7 @@ class SpmdCompiled:
                             "compiled program")
         if isinstance(x, Array):
             if x._deleted:
-                raise RuntimeError(f"argument {i} ({x.aval.str_short()}): Array has been deleted "
-                                   "(donated); use the computation's output instead.")
+                raise x._deleted_error(f"argument {i} of a compiled call")
             if x.shape != aval.shape or x.dtype != aval.dtype:
                 raise TypeError(f"argument {i}: expected {aval.str_short()}, got "
                                 f"{x.aval.str_short()}")
@@ -450,8 +449,7 @@ class SpmdCompiled:
         _in_flight[0] = outs
         for i, (d, x) in enumerate(zip(self.donated, args)):
             if d and isinstance(x, Array) and bufs[i].is_deleted():
-                x._npy = None
-                x._deleted = True
+                x._mark_deleted()
         return [Array._from_buf(o, w, True) for o, w in zip(outs, self._out_weak)]
 
     def as_text(self):

@@ -8,7 +8,7 @@ from xform._src.primitives.convolution import *  # noqa: F401,F403
 from xform._src.primitives.elementwise import *  # noqa: F401,F403
 from xform._src.primitives.fft import *  # noqa: F401,F403
 from xform._src.primitives.indexing import *  # noqa: F401,F403
-from xform._src.primitives.linalg import *  # noqa: F401,F403
+from xform._src.primitives.dot_general import *  # noqa: F401,F403
 from xform._src.primitives.misc import *  # noqa: F401,F403
 from xform._src.primitives.random import *  # noqa: F401,F403
 from xform._src.primitives.reductions import *  # noqa: F401,F403
