@@ -33,7 +33,7 @@ from xform._src.primitives.fft import (  # noqa: F401
 from xform._src.primitives.indexing import (  # noqa: F401
     gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p,
 )
-from xform._src.primitives.linalg import (  # noqa: F401
+from xform._src.primitives.dot_general import (  # noqa: F401
     dot_general_p,
 )
 from xform._src.primitives.linear_solve import (  # noqa: F401

@@ -37,7 +37,7 @@ from xform._src.primitives.indexing import (  # noqa: F401
 from xform._src.primitives.jit import (  # noqa: F401
     jit_p,
 )
-from xform._src.primitives.linalg import (  # noqa: F401
+from xform._src.primitives.dot_general import (  # noqa: F401
     dot_general_p,
 )
 from xform._src.primitives.linalg_decomp import (  # noqa: F401
