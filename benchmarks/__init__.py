@@ -34,7 +34,7 @@ import time
 
 __all__ = ["run", "format_results"]
 
-TIME_METRICS = ("steady", "first_call", "trace", "lower", "compile")
+TIME_METRICS = ("steady", "first_call", "trace", "lower", "compile", "trace_lower")
 RATIO_LIBS = ("jax", "numpy", "floor")      # xform/<lib> ratios, where both are measured
 COUNT_METRICS = ("break_even_n", "overhead_ratio")   # plain numbers, not times
 
@@ -134,7 +134,7 @@ def _fmt(metric, v):
         return "-"
     if metric in COUNT_METRICS:
         return f"{v:.3g}"
-    if metric.startswith("residual"):
+    if metric.startswith(("residual", "peak")):
         return f"{v / 2**20:.2f} MiB" if v >= 2**20 else f"{v / 1024:.1f} KiB"
     if v < 1e-3:
         return f"{v * 1e6:.2f} us"
@@ -171,6 +171,8 @@ def format_case(name, rec) -> str:
             row = f"   {m:<26}" + "".join(f"{_fmt(m, vals.get(lib)):>13}" for lib in libs)
             row += "".join(f"{r[k]:>11.2f}x" if k in r else f"{'':>12}" for k in keys)
             lines.append(row)
+    if rec.get("growth_table"):
+        lines.append("\n".join("   " + ln for ln in rec["growth_table"].splitlines()))
     skipped = rec.get("skipped", {})
     if len(skipped) > 1 and len(set(skipped.values())) == 1 and set(skipped) >= set(libs):
         lines.append(f"   all libraries: skipped: {next(iter(skipped.values()))}")

@@ -501,6 +501,206 @@ for _n in (30, 300, 3000):
     _compile_case(_n)
 
 
+# ----------------------------------------------------------------- large programs
+
+LARGE_METRICS = ("trace", "lower", "trace_lower", "compile", "steady", "peak_host_memory")
+LARGE_LIBS = ("xform", "jax")
+
+
+def _large_record(ctx, program, size, compile_why=None, steady_note=""):
+    """trace / lower (several interleaved rounds), XLA compile and the compiled call
+    (one round: XLA's compile of 10,000 small ops takes tens of seconds) and the peak
+    host memory of trace + lower (fresh processes) of ``benchmarks.large`` program
+    ``program`` at ``size``, xform vs JAX."""
+    from benchmarks import large
+    from xform.profile import count_ops
+    rng = np.random.default_rng(0)
+    _, np_args = large.build(program, size, rng)
+    dev_args = {}
+    skipped = {}
+    for name in LARGE_LIBS:
+        try:
+            L = ctx.lib(name, "jit")
+            dev_args[name] = large.to_lib(L, np_args)
+        except Exception as e:  # noqa: BLE001
+            skipped[name] = timing.reason_of(e)
+
+    def factory(name):
+        if name in skipped:
+            return skipped[name]
+        L = ctx.libs[name]
+
+        def run(r):
+            make, _ = large.build(program, size, rng, variant=r)
+            (t_trace, t_lower), _, _ = large.trace_lower(L, make(L), dev_args[name])
+            return {"trace": t_trace, "lower": t_lower, "trace_lower": t_trace + t_lower}
+        return run
+
+    rounds = 1 if ctx.quick else min(ctx.rounds, 5)
+    got, sk = timing.phases({n: factory(n) for n in LARGE_LIBS}, rounds)
+    skipped.update(sk)
+    metrics = {m: {lib: v[m] for lib, v in got.items()} for m in ("trace", "lower", "trace_lower")}
+    metrics["compile"], metrics["steady"] = {}, {}
+    if compile_why:
+        for name in LARGE_LIBS:
+            skipped.setdefault(name, compile_why)
+    else:
+        thunks = {}
+        for name in LARGE_LIBS:
+            if name in skipped:
+                continue
+            L = ctx.libs[name]
+            try:
+                make, _ = large.build(program, size, rng, variant=10_000)
+                args = dev_args[name]
+                _, jf, lowered = large.trace_lower(L, make(L), args)
+                t0 = timing.clock()
+                if name == "jax":
+                    compiled = lowered.compile()
+                else:
+                    from xform._src import lowering
+                    lowering.compile_text(lowered)
+                    compiled = jf          # its first call finds the executable cached
+                metrics["compile"][name] = timing.clock() - t0
+                thunks[name] = (lambda c, a, L: lambda: L.block(c(*a)))(compiled, args, L)
+            except Exception as e:  # noqa: BLE001
+                skipped[name] = timing.reason_of(e)
+        times, _, sk = timing.steady(thunks, ctx.rounds, ctx.target_s)
+        metrics["steady"] = times
+        for lib, why in sk.items():
+            skipped.setdefault(lib, why)
+    metrics["peak_host_memory"] = {}
+    for name in LARGE_LIBS:
+        if name in skipped and not got.get(name):
+            continue
+        try:
+            metrics["peak_host_memory"][name] = large.peak_memory(name, program, size)
+        except Exception as e:  # noqa: BLE001
+            skipped.setdefault(name, timing.reason_of(e))
+    eqns = {}
+    for name in LARGE_LIBS:
+        if name in dev_args:
+            try:
+                L = ctx.libs[name]
+                make, _ = large.build(program, size, rng)
+                mj = __import__("xform" if name == "xform" else "jax").make_jaxpr
+                eqns[name] = count_ops(mj(make(L))(*dev_args[name]))
+            except Exception as e:  # noqa: BLE001
+                eqns[name] = timing.reason_of(e)
+    params = {"size": size, "staged_equations": eqns, "rounds": rounds,
+              "lower": "xform: simplify passes + StableHLO text with locations (what a first "
+                       "call compiles); JAX: Traced.lower() (its MLIR module)",
+              "peak_host_memory": "peak RSS of trace + lower over the process's RSS before, "
+                                  "in a fresh process per library"}
+    if steady_note:
+        params["steady"] = steady_note
+    return {"params": params, "metrics": metrics, "skipped": skipped}
+
+
+def large_case(name, description):
+    return case(name, "large", description, metrics=LARGE_METRICS, libs=LARGE_LIBS)
+
+
+_XLA_SLOW = ("XLA's compile of this many small ops takes minutes and grows faster than "
+             "linearly (about 30 s at 10,000 equations on 2 cores); trace, lower and memory "
+             "are the host-side costs measured here")
+
+
+@large_case("large/loop_10k_eqns", "jit of a 2000-iteration Python loop of h = tanh(h @ w); "
+            "h = h - mean(h) on f32[8,8] (10,000 equations; quick: 200 iterations, no compile)")
+def large_loop_10k(ctx):
+    return _large_record(ctx, "loop", ctx.size(2000, 200),
+                         compile_why="skipped in --quick mode" if ctx.quick else None,
+                         steady_note="the compiled program's call (xform: jit; JAX: "
+                                     "Compiled), same XLA program")
+
+
+@large_case("large/loop_50k_eqns", "jit of a 10000-iteration loop of the same ops (50,000 "
+            "equations; quick: 1000 iterations): trace, lower and memory only")
+def large_loop_50k(ctx):
+    return _large_record(ctx, "loop", ctx.size(10_000, 1000), compile_why=_XLA_SLOW)
+
+
+@large_case("large/transformer_48_layers", "jit(value_and_grad) of an unrolled stack of 48 "
+            "pre-LN transformer blocks, seq 16, width 64, 4 heads (about 10,700 equations; "
+            "quick: 4 layers, no compile)")
+def large_transformer(ctx):
+    return _large_record(ctx, "transformer", ctx.size(48, 4),
+                         compile_why="skipped in --quick mode" if ctx.quick else None,
+                         steady_note="the compiled program's call (xform: jit; JAX: "
+                                     "Compiled), same XLA program")
+
+
+@large_case("large/pytree_5000_leaves", "jit(tree_map(lambda a: a * 0.999, params)) with "
+            "params a dict of 100 lists of 25 {'w': f32[4], 'b': f32[4]} (5,000 leaves in and "
+            "out; quick: 500); steady = the call's dispatch of 5,000 arguments and results")
+def large_pytree(ctx):
+    return _large_record(ctx, "tree", ctx.size(100, 10),
+                         steady_note="the call with 5,000 leaves (xform: jit; JAX: Compiled, "
+                                     "its C++ call path)")
+
+
+GROWTH_SIZES = (1000, 2000, 4000, 8000, 16000)
+
+
+@case("large/growth_trace_lower", "large", "trace + lower of the loop program at 1k, 2k, "
+      "4k, 8k and 16k equations (quick: 500, 1k, 2k): the growth curve; exponent = "
+      "log-log slope between sizes (1 = linear)",
+      metrics=tuple(f"trace_lower_{n}" for n in GROWTH_SIZES), libs=LARGE_LIBS)
+def large_growth(ctx):
+    from benchmarks import large
+    sizes = (500, 1000, 2000) if ctx.quick else GROWTH_SIZES
+    rng = np.random.default_rng(0)
+    skipped, dev = {}, {}
+    for name in LARGE_LIBS:
+        try:
+            dev[name] = large.to_lib(ctx.lib(name, "jit"), large.loop_args(rng))
+        except Exception as e:  # noqa: BLE001
+            skipped[name] = timing.reason_of(e)
+
+    def factory(name):
+        if name in skipped:
+            return skipped[name]
+        L = ctx.libs[name]
+
+        def run(r):
+            out = {}
+            for n in sizes:
+                make = large.loop_program(n // large.LOOP_EQNS_PER_ITER, variant=r)
+                (a, b), _, _ = large.trace_lower(L, make(L), dev[name])
+                out[n] = a + b
+            return out
+        return run
+    got, sk = timing.phases({n: factory(n) for n in LARGE_LIBS}, 1 if ctx.quick else 3)
+    skipped.update(sk)
+    metrics = {f"trace_lower_{n}": {lib: v[n] for lib, v in got.items()} for n in sizes}
+    for n in GROWTH_SIZES:
+        if n not in sizes:
+            metrics[f"trace_lower_{n}"] = {}
+            for lib in LARGE_LIBS:
+                skipped.setdefault(lib, "sizes above 2000 equations: full mode only")
+    lines = [f"{'equations':>10}" + "".join(f"{lib + ' ms':>11}{lib + ' us/eqn':>14}"
+                                            f"{lib + ' exp':>10}" for lib in got)
+             + f"{'xform/jax':>11}"]
+    prev = {}
+    for n in sizes:
+        row = f"{n:>10}"
+        for lib, v in got.items():
+            t = v[n]
+            exp = (f"{math.log(t / prev[lib][1]) / math.log(n / prev[lib][0]):.2f}"
+                   if lib in prev else "-")
+            prev[lib] = (n, t)
+            row += f"{t * 1e3:>11.1f}{t / n * 1e6:>14.1f}{exp:>10}"
+        if "xform" in got and "jax" in got:
+            row += f"{got['xform'][n] / got['jax'][n]:>10.2f}x"
+        lines.append(row)
+    rec = {"params": {"sizes": list(sizes), "program": "loop (5 equations per iteration)"},
+           "metrics": metrics, "skipped": skipped}
+    rec["growth_table"] = "\n".join(lines)
+    return rec
+
+
+
 # ----------------------------------------------------------------- steady state
 
 STEADY_LIBS = ("xform", "jax", "numpy")

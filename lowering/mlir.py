@@ -213,6 +213,33 @@ class ModuleContext:
         return sym
 
 
+class _Scope(dict):
+    """A name table that falls back to its enclosing scope's: a region sees every name
+    of the function around it without copying the table (a copy per region made
+    lowering quadratic in the program's size)."""
+
+    __slots__ = ("parent",)
+
+    def __init__(self, parent=None):
+        super().__init__()
+        self.parent = parent
+
+    def __missing__(self, key):
+        if self.parent is None:
+            raise KeyError(key)
+        return self.parent[key]
+
+    def lookup(self, key):
+        """``self[key]`` or None, without raising."""
+        s = self
+        while s is not None:
+            v = dict.get(s, key)
+            if v is not None:
+                return v
+            s = s.parent
+        return None
+
+
 class LoweringContext:
     """Emits the body of one function (or region).
 
@@ -225,13 +252,13 @@ class LoweringContext:
         self.module = module
         self.lines: list[str] = []
         self.indent = indent
-        self.types: dict = dict(parent.types) if parent is not None else {}
+        self.types: dict = _Scope(parent.types if parent is not None else None)
         self._counter = parent._counter if parent is not None else [0]
         self.in_avals = self.out_avals = ()
         self.loc = ""
         self.name_stack = parent.name_stack if parent is not None else ""
         # implicit scalar broadcasts emitted in this scope (visible to nested regions)
-        self.bcast_cache: dict = dict(parent.bcast_cache) if parent is not None else {}
+        self.bcast_cache = _Scope(parent.bcast_cache if parent is not None else None)
 
     # -- names
     def fresh(self) -> str:
@@ -399,7 +426,7 @@ def _read_broadcasting(ctx, eqn, env):
                 key = (val.dtype, val.tobytes(), shape)
             else:
                 key = (env[a], shape)
-            x = cache.get(key)
+            x = cache.lookup(key)
             if x is None:
                 src = ctx.constant(val) if type(a) is Literal else env[a]
                 # rank 0: no operand dims; equal rank: identity dims (size-1 dims expand)

@@ -13,7 +13,7 @@ import numpy as np
 
 from xform._src.primitives.convolution import conv_general_dilated_p
 from xform._src.lowering.mlir import i64_array, register, tensor_type
-from xform._src.lowering.rules_linalg import _precision_name
+from xform._src.lowering.rules_dot_general import _precision_name
 
 
 def _labels(spec, a, b):

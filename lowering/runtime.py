@@ -479,7 +479,7 @@ def device_put(x, device=None) -> Array:
                         f"xform.devices().")
     if isinstance(x, Array):
         if x._deleted:
-            raise RuntimeError("device_put() of a deleted (donated) Array")
+            raise x._deleted_error("device_put()")
         if x._npy is not None and x._npy.dtype.kind == "V" and x._npy.dtype.names:
             # typed PRNG keys stay host values (their words are placed per compiled call)
             return Array(x._npy, x.weak_type, committed=committed)
@@ -739,8 +739,7 @@ class Compiled:
         for i in self._donated_idx:
             x = args[i]
             if type(x) is Array:
-                x._npy = None
-                x._deleted = True
+                x._mark_deleted()
 
     def _slow_arg(self, i, x, strict=False):
         """Validate and place one argument (anything other than the fast cases)."""
@@ -751,14 +750,12 @@ class Compiled:
                             "compiled program; call it with concrete arrays (or stage it with jit).")
         if isinstance(x, Array):
             if x._deleted:
-                raise RuntimeError(
-                    f"argument {i} ({x.aval.str_short()}): Array has been deleted: it was donated "
-                    "to a jitted computation (donate_argnums) or deleted explicitly. Use the "
-                    "computation's output instead, or do not donate this argument.")
+                raise x._deleted_error(f"argument {i} of a compiled call")
             b = x._buf
             if b is not None:
-                if b.is_deleted():
-                    raise RuntimeError(f"argument {i}: Array has been deleted (donated).")
+                if b.is_deleted():         # its buffer was donated through another Array
+                    x._mark_deleted()
+                    raise x._deleted_error(f"argument {i} of a compiled call")
                 if tuple(b.aval.shape) != shape or np.dtype(b.aval.dtype) != dtype:
                     raise TypeError(self._mismatch(i, f"{x.aval.str_short()}"))
                 if len(b._sharding.device_set) > 1:       # a sharded Array

@@ -1,7 +1,7 @@
 """Host callbacks: Python functions called from inside transformed and compiled programs.
 
 Three primitives, all lowered to XLA's python-callback custom call
-(``lowering/rules_callbacks.py``, ``lowering/rules_control.py``):
+(``lowering/rules_callbacks.py``, ``lowering/rules_calls.py``):
 
 * ``pure_callback`` -- a pure function with results: may be removed when its results
   are unused, or called once per batch element.  Under ``vmap`` its ``vmap_method``

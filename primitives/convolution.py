@@ -31,7 +31,7 @@ from xform._src.interpreters import ad, batching, core, dtypes
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
-from xform._src.primitives.linalg import _canon_precision, _result_dtype
+from xform._src.primitives.dot_general import _canon_precision, _result_dtype
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, checked_bind, reshape_p,
                                    rev_p, transpose_p)
 
@@ -694,7 +694,7 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
                                lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
                                precision=None):
     """Locally connected (unshared-weight) convolution: patches contracted per position."""
-    from xform._src.primitives.linalg import dot_general
+    from xform._src.primitives.dot_general import dot_general
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     cp = _canon_precision(precision)
     if cp is None:

@@ -8,7 +8,7 @@ prints), ``logging_record``, ``ordered`` and ``partitioned``; the operands are t
 array leaves.  Eagerly it prints now; staged, it stays in the program (DCE keeps
 effectful equations, CSE never merges them) and prints when the program runs --
 compiled, through the same host-callback custom call as ``debug_callback``
-(``lowering/rules_control.py``).  JVP: prints the primals; vmap: prints once per
+(``lowering/rules_calls.py``).  JVP: prints the primals; vmap: prints once per
 batch element, in order (JAX's unrolled rule).
 """
 from __future__ import annotations

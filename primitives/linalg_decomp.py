@@ -29,7 +29,7 @@ from xform._src.primitives import elementwise as E
 from xform._src.primitives import reductions as R
 from xform._src.primitives import structural as S
 from xform._src.primitives._rules import bdim_at_front, defjvp_zero
-from xform._src.primitives.linalg import dot_general_p
+from xform._src.primitives.dot_general import dot_general_p
 from xform._src.primitives.structural import as_operand
 
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "geqrf",

@@ -319,6 +319,91 @@ def test_static_and_donated_conflict():
         xform.jit(lambda x: x, static_argnums=0, donate_argnums=0)
 
 
+def _uses_of(x, f):
+    """Every way a user touches an array's value or storage."""
+    return {
+        "add": lambda: x + 0, "jit call": lambda: f(x), "sum": lambda: x.sum(),
+        "asarray": lambda: np.asarray(x), "index": lambda: x[0], "sin": lambda: xform.numpy.sin(x),
+        "float": lambda: float(x[0]), "tolist": lambda: x.tolist(), "copy": lambda: x.copy(),
+        "str": lambda: str(x), "shards": lambda: x.addressable_shards,
+        "dlpack": lambda: x.__dlpack__(), "devices": lambda: x.devices(),
+        "block": lambda: x.block_until_ready(), "device_put": lambda: xform.device_put(x),
+        "vmap": lambda: xform.vmap(xform.numpy.sin)(x),
+        "grad": lambda: xform.grad(lambda v: v.sum())(x),
+        "other jit": lambda: xform.jit(xform.numpy.cos)(x),
+    }
+
+
+@pytest.mark.parametrize("how", ["donate host array", "donate device array", "delete"])
+def test_every_use_of_a_deleted_array_raises_jax_runtime_error(how):
+    f = xform.jit(lambda v: v * 2 + 1, donate_argnums=0)
+    x = xform.numpy.ones(8) if how == "donate host array" else xform.device_put(X)
+    if how == "delete":
+        x.delete()
+    else:
+        f(x)
+    assert x.is_deleted()
+    # shape and dtype survive, as in JAX; the repr stays printable
+    assert x.shape == (8,) if how == "donate host array" else x.shape == X.shape
+    assert x.aval.shape == x.shape
+    assert "deleted" in repr(x)
+    for name, use in _uses_of(x, f).items():
+        with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\["):
+            use()
+    jx = jnp.ones(8)       # JAX raises the same type with the same opening
+    jx.delete()
+    with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[8\]"):
+        jx + 0
+
+
+def _jit_error(jit, fun, kw):
+    try:
+        jit(fun, **kw)
+    except Exception as e:          # noqa: BLE001 - compared with JAX's below
+        return type(e), str(e)
+    return None
+
+
+def _two(x, y=1):
+    return x
+
+
+def _varargs(x, *args):
+    return x
+
+
+def _varkw(x, **kw):
+    return x
+
+
+def _posonly(x, /, y):
+    return x
+
+
+def _kwonly(x, *, k):
+    return x
+
+
+@pytest.mark.parametrize("fun,kw", [
+    (_two, dict(static_argnames="zz")), (_two, dict(static_argnums=5)),
+    (_two, dict(static_argnums=-5)), (_two, dict(static_argnums=(0, 7))),
+    (_two, dict(donate_argnames="zz")), (_two, dict(donate_argnums=5)),
+    (_varargs, dict(static_argnums=5)), (_varargs, dict(static_argnames="zz")),
+    (_varkw, dict(static_argnames="zz")), (_varkw, dict(static_argnums=3)),
+    (_posonly, dict(static_argnames="x")), (_kwonly, dict(static_argnames="k")),
+    (_kwonly, dict(static_argnums=1)), (lambda: 1, dict(static_argnums=0)),
+    (_two, dict(static_argnames="x", donate_argnames="x")),
+    (_two, dict(static_argnums=0, donate_argnums=0)),
+])
+def test_static_and_donate_arguments_validated_as_jax(fun, kw):
+    ours, theirs = _jit_error(xform.jit, fun, kw), _jit_error(jax.jit, fun, kw)
+    if theirs is None:
+        assert ours is None
+        return
+    assert ours is not None and ours[0] is theirs[0], (ours, theirs)
+    assert ours[1].startswith(theirs[1].split("(")[0].split(". ")[0]), (ours, theirs)
+
+
 # ----------------------------------------------------------------- AOT API
 
 

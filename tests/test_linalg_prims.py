@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from xform._src.interpreters import batching, core
-from xform._src.primitives import linalg
+from xform._src.primitives import dot_general as linalg
 from prim_testutil import (BF16, assert_close, batch_args, check_batch, check_jvp,
                            check_transpose, check_vs_jax, examples, rand, x64_enabled)
 from xform import lax

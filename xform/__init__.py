@@ -18,11 +18,11 @@ __version__ = "0.1.0"
 
 # Public modules; each defines ``__all__`` with what it contributes to the top level.  The
 # order matters: later modules add methods to ``Array`` that earlier ones define.
-from xform import _operators, _ad_api, _custom_derivatives, _checkpoint, _vmap  # noqa: E402
+from xform import _operators, _ad_api, _custom_derivatives, _remat, _vmap  # noqa: E402
 from xform import _jit, _devices, _api_extras, _callbacks  # noqa: E402
 from xform.sharding import _api as _sharding_api, _pmap  # noqa: E402
 
-for _mod in (_operators, _ad_api, _custom_derivatives, _checkpoint, _vmap, _jit, _devices,
+for _mod in (_operators, _ad_api, _custom_derivatives, _remat, _vmap, _jit, _devices,
              _api_extras, _callbacks, _sharding_api, _pmap):
     for _name in _mod.__all__:
         globals()[_name] = getattr(_mod, _name)
@@ -37,3 +37,4 @@ from xform import experimental, errors, typing, stages, monitoring, profiler  # 
 from xform import version, example_libraries, mixed_precision, compat  # noqa: E402,F401
 from xform import custom_derivatives, ops, sharding, distributed  # noqa: E402,F401
 from xform import export, checkpointing, dlpack  # noqa: E402,F401
+from xform import core, extend, interpreters, api_util  # noqa: E402,F401  (JAX's extension API)

@@ -292,10 +292,18 @@ def _resolve_argnums(fun, argnums, argnames, what):
         argnames = ()
     elif isinstance(argnames, str):
         argnames = (argnames,)
-    argnums, argnames = tuple(argnums), tuple(argnames)
+    try:
+        argnums, argnames = tuple(argnums), tuple(argnames)
+    except TypeError:
+        raise TypeError(f"jit: {what}_argnums must be an int or a sequence of ints and "
+                        f"{what}_argnames a str or a sequence of str; got "
+                        f"{what}_argnums={argnums!r}, {what}_argnames={argnames!r}") from None
     for a in argnums:
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"jit: {what}_argnums must be ints, got {a!r}")
+    for a in argnames:
+        if not isinstance(a, str):
+            raise TypeError(f"jit: {what}_argnames must be strings, got {a!r}")
     sig = _signature(fun)
     if sig is None:
         return tuple(int(a) for a in argnums), argnames
@@ -303,14 +311,24 @@ def _resolve_argnums(fun, argnums, argnames, what):
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     n = len(positional)
     has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    has_varkw = any(p.kind == p.VAR_KEYWORD for p in params)
+    if not has_varargs and any(not -n <= int(a) < n for a in argnums):
+        raise ValueError(f"Jitted function has {what}_argnums={tuple(int(a) for a in argnums)},"
+                         f" but only accepts {n} positional arguments.")
+    nameable = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    posonly = {p.name for p in params if p.kind == p.POSITIONAL_ONLY}
+    bad = set(argnames) - nameable
+    if bad & posonly:
+        raise ValueError(f"Jitted function has invalid argnames {bad & posonly} in "
+                         f"{what}_argnames. These are positional-only")
+    if bad and not has_varkw:
+        raise ValueError(f"Jitted function has invalid argnames {bad} in {what}_argnames. "
+                         "Function does not take these args.")
     nums = set()
     for a in argnums:
         a = int(a)
         if a < 0:
             a += n
-        if not has_varargs and not 0 <= a < n and n:
-            raise ValueError(f"jit: {what}_argnums={a} is out of range for a function with "
-                             f"{n} positional parameters ({', '.join(p.name for p in positional)})")
         nums.add(a)
     names = set(argnames)
     for i, p in enumerate(positional):
@@ -424,10 +442,17 @@ class JitWrapped:
             fun, static_argnums, static_argnames, "static")
         self._donate_argnums, self._donate_argnames = _resolve_argnums(
             fun, donate_argnums, donate_argnames, "donate")
+        both_names = set(self._static_argnames) & set(self._donate_argnames)
+        if both_names:
+            raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                             f"names {both_names} appear in both static_argnames and "
+                             "donate_argnames (a static argument is not an array and cannot "
+                             "be donated).")
         both = set(self._static_argnums) & set(self._donate_argnums)
         if both:
-            raise ValueError(f"jit: arguments {sorted(both)} are both static and donated; a "
-                             "static argument is not an array and cannot be donated.")
+            raise ValueError("static_argnums and donate_argnums cannot intersect. Argument "
+                             f"positions {sorted(both)} appear in both (a static argument is "
+                             "not an array and cannot be donated).")
         self._keep_unused = bool(keep_unused)
         self._inline = bool(inline)
         if device is not None and backend is not None:
@@ -992,6 +1017,26 @@ class CompiledCall:
         return self._entry.compiled.memory_analysis()
 
     @property
+    def input_formats(self):
+        """((one Format per positional argument's leaves), {}) (default layouts)."""
+        from xform.experimental.layout import Format, default_layout
+        e = self._entry
+        fmts = [Format(default_layout(len(a.shape)), _default_sharding())
+                for a in e.in_avals]
+        tree = e.key[0].unflatten(fmts)
+        if isinstance(tree, tuple) and len(tree) == 2 and isinstance(tree[0], tuple) and \
+                isinstance(tree[1], dict) and tree[1]:     # called with keyword arguments
+            return (tuple(tree[0]), dict(tree[1]))
+        return (tuple(tree), {})
+
+    @property
+    def output_formats(self):
+        from xform.experimental.layout import Format, default_layout
+        e = self._entry
+        return e.out_tree.unflatten([Format(default_layout(len(a.shape)), _default_sharding())
+                                     for a in e.closed.out_avals])
+
+    @property
     def out_info(self):
         return self._entry.out_tree.unflatten([_sds(a) for a in self._entry.closed.out_avals])
 
@@ -1009,6 +1054,15 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
               keep_unused=keep_unused, device=device, backend=backend, inline=inline,
               compiler_options=compiler_options)
     if in_shardings is not None or out_shardings is not None:
+        from xform.experimental.layout import strip_formats
+        in_shardings = strip_formats(in_shardings, "jit in_shardings")
+        out_shardings = strip_formats(out_shardings, "jit out_shardings")
+        one = _single_device_of(in_shardings, out_shardings)
+        if one is not False:          # None or one device's shardings only: a plain jit
+            kw.update(in_shardings=None, out_shardings=None,
+                      device=device if one is None else one)
+            return (lambda f: JitWrapped(f, **kw)) if fun is None else JitWrapped(fun, **kw)
+    if in_shardings is not None or out_shardings is not None:
         from xform.sharding._jit import ShardedJit
         kw.update(in_shardings=None, out_shardings=None)
         make = lambda f: ShardedJit(JitWrapped(f, **kw), in_shardings, out_shardings)  # noqa
@@ -1016,6 +1070,30 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
     if fun is None:
         return lambda f: JitWrapped(f, **kw)
     return JitWrapped(fun, **kw)
+
+
+def _default_sharding():
+    from xform import _devices, sharding as S
+    return S.SingleDeviceSharding(_devices.local_devices()[0])
+
+
+def _single_device_of(*trees):
+    """The one device if every sharding in ``trees`` is None or a SingleDeviceSharding
+    of that device (None if all are None); False otherwise."""
+    from xform import sharding as S
+    from xform.tree_util import tree_leaves
+    devs = set()
+    for t in trees:
+        for s in tree_leaves(t, is_leaf=lambda s: s is None or isinstance(
+                s, (S.Sharding, S.PartitionSpec))):
+            if s is None:
+                continue
+            if not isinstance(s, S.SingleDeviceSharding):
+                return False
+            devs.add(s._device)
+    if len(devs) > 1:
+        return False
+    return next(iter(devs)) if devs else None
 
 
 # ----------------------------------------------------------------- make_jaxpr / eval_shape

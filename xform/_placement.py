@@ -69,11 +69,15 @@ class Placement:
             return S.SingleDeviceSharding(_devices.local_devices(backend="cpu")[0])
         return _spmd().buf_sharding(b)
 
+    def format(self, arr):
+        from xform.experimental.layout import array_format
+        return array_format(arr)
+
     def addressable_shards(self, arr):
         b = arr._buf
-        if b is None or arr._deleted:
-            if arr._deleted:
-                raise RuntimeError("Array has been deleted (donated)")
+        if arr._deleted:
+            raise arr._deleted_error("addressable_shards")
+        if b is None:
             from xform import _devices
             d = _devices.local_devices(backend="cpu")[0]
             return [Shard(d, tuple(slice(None) for _ in arr.shape), 0, arr)]
@@ -82,7 +86,7 @@ class Placement:
 
     def dlpack(self, arr, stream, max_version, dl_device, copy):
         if arr._deleted:
-            raise RuntimeError("__dlpack__ of a deleted (donated) Array")
+            raise arr._deleted_error("__dlpack__")
         kw = {}
         if max_version is not None:
             kw["max_version"] = max_version

@@ -1,7 +1,7 @@
 """``xform.ad_checkpoint``: JAX's module of the same name (checkpointing tools)."""
-from xform._checkpoint import (checkpoint, checkpoint_name, checkpoint_policies,  # noqa: F401
+from xform._remat import (checkpoint, checkpoint_name, checkpoint_policies,  # noqa: F401
                                print_saved_residuals, remat, saved_residuals)
-from xform._checkpoint import (everything_saveable, nothing_saveable,  # noqa: F401
+from xform._remat import (everything_saveable, nothing_saveable,  # noqa: F401
                                dots_saveable, checkpoint_dots,
                                dots_with_no_batch_dims_saveable, save_only_these_names,
                                save_any_names_but_these, save_anything_except_these_names,

@@ -6,7 +6,7 @@ are first converted to the output dtype.
 """
 from __future__ import annotations
 
-from xform._src.primitives.linalg import dot_general_p
+from xform._src.primitives.dot_general import dot_general_p
 from xform._src.lowering.mlir import register
 
 _PRECISIONS = {"DEFAULT": "DEFAULT", "HIGH": "HIGH", "HIGHEST": "HIGHEST",
