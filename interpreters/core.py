@@ -27,11 +27,20 @@ from xform._src.interpreters.dtypes import ExtendedDType, extended_by_struct
 # ----------------------------------------------------------------- abstract values
 
 
+type_sharding_impl = None   # set by xform.sharding: aval -> its type-level sharding
+
+
 class ShapedArray:
     """An abstract value: what every tracer carries and every cache is keyed on."""
 
     __slots__ = ("shape", "dtype", "weak_type")
-    sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
+
+    @property
+    def sharding(self):
+        """The sharding that is part of this type (``xform.typeof(x).sharding``): unsharded
+        over the current abstract mesh (xform.sharding supplies it)."""
+        f = type_sharding_impl
+        return None if f is None else f(self)
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = shape = tuple(shape)
@@ -63,6 +72,12 @@ class ShapedArray:
 
     def strip_weak_type(self):
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
+
+    def to_tangent_aval(self):
+        """The type of this type's tangents (JAX's name): the same shape and inexact
+        dtype, not weak; ``float0`` for integer and boolean values."""
+        from xform._src.interpreters.ad import tangent_aval
+        return tangent_aval(self)
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
@@ -283,7 +298,8 @@ class ArrayOps:
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d array")
+            kind = "key " if isinstance(self.dtype, ExtendedDType) else ""
+            raise TypeError(f"iteration over a 0-d {kind}array")
         if type(self) is Array and self._npy is not None:
             # concrete host values: rows directly (what ``self[i]`` computes, without
             # binding slice + reshape per row); e.g. ``k1, k2 = random.split(key)``
@@ -404,6 +420,11 @@ def value_text(x) -> str:
 # ----------------------------------------------------------------- concrete arrays
 
 
+KEY_CONVERSION_MESSAGE = (
+    "JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+    "jax.random.key_data(arr) if you wish to extract the underlying integer array.")
+
+
 class Array(ArrayOps):
     """The concrete, immutable array users hold.
 
@@ -521,7 +542,21 @@ class Array(ArrayOps):
         return self._value
 
     # -- Python protocol on concrete values
+    def _is_key_array(self):
+        v = self._npy
+        if v is None and self._buf is None:   # deleted
+            return False
+        dt = v.dtype if v is not None else np.dtype(self._buf.aval.dtype)
+        return dt.kind == "V" and dt in extended_by_struct
+
+    def _refuse_key_conversion(self, exc=TypeError):
+        """Typed PRNG key arrays are not data: like JAX, they refuse to become NumPy
+        arrays or Python scalars (their words are reachable through ``key_data``)."""
+        if self._is_key_array():
+            raise exc(KEY_CONVERSION_MESSAGE)
+
     def __array__(self, dtype=None, copy=None):
+        self._refuse_key_conversion()
         v = np.asarray(self._value)
         if v.flags.writeable:
             v = v.view()
@@ -533,29 +568,37 @@ class Array(ArrayOps):
         return v
 
     def __bool__(self):
+        if self._is_key_array():
+            raise TypeError("key array cannot be converted to boolean.")
         if self.size != 1:
             raise ValueError(f"The truth value of an array with shape {self.shape} is ambiguous. "
                              "Use a.any() or a.all().")
         return bool(self._value)
 
     def __int__(self):
+        self._refuse_key_conversion()
         return int(self._value)
 
     def __float__(self):
+        self._refuse_key_conversion()
         return float(self._value)
 
     def __complex__(self):
+        self._refuse_key_conversion()
         return complex(self._value)
 
     def __index__(self):
+        self._refuse_key_conversion()
         if self.dtype.kind not in "iub":
             raise TypeError(f"only integer arrays can be used as an index; got dtype {self.dtype}")
         return int(self._value)
 
     def item(self, *args):
+        self._refuse_key_conversion()
         return np.asarray(self._value).item(*args)
 
     def tolist(self):
+        self._refuse_key_conversion()
         return np.asarray(self._value).tolist()
 
     def __hash__(self):
@@ -599,6 +642,11 @@ class Array(ArrayOps):
         return _placement().sharding(self)
 
     @property
+    def format(self):
+        """The array's layout and sharding (``xform.experimental.layout.Format``)."""
+        return _placement().format(self)
+
+    @property
     def addressable_shards(self):
         if self._deleted:
             raise self._deleted_error("addressable_shards")
@@ -618,6 +666,7 @@ class Array(ArrayOps):
         return self.sharding.is_fully_addressable
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self._refuse_key_conversion()
         if self._deleted:
             raise self._deleted_error("__dlpack__")
         return _placement().dlpack(self, stream, max_version, dl_device, copy)
@@ -643,6 +692,8 @@ class Array(ArrayOps):
         return self.copy()
 
     def __format__(self, spec):
+        if self._is_key_array():   # JAX formats key arrays as their repr
+            return format(str(self), spec)
         if self.ndim == 0:
             return format(self._value.item(), spec)
         return format(str(self), spec)

@@ -597,8 +597,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         f_partial, dyn = _dyn_args("jacfwd", argnums, args, kwargs, fun)
         dyn_tree_arg = dyn[0] if isinstance(argnums, int) else dyn
         leaves, in_tree = _leaves(dyn_tree_arg, "jacfwd")
-        for x in leaves:
-            _check_input_dtype_jacfwd(holomorphic, x)
+        # checked with tree_map, as JAX does: custom nodes are rebuilt around the
+        # checks' results (None), which their constructors see
+        tree_map(lambda x: _check_input_dtype_jacfwd(holomorphic, _as_value_in(x, "jacfwd")),
+                 dyn_tree_arg)
         avals = [core.get_aval(x) for x in leaves]
         basis, n = _std_basis(avals)
         store = {}
@@ -643,8 +645,9 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         f_partial, dyn = _dyn_args("jacrev", argnums, args, kwargs, fun)
         dyn_tree_arg = dyn[0] if isinstance(argnums, int) else dyn
         leaves, in_tree = _leaves(dyn_tree_arg, "jacrev")
-        for x in leaves:
-            _check_input_dtype_rev("jacrev", holomorphic, allow_int, x)
+        # checked with tree_map, as JAX does (custom nodes rebuilt around None)
+        tree_map(lambda x: _check_input_dtype_rev("jacrev", holomorphic, allow_int,
+                                                  _as_value_in(x, "jacrev")), dyn_tree_arg)
         store = {}
 
         def f_flat(*xs):
