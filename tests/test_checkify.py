@@ -417,3 +417,41 @@ def test_alias_serves_jax_experimental_checkify():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "bad -1.0 (`check` failed)"
+
+
+def test_pmap_errors_carry_the_device_axis():
+    def prog(M, x):
+        def f(x):
+            M.ck.check(M.np.all(x > 0), "bad {}", x)
+            return M.np.log(x)
+        return M.ck.checkify(jax.pmap(f) if M is J else xform.pmap(f),
+                             errors=M.ck.all_checks)(x)
+    ex, _ = same(prog, f32(-1.0, 2.0).reshape(1, 2))
+    assert ex.get().startswith("at mapped index 0: bad [-1.  2.]")
+    same(prog, f32(1.0, 2.0).reshape(1, 2))
+
+
+def test_grad_of_checkified_custom_derivatives_uses_the_custom_rules():
+    def prog(M, x):
+        @M.custom_jvp
+        def g(x):
+            M.ck.check(x > 0, "g got {}", x)
+            return M.np.log(x)
+        # deliberately not log's derivative (the rules themselves are not checkified)
+        g.defjvp(lambda p, t: (M.np.log(p[0]), 10.0 * t[0]))
+
+        @M.custom_vjp
+        def h(x):
+            M.ck.check(x < 10, "h got {}", x)
+            return M.np.sin(x)
+        h.defvjp(lambda x: (M.np.sin(x), x), lambda x, ct: (3.0 * ct,))
+
+        def loss(x):
+            err, y = M.ck.checkify(lambda x: h(g(x)) * 2.0)(x)
+            return y, err
+        g_, err = M.grad(loss, has_aux=True)(x)
+        return err, g_
+    for v in (-1.0, 0.5, 2.0, 1e6):
+        same(prog, f32(v))
+        same(lambda M, x: M.jit(lambda x: prog(M, x))(x), f32(v))
+    same(lambda M, x: M.vmap(lambda x: prog(M, x))(x), f32(-1.0, 2.0))
