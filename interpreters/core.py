@@ -28,14 +28,23 @@ from xform._src.interpreters.dtypes import ExtendedDType, extended_by_struct
 # ----------------------------------------------------------------- abstract values
 
 
+type_sharding_impl = None   # set by xform.sharding: aval -> its type-level sharding
+
+
 class ShapedArray:
     """An abstract value: what every tracer carries and every cache is keyed on."""
 
     __slots__ = ("shape", "dtype", "weak_type")
-    sharding = None   # one device, no sharding (what ``xform.typeof(x).sharding`` reads)
+
+    @property
+    def sharding(self):
+        """The sharding that is part of this type (``xform.typeof(x).sharding``): unsharded
+        over the current abstract mesh (xform.sharding supplies it)."""
+        f = type_sharding_impl
+        return None if f is None else f(self)
 
     def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
+        self.shape = shape = tuple(shape)
         if isinstance(dtype, ExtendedDType):
             self.dtype = dtype
         else:
@@ -43,6 +52,11 @@ class ShapedArray:
             # a structured dtype that represents an extended one (concrete key arrays)
             self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
         self.weak_type = bool(weak_type)
+        # Every abstract value passes here, under every trace: refuse shapes whose element
+        # count or byte size int64 cannot hold before XLA sees them (it aborts the process).
+        n = _prod(shape)
+        if type(n) is not int or not 0 < n < _EXTENT_FAST:
+            _check_extent(shape, self.dtype)
 
     @property
     def ndim(self):
@@ -60,6 +74,12 @@ class ShapedArray:
     def strip_weak_type(self):
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
 
+    def to_tangent_aval(self):
+        """The type of this type's tangents (JAX's name): the same shape and inexact
+        dtype, not weak; ``float0`` for integer and boolean values."""
+        from xform._src.interpreters.ad import tangent_aval
+        return tangent_aval(self)
+
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
@@ -75,6 +95,42 @@ class ShapedArray:
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
+
+
+_INT64_MAX = (1 << 63) - 1
+_EXTENT_FAST = 1 << 31       # below this many elements no dtype can overflow int64 bytes
+_index = __import__("operator").index
+_prod = __import__("math").prod
+
+
+def _check_extent(shape, dtype):
+    """Raise ValueError when a shape's dimensions, element count or byte size overflow
+    int64 (the slow half of ``ShapedArray``'s check)."""
+    try:
+        dims = [_index(d) for d in shape]      # NumPy integers as exact Python ints
+    except TypeError:                          # a symbolic dimension (shape polymorphism)
+        return
+    n = _prod(dims)
+    if isinstance(dtype, ExtendedDType):
+        phys = np.dtype(dtype.physical)
+        itemsize = phys.itemsize * int(np.prod(getattr(dtype, "key_shape", ()) or (1,)))
+    else:
+        itemsize = dtype.itemsize
+    if n < 0:       # negative dimensions are each primitive's own error; here only size
+        return
+    what = None
+    if any(d > _INT64_MAX for d in dims):
+        what = "a dimension larger than int64 can hold"
+    elif n > _INT64_MAX:
+        what = f"{n} elements, more than int64 can count"
+    elif n * max(itemsize, 1) > _INT64_MAX:
+        what = f"{n} elements of {itemsize} bytes ({n * itemsize} bytes), more than int64 " \
+               "can address"
+    if what is not None:
+        name = getattr(dtype, "name", str(dtype))
+        raise ValueError(f"array shape {tuple(dims)} with dtype {name} is too large: {what}. "
+                         "No array this big can exist; check the shape computation (a "
+                         "broadcast, tile, pad or outer product of large dimensions).")
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:
@@ -271,7 +327,8 @@ class ArrayOps:
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d array")
+            kind = "key " if isinstance(self.dtype, ExtendedDType) else ""
+            raise TypeError(f"iteration over a 0-d {kind}array")
         if type(self) is Array and self._npy is not None:
             # concrete host values: rows directly (what ``self[i]`` computes, without
             # binding slice + reshape per row); e.g. ``k1, k2 = random.split(key)``
@@ -392,6 +449,11 @@ def value_text(x) -> str:
 # ----------------------------------------------------------------- concrete arrays
 
 
+KEY_CONVERSION_MESSAGE = (
+    "JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+    "jax.random.key_data(arr) if you wish to extract the underlying integer array.")
+
+
 class Array(ArrayOps):
     """The concrete, immutable array users hold.
 
@@ -509,7 +571,21 @@ class Array(ArrayOps):
         return self._value
 
     # -- Python protocol on concrete values
+    def _is_key_array(self):
+        v = self._npy
+        if v is None and self._buf is None:   # deleted
+            return False
+        dt = v.dtype if v is not None else np.dtype(self._buf.aval.dtype)
+        return dt.kind == "V" and dt in extended_by_struct
+
+    def _refuse_key_conversion(self, exc=TypeError):
+        """Typed PRNG key arrays are not data: like JAX, they refuse to become NumPy
+        arrays or Python scalars (their words are reachable through ``key_data``)."""
+        if self._is_key_array():
+            raise exc(KEY_CONVERSION_MESSAGE)
+
     def __array__(self, dtype=None, copy=None):
+        self._refuse_key_conversion()
         v = np.asarray(self._value)
         if v.flags.writeable:
             v = v.view()
@@ -521,29 +597,37 @@ class Array(ArrayOps):
         return v
 
     def __bool__(self):
+        if self._is_key_array():
+            raise TypeError("key array cannot be converted to boolean.")
         if self.size != 1:
             raise ValueError(f"The truth value of an array with shape {self.shape} is ambiguous. "
                              "Use a.any() or a.all().")
         return bool(self._value)
 
     def __int__(self):
+        self._refuse_key_conversion()
         return int(self._value)
 
     def __float__(self):
+        self._refuse_key_conversion()
         return float(self._value)
 
     def __complex__(self):
+        self._refuse_key_conversion()
         return complex(self._value)
 
     def __index__(self):
+        self._refuse_key_conversion()
         if self.dtype.kind not in "iub":
             raise TypeError(f"only integer arrays can be used as an index; got dtype {self.dtype}")
         return int(self._value)
 
     def item(self, *args):
+        self._refuse_key_conversion()
         return np.asarray(self._value).item(*args)
 
     def tolist(self):
+        self._refuse_key_conversion()
         return np.asarray(self._value).tolist()
 
     def __hash__(self):
@@ -587,6 +671,11 @@ class Array(ArrayOps):
         return _placement().sharding(self)
 
     @property
+    def format(self):
+        """The array's layout and sharding (``xform.experimental.layout.Format``)."""
+        return _placement().format(self)
+
+    @property
     def addressable_shards(self):
         if self._deleted:
             raise self._deleted_error("addressable_shards")
@@ -606,6 +695,7 @@ class Array(ArrayOps):
         return self.sharding.is_fully_addressable
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self._refuse_key_conversion()
         if self._deleted:
             raise self._deleted_error("__dlpack__")
         return _placement().dlpack(self, stream, max_version, dl_device, copy)
@@ -631,6 +721,8 @@ class Array(ArrayOps):
         return self.copy()
 
     def __format__(self, spec):
+        if self._is_key_array():   # JAX formats key arrays as their repr
+            return format(str(self), spec)
         if self.ndim == 0:
             return format(self._value.item(), spec)
         return format(str(self), spec)

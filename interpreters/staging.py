@@ -96,7 +96,7 @@ class StagingTrace(core.Trace):
             return Literal(np.asarray(x, aval.dtype), aval)
         if t is Array:
             aval = x.aval
-            if aval.shape == () and x.on_host:
+            if aval.shape == () and x.on_host and isinstance(aval.dtype, np.dtype):
                 return Literal(x._value, aval)
             return self._constvar(x, aval)
         if isinstance(x, (np.ndarray, np.generic)):

@@ -282,8 +282,13 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
                          GatherScatterMode.CLIP)
     g = x[tuple(_coords(starts, waxes, [slice_sizes[a] for a in waxes]))]
     if mode == GatherScatterMode.FILL_OR_DROP:
-        fv = default_fill_value(x.dtype) if fill_value is None else fill_value
-        g = np.where(ok.reshape(ok.shape + (1,) * len(waxes)), g, np.asarray(fv).astype(x.dtype))
+        if x.dtype.kind == "V":   # typed PRNG keys: every word the uint32 maximum, as JAX
+            fv = np.zeros((), x.dtype)
+            fv[x.dtype.names[0]] = np.iinfo(np.uint32).max
+        else:
+            fv = default_fill_value(x.dtype) if fill_value is None else fill_value
+            fv = np.asarray(fv).astype(x.dtype)
+        g = np.where(ok.reshape(ok.shape + (1,) * len(waxes)), g, fv)
     nb = idx.ndim - 1
     bi, wi, perm = iter(range(nb)), iter(range(nb, nb + len(waxes))), []
     for p in range(g.ndim):

@@ -169,7 +169,7 @@ jit_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 
 def _bad(v):
     from xform._src.interpreters.config import config
-    a = np.asarray(v)
+    a = v._value if isinstance(v, core.Array) else np.asarray(v)
     if a.dtype.kind not in "fc" and "float" not in a.dtype.name:
         return None
     a = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)

@@ -88,8 +88,8 @@ def to_struct(words):
 
 
 def to_words(keys):
-    """Structured key array -> uint32[..., 2] NumPy words."""
-    k = np.asarray(keys)
+    """Structured key array (NumPy, or an ``Array``'s host value) -> uint32[..., 2] words."""
+    k = keys._value if isinstance(keys, core.Array) else np.asarray(keys)
     return np.ascontiguousarray(k["fry"]).astype(_U32, copy=False)
 
 

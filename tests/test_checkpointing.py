@@ -22,7 +22,9 @@ State = collections.namedtuple("State", "count mu")
 
 
 def _bits(a):
-    """The array's exact bytes (NaN payloads, -0.0 and all)."""
+    """The array's exact bytes (NaN payloads, -0.0 and all); a key array's key data."""
+    if not isinstance(getattr(a, "dtype", None), np.dtype):
+        a = xform.random.key_data(a)
     a = np.ascontiguousarray(np.asarray(a))
     return a.dtype, a.shape, a.tobytes()
 

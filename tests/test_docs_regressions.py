@@ -315,3 +315,32 @@ def test_array_of_traced_ragged_list_raises_type_error_as_jax():
     for np_, lib in ((jnp, jax), (xnp, xform)):
         with pytest.raises(TypeError):
             lib.jit(lambda a: np_.array([np_.ones(3) * a, np_.ones(2)]))(1.0)
+
+
+def _exc_type(f):
+    try:
+        f()
+    except Exception as e:   # noqa: BLE001 - the exception type is the result
+        return type(e)
+    return None
+
+
+def test_custom_pytree_validating_init_under_jacobian_raises_value_error_as_jax():
+    """custom_pytrees.md: jacobian rebuilds a custom node around None (its input checks
+    run through tree_map) and asarray(None) is a ValueError, in both libraries."""
+    def run(lib, tu, np_):
+        class MyTree:
+            def __init__(self, a):
+                self.a = np_.asarray(a)
+        tu.register_pytree_node(MyTree, lambda t: ((t.a,), None), lambda _, c: MyTree(*c))
+        tree = MyTree(np_.arange(5.0))
+        return (_exc_type(lambda: lib.vmap(lambda x: x)(tree)),
+                _exc_type(lambda: lib.jacobian(lambda x: x)(tree)),
+                _exc_type(lambda: lib.jacfwd(lambda x: x)(tree)))
+    assert run(xform, xform.tree_util, xnp) == run(jax, jax.tree_util, jnp) == \
+        (None, ValueError, ValueError)
+    for bad in (None, [1, None]):
+        with pytest.raises(ValueError, match="None is not a valid value for jnp.array"):
+            xnp.asarray(bad)
+        with pytest.raises(ValueError):
+            jnp.asarray(bad)

@@ -556,3 +556,52 @@ def test_sampler_under_jit_and_vmap_of_split_keys(name):
         np.testing.assert_allclose(np.asarray(xv), np.asarray(jv), rtol=3e-7, atol=1e-7)
     else:
         assert_same(jv, xv, f"vmap {name}")
+
+
+def _outcome(f, *args):
+    try:
+        r = f(*args)
+    except Exception as e:   # noqa: BLE001 - the exception type and text are the result
+        return type(e), str(e)
+    return "ok", str(r)
+
+
+@pytest.mark.parametrize("what", [
+    "asarray", "array", "__array__", "float", "int", "complex", "bool", "format",
+    "device_get", "repr", "str", "iter0d", "dlpack_or_tolist"])
+def test_key_arrays_refuse_numpy_conversion_like_jax(what):
+    """Keys are not data: NumPy conversion and Python scalars are refused with JAX's
+    TypeError (its text, naming key_data); printing, formatting and device_get work."""
+    ops = {
+        "asarray": np.asarray, "array": np.array, "__array__": lambda k: k.__array__(),
+        "float": float, "int": int, "complex": complex, "bool": bool,
+        "format": lambda k: f"{k}", "device_get": lambda k: repr(jax.device_get(k))
+        if isinstance(k, jax.Array) else repr(xform.device_get(k)),
+        "repr": repr, "str": str, "iter0d": list,
+        "dlpack_or_tolist": lambda k: np.asarray(k[None]),
+    }
+    f = ops[what]
+    want = _outcome(f, jr.key(7))
+    got = _outcome(f, xr.key(7))
+    assert got[0] is want[0] if want[0] != "ok" else got[0] == "ok", (got, want)
+    if what in ("asarray", "array", "__array__", "format", "repr", "str", "device_get",
+                "iter0d", "bool", "dlpack_or_tolist"):
+        assert got[1] == want[1]
+
+
+def test_key_array_conversions_refused_and_internals_never_convert_keys():
+    k, ks = xr.key(7), xr.split(xr.key(7), 4)
+    for f in (lambda: ks.tolist(), lambda: k.item(), lambda: k.__index__()):
+        with pytest.raises((TypeError, AttributeError, NotImplementedError)):
+            f()
+    # everything else a user does with keys still works, eagerly and traced
+    jks = jr.split(jr.key(7), 4)
+    _same(jjnp.take(jks, jjnp.array([1, 10])), xnp.take(ks, xnp.array([1, 10])))
+    _same(jjnp.zeros_like(jks), xnp.zeros_like(ks))
+    _same(jjnp.full_like(jks[:1], 3), xnp.full_like(ks[:1], 3))
+    _same(jjnp.array([jr.key(7), jr.key(7)]), xnp.array([k, k]))
+    _same(jjnp.array([jr.key(7), jr.key(7)]), xform.jit(lambda k: xnp.array([k, k]))(k))
+    with xform.debug_nans(True):
+        _same(jr.split(jr.key(7)), xform.jit(lambda: xr.split(k))())
+    jaxpr = str(xform.make_jaxpr(lambda: xr.split(k))())
+    assert jaxpr.startswith("{ lambda a:key<fry>[]; .")   # a key constant, as JAX

@@ -117,6 +117,11 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 f"(output, aux), but it returned {_short(out)}.")
             out, aux = out
+            # aux values leave the differentiation as their primal values (as JAX)
+            tr = core.current_trace()
+            if isinstance(tr, ad.JVPTrace):
+                aux = tree_map(lambda x: tr.unpack(x)[0] if isinstance(x, core.Tracer) else x,
+                               aux)
             out_store["aux"] = aux
         out_leaves, out_tree = tree_flatten(out)
         out_store["tree"] = out_tree
@@ -597,8 +602,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         f_partial, dyn = _dyn_args("jacfwd", argnums, args, kwargs, fun)
         dyn_tree_arg = dyn[0] if isinstance(argnums, int) else dyn
         leaves, in_tree = _leaves(dyn_tree_arg, "jacfwd")
-        for x in leaves:
-            _check_input_dtype_jacfwd(holomorphic, x)
+        # checked with tree_map, as JAX does: custom nodes are rebuilt around the
+        # checks' results (None), which their constructors see
+        tree_map(lambda x: _check_input_dtype_jacfwd(holomorphic, _as_value_in(x, "jacfwd")),
+                 dyn_tree_arg)
         avals = [core.get_aval(x) for x in leaves]
         basis, n = _std_basis(avals)
         store = {}
@@ -643,8 +650,9 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         f_partial, dyn = _dyn_args("jacrev", argnums, args, kwargs, fun)
         dyn_tree_arg = dyn[0] if isinstance(argnums, int) else dyn
         leaves, in_tree = _leaves(dyn_tree_arg, "jacrev")
-        for x in leaves:
-            _check_input_dtype_rev("jacrev", holomorphic, allow_int, x)
+        # checked with tree_map, as JAX does (custom nodes rebuilt around None)
+        tree_map(lambda x: _check_input_dtype_rev("jacrev", holomorphic, allow_int,
+                                                  _as_value_in(x, "jacrev")), dyn_tree_arg)
         store = {}
 
         def f_flat(*xs):

@@ -117,10 +117,14 @@ def ensure_compile_time_eval():
 def typeof(x):
     """The abstract value (``ShapedArray``: shape, dtype, weak_type) of ``x``."""
     try:
-        return core.get_aval(x)
+        aval = core.get_aval(x)
     except TypeError:
         raise TypeError(f"typeof: {x!r} of type {type(x).__name__} is not an xform array "
                         "type") from None
+    if type(x) is core.Array and x._buf is not None:
+        from xform.sharding import typeof_sharding
+        return typeof_sharding(x, aval)
+    return aval
 
 
 # ----------------------------------------------------------------- caches and arrays

@@ -68,6 +68,8 @@ def _get_leaf(x):
         raise TypeError(f"device_get() of a traced array {x.aval.str_short()}: call it on "
                         "concrete arrays outside transformations.")
     if isinstance(x, Array):
+        if x._is_key_array():   # key arrays are not data: JAX returns them unchanged
+            return x
         return np.asarray(x._value)
     return x
 

@@ -1018,6 +1018,26 @@ class CompiledCall:
         return self._entry.compiled.memory_analysis()
 
     @property
+    def input_formats(self):
+        """((one Format per positional argument's leaves), {}) (default layouts)."""
+        from xform.experimental.layout import Format, default_layout
+        e = self._entry
+        fmts = [Format(default_layout(len(a.shape)), _default_sharding())
+                for a in e.in_avals]
+        tree = e.key[0].unflatten(fmts)
+        if isinstance(tree, tuple) and len(tree) == 2 and isinstance(tree[0], tuple) and \
+                isinstance(tree[1], dict) and tree[1]:     # called with keyword arguments
+            return (tuple(tree[0]), dict(tree[1]))
+        return (tuple(tree), {})
+
+    @property
+    def output_formats(self):
+        from xform.experimental.layout import Format, default_layout
+        e = self._entry
+        return e.out_tree.unflatten([Format(default_layout(len(a.shape)), _default_sharding())
+                                     for a in e.closed.out_avals])
+
+    @property
     def out_info(self):
         return self._entry.out_tree.unflatten([_sds(a) for a in self._entry.closed.out_avals])
 
@@ -1035,6 +1055,15 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
               keep_unused=keep_unused, device=device, backend=backend, inline=inline,
               compiler_options=compiler_options)
     if in_shardings is not None or out_shardings is not None:
+        from xform.experimental.layout import strip_formats
+        in_shardings = strip_formats(in_shardings, "jit in_shardings")
+        out_shardings = strip_formats(out_shardings, "jit out_shardings")
+        one = _single_device_of(in_shardings, out_shardings)
+        if one is not False:          # None or one device's shardings only: a plain jit
+            kw.update(in_shardings=None, out_shardings=None,
+                      device=device if one is None else one)
+            return (lambda f: JitWrapped(f, **kw)) if fun is None else JitWrapped(fun, **kw)
+    if in_shardings is not None or out_shardings is not None:
         from xform.sharding._jit import ShardedJit
         kw.update(in_shardings=None, out_shardings=None)
         make = lambda f: ShardedJit(JitWrapped(f, **kw), in_shardings, out_shardings)  # noqa
@@ -1042,6 +1071,30 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
     if fun is None:
         return lambda f: JitWrapped(f, **kw)
     return JitWrapped(fun, **kw)
+
+
+def _default_sharding():
+    from xform import _devices, sharding as S
+    return S.SingleDeviceSharding(_devices.local_devices()[0])
+
+
+def _single_device_of(*trees):
+    """The one device if every sharding in ``trees`` is None or a SingleDeviceSharding
+    of that device (None if all are None); False otherwise."""
+    from xform import sharding as S
+    from xform.tree_util import tree_leaves
+    devs = set()
+    for t in trees:
+        for s in tree_leaves(t, is_leaf=lambda s: s is None or isinstance(
+                s, (S.Sharding, S.PartitionSpec))):
+            if s is None:
+                continue
+            if not isinstance(s, S.SingleDeviceSharding):
+                return False
+            devs.add(s._device)
+    if len(devs) > 1:
+        return False
+    return next(iter(devs)) if devs else None
 
 
 # ----------------------------------------------------------------- make_jaxpr / eval_shape

@@ -69,6 +69,10 @@ class Placement:
             return S.SingleDeviceSharding(_devices.local_devices(backend="cpu")[0])
         return _spmd().buf_sharding(b)
 
+    def format(self, arr):
+        from xform.experimental.layout import array_format
+        return array_format(arr)
+
     def addressable_shards(self, arr):
         b = arr._buf
         if arr._deleted:

@@ -571,7 +571,8 @@ class _AbstractMesh:
     def __init__(self, axis_sizes, axis_names, axis_types=None, device=None):
         self.axis_sizes = tuple(int(n) for n in axis_sizes)
         self.axis_names = tuple(axis_names)
-        self.axis_types = tuple(axis_types) if axis_types else ("Auto",) * len(self.axis_names)
+        self.axis_types = tuple(getattr(t, "name", t) for t in axis_types) if axis_types \
+            else ("Auto",) * len(self.axis_names)        # AxisType member names
         self._device = device         # (device_kind, num_cores or None, platform) or None
 
     @classmethod
@@ -1460,7 +1461,7 @@ def _context_mesh(args):
             raise ValueError(f"an argument of type {a.aval.str_short()} is laid out as {s}, "
                              "which has no mesh; device_put it with a NamedSharding before "
                              "calling the exported function")
-    return S.get_mesh()
+    return S._context_mesh()
 
 
 def _run_mesh(exported, mesh):
@@ -1471,7 +1472,7 @@ def _run_mesh(exported, mesh):
         return mesh
     S = _xs()
     devs = np.array(list(mesh.devices.flat), dtype=object).reshape(am.axis_sizes)
-    return S.Mesh(devs, am.axis_names, am.axis_types)
+    return S.Mesh(devs, am.axis_names, tuple(S.AxisType[t] for t in am.axis_types))
 
 
 def _call_sharded(args, exported):

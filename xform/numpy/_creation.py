@@ -136,6 +136,9 @@ half = float16
 # ----------------------------------------------------------------- asarray / array
 
 
+_NONE_MESSAGE = "None is not a valid value for jnp.array"   # JAX's ValueError
+
+
 def _nested_to_arrays(obj, dtype):
     """A list/tuple tree -> one Array (stacking elements, promoting like JAX)."""
     leaves = []
@@ -148,9 +151,13 @@ def _nested_to_arrays(obj, dtype):
             leaves.append(o)
 
     walk(obj)
-    if not any(isinstance(l, ArrayOps) and not isinstance(l, Array) for l in leaves):
+    keyed = any(isinstance(l, ArrayOps) and not isinstance(l.dtype, np.dtype) for l in leaves)
+    if not keyed and not any(isinstance(l, ArrayOps) and not isinstance(l, Array)
+                             for l in leaves):
         # All concrete: build on the host with NumPy, then fix the dtype as JAX does.
         for l in leaves:
+            if l is None:
+                raise ValueError(_NONE_MESSAGE)
             if not U.is_arraylike(l):
                 raise TypeError(f"Value {l!r} of type {type(l).__name__} is not a valid "
                                 "element of an xform array.")
@@ -212,6 +219,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return Array(np.array(v, dtype=dt or dtypes.canonicalize_dtype(v.dtype)), False)
     if hasattr(a, "__jax_array__"):
         return asarray(a.__jax_array__(), dtype)
+    if a is None:
+        raise ValueError(_NONE_MESSAGE)
     raise TypeError(f"Value {a!r} of type {type(a).__name__} cannot be converted to an xform "
                     "array. Pass an Array, a NumPy array, a Python scalar or a (nested) list.")
 
@@ -227,6 +236,11 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
 
 def _full(shape, fill, dtype, weak=False):
     shape = U.canonical_shape(shape)
+    if dtype is not None and not isinstance(dtype, np.dtype):
+        # a typed PRNG key dtype: every key word is ``fill``, as JAX's *_like of keys
+        from xform._src.primitives.prng import random_wrap
+        words = _full(tuple(shape) + (2,), fill, np.dtype(np.uint32))
+        return random_wrap(words)
     if isinstance(fill, ArrayOps) and not isinstance(fill, Array):
         f = U.to_array(fill, dtype, False)
         return U.broadcast_to_shape(f, shape) if f.shape != shape else f

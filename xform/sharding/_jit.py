@@ -25,6 +25,8 @@ def _is_spec_leaf(s):
 
 
 def _to_named(s, mesh, what):
+    if isinstance(s, S.NamedSharding) and isinstance(s.mesh, S.AbstractMesh):
+        return s._concrete(mesh)
     if s is None or isinstance(s, S.Sharding):
         return s
     if isinstance(s, S.PartitionSpec):
@@ -86,7 +88,7 @@ class ShardedJit:
             s = _leaf_named(x)
             if s is not None:
                 return s.mesh
-        return S.get_mesh()
+        return S._context_mesh()
 
     def _plan(self, args, kwargs):
         inner = self._inner
@@ -160,7 +162,7 @@ class ShardedJit:
             # fast path: the flat arguments' (shape, dtype, weak type, buffer sharding)
             # and the tree structure select the executable directly
             leaves, treedef = tree_flatten(args)
-            sig = [treedef, S.get_mesh()]
+            sig = [treedef, S._context_mesh()]
             for x in leaves:
                 if type(x) is Array:
                     b = x._buf
@@ -269,7 +271,7 @@ def with_sharding_constraint(x, shardings):
     """Ask XLA's partitioner to lay ``x`` (a pytree) out as ``shardings`` (one
     sharding or PartitionSpec, or a pytree prefix of them)."""
     from xform._src.primitives.spmd import sharding_constraint_p
-    mesh = S.get_mesh()
+    mesh = S._context_mesh()
     per_leaf = _broadcast_prefix(shardings, x, "with_sharding_constraint shardings")
     leaves, treedef = tree_flatten(x)
     out = []

@@ -80,7 +80,7 @@ class _ShardMapped:
         self.__name__ = getattr(f, "__name__", "shard_map_fun")
 
     def __call__(self, *args):
-        mesh = self._mesh if self._mesh is not None else S.get_mesh()
+        mesh = self._mesh if self._mesh is not None else S._context_mesh()
         if mesh is None:
             raise ValueError("shard_map: no mesh: pass mesh=... or set one with "
                              "xform.sharding.set_mesh")

@@ -1,0 +1,144 @@
+"""Run a JAX library's own test suite on real JAX and on xform, side by side.
+
+    python tools/library_tests/run.py equinox [--files test_module.py ...] [--backend both]
+
+The library must be installed (the versions pinned in pyproject's ``test`` extra). Its
+tests come from the installed package where the wheel ships them (chex, haiku, optax),
+otherwise from a git checkout of the library at its release tag: pass ``--source DIR``
+(a git directory, e.g. one made by ``git clone --mirror``) or set ``XFORM_LIBTESTS_<LIB>``.
+Each backend runs in its own pytest process (the alias and real JAX cannot share one);
+the xform run loads ``xform_alias_plugin`` so every ``import jax`` is xform's.
+
+Prints, per test file: cases passed on JAX, on xform, and how many of JAX's passing
+cases pass on xform (the yardstick); ``--json OUT`` writes the case lists."""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+# library -> (distribution, where its tests live, tag pattern, default test files)
+LIBRARIES = {
+    "equinox": ("equinox", "git", "v{version}", ["tests/test_module.py", "tests/test_filters.py",
+                "tests/test_tree.py", "tests/test_vmap.py", "tests/test_update.py",
+                "tests/test_jit.py", "tests/test_nn.py"]),
+    "flax": ("flax", "git", "v{version}", ["tests/nnx/optimizer_test.py",
+             "tests/nnx/nn/linear_test.py", "tests/nnx/nn/conv_test.py",
+             "tests/nnx/module_test.py", "tests/linen/linen_combinators_test.py",
+             "tests/linen/linen_linear_test.py"]),
+    "numpyro": ("numpyro", "git", "{version}", ["test/test_distributions_util.py",
+                "test/infer/test_svi.py", "test/test_handlers.py"]),
+    "orbax": ("orbax-checkpoint", "git", "v{version}", []),
+    "chex": ("chex", "package", None, ["chex/_src/dataclass_test.py", "chex/_src/asserts_test.py",
+             "chex/_src/variants_test.py"]),
+    "haiku": ("dm-haiku", "package", None, ["haiku/_src/basic_test.py",
+              "haiku/_src/module_test.py", "haiku/_src/transform_test.py"]),
+    "optax": ("optax", "package", None, ["optax/_src/alias_test.py",
+              "optax/_src/numerics_test.py", "optax/_src/update_test.py"]),
+}
+
+
+def _site_root(dist):
+    top = importlib.metadata.distribution(dist).read_text("top_level.txt")
+    name = (top.split()[0] if top else dist.replace("-", "_"))
+    return Path(importlib.util.find_spec(name).origin).parents[1]
+
+
+def _checkout(lib, dist, tag_pattern, source, dest):
+    version = importlib.metadata.version(dist)
+    tag = tag_pattern.format(version=version)
+    tags = subprocess.run(["git", "--git-dir", source, "tag"], capture_output=True,
+                          text=True, check=True).stdout.split()
+    if tag not in tags:   # the closest older release the checkout has
+        import re
+        def key(t):
+            return tuple(int(x) for x in re.findall(r"\d+", t))
+        older = sorted((t for t in tags if re.fullmatch(r"v?\d+(\.\d+)*", t)
+                        and key(t) <= key(tag)), key=key)
+        if not older:
+            raise SystemExit(f"{source} has no tag {tag} nor an older release")
+        print(f"note: {source} has no tag {tag}; using {older[-1]}", file=sys.stderr)
+        tag = older[-1]
+    archive = subprocess.run(["git", "--git-dir", source, "archive", tag],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def _run(backend, root, files, timeout, extra):
+    xml = Path(tempfile.mkstemp(suffix=".xml")[1])
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+           f"--junitxml={xml}", "--rootdir", str(root), *extra, *files]
+    if backend == "xform":
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+        cmd[3:3] = ["-p", "xform_alias_plugin"]
+    try:
+        subprocess.run(cmd, cwd=root, env=env, timeout=timeout, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pass
+    cases = {}
+    if xml.exists() and xml.stat().st_size:
+        for tc in ET.parse(xml).getroot().iter("testcase"):
+            cid = f"{tc.get('classname')}::{tc.get('name')}"
+            kids = {c.tag for c in tc}
+            cases[cid] = ("failed" if kids & {"failure", "error"} else
+                          "skipped" if "skipped" in kids else "passed")
+    xml.unlink(missing_ok=True)
+    return cases
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("library", choices=sorted(LIBRARIES))
+    ap.add_argument("--files", nargs="*", help="test files, relative to the test root")
+    ap.add_argument("--source", help="git directory of the library (for git-sourced tests)")
+    ap.add_argument("--backend", choices=["jax", "xform", "both"], default="both")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per backend run")
+    ap.add_argument("--json", help="write the per-case results here")
+    ap.add_argument("--pytest-args", default="", help="extra pytest arguments, one string")
+    a = ap.parse_args(argv)
+    dist, where, tag_pattern, default_files = LIBRARIES[a.library]
+    files = a.files or default_files
+    with tempfile.TemporaryDirectory() as tmp:
+        if where == "package":
+            root = _site_root(dist)
+        else:
+            source = a.source or os.environ.get(f"XFORM_LIBTESTS_{a.library.upper()}")
+            if not source:
+                raise SystemExit(f"{a.library}'s tests are not in its wheel: pass --source "
+                                 f"(a git directory of its repository)")
+            root = _checkout(a.library, dist, tag_pattern, source, Path(tmp))
+        backends = ["jax", "xform"] if a.backend == "both" else [a.backend]
+        results = {b: _run(b, root, files, a.timeout, a.pytest_args.split()) for b in backends}
+    by_file = {}
+    for b, cases in results.items():
+        for cid, status in cases.items():
+            f = cid.split("::")[0]
+            by_file.setdefault(f, {}).setdefault(b, {})[cid] = status
+    print(f"{'test file / class':60s} {'JAX':>6s} {'xform':>6s} {'of JAX':>8s}")
+    tot = [0, 0, 0]
+    for f in sorted(by_file):
+        j = {c for c, s in by_file[f].get("jax", {}).items() if s == "passed"}
+        x = {c for c, s in by_file[f].get("xform", {}).items() if s == "passed"}
+        row = [len(j), len(x), len(j & x)]
+        tot = [t + r for t, r in zip(tot, row)]
+        print(f"{f[-60:]:60s} {row[0]:6d} {row[1]:6d} {row[2]:8d}")
+    pct = f" ({100 * tot[2] / tot[0]:.1f}%)" if tot[0] else ""
+    print(f"{'total':60s} {tot[0]:6d} {tot[1]:6d} {tot[2]:8d}{pct}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
