@@ -92,6 +92,30 @@ class Config:
         """Register ``fn(value)`` to run after ``update(name, ...)`` (caches depend on x64)."""
         self._listeners.setdefault(name, []).append(fn)
 
+    def parse_flags_with_absl(self) -> None:
+        """Apply ``--jax_<option>=<value>`` command-line arguments (``sys.argv``), as
+        JAX's test files call at import; other arguments are left alone."""
+        import sys
+        for arg in sys.argv[1:]:
+            if not arg.startswith("--jax_"):
+                continue
+            name, sep, raw = arg[2:].partition("=")
+            if name.startswith("jax_no") and name[len("jax_no"):] and \
+                    "jax_" + name[len("jax_no"):] in self._values and not sep:
+                name, raw, sep = "jax_" + name[len("jax_no"):], "false", "="
+            if name not in self._values:
+                continue
+            default = _DEFAULTS.get(name)
+            if isinstance(default, bool):
+                value = (raw.strip().lower() in ("1", "true", "yes", "on")) if sep else True
+            elif isinstance(default, int) and not isinstance(default, bool):
+                value = int(raw)
+            elif isinstance(default, float):
+                value = float(raw)
+            else:
+                value = raw
+            self.update(name, value)
+
     @contextlib.contextmanager
     def override(self, name: str, value):
         old = self.read(name)

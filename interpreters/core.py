@@ -73,6 +73,12 @@ class ShapedArray:
     def strip_weak_type(self):
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
 
+    def to_tangent_aval(self):
+        """The type of this type's tangents (JAX's name): the same shape and inexact
+        dtype, not weak; ``float0`` for integer and boolean values."""
+        from xform._src.interpreters.ad import tangent_aval
+        return tangent_aval(self)
+
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)

@@ -16,6 +16,16 @@ def _package_dirs():
     return _PKG_DIRS
 
 
+def register_exclusion(path: str) -> None:
+    """Frames from files under ``path`` (a library built on xform) are not the user's."""
+    global _PKG_DIRS
+    path = os.path.abspath(path)
+    if not os.path.splitext(path)[1]:
+        path = path + os.sep
+    if path not in _package_dirs():
+        _PKG_DIRS = _package_dirs() + (path,)
+
+
 def user_frame(skip: int = 1):
     """The innermost stack frame outside the xform packages (the user's line), or None."""
     dirs = _package_dirs()

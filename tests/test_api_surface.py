@@ -33,9 +33,8 @@ DOCUMENTED_EXCEPTIONS = {
     "Ref": "refs", "new_ref": "refs", "empty_ref": "refs", "free_ref": "refs",
     "freeze": "refs", "ref": "refs", "ds": "refs",
     # JAX-internal modules (tracing internals, jaxlib, the C++ FFI)
-    "ad": "internals", "api_util": "internals", "core": "internals",
-    "interpreters": "internals", "lib": "internals", "ffi": "C++ FFI",
-    "extend": "internals", "tools": "internals",   # in dir(jax) once something imports them
+    "ad": "internals", "lib": "internals", "ffi": "C++ FFI",
+    "tools": "internals",   # in dir(jax) once something imports them
     # image resizing and memory spaces: not implemented
     "image": "jax.image", "memory": "memory spaces",
     # configuration flags for features xform does not have
