@@ -476,3 +476,17 @@ def test_checks_in_a_batched_while_loop_are_refused_as_jax():
         lambda y: y < 10, lambda y: y * 2, x)))(xnp.asarray(f32(1.0, 3.0)))
     assert err.get() is None
     np.testing.assert_array_equal(out, [16.0, 12.0])
+
+
+# (checkify of vmap of a dynamic index is not compared: xform batches dynamic_slice as
+# clamped shifts and selects, not a gather, so there is no index left to check)
+@pytest.mark.parametrize("where", ["outside"])
+def test_index_checks_with_vmap(where):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    def prog(M, x, i):
+        get = lambda x, i: x[i]  # noqa: E731
+        if where == "outside":
+            return M.vmap(M.ck.checkify(get, errors=M.ck.index_checks))(x, i)
+        return M.ck.checkify(M.vmap(get), errors=M.ck.index_checks)(x, i)
+    for idx in ([0, 1, 2], [0, 7, 2], [9, -8, 1], [-1, -4, -5]):
+        same(prog, x, np.asarray(idx, np.int32))
