@@ -456,6 +456,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     cc_avals = [core.get_aval(c) for c in cc]
     bc_avals = [core.get_aval(c) for c in bc]
     cjx, cconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(cond_fun, cc_avals + carry_avals)))
+    batched_predicate_conds.put((id(cjx),), cjx, True)
     bjx, bconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(body_fun, cc_avals + bc_avals
                                                         + carry_avals)))
     outs = while_p.bind(*cconsts, *cc, *bconsts, *cc, *bc, *carry, cond_jaxpr=cjx,
@@ -465,6 +466,10 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 
 
 batching.batch_rules[while_p] = _while_batch
+
+# The condition programs of while loops whose predicate was batched (their body also runs
+# for lanes that have finished): checkify refuses checks inside them, as JAX does.
+batched_predicate_conds = jt.Memo(maxsize=512)
 
 
 # ================================================================ scan

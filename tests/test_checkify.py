@@ -455,3 +455,38 @@ def test_grad_of_checkified_custom_derivatives_uses_the_custom_rules():
         same(prog, f32(v))
         same(lambda M, x: M.jit(lambda x: prog(M, x))(x), f32(v))
     same(lambda M, x: M.vmap(lambda x: prog(M, x))(x), f32(-1.0, 2.0))
+
+
+def test_checks_in_a_batched_while_loop_are_refused_as_jax():
+    def prog(M, x):
+        def f(x):
+            def body(y):
+                M.ck.check(y < 50, "body saw {}", y)
+                return y * 2
+            return M.lax.while_loop(lambda y: y < 10, body, x)
+        return M.ck.checkify(M.vmap(f))(x)
+    msgs = []
+    for M in (J, X):
+        with pytest.raises(ValueError) as e:
+            prog(M, M.np.asarray(f32(1.0, 3.0)))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    # without checks in the loop there is nothing to refuse (JAX refuses any such loop)
+    err, out = xck.checkify(xform.vmap(lambda x: xform.lax.while_loop(
+        lambda y: y < 10, lambda y: y * 2, x)))(xnp.asarray(f32(1.0, 3.0)))
+    assert err.get() is None
+    np.testing.assert_array_equal(out, [16.0, 12.0])
+
+
+# (checkify of vmap of a dynamic index is not compared: xform batches dynamic_slice as
+# clamped shifts and selects, not a gather, so there is no index left to check)
+@pytest.mark.parametrize("where", ["outside"])
+def test_index_checks_with_vmap(where):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    def prog(M, x, i):
+        get = lambda x, i: x[i]  # noqa: E731
+        if where == "outside":
+            return M.vmap(M.ck.checkify(get, errors=M.ck.index_checks))(x, i)
+        return M.ck.checkify(M.vmap(get), errors=M.ck.index_checks)(x, i)
+    for idx in ([0, 1, 2], [0, 7, 2], [9, -8, 1], [-1, -4, -5]):
+        same(prog, x, np.asarray(idx, np.int32))
