@@ -807,6 +807,13 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
                             "operands can be passed")
         operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
+        # the older per-branch form: cond(pred, true_operand, true_fun, false_operand,
+        # false_fun), each branch applied to its own operand
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]) and \
+                operand is _no_operand:
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda xt, _: f_true(xt), lambda _, xf: f_false(xf),
+                        x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     pa = core.get_aval(pred) if _is_arraylike(pred) else None
     if pa is None or pa.shape != ():
