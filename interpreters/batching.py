@@ -40,6 +40,7 @@ class AxisData:
     """What a rule may know about the axis being vectorised over."""
 
     __slots__ = ("size", "name", "spmd_name")
+    explicit_mesh_axis = None   # JAX's field: xform's meshes have no explicit axes
 
     def __init__(self, size, name=None, spmd_name=None):
         self.size = size
