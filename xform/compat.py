@@ -40,8 +40,10 @@ import types
 __all__ = ["alias_jax", "unalias_jax", "is_aliased"]
 
 # Real-jax module names left in sys.modules (xform's runtime layer lives on them).
-_KEEP_PREFIXES = ("jax._src", "jax.extend", "jax.lib", "jax.interpreters", "jax.core",
-                  "jax._")
+_KEEP_PREFIXES = ("jax._src", "jax.lib", "jax._")
+# JAX's private implementation, as library code sees it under the alias: served by
+# ``xform._jax_src`` (or refused there with an ImportError naming the internal).
+_INTERNAL = ("jax._src", "jax._src.")
 _stash: dict = {}
 _finder = None
 
@@ -51,6 +53,9 @@ class _JaxProxy(types.ModuleType):
 
     def __getattr__(self, name):
         import xform
+        if name == "_src":          # JAX's internals as library code sees them
+            import xform._jax_src
+            return xform._jax_src
         try:
             return getattr(xform, name)
         except AttributeError:
@@ -107,6 +112,43 @@ class _JaxAliasFinder(importlib.abc.MetaPathFinder):
                                               is not None)
 
 
+def _importer_is_library(globals_) -> bool:
+    """Whether an import statement runs in library/user code (not in xform, whose
+    runtime uses the real ``jax._src``, nor in real JAX's own modules)."""
+    name = (globals_ or {}).get("__name__") or ""
+    return not (name == "jax" or name.startswith(("jax.", "jaxlib", "xform")))
+
+
+def _serve_internal(name: str, fromlist):
+    """The module ``xform._jax_src.*`` standing for ``jax._src.*`` (or ImportError)."""
+    from xform import _jax_src
+    xname = "xform._jax_src" + name[len("jax._src"):]
+    try:
+        mod = importlib.import_module(xname)
+    except ModuleNotFoundError as e:
+        if e.name and (xname == e.name or xname.startswith(e.name + ".")):
+            raise _jax_src.refused(name) from None
+        raise
+    for item in fromlist or ():
+        if item != "*" and not hasattr(mod, item):
+            try:
+                importlib.import_module(f"{xname}.{item}")
+            except ModuleNotFoundError:
+                raise _jax_src.refused(f"{name}.{item}") from None
+    return mod
+
+
+_orig_import = None
+
+
+def _aliased_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if (level == 0 and name.startswith("jax._src") and name[8:9] in ("", ".")
+            and _importer_is_library(globals)):
+        mod = _serve_internal(name, fromlist)
+        return mod if fromlist else sys.modules["jax"]
+    return _orig_import(name, globals, locals, fromlist, level)
+
+
 _PROXY = None
 
 
@@ -144,6 +186,11 @@ def alias_jax() -> types.ModuleType:
     _finder = _JaxAliasFinder()
     sys.meta_path.insert(0, _finder)
     sys.modules["jax"] = _proxy()
+    global _orig_import
+    if _orig_import is None:
+        import builtins
+        _orig_import = builtins.__import__
+        builtins.__import__ = _aliased_import
     return sys.modules["jax"]
 
 
@@ -154,6 +201,12 @@ def unalias_jax() -> None:
     if _finder is not None and _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
     _finder = None
+    global _orig_import
+    if _orig_import is not None:
+        import builtins
+        if builtins.__import__ is _aliased_import:
+            builtins.__import__ = _orig_import
+        _orig_import = None
     for name in list(sys.modules):
         if (name == "jax" or name.startswith("jax.")) and not name.startswith(_KEEP_PREFIXES):
             del sys.modules[name]
