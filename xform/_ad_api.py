@@ -117,6 +117,11 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 f"(output, aux), but it returned {_short(out)}.")
             out, aux = out
+            # aux values leave the differentiation as their primal values (as JAX)
+            tr = core.current_trace()
+            if isinstance(tr, ad.JVPTrace):
+                aux = tree_map(lambda x: tr.unpack(x)[0] if isinstance(x, core.Tracer) else x,
+                               aux)
             out_store["aux"] = aux
         out_leaves, out_tree = tree_flatten(out)
         out_store["tree"] = out_tree
