@@ -12,19 +12,27 @@ What it does:
 
 * ``sys.modules["jax"]`` becomes a proxy module whose attributes are xform's
   (``jax.jit`` is ``xform.jit``, ``jax.Array`` is ``xform.Array``, ``jax.__version__`` is
-  xform's version, so version-gated library code takes its conservative branch);
+  xform's version, so version-gated library code takes its conservative branch;
+  ``jax.__version_info__`` is the JAX release whose extension API xform serves, 0.10.2,
+  which libraries read to pick the signatures of ``jax.extend``/``jax.interpreters``);
 * ``import jax.X.Y`` for every public ``X.Y`` that xform has resolves to ``xform.X.Y``
   (the same module object): ``jax.numpy``, ``jax.lax``, ``jax.tree``, ``jax.tree_util``,
   ``jax.nn``, ``jax.scipy.*``, ``jax.random``, ``jax.sharding``, ``jax.export``,
   ``jax.dtypes``, ``jax.typing``, ``jax.flatten_util``, ``jax.experimental``,
-  ``jax.example_libraries.*``, ...;
+  ``jax.example_libraries.*``, and JAX's extension API ``jax.core``, ``jax.extend.*``,
+  ``jax.interpreters.*``, ``jax.api_util`` (docs/extending.md);
+* ``jax._src.*`` imported by library code (any module outside xform and JAX) is served by
+  ``xform._jax_src`` (``traceback_util``, ``dtypes``, ``core``, ``tree_util``,
+  ``dispatch``, ``compiler``, ``state``, ``checkify``: xform's objects under JAX's names)
+  or refused with an ImportError naming the internal, so that no real JAX internal meets
+  an xform value;
 * xform's own runtime keeps using the real jax/jaxlib runtime layer: it is loaded
-  *before* the alias is installed, its ``jax._src`` modules stay where they are, and the
-  real public ``jax`` modules are stashed (``unalias_jax()`` puts them back).
+  *before* the alias is installed, its ``jax._src`` modules stay where they are (xform's
+  and JAX's own imports of them are not redirected), and the real public ``jax`` modules
+  are stashed (``unalias_jax()`` puts them back).
 
 What it does not cover: anything xform does not implement raises ImportError /
-AttributeError naming the missing ``jax`` name (JAX's internals under ``jax._src``, for
-instance); code that already imported the real jax keeps it (install the alias first);
+AttributeError naming the missing ``jax`` name; code that already imported the real jax keeps it (install the alias first);
 real JAX and aliased libraries cannot share one process (run the JAX side in another
 process to compare).
 """
@@ -45,6 +53,7 @@ _KEEP_PREFIXES = ("jax._src", "jax.lib", "jax._")
 # ``xform._jax_src`` (or refused there with an ImportError naming the internal).
 _INTERNAL = ("jax._src", "jax._src.")
 _stash: dict = {}
+JAX_API_VERSION = (0, 10, 2)   # the JAX release whose API the alias serves
 _finder = None
 
 
@@ -159,6 +168,9 @@ def _proxy():
         p = _JaxProxy("jax", "JAX's API, served by xform (xform.compat.alias_jax)")
         p.__path__ = []            # a package: `import jax.numpy` goes through the finder
         p.__version__ = xform.__version__
+        # Libraries read __version_info__ to pick which signature of JAX's extension API
+        # (jax.extend, jax.core, jax.interpreters) to call; xform serves JAX 0.10.2's.
+        p.__version_info__ = JAX_API_VERSION
         p.__xform_alias__ = True
         _PROXY = p
     return _PROXY

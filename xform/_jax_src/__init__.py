@@ -11,13 +11,14 @@ Served (the names libraries use): ``traceback_util`` (equinox, flax, jaxtyping),
 plus ``trace_state_clean``, ``physical_aval``), ``tree_util`` (``xform.tree_util`` plus
 the node registry), ``dispatch`` (``wait_for_tokens``), ``compiler``
 (``backend_compile_and_load``, which every xform compilation calls), ``state.types``
-(``AbstractRef``: xform has no array references, so no value is one).
+(``AbstractRef``: xform has no array references, so no value is one), ``checkify``
+(``xform.experimental.checkify`` and its error classes).
 """
 from __future__ import annotations
 
 import importlib
 
-SERVED = ("compiler", "core", "dispatch", "dtypes", "state", "traceback_util", "tree_util")
+SERVED = ("checkify", "compiler", "core", "dispatch", "dtypes", "state", "traceback_util", "tree_util")
 
 
 def refused(fullname: str) -> ImportError:
