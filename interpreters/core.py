@@ -15,6 +15,7 @@ single-primitive XLA executable supplied by the lowering layer).
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import threading
 
@@ -143,6 +144,34 @@ def same_type(a: ShapedArray, b: ShapedArray) -> bool:
 class _State(threading.local):
     def __init__(self):
         self.trace = EVAL_TRACE
+
+
+_gc_pause = {"depth": 0, "disabled": False}
+_gc_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """No cyclic garbage collection while tracing, simplifying or lowering a program.
+
+    These phases allocate many long-lived objects (equations, variables, tracers, text)
+    and no cyclic garbage; the collector's passes over the growing heap made them grow
+    faster than linearly in the program's size.  Nests, across threads too: the
+    collector is turned back on (if it was on) when the last pause ends."""
+    with _gc_lock:
+        if _gc_pause["depth"] == 0:
+            _gc_pause["disabled"] = gc.isenabled()
+            if _gc_pause["disabled"]:
+                gc.disable()
+        _gc_pause["depth"] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pause["depth"] -= 1
+            if _gc_pause["depth"] == 0 and _gc_pause["disabled"]:
+                _gc_pause["disabled"] = False
+                gc.enable()
 
 
 def current_trace() -> "Trace":

@@ -178,6 +178,12 @@ FUNCTIONALIZATION_ERROR = (
     "functionalizing it through `checkify.checkify`.")
 
 
+BATCHED_WHILE_ERROR = (
+    "Checkify does not support batched while-loops (checkify-of-vmap-of-while). \n"
+    "Hint: if possible, move the vmap to the outer level to get "
+    "vmap-of-checkify-of-while.")
+
+
 # ================================================================ the error value
 
 
@@ -280,23 +286,44 @@ def _arr(x, dtype=None):
 def _or(a, b):
     if a is False:
         return _arr(b, np.bool_)
-    return ew.bitwise_or(_arr(a, np.bool_), _arr(b, np.bool_))
+    a, b = _arr(a, np.bool_), _arr(b, np.bool_)
+    shape = max(np.shape(a), np.shape(b), key=len)
+    return ew.bitwise_or(_lift(a, shape, ()), _lift(b, shape, ()))
 
 
-def _select(pred, on_true, on_false):
+def _lift(x, batch, base):
+    """``x`` (of shape ``base``, or ``batch + base`` already) at shape ``batch + base``:
+    errors coming out of a ``shard_map`` carry a leading per-device axis."""
+    shape = tuple(batch) + tuple(base)
+    if np.shape(x) == shape:
+        return x
+    return st.broadcast_in_dim(x, shape, tuple(range(len(batch), len(shape))))
+
+
+def _select(pred, on_true, on_false, base=()):
     if pred is False:
         return on_false
+    batch = np.shape(pred)
+    if batch:
+        shape = batch + tuple(base)
+        on_true, on_false = _lift(on_true, batch, base), _lift(on_false, batch, base)
+        if base:
+            pred = st.broadcast_in_dim(pred, shape, tuple(range(len(batch))))
     return ew.select(pred, on_true, on_false)
 
 
 def update_error(error, pred, code, metadata, payload, effect):
     had = error._pred.get(effect, False)
     out_pred = _or(had, pred)
+    batch = np.shape(out_pred)
+    if had is not False and np.shape(had) != batch:
+        had = _lift(had, batch, ())
     code = _arr(np.int32(code)) if isinstance(code, int) else code
     out_code = _select(had, _arr(error._code.get(effect, np.int32(-1)), np.int32), code)
     cur = error._payload.get(effect)
     if cur is not None:
-        payload = [_select(had, c, p) for c, p in zip(cur, payload)]
+        payload = [_select(had, c, p, sd[0])
+                   for c, p, sd in zip(cur, payload, effect.shape_dtypes)]
     return error._update(effect, out_pred, out_code, metadata, list(payload))
 
 
@@ -648,6 +675,10 @@ def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, bod
         return _trace_with_tree(body, _avals(cc) + _avals(bc) + _avals(leaves) + _avals(carry))
 
     _, probe = traced_body(error)
+    probe_err = tree_util.tree_unflatten(probe, [None] * probe.num_leaves)[0]
+    if (cf.batched_predicate_conds.get((id(cond_jaxpr),))
+            and set(probe_err._metadata) - set(error._metadata)):
+        raise ValueError(BATCHED_WHILE_ERROR)
     error = error._add_placeholder_effects(_effects(probe))
     body, out_tree = traced_body(error)
     leaves, tree = tree_util.tree_flatten(error)
@@ -752,6 +783,38 @@ def _custom_vjp_rule(error, enabled, *args, call_jaxpr, fwd, bwd, num_consts, sy
     return tree_util.tree_unflatten(out_tree, outs)
 
 
+def _shard_map_rule(error, enabled, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+    """Errors enter every device replicated and leave with a leading axis over the
+    devices (one error per device, as JAX: ``get()`` names the failing devices' index)."""
+    from xform._src.interpreters import batching
+    from xform._src.interpreters.ir import eval_jaxpr
+    from xform._src.primitives import spmd
+    P = spmd.PartitionSpec
+    leaves, tree = tree_util.tree_flatten(error)
+    n = len(leaves)
+    local = [spmd.local_aval(a, sp, mesh) for a, sp in zip(_avals(args), in_specs)]
+    in_avals = _avals(leaves) + local
+
+    with batching.extend_axis_env(list(mesh.shape.items())):
+        closed, out_tree = checkify_jaxpr_to_jaxpr(jaxpr, enabled, tree, in_avals)
+        nerr = out_tree.num_leaves - len(out_specs)
+
+        def body(*xs):
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+            errs = [st.broadcast_in_dim(e, (1,) + tuple(core.get_aval(e).shape),
+                                        tuple(range(1, core.get_aval(e).ndim + 1)))
+                    for e in outs[:nerr]]
+            return errs + list(outs[nerr:])
+        new, _ = _trace_with_tree(body, in_avals)
+    h, hc = jt.hoist(new)
+
+    outs = spmd.shard_map_p.bind(
+        *hc, *leaves, *args, jaxpr=h, mesh=mesh,
+        in_specs=(P(),) * (len(hc) + n) + tuple(in_specs),
+        out_specs=(P(tuple(mesh.axis_names)),) * nerr + tuple(out_specs), check_vma=check_vma)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
 def _register_higher_order_rules():
     from xform._src.primitives.jit import jit_p
     from xform._src.primitives.remat import remat_p
@@ -762,6 +825,8 @@ def _register_higher_order_rules():
     checkify_rules[remat_p] = _remat_rule
     checkify_rules[cu.custom_jvp_call_p] = _custom_jvp_rule
     checkify_rules[cu.custom_vjp_call_p] = _custom_vjp_rule
+    from xform._src.primitives import spmd
+    checkify_rules[spmd.shard_map_p] = _shard_map_rule
 
 
 _register_higher_order_rules()

@@ -456,6 +456,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     cc_avals = [core.get_aval(c) for c in cc]
     bc_avals = [core.get_aval(c) for c in bc]
     cjx, cconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(cond_fun, cc_avals + carry_avals)))
+    batched_predicate_conds.put((id(cjx),), cjx, True)
     bjx, bconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(body_fun, cc_avals + bc_avals
                                                         + carry_avals)))
     outs = while_p.bind(*cconsts, *cc, *bconsts, *cc, *bc, *carry, cond_jaxpr=cjx,
@@ -465,6 +466,10 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 
 
 batching.batch_rules[while_p] = _while_batch
+
+# The condition programs of while loops whose predicate was batched (their body also runs
+# for lanes that have finished): checkify refuses checks inside them, as JAX does.
+batched_predicate_conds = jt.Memo(maxsize=512)
 
 
 # ================================================================ scan
@@ -802,6 +807,13 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
                             "operands can be passed")
         operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
+        # the older per-branch form: cond(pred, true_operand, true_fun, false_operand,
+        # false_fun), each branch applied to its own operand
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]) and \
+                operand is _no_operand:
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda xt, _: f_true(xt), lambda _, xf: f_false(xf),
+                        x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     pa = core.get_aval(pred) if _is_arraylike(pred) else None
     if pa is None or pa.shape != ():

@@ -73,9 +73,21 @@ def _pp_dot_general(eqn, names):
 ir.pp_rules[dot_general_p] = _pp_dot_general
 
 
+class _Where:
+    """``for lhs f32[..] and rhs f32[..]``, formatted only when an error message uses it."""
+
+    __slots__ = ("lhs", "rhs")
+
+    def __init__(self, lhs, rhs):
+        self.lhs, self.rhs = lhs, rhs
+
+    def __format__(self, spec):
+        return f"for lhs {self.lhs.str_short()} and rhs {self.rhs.str_short()}"
+
+
 def _check_dnums(lhs, rhs, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
-    where = f"for lhs {lhs.str_short()} and rhs {rhs.str_short()}"
+    where = _Where(lhs, rhs)
     for name, dims, a in (("lhs contracting", lc, lhs), ("rhs contracting", rc, rhs),
                           ("lhs batch", lb, lhs), ("rhs batch", rb, rhs)):
         if any(not 0 <= d < a.ndim for d in dims):

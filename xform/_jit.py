@@ -761,7 +761,8 @@ class JitWrapped:
             return out_leaves
 
         try:
-            jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals, name=f"jit({self._name})")
+            with core.gc_paused():
+                jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals, name=f"jit({self._name})")
         except errors.ConcretizationTypeError as e:
             e.args = (f"{e.args[0]}\nThe error occurred while tracing the function "
                       f"{self._name} at {_fun_location(self._fun)} for jit.",) + e.args[1:]

@@ -784,15 +784,22 @@ class ufunc:
 
     def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None,
                  call=None, reduce=None, accumulate=None, at=None, reduceat=None):
-        self.__name__ = name or getattr(func, "__name__", "ufunc")
-        self._func = func
-        self.nin = operator.index(nin)
-        self.nout = operator.index(nout)
-        self.nargs = self.nin if nargs is None else operator.index(nargs)
-        self.identity = identity
-        self._call = call or vectorize(func)
-        self._reduce, self._accumulate, self._at, self._reduceat = reduce, accumulate, at, \
-            reduceat
+        nin = operator.index(nin)
+        self.__dict__.update(
+            __name__=name or getattr(func, "__name__", "ufunc"), _func=func, nin=nin,
+            nout=operator.index(nout),
+            nargs=nin if nargs is None else operator.index(nargs), identity=identity,
+            _call=call or vectorize(func), _reduce=reduce, _accumulate=accumulate, _at=at,
+            _reduceat=reduceat)
+        if getattr(func, "__doc__", None):
+            self.__dict__["__doc__"] = func.__doc__
+
+    def __setattr__(self, name, value):
+        # read-only like JAX's ufunc objects (jnp.add.nin = 3 raises)
+        raise AttributeError(f"ufunc attribute {name!r} is read-only")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"ufunc attribute {name!r} is read-only")
 
     def __repr__(self):
         return f"<xform.numpy.ufunc '{self.__name__}'>"
