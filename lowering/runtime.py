@@ -36,6 +36,10 @@ import threading
 import time
 
 import numpy as np
+from xform._src.interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters.dtypes import short_name
+from xform._src.lowering.dispatch import make_caller
+from xform._src.primitives import prng
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
 from jaxlib import xla_client as xc  # noqa: E402
@@ -346,7 +350,6 @@ class _Aval:
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
     def str_short(self, short_dtypes=False, mesh_axis_types=False):
-        from xform._src.interpreters.dtypes import short_name
         return f"{short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self):
@@ -539,15 +542,35 @@ def _mlir_context():
     return _MLIR_CONTEXT
 
 
-def compile_text(text: str, device=None, donated=(), host_callbacks=()):
+# The quick tier: XLA's backend at optimization level 0 (LLVM without its expensive
+# passes on CPU). It compiles faster but may generate different code (see
+# docs/performance.md, "Tiered compilation"); it is never written to the persistent cache.
+QUICK_TIER_OPTIONS = (("xla_backend_optimization_level", "0"),)
+
+
+def _compile_options(device, tier="optimized"):
+    opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
+    opts.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+    if tier == "quick":
+        opts.env_option_overrides = list(QUICK_TIER_OPTIONS)
+    elif tier != "optimized":
+        raise ValueError(f"unknown compilation tier {tier!r}: 'quick' or 'optimized'")
+    return opts
+
+
+def compile_text(text: str, device=None, donated=(), host_callbacks=(), tier="optimized"):
     """A loaded executable for MLIR ``text`` on ``device`` (LRU-cached on the text).
 
     ``host_callbacks``: the Python callables the text's python-callback custom calls
     refer to by index (part of the cache key: equal text, different callbacks).
+    ``tier``: ``"optimized"`` (XLA's default, the persistent cache's) or ``"quick"``
+    (``QUICK_TIER_OPTIONS``; cached in memory only, under its own key).
     """
     device = device if device is not None else _default_device()
     host_callbacks = tuple(host_callbacks)
     key = (text, device, tuple(donated), host_callbacks)
+    if tier != "optimized":
+        key = key + (tier,)
     with _cache_lock:
         exe = _exe_cache.get(key)
         if exe is not None:
@@ -565,24 +588,25 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
             if exe is not None:
                 _cache_stats["hits"] += 1
                 return exe
-        return compile_text(text, device, donated, host_callbacks)   # the compiler failed
+        return compile_text(text, device, donated, host_callbacks, tier)  # the compiler failed
     try:
-        return _compile_uncached(key, text, device, donated, host_callbacks)
+        return _compile_uncached(key, text, device, donated, host_callbacks, tier)
     finally:   # also on errors and KeyboardInterrupt: later calls may compile again
         with _cache_lock:
             _in_flight.pop(key).set()
 
 
 _in_flight: dict = {}
+_tier_stats = {"quick_compiles": 0, "quick_seconds": 0.0}
 
 
-def _compile_uncached(key, text, device, donated, host_callbacks):
+def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimized"):
     with _cache_lock:
         _cache_stats["misses"] += 1
     client = device.client
     try:
-        opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
-        opts.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+        opts = _compile_options(device, tier)
+        start = time.perf_counter()
         if host_callbacks:
             # The host-callback overload only takes a parsed module, not text.
             ctx = _mlir_context()
@@ -590,8 +614,14 @@ def _compile_uncached(key, text, device, donated, host_callbacks):
                 module = _ir().Module.parse(text)
                 exe = client.compile_and_load(module, xc.DeviceList((device,)), opts,
                                               host_callbacks=list(host_callbacks))
+        elif tier != "optimized":     # never the persistent cache's
+            exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
         else:
             exe = _compile_persistent(client, text, device, donated, opts)
+        if tier != "optimized":
+            with _cache_lock:
+                _tier_stats["quick_compiles"] += 1
+                _tier_stats["quick_seconds"] += time.perf_counter() - start
     except Exception as e:
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
@@ -606,7 +636,7 @@ def _compile_uncached(key, text, device, donated, host_callbacks):
 
 def _compile_persistent(client, text, device, donated, opts):
     """``compile_and_load``, going through the on-disk cache (compilation_cache.py)."""
-    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     devices = xc.DeviceList((device,))
     if pcache.cache_dir() is None:
         return client.compile_and_load(text, devices, opts)
@@ -629,7 +659,7 @@ def _compile_persistent(client, text, device, donated, opts):
 
 
 def cache_info() -> dict:
-    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
             "eager": len(_eager_cache),
             "persistent": dict(pcache.stats, dir=pcache.cache_dir())}
@@ -731,7 +761,6 @@ class Compiled:
                     on_hot=None):
         """A generated call path for one exact signature (see ``lowering/dispatch.py``):
         ``f(args) -> result or dispatch.MISS``; ``None`` when there is none."""
-        from xform._src.lowering.dispatch import make_caller
         return make_caller(self, consts, weak_types, in_tree, out_tree, host_leaves,
                            on_hot=on_hot)
 
@@ -795,7 +824,6 @@ class Compiled:
         if v.shape != shape:
             raise TypeError(self._mismatch(i, _short(v)))
         if v.dtype != dtype:
-            from xform._src.interpreters.dtypes import canonicalize_dtype
             if canonicalize_dtype(v.dtype) != dtype and not (weak and v.ndim == 0):
                 raise TypeError(self._mismatch(i, _short(v)))
             v = v.astype(dtype)
@@ -841,18 +869,19 @@ def _scalar_fits(t, dtype) -> bool:
 
 
 def _short(v) -> str:
-    from xform._src.interpreters.dtypes import short_name
     return f"{short_name(v.dtype)}[{','.join(str(d) for d in v.shape)}]"
 
 
-def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main") -> Compiled:
-    """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``."""
+def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main",
+                  tier="optimized") -> Compiled:
+    """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``.  ``tier``:
+    see ``compile_text``."""
     if isinstance(closed_jaxpr, Jaxpr):
         closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
-    from xform._src.primitives import prng
     if prng.jaxpr_has_keys(closed_jaxpr):   # typed PRNG keys: compile over their words
         inner = compile_jaxpr(prng.physicalize_closed(closed_jaxpr),
-                              donated_invars=donated_invars, device=device, name=name)
+                              donated_invars=donated_invars, device=device, name=name,
+                              tier=tier)
         return KeyedCompiled(inner, closed_jaxpr.in_avals, closed_jaxpr.out_avals)
     jaxpr = closed_jaxpr.jaxpr
     donated = tuple(bool(d) for d in donated_invars) if donated_invars is not None \
@@ -863,7 +892,7 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
                            donated_invars=donated if any(donated) else None,
                            platform=device.platform)
     text = lowered.text
-    exe = compile_text(text, device, donated, lowered.host_callbacks)
+    exe = compile_text(text, device, donated, lowered.host_callbacks, tier)
     return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed,
                     synchronous=bool(lowered.host_callbacks))
 
@@ -876,7 +905,6 @@ class KeyedCompiled:
     __slots__ = ("inner", "in_avals", "out_avals", "_key_in", "_key_out", "__weakref__")
 
     def __init__(self, inner, in_avals, out_avals):
-        from xform._src.primitives import prng
         self.inner = inner
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
@@ -884,7 +912,6 @@ class KeyedCompiled:
         self._key_out = [prng.is_key_aval(a) for a in self.out_avals]
 
     def __call__(self, *args):
-        from xform._src.primitives import prng
         conv = []
         for x, k in zip(args, self._key_in):
             if k:

@@ -29,6 +29,7 @@ from xform._src.interpreters import core
 from xform._src.interpreters.core import Array, Tracer
 from xform._src.lowering import runtime as rt
 from xform._src.lowering.mlir import ModuleContext, _function_text, aval_type
+from xform._src.primitives import spmd
 
 _HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 
@@ -43,11 +44,11 @@ def _jax():
     if not _jsh_cache:
         rt.share_client_with_jax()
         from jax._src import core as jcore
-        from jax._src.mesh import Mesh
+        from jax._src.mesh import AxisType, Mesh
         from jax._src.partition_spec import PartitionSpec
         from jax._src.sharding_impls import NamedSharding, SingleDeviceSharding
         _jsh_cache.append(types.SimpleNamespace(
-            Mesh=Mesh, PartitionSpec=PartitionSpec, NamedSharding=NamedSharding,
+            Mesh=Mesh, AxisType=AxisType, PartitionSpec=PartitionSpec, NamedSharding=NamedSharding,
             SingleDeviceSharding=SingleDeviceSharding, core=jcore))
     return _jsh_cache[0]
 
@@ -61,7 +62,6 @@ _lock = threading.Lock()
 def _sh():
     """The sharding API module (Mesh, NamedSharding, PartitionSpec, ...): xform.sharding
     installs itself on primitives.spmd at import (lowering/ never imports xform)."""
-    from xform._src.primitives import spmd
     return spmd.sharding_api
 
 
@@ -69,7 +69,10 @@ def jax_mesh(mesh):
     key = ("mesh", mesh)
     m = _to_jax_cache.get(key)
     if m is None:
-        m = _to_jax_cache[key] = _jax().Mesh(mesh.devices, mesh.axis_names)
+        jt = _jax().AxisType
+        m = _to_jax_cache[key] = _jax().Mesh(
+            mesh.devices, mesh.axis_names,
+            axis_types=tuple(getattr(jt, t.name) for t in mesh.axis_types))
     return m
 
 
@@ -106,7 +109,8 @@ def from_jax(js):
     S = _sh()
     if isinstance(js, xc.NamedSharding):
         m = js.mesh
-        mesh = S.Mesh(np.asarray(m.devices), tuple(m.axis_names))
+        mesh = S.Mesh(np.asarray(m.devices), tuple(m.axis_names),
+                      tuple(S.AxisType[t.name] for t in m.axis_types))
         r = S.NamedSharding(mesh, S.PartitionSpec(*tuple(js.spec)))
     elif isinstance(js, xc.SingleDeviceSharding):
         r = S.SingleDeviceSharding(next(iter(js.device_set)))

@@ -32,7 +32,7 @@ CASES, case = case_registry()
 rng = np.random.default_rng(0)
 _AUTO = (jax.sharding.AxisType.Auto,) * 2
 JMESH = jax.sharding.Mesh(np.array(jax.devices()[:8]).reshape(4, 2), ("a", "b"))
-XMESH = xform.make_mesh((4, 2), ("a", "b"))
+XMESH = xform.make_mesh((4, 2), ("a", "b"), axis_types=(xform.sharding.AxisType.Auto,) * 2)  # as JMESH
 JM1 = jax.sharding.Mesh(np.array(jax.devices()[:8]), ("x",))
 XM1 = xform.make_mesh((8,), ("x",))
 

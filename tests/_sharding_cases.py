@@ -23,11 +23,12 @@ CASES, case = case_registry()
 
 
 rng = np.random.default_rng(0)
-# jax.make_mesh gives Explicit axes in 0.10.2; xform's meshes are Auto (jax.sharding.Mesh)
+# Auto axes on both sides (jax.sharding.Mesh's default; make_mesh's is Explicit)
+_AUTO2 = (xform.sharding.AxisType.Auto,) * 2
 JMESH = jax.sharding.Mesh(np.array(jax.devices()[:8]).reshape(2, 4), ("x", "y"))
-XMESH = xform.make_mesh((2, 4), ("x", "y"))
+XMESH = xform.make_mesh((2, 4), ("x", "y"), axis_types=_AUTO2)
 JM1 = jax.sharding.Mesh(np.array(jax.devices()[:8]), ("i",))
-XM1 = xform.make_mesh((8,), ("i",))
+XM1 = xform.make_mesh((8,), ("i",), axis_types=(xform.sharding.AxisType.Auto,))
 
 
 def spec_eq(xs, js):

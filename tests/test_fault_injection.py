@@ -131,3 +131,263 @@ def test_deep_pytrees_raise_recursion_error_or_work(limit):
     assert len(got) == 24
     bad = [ln for ln in got if not ln.endswith((" ok", " RecursionError"))]
     assert not bad, bad
+
+
+# ----------------------------------------------------------------- byte mutations
+
+def mutate(blob, draw_int):
+    """One random corruption of ``blob``: a truncation, bit flip, byte overwrite, insertion,
+    deletion or zeroed range.  ``draw_int(lo, hi)`` draws an integer in [lo, hi]."""
+    n = len(blob)
+    kind = draw_int(0, 5)
+    i = draw_int(0, max(n - 1, 0))
+    if kind == 0:
+        return blob[:i]
+    if kind == 1:
+        b = bytearray(blob)
+        b[i] ^= 1 << draw_int(0, 7)
+        return bytes(b)
+    if kind == 2:
+        b = bytearray(blob)
+        b[i] = draw_int(0, 255)
+        return bytes(b)
+    if kind == 3:
+        ins = bytes(draw_int(0, 255) for _ in range(draw_int(1, 16)))
+        return blob[:i] + ins + blob[i:]
+    if kind == 4:
+        return blob[:i] + blob[i + draw_int(1, 64):]
+    k = draw_int(1, 256)
+    return blob[:i] + bytes(min(k, n - i)) + blob[i + k:]
+
+
+def _hyp_draw(data):
+    from hypothesis import strategies as st
+    return lambda lo, hi: data.draw(st.integers(lo, hi))
+
+
+def _rng_draw(rng):
+    return lambda lo, hi: int(rng.integers(lo, hi + 1))
+
+
+# ----------------------------------------------------------------- checkpoints
+
+from xform import checkpointing as ck  # noqa: E402
+
+_CKPT_TREE = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "step": 7,
+              "opt": [np.int8(-3), (1.5, None)], "b": np.array([True, False])}
+
+
+def _same_tree(a, b):
+    la, ta = xform.tree_util.tree_flatten(a)
+    lb, tb = xform.tree_util.tree_flatten(b)
+    return ta == tb and all(np.asarray(x).dtype == np.asarray(y).dtype and
+                            np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb))
+
+
+def _restore_outcome(blob, tmp_path, name="m.ckpt"):
+    """'same' (a harmless mutation: the exact saved tree) or 'CheckpointError'; anything
+    else fails the calling test."""
+    p = tmp_path / name
+    p.write_bytes(blob)
+    try:
+        back = ck.restore(p, as_numpy=True)
+    except ck.CheckpointError as e:
+        assert str(p) in str(e)
+        return "CheckpointError"
+    assert _same_tree(back, _CKPT_TREE), "a corrupted checkpoint restored to other values"
+    return "same"
+
+
+@pytest.fixture(scope="module")
+def ckpt_blob(tmp_path_factory):
+    p = tmp_path_factory.mktemp("ck") / "good.ckpt"
+    ck.save(p, _CKPT_TREE)
+    return p.read_bytes()
+
+
+def test_checkpoint_error_is_a_documented_value_error():
+    assert issubclass(ck.CheckpointError, ValueError)
+    assert "CheckpointError" in ck.__all__
+
+
+def _rewritten(tmp_path, blob, name, *, manifest=None, drop=(), extra=None):
+    """A well-formed zip whose manifest or members were edited (CRCs all valid)."""
+    import io
+    import json
+    import zipfile
+    with zipfile.ZipFile(io.BytesIO(blob)) as z:
+        items = {n: z.read(n) for n in z.namelist()}
+    m = json.loads(items["manifest.json"])
+    if manifest is not None:
+        m = manifest(m)
+    items["manifest.json"] = json.dumps(m).encode()
+    for n in drop:
+        del items[n]
+    items.update(extra or {})
+    p = tmp_path / name
+    with zipfile.ZipFile(p, "w") as z:
+        for n, b in items.items():
+            z.writestr(n, b)
+    return p
+
+
+def _npy(a):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def _without(d, key):
+    return {k: v for k, v in d.items() if k != key}
+
+
+def _leaf0(m, **kw):
+    m["leaves"][0].update(kw)
+    m["leaves"][0] = {k: v for k, v in m["leaves"][0].items() if v is not Ellipsis}
+    return m
+
+
+_CRAFTED = {
+    "missing member": (dict(drop=["arrays/1.npy"]), "lacks"),
+    "manifest is a list": (dict(manifest=lambda m: [m]), "JSON list"),
+    "no leaves": (dict(manifest=lambda m: _without(m, "leaves")), "no 'leaves'"),
+    "no tree": (dict(manifest=lambda m: _without(m, "tree")), "no 'tree'"),
+    "leaf without file": (dict(manifest=lambda m: _leaf0(m, file=...)), "'file'"),
+    "leaf without dtype": (dict(manifest=lambda m: _leaf0(m, dtype=...)), "'dtype'"),
+    "tree leaf 99": (dict(manifest=lambda m: dict(m, tree={"leaf": 99})), "leaf index 99"),
+    "tree not an object": (dict(manifest=lambda m: dict(m, tree="x")), "not an object"),
+    "leaf used twice": (dict(manifest=lambda m: dict(m, tree={"list": [{"leaf": 0}] * 5})),
+                        "each to be used once"),
+    "member escaping": (dict(manifest=lambda m: _leaf0(m, file="../../etc/passwd")),
+                        "escapes the archive"),
+    "absolute member": (dict(manifest=lambda m: _leaf0(m, file="/etc/passwd")),
+                        "escapes the archive"),
+    "archive member escaping": (dict(extra={"../evil": b"x"}), "escapes it"),
+    "unknown dtype": (dict(manifest=lambda m: _leaf0(m, dtype="float99")), "unknown dtype"),
+    "bad shape": (dict(manifest=lambda m: _leaf0(m, shape=[-1])), "invalid shape"),
+    "shape disagrees": (dict(manifest=lambda m: _leaf0(m, shape=[10**12])), "shape"),
+    "member larger than shape": (dict(extra={"arrays/0.npy": _npy(np.zeros(200_000, bool))}),
+                                 "more than the manifest's shape"),
+    "bad python kind": (dict(manifest=lambda m: _leaf0(m, python="str")), "'python'"),
+    "newer version": (dict(manifest=lambda m: dict(m, version=99)), "upgrade xform"),
+    "wrong format": (dict(manifest=lambda m: dict(m, format="orbax")), "format"),
+    "npy not an array": (dict(extra={"arrays/0.npy": b"\x93NUMPY garbage"}), ".npy"),
+    "bad namedtuple": (dict(manifest=lambda m: dict(m, tree={
+        "namedtuple": "S", "fields": ["__class__"], "children": [{"leaf": 0}]})), "namedtuple"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CRAFTED))
+def test_crafted_checkpoint_raises_checkpoint_error_naming_file_and_problem(
+        case, ckpt_blob, tmp_path):
+    kw, words = _CRAFTED[case]
+    p = _rewritten(tmp_path, ckpt_blob, "crafted.ckpt", **kw)
+    with pytest.raises(ck.CheckpointError) as info:
+        ck.restore(p)
+    msg = str(info.value)
+    assert str(p) in msg and words in msg, msg
+
+
+def test_junk_and_empty_files_raise_checkpoint_error(tmp_path):
+    for name, blob in {"junk": b"not a zip", "empty": b"", "zeros": bytes(100)}.items():
+        p = tmp_path / name
+        p.write_bytes(blob)
+        with pytest.raises(ck.CheckpointError, match="not an xform checkpoint"):
+            ck.restore(p)
+    with pytest.raises(FileNotFoundError):
+        ck.restore(tmp_path / "absent")
+
+
+def test_mutated_checkpoints_only_raise_checkpoint_error(ckpt_blob, tmp_path):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=int(os.environ.get("XFORM_FAULT_EXAMPLES", "60")), deadline=None)
+    @given(st.data())
+    def check(data):
+        blob = mutate(ckpt_blob, _hyp_draw(data))
+        _restore_outcome(blob, tmp_path)
+    check()
+
+
+@pytest.mark.slow
+def test_checkpoint_corruption_sweep(ckpt_blob, tmp_path):
+    """>= 2000 random corruptions of one archive (seeded): each restores the exact tree or
+    raises CheckpointError; the counts are printed (pytest -s)."""
+    rng = np.random.default_rng(2026)
+    counts = {}
+    for _ in range(2400):
+        r = _restore_outcome(mutate(ckpt_blob, _rng_draw(rng)), tmp_path)
+        counts[r] = counts.get(r, 0) + 1
+    print("checkpoint corruption sweep:", counts)
+    assert sum(counts.values()) == 2400 and counts["CheckpointError"] > 1000
+
+
+def test_concurrent_saves_last_call_wins(tmp_path):
+    """The reproducer: a big save issued first finishes after a small one issued second."""
+    p = tmp_path / "o.zip"
+    f1 = ck.save_async(p, {"a": np.ones(4_000_000, np.float32)})
+    f2 = ck.save_async(p, {"a": np.zeros(3, np.float32)})
+    f1.result(timeout=120)
+    f2.result(timeout=120)
+    assert ck.restore(p, as_numpy=True)["a"].shape == (3,)
+
+
+def test_interleaved_saves_keep_the_last_issued(tmp_path):
+    """Many overlapping sync and async saves, in random sizes: the file ends as the last
+    one called (also for a synchronous save after pending async ones)."""
+    rng = np.random.default_rng(0)
+    for trial in range(4):
+        p = tmp_path / f"t{trial}.ckpt"
+        futs = []
+        for k in range(6):
+            tree = {"k": k, "a": np.full(int(rng.integers(1, 2_000_000)), k, np.int32)}
+            if k == 5 and trial % 2:
+                ck.save(p, tree)
+            else:
+                futs.append(ck.save_async(p, tree))
+        for f in futs:
+            f.result(timeout=120)
+        assert ck.restore(p)["k"] == 5
+
+
+_KILLED_WRITER = """
+    import sys, zipfile, numpy as np
+    from xform import checkpointing as ck
+    real = zipfile.ZipFile.writestr
+    def slow(self, name, data, *a, **k):
+        real(self, name, data, *a, **k)
+        if len(data) > 2_000_000:
+            self.fp.flush()
+            print("WRITING", flush=True)
+            import time
+            time.sleep(600)
+    zipfile.ZipFile.writestr = slow
+    ck.save(sys.argv[1], {"new": np.zeros(300_000, np.float64), "more": np.ones(5)})
+"""
+
+
+def test_save_killed_mid_write_keeps_previous_and_next_save_cleans_up(tmp_path):
+    import signal
+    p = tmp_path / "model.ckpt"
+    ck.save(p, _CKPT_TREE)
+    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_KILLED_WRITER), str(p)],
+                             cwd=ROOT, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        line = child.stdout.readline()
+        assert line.strip() == "WRITING", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    leftovers = [f for f in os.listdir(tmp_path) if f != "model.ckpt"]
+    assert len(leftovers) == 1 and ".xform-tmp." in leftovers[0], leftovers
+    assert os.path.getsize(tmp_path / leftovers[0]) > 2_000_000
+    assert _same_tree(ck.restore(p, as_numpy=True), _CKPT_TREE)    # previous one intact
+    # a live writer's temporary (this process) is left alone; the dead one's is removed
+    ck.save(tmp_path / "other.ckpt", {"x": 1})
+    assert sorted(os.listdir(tmp_path)) == ["model.ckpt", "other.ckpt"]

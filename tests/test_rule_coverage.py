@@ -30,7 +30,10 @@ def _tables():
 
 def test_every_primitive_has_its_rules_or_a_reason():
     tables = _tables()
-    prims = list(core.abstract_eval_rules)
+    from xform.extend.core import Primitive as UserPrimitive
+    # xform's catalogue; primitives made with xform.extend.core.Primitive (by a test or
+    # a library) carry the rules their author registered
+    prims = [p for p in core.abstract_eval_rules if type(p) is not UserPrimitive]
     assert len(prims) > 150   # the catalogue is loaded
     problems = []
     for p in prims:

@@ -37,3 +37,4 @@ from xform import experimental, errors, typing, stages, monitoring, profiler  # 
 from xform import version, example_libraries, mixed_precision, compat  # noqa: E402,F401
 from xform import custom_derivatives, ops, sharding, distributed  # noqa: E402,F401
 from xform import export, checkpointing, dlpack  # noqa: E402,F401
+from xform import core, extend, interpreters, api_util  # noqa: E402,F401  (JAX's extension API)

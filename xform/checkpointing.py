@@ -30,6 +30,19 @@ in NumPy; the zip keeps one file per checkpoint, which makes the save atomic.
 Atomic writes: the zip is written to a temporary file in the destination's
 directory, flushed and fsync'ed, then ``os.replace``'d onto ``path`` (atomic on
 POSIX and Windows); an interrupted save leaves the previous checkpoint intact.
+Temporary files are named ``.<name>.xform-tmp.<host>.<pid>.<random>.tmp``; a save
+removes the ones in its directory left by processes of this host that no longer run
+(a save killed mid-write).
+
+Last call wins: saves to one path (``save`` and ``save_async``, from any thread of
+this process) are numbered when called; a save that finishes after a later-issued one
+has been written does not replace it, so the file always ends up holding the last
+checkpoint asked for.
+
+Untrusted files: ``restore`` validates the zip, the manifest (against the schema
+above: types, leaf indices, member names inside ``arrays/``, sizes) and every array
+header before building anything, and reports any problem as ``CheckpointError`` (a
+ValueError) naming the file and what is wrong.  See docs/reliability.md.
 
 Typed PRNG key arrays (``xform.random.key``) are stored as their ``uint32`` key
 data with the dtype (``key<fry>``) and the implementation's name in the
@@ -39,16 +52,31 @@ manifest, and come back as typed keys (``random.wrap_key_data``); raw
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
+import re
+import socket
 import tempfile
+import threading
 import zipfile
 
 import numpy as np
 
 from xform._src.interpreters import tree_util as _tu
+from xform import random as _random
+from xform._src.interpreters.core import Array
+from xform._src.interpreters.core import Array, Tracer
+from xform._src.interpreters.dtypes import is_extended
+from xform.sharding import Sharding
 
-__all__ = ["save", "save_async", "restore", "FORMAT", "VERSION"]
+__all__ = ["save", "save_async", "restore", "CheckpointError", "FORMAT", "VERSION"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read: not a zip, truncated, corrupted, a manifest
+    that does not follow the schema, a missing or unsafe archive member, an array header
+    or size that contradicts the manifest.  The message names the file and the problem."""
 
 FORMAT = "xform.checkpoint"
 VERSION = 1
@@ -77,13 +105,11 @@ def _dtype_from_name(name):
 
 def _is_key(x) -> bool:
     """A typed PRNG key array (``xform.random.key``): an extended dtype."""
-    from xform._src.interpreters.dtypes import is_extended
     dt = getattr(x, "dtype", None)
     return dt is not None and not isinstance(dt, np.dtype) and is_extended(dt)
 
 
 def _leaf_to_numpy(path, x):
-    from xform._src.interpreters.core import Array, Tracer
     if isinstance(x, Tracer):
         raise TypeError(f"save(): leaf {path} is a traced value {x.aval.str_short()}; save "
                         "concrete arrays (outside jit/grad/vmap).")
@@ -131,7 +157,8 @@ def _structure(treedef, counter):
 def save(path, pytree, *, overwrite: bool = True) -> None:
     """Write ``pytree`` (arrays, Python scalars, None in containers) to ``path`` atomically.
 
-    ``overwrite=False``: a ValueError if ``path`` exists.
+    ``overwrite=False``: a ValueError if ``path`` exists.  When several saves to one
+    path overlap (``save_async``), the one called last wins.
     """
     _write(*_prepare(path, pytree, overwrite, copy=False))
 
@@ -139,7 +166,10 @@ def save(path, pytree, *, overwrite: bool = True) -> None:
 def save_async(path, pytree, *, overwrite: bool = True):
     """Like ``save``, but only the snapshot (device -> host copies of the leaves) happens
     now; the file is written by a background thread.  Returns a
-    ``concurrent.futures.Future`` (``.result()`` waits and re-raises a failure)."""
+    ``concurrent.futures.Future`` (``.result()`` waits and re-raises a failure).
+
+    Saves to one path are ordered by call: if an earlier save finishes after this one,
+    it does not overwrite this one's file (its future still succeeds)."""
     import concurrent.futures
     import threading
     job = _prepare(path, pytree, overwrite, copy=True)
@@ -168,7 +198,6 @@ def _prepare(path, pytree, overwrite, copy):
     for i, (kp, x) in enumerate(with_path):
         p = _tu.keystr(kp) or "<root>"
         if _is_key(x):        # typed PRNG keys: their uint32 key data + the impl's name
-            from xform import random as _random
             words = np.asarray(_random.key_data(x))
             leaves_meta.append({"path": p, "file": f"arrays/{i}.npy", "dtype": str(x.dtype),
                                 "shape": list(x.shape), "python": None,
@@ -189,13 +218,70 @@ def _prepare(path, pytree, overwrite, copy):
                             "shape": list(a.shape), "python": py})
         arrays.append(stored)
     manifest = {"format": FORMAT, "version": VERSION, "tree": tree, "leaves": leaves_meta}
-    return path, manifest, leaves_meta, arrays
+    return path, manifest, leaves_meta, arrays, _issue(path)
 
 
-def _write(path, manifest, leaves_meta, arrays):
+# -- ordering of saves to one path: numbered at call time; a save only replaces the file
+#    when no later-numbered save to that path has replaced it already.
+_seq = itertools.count(1)
+_order_lock = threading.Lock()
+_committed: dict = {}          # real path -> number of the save whose file is there
+_path_locks: dict = {}         # real path -> lock serialising the replace step
+
+
+def _key(path):
+    return os.path.realpath(os.path.abspath(path))
+
+
+def _issue(path):
+    return next(_seq)
+
+
+# -- temporary files: recognisable names carrying host and pid, so a later save can tell
+#    a dead writer's leftovers from a live writer's file.
+_TMP_TAG = ".xform-tmp."
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:64] or "host"
+_TMP_RE = re.compile(r"^\..*\.xform-tmp\.(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
+
+
+def _pid_alive(pid):
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _clean_stale_temporaries(d):
+    """Remove temporary files in ``d`` left by saves of this host's dead processes."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for name in names:
+        if _TMP_TAG not in name:
+            continue
+        m = _TMP_RE.match(name)
+        if m is None or m.group("host") != _HOST or _pid_alive(int(m.group("pid"))):
+            continue
+        try:
+            os.unlink(os.path.join(d, name))
+        except OSError:
+            pass
+
+
+def _write(path, manifest, leaves_meta, arrays, seq):
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    _clean_stale_temporaries(d)
+    fd, tmp = tempfile.mkstemp(
+        dir=d, prefix=f".{os.path.basename(path)}{_TMP_TAG}{_HOST}.{os.getpid()}.",
+        suffix=".tmp")
+    key = _key(path)
     try:
         with os.fdopen(fd, "wb") as f:
             with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
@@ -206,8 +292,14 @@ def _write(path, manifest, leaves_meta, arrays):
                     z.writestr(meta["file"], buf.getvalue())
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
+        with _order_lock:
+            lock = _path_locks.setdefault(key, threading.Lock())
+        with lock:
+            if _committed.get(key, 0) > seq:
+                return               # a later-issued save is already in place: it wins
+            os.replace(tmp, path)
+            tmp = None
+            _committed[key] = seq
         try:
             dfd = os.open(d, os.O_RDONLY)
             try:
@@ -221,44 +313,222 @@ def _write(path, manifest, leaves_meta, arrays):
             os.unlink(tmp)
 
 
+_EXCEPTIONS_OF_BAD_BYTES = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError,
+                            ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError,
+                            NotImplementedError, RecursionError, OverflowError, MemoryError,
+                            __import__("struct").error, __import__("zlib").error,
+                            __import__("lzma").LZMAError)
+_PYTHON_KINDS = (None, "bool", "int", "float", "complex")
+_MAX_NPY_HEADER = 1 << 16
+
+
+def _bad(path, what):
+    return CheckpointError(f"restore(): {path!r} is not an xform checkpoint this version can "
+                           f"read (corrupted, truncated or crafted): {what}")
+
+
+def _safe_member(name):
+    """An archive member name that stays inside the archive's own namespace (relative,
+    no ``..``, no drive or backslash, no NUL)."""
+    return (isinstance(name, str) and name and not name.startswith(("/", "\\")) and
+            "\\" not in name and "\0" not in name and ":" not in name and
+            all(part not in ("", ".", "..") for part in name.split("/")))
+
+
+def _is_int(x):
+    return type(x) is int
+
+
+def _validate_manifest(path, manifest, names):
+    """Check ``manifest`` against the schema in this module's docstring; raise
+    CheckpointError naming the first problem.  Nothing is read from the arrays yet."""
+    if not isinstance(manifest, dict):
+        raise _bad(path, f"manifest.json is a JSON {type(manifest).__name__}, not an object")
+    if manifest.get("format") != FORMAT:
+        raise _bad(path, f"manifest format is {manifest.get('format')!r}, not {FORMAT!r}")
+    version = manifest.get("version", 0)
+    if not _is_int(version) or version < 0:
+        raise _bad(path, f"manifest version {version!r} is not a non-negative integer")
+    if version > VERSION:
+        raise CheckpointError(f"restore(): {path!r}: checkpoint format version {version} is "
+                              f"newer than this xform reads ({VERSION}); upgrade xform")
+    for k in ("tree", "leaves"):
+        if k not in manifest:
+            raise _bad(path, f"manifest has no {k!r} entry")
+    leaves = manifest["leaves"]
+    if not isinstance(leaves, list):
+        raise _bad(path, "manifest 'leaves' is not a list")
+    files = set()
+    for i, meta in enumerate(leaves):
+        where = f"manifest leaf {i}"
+        if not isinstance(meta, dict):
+            raise _bad(path, f"{where} is not an object")
+        for k, typ in (("path", str), ("file", str), ("dtype", str), ("shape", list)):
+            if not isinstance(meta.get(k), typ):
+                raise _bad(path, f"{where} has no valid {k!r} (expected a {typ.__name__}, got "
+                                 f"{meta.get(k)!r:.60})")
+        f = meta["file"]
+        if not _safe_member(f):
+            raise _bad(path, f"{where} names the member {f!r:.80}, which escapes the archive")
+        if f not in names:
+            raise _bad(path, f"{where} names the member {f!r:.80}, which the archive lacks")
+        if f in files:
+            raise _bad(path, f"{where} reuses the member {f!r:.80}")
+        files.add(f)
+        shape = meta["shape"]
+        if not all(_is_int(n) and n >= 0 for n in shape) or len(shape) > 64:
+            raise _bad(path, f"{where} has an invalid shape {shape!r:.80}")
+        if meta.get("python") not in _PYTHON_KINDS:
+            raise _bad(path, f"{where} has an invalid 'python' entry {meta.get('python')!r:.40}")
+        if meta.get("python") and shape:
+            raise _bad(path, f"{where} is a Python scalar with shape {shape}")
+        impl = meta.get("key_impl")
+        if impl is not None and not isinstance(impl, str):
+            raise _bad(path, f"{where} has an invalid 'key_impl' {impl!r:.40}")
+        if impl is None:
+            try:
+                dt = _dtype_from_name(meta["dtype"])
+            except (ValueError, TypeError, ImportError):
+                raise _bad(path, f"{where} has an unknown dtype {meta['dtype']!r:.40}") from None
+            py = meta.get("python")
+            if py and dt.kind not in {"bool": "b", "int": "iu", "float": "f",
+                                      "complex": "c"}[py]:
+                raise _bad(path, f"{where} is a Python {py} stored with dtype {dt}")
+    used = []
+    _validate_tree(path, manifest["tree"], len(leaves), used, 0)
+    if sorted(used) != list(range(len(leaves))):
+        raise _bad(path, f"the manifest tree refers to leaves {sorted(used)[:10]}... but the "
+                         f"manifest lists {len(leaves)} leaves, each to be used once"
+                   if len(used) > 10 else
+                   f"the manifest tree refers to leaves {sorted(used)} but the manifest "
+                   f"lists {len(leaves)} leaves, each to be used once")
+
+
+def _validate_tree(path, node, n, used, depth):
+    if depth > 900:
+        raise _bad(path, "the manifest tree is nested too deeply")
+    if node is None:
+        return
+    if not isinstance(node, dict):
+        raise _bad(path, f"the manifest tree has a node {node!r:.60} that is not an object")
+    if "leaf" in node:
+        i = node["leaf"]
+        if not _is_int(i) or not 0 <= i < n:
+            raise _bad(path, f"the manifest tree has leaf index {i!r:.40}, but there are {n} "
+                             "leaves")
+        used.append(i)
+        return
+    for kind in ("list", "tuple"):
+        if kind in node:
+            kids = node[kind]
+            if not isinstance(kids, list):
+                raise _bad(path, f"the manifest tree has a {kind} node that is not a list")
+            for c in kids:
+                _validate_tree(path, c, n, used, depth + 1)
+            return
+    if "dict" in node:
+        items, kt = node["dict"], node.get("key_type", "str")
+        if kt not in ("str", "int") or not isinstance(items, list):
+            raise _bad(path, "the manifest tree has a malformed dict node")
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2 and
+                    (isinstance(item[0], str) if kt == "str" else _is_int(item[0]))):
+                raise _bad(path, f"the manifest tree has a malformed dict entry {item!r:.60}")
+            _validate_tree(path, item[1], n, used, depth + 1)
+        return
+    if "namedtuple" in node:
+        name, fields, kids = node["namedtuple"], node.get("fields"), node.get("children")
+        if not (isinstance(name, str) and name.isidentifier() and isinstance(fields, list)
+                and all(isinstance(f, str) and f.isidentifier() and not f.startswith("_")
+                        for f in fields)
+                and len(set(fields)) == len(fields) and isinstance(kids, list)
+                and len(kids) == len(fields)):
+            raise _bad(path, f"the manifest tree has a malformed namedtuple node {name!r:.40}")
+        for c in kids:
+            _validate_tree(path, c, n, used, depth + 1)
+        return
+    if "node" in node:
+        kids = node.get("children")
+        if not isinstance(node["node"], str) or not isinstance(kids, list):
+            raise _bad(path, "the manifest tree has a malformed custom node")
+        for c in kids:
+            _validate_tree(path, c, n, used, depth + 1)
+        return
+    raise _bad(path, f"the manifest tree has a node of unknown kind {sorted(node)[:4]!r:.60}")
+
+
 def _read(path):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"restore(): no checkpoint at {path!r}")
     try:
+        return _read_checked(path)
+    except (CheckpointError, FileNotFoundError):
+        raise
+    except _EXCEPTIONS_OF_BAD_BYTES as e:
+        raise _bad(path, f"{type(e).__name__}: {str(e)[:200]}") from None
+
+
+def _read_checked(path):
+    try:
         z = zipfile.ZipFile(path, "r")
     except zipfile.BadZipFile:
-        raise ValueError(f"restore(): {path!r} is not an xform checkpoint (not a zip file)") \
-            from None
+        raise CheckpointError(f"restore(): {path!r} is not an xform checkpoint (not a zip "
+                              "file)") from None
     with z:
+        infos = {i.filename: i for i in z.infolist()}
+        for name in infos:
+            if not _safe_member(name):
+                raise _bad(path, f"the archive has a member {name!r:.80} that escapes it")
+        if "manifest.json" not in infos:
+            raise CheckpointError(f"restore(): {path!r} has no manifest.json; not an xform "
+                                  "checkpoint")
+        if infos["manifest.json"].file_size > (64 << 20):
+            raise _bad(path, "manifest.json is larger than 64 MiB")
         try:
             manifest = json.loads(z.read("manifest.json"))
-        except KeyError:
-            raise ValueError(f"restore(): {path!r} has no manifest.json; not an xform "
-                             "checkpoint") from None
-        if manifest.get("format") != FORMAT:
-            raise ValueError(f"restore(): {path!r} is not an xform checkpoint "
-                             f"(format {manifest.get('format')!r})")
-        if manifest.get("version", 0) > VERSION:
-            raise ValueError(f"restore(): checkpoint format version {manifest['version']} is "
-                             f"newer than this xform reads ({VERSION}); upgrade xform")
+        except (ValueError, UnicodeDecodeError) as e:
+            raise _bad(path, f"manifest.json is not valid JSON ({e})") from None
+        _validate_manifest(path, manifest, infos)
         leaves = []
         for meta in manifest["leaves"]:
-            a = np.load(io.BytesIO(z.read(meta["file"])), allow_pickle=False)
-            if meta.get("key_impl"):
-                if list(a.shape[:len(meta["shape"])]) != list(meta["shape"]):
-                    raise ValueError(f"restore(): corrupt checkpoint: key leaf {meta['path']} "
-                                     f"has key data of shape {a.shape}")
-                leaves.append((meta, a))
-                continue
-            dt = _dtype_from_name(meta["dtype"])
-            if a.dtype != dt:
-                a = a.view(dt).reshape(a.shape)
-            if list(a.shape) != list(meta["shape"]):
-                raise ValueError(f"restore(): corrupt checkpoint: leaf {meta['path']} has shape "
-                                 f"{a.shape}, manifest says {tuple(meta['shape'])}")
-            leaves.append((meta, a))
+            leaves.append((meta, _read_leaf(path, z, infos[meta["file"]], meta)))
     return manifest, leaves
+
+
+def _read_leaf(path, z, info, meta):
+    """One leaf's array, its size checked against the manifest before reading."""
+    where = f"leaf {meta['path']!r:.80} ({meta['file']})"
+    key = bool(meta.get("key_impl"))
+    n = int(np.prod(meta["shape"], dtype=object))
+    itemsize = 16 if key else _dtype_from_name(meta["dtype"]).itemsize
+    # key data: shape + trailing key words (a few uint32 each); .npy: a header, then data
+    limit = _MAX_NPY_HEADER + n * itemsize * (8 if key else 1)
+    if info.file_size > limit:
+        raise _bad(path, f"{where} is {info.file_size} bytes, more than the manifest's shape "
+                         f"{tuple(meta['shape'])} and dtype {meta['dtype']} allow")
+    raw = z.read(info)
+    try:
+        a = np.load(io.BytesIO(raw), allow_pickle=False)
+    except (ValueError, EOFError, OSError) as e:
+        raise _bad(path, f"{where} is not a valid .npy array ({e})") from None
+    if not isinstance(a, np.ndarray) or a.dtype.hasobject or a.dtype.kind not in "biufc":
+        raise _bad(path, f"{where} holds a non-numeric array (dtype {a.dtype})")
+    if key:
+        if list(a.shape[:len(meta["shape"])]) != list(meta["shape"]) or a.dtype != np.uint32:
+            raise _bad(path, f"key leaf {meta['path']} has key data of shape {a.shape} and "
+                             f"dtype {a.dtype}")
+        return a
+    dt = _dtype_from_name(meta["dtype"])
+    if a.dtype != dt:
+        if a.dtype.itemsize != dt.itemsize or a.dtype.kind not in "u":
+            raise _bad(path, f"{where} stores dtype {a.dtype}, which cannot hold the "
+                             f"manifest's {dt}")
+        a = a.view(dt).reshape(a.shape)
+    if list(a.shape) != list(meta["shape"]):
+        raise _bad(path, f"corrupt checkpoint: leaf {meta['path']} has shape {a.shape}, "
+                         f"manifest says {tuple(meta['shape'])}")
+    return a
 
 
 def _build(node, leaves):
@@ -283,15 +553,21 @@ def _build(node, leaves):
 
 def _to_value(meta, a, as_numpy):
     if meta.get("key_impl"):
-        from xform import random as _random
         return _random.wrap_key_data(a, impl=meta["key_impl"])
     if meta.get("python"):
         return {"bool": bool, "int": int, "float": float, "complex": complex}[meta["python"]](
             a[()])
     if as_numpy:
         return a
-    from xform._src.interpreters.core import Array
     return Array(np.array(a))
+
+
+def _to_value_checked(path, meta, a, as_numpy):
+    try:
+        return _to_value(meta, a, as_numpy)
+    except _EXCEPTIONS_OF_BAD_BYTES as e:     # e.g. a key implementation name no one has
+        raise _bad(path, f"leaf {meta['path']!r:.80}: {type(e).__name__}: {str(e)[:200]}") \
+            from None
 
 
 def restore(path, target=None, *, as_numpy: bool = False):
@@ -303,13 +579,15 @@ def restore(path, target=None, *, as_numpy: bool = False):
     types, namedtuple classes, custom nodes).  Without it the structure is
     rebuilt from the checkpoint (namedtuples as same-named namedtuple classes).
     Arrays come back as xform Arrays (``as_numpy=True``: NumPy arrays), Python
-    scalars as Python scalars.  A target leaf with a ``sharding`` (a sharded Array, or
+    scalars as Python scalars.  A file that is not a readable checkpoint (truncated,
+    corrupted, crafted) raises ``CheckpointError``; a missing one FileNotFoundError.
+    A target leaf with a ``sharding`` (a sharded Array, or
     ``ShapeDtypeStruct(shape, dtype, sharding=...)``) puts the restored array onto that
     sharding (across its mesh's devices).
     """
     manifest, leaves = _read(path)
     if target is None:
-        vals = [_to_value(m, a, as_numpy) for m, a in leaves]
+        vals = [_to_value_checked(path, m, a, as_numpy) for m, a in leaves]
         return _build(manifest["tree"], vals)
     t_with_path, t_def = _tu.tree_flatten_with_path(target)
     saved_paths = [m["path"] for m, _ in leaves]
@@ -328,7 +606,7 @@ def restore(path, target=None, *, as_numpy: bool = False):
         if t_dtype is not None and _dtype_str(t_dtype) != meta["dtype"]:
             raise ValueError(f"restore(): leaf {p} has dtype {meta['dtype']} in the checkpoint "
                              f"but {_dtype_str(t_dtype)} in target")
-        out.append(_place(_to_value(meta, a, as_numpy), t, as_numpy))
+        out.append(_place(_to_value_checked(path, meta, a, as_numpy), t, as_numpy))
     return t_def.unflatten(out)
 
 
@@ -338,10 +616,9 @@ def _place(value, t, as_numpy):
     sharding = getattr(t, "sharding", None)
     if as_numpy or sharding is None or not hasattr(value, "shape"):
         return value
-    from xform.sharding import Sharding
     if not isinstance(sharding, Sharding):
         return value
-    from xform import device_put
+    from xform import device_put  # deferred: import cycle
     return device_put(value, sharding)
 
 
@@ -350,7 +627,6 @@ def _normalize(tree):
 
 
 def _dtype_str(dt):
-    from xform._src.interpreters.dtypes import is_extended
     if not isinstance(dt, np.dtype) and is_extended(dt):
         return str(dt)
     return np.dtype(dt).name

@@ -20,3 +20,4 @@ from xform._src.primitives.spmd import all_to_all, pbroadcast, ppermute, pshuffl
 from xform.lax import linalg  # noqa: F401
 from xform.lax._solves import custom_linear_solve, custom_root  # noqa: F401
 from xform.sharding._jit import with_sharding_constraint  # noqa: F401
+from xform.lax._primitives import *  # noqa: F401,F403  (the engine's primitives, JAX's names)

@@ -437,7 +437,8 @@ def floor_divide(x1, x2, /):
         return _bind("div", a, b)
     if a.dtype in _I:
         q = _bind("div", a, b)
-        fix_ = logical_and(not_equal(less(a, _zero(a)), less(b, _zero(b))),
+        # signs compared as JAX does (sign(0) = 0), so a zero divisor gives JAX's value
+        fix_ = logical_and(not_equal(sign(a), sign(b)),
                            not_equal(_bind("rem", a, b), _zero(a)))
         return where(fix_, subtract(q, _const(q, 1)), q)
     if a.dtype in _C:
@@ -670,7 +671,7 @@ def copysign(x1, x2, /):
 def where(condition, x=None, y=None, /):
     """``select(condition, x, y)`` with broadcasting; the one-argument form is ``nonzero``."""
     if x is None and y is None:
-        from xform.numpy._indexing import nonzero
+        from xform.numpy._indexing import nonzero  # deferred: import cycle
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "

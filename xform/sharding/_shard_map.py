@@ -80,7 +80,7 @@ class _ShardMapped:
         self.__name__ = getattr(f, "__name__", "shard_map_fun")
 
     def __call__(self, *args):
-        mesh = self._mesh if self._mesh is not None else S.get_mesh()
+        mesh = self._mesh if self._mesh is not None else S._context_mesh()
         if mesh is None:
             raise ValueError("shard_map: no mesh: pass mesh=... or set one with "
                              "xform.sharding.set_mesh")
@@ -218,7 +218,7 @@ _eager_lock = threading.Lock()
 
 
 def _eager_runner(args, params):
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     avals = tuple(core.get_aval(a).update(weak_type=False) for a in args)
     key = (id(params["jaxpr"]), params["mesh"], params["in_specs"], params["out_specs"], avals)
     hit = _eager_cache.get(key)
@@ -262,7 +262,7 @@ def _spmd_compiler(closed, donated_invars, name):
     mesh = _find_mesh(closed)
     if mesh is None:
         return None
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     n = len(closed.jaxpr.invars)
     return spmd.SpmdCompiled(closed, mesh, (None,) * n, (None,) * len(closed.jaxpr.outvars),
                              donated_invars, name)

@@ -1,0 +1,102 @@
+"""xform.experimental.multihost_utils: one process here (compared with JAX's), two
+processes over a loopback coordinator in subprocesses (tests/_multihost_worker.py)."""
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jax
+from jax.experimental import multihost_utils as jmu
+
+import xform
+from xform.experimental import multihost_utils as xmu
+from xform.sharding import PartitionSpec as P
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TREE = {"a": np.arange(6.0, dtype=np.float32).reshape(2, 3), "b": np.int32(7),
+        "c": [np.ones(4, np.int32)]}
+
+
+def _eq_trees(x, j):
+    xl, xt = xform.tree.flatten(x)
+    jl, jt = jax.tree.flatten(j)
+    assert xt == jt or str(xt) == str(jt)
+    for a, b in zip(xl, jl):
+        assert isinstance(a, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+def test_names_match_jax():
+    for n in xmu.__all__:
+        assert hasattr(jmu, n), n
+
+
+@pytest.mark.parametrize("tiled", [False, True])
+def test_process_allgather_one_process(tiled):
+    _eq_trees(xmu.process_allgather(TREE, tiled=tiled), jmu.process_allgather(TREE, tiled=tiled))
+    x = xform.numpy.arange(5.0)
+    _eq_trees(xmu.process_allgather(x, tiled=tiled),
+              jmu.process_allgather(jax.numpy.arange(5.0), tiled=tiled))
+
+
+def test_broadcast_one_to_all_one_process():
+    _eq_trees(xmu.broadcast_one_to_all(TREE), jmu.broadcast_one_to_all(TREE))
+    _eq_trees(xmu.broadcast_one_to_all(TREE, is_source=False),
+              jmu.broadcast_one_to_all(TREE, is_source=False))
+
+
+def test_barrier_and_assert_equal_one_process():
+    xmu.sync_global_devices("here")
+    xmu.assert_equal(TREE)
+    xmu.assert_equal(xform.numpy.arange(3), "same")
+
+
+def test_host_local_global_round_trip_one_process():
+    xm = xform.make_mesh((1,), ("d",))
+    jm = jax.make_mesh((1,), ("d",))
+    v = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    for spec in [P("d"), P(), P(None, "d")]:
+        g = xmu.host_local_array_to_global_array({"v": v}, xm, spec)["v"]
+        jg = jmu.host_local_array_to_global_array({"v": v}, jm,
+                                                  jax.sharding.PartitionSpec(*spec))["v"]
+        assert g.shape == jg.shape and g.dtype == jg.dtype
+        assert tuple(g.sharding.spec) == tuple(spec) and g.sharding.mesh == xm
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(jg))
+        back = xmu.global_array_to_host_local_array(g, xm, spec)
+        np.testing.assert_array_equal(np.asarray(back), v)
+    with pytest.raises(ValueError, match="`None` is not a valid input"):
+        xmu.host_local_array_to_global_array(v, xm, None)
+    # under jit and grad (one process: the host-local and global shapes coincide)
+    f = lambda a: (xmu.host_local_array_to_global_array(a, xm, P("d")) ** 2).sum()  # noqa
+    np.testing.assert_allclose(np.asarray(xform.jit(xform.grad(f))(v)), 2 * v)
+
+
+def test_two_processes():
+    """Two processes of 2 CPU devices each: gather, broadcast, barrier, assert_equal and
+    host-local <-> global conversion, each process checking what it gets."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("XLA_FLAGS", None)
+    worker = os.path.join(HERE, "_multihost_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, str(port), str(i)], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=240)
+            outs.append((p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    for i, (rc, out, err) in enumerate(outs):
+        assert rc == 0 and f"OK {i}" in out, f"process {i} failed (rc={rc}):\n{err[-3000:]}"

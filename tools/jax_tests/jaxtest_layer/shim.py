@@ -1,0 +1,132 @@
+"""The ``jax._src`` namespace the test files see (see the package docstring)."""
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+from . import Internal, internal_module
+
+
+def _jax():
+    import jax
+    return jax
+
+
+def _lazy_module(name, **lazy):
+    """A module whose attributes in ``lazy`` are computed on first access (from the
+    library under test); other attributes are Internal placeholders."""
+    mod = types.ModuleType(name)
+
+    def __getattr__(attr):
+        if attr in lazy:
+            value = lazy[attr]()
+            setattr(mod, attr, value)
+            return value
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return Internal(f"{name}.{attr}")
+
+    mod.__getattr__ = __getattr__
+    return mod
+
+
+def _shaped_array_type():
+    jax = _jax()
+    return type(jax.typeof(jax.numpy.zeros((), "float32")))
+
+
+def _build():
+    from . import config, dtypes, lax_test_util, test_util, util
+    root = types.ModuleType("jax._src")
+    root.test_util = test_util
+    root.config = config
+    root.dtypes = dtypes
+    root.util = util
+    root.lax_reference = importlib.import_module("jax._src.lax_reference")
+    root.core = _lazy_module(
+        "jax._src.core", ShapedArray=_shaped_array_type,
+        ConcretizationTypeError=lambda: _jax().errors.ConcretizationTypeError,
+        typeof=lambda: _jax().typeof)
+    root.array = _lazy_module("jax._src.array", ArrayImpl=lambda: _jax().Array)
+    root.errors = _lazy_module(
+        "jax._src.errors",
+        UnexpectedTracerError=lambda: _jax().errors.UnexpectedTracerError,
+        ConcretizationTypeError=lambda: _jax().errors.ConcretizationTypeError,
+        TracerIntegerConversionError=lambda: _jax().errors.TracerIntegerConversionError,
+        TracerBoolConversionError=lambda: _jax().errors.TracerBoolConversionError)
+    root.tree_util = _lazy_module(
+        "jax._src.tree_util", tree_map=lambda: _jax().tree_util.tree_map,
+        tree_flatten=lambda: _jax().tree_util.tree_flatten,
+        tree_unflatten=lambda: _jax().tree_util.tree_unflatten,
+        tree_leaves=lambda: _jax().tree_util.tree_leaves)
+    root.sharding_impls = _lazy_module(
+        "jax._src.sharding_impls",
+        make_single_device_sharding=lambda: _jax().sharding.SingleDeviceSharding)
+    itu = types.ModuleType("jax._src.internal_test_util")
+    itu.lax_test_util = lax_test_util
+    root.internal_test_util = itu
+    lax_pkg = internal_module("jax._src.lax")
+    for sub in ("lax", "utils", "windowed_reductions", "control_flow", "slicing"):
+        setattr(lax_pkg, sub, internal_module(f"jax._src.lax.{sub}"))
+    root.lax = lax_pkg
+    np_pkg = internal_module("jax._src.numpy")
+    for sub in ("hijax", "indexing", "util", "lax_numpy"):
+        setattr(np_pkg, sub, internal_module(f"jax._src.numpy.{sub}"))
+    root.numpy = np_pkg
+    for sub in ("literals", "indexing", "interpreters", "api", "dispatch",
+                "deprecations", "xla_bridge"):
+        setattr(root, sub, internal_module(f"jax._src.{sub}"))
+    return root
+
+
+_ROOT = None
+_INTERPRETERS = None
+
+
+def src_root():
+    global _ROOT
+    if _ROOT is None:
+        _ROOT = _build()
+    return _ROOT
+
+
+def interpreters_root():
+    """``jax.interpreters`` for a library that has none of its own (xform)."""
+    global _INTERPRETERS
+    if _INTERPRETERS is None:
+        _INTERPRETERS = internal_module("jax.interpreters")
+        for sub in ("batching", "mlir", "pxla", "ad", "partial_eval", "xla"):
+            setattr(_INTERPRETERS, sub, internal_module(f"jax.interpreters.{sub}"))
+    return _INTERPRETERS
+
+
+def resolve(name):
+    """The layer's module for ``jax._src.X.Y`` / ``jax.interpreters.X``."""
+    parts = name.split(".")
+    if parts[:2] == ["jax", "_src"]:
+        mod, rest, prefix = src_root(), parts[2:], "jax._src"
+    else:
+        mod, rest, prefix = interpreters_root(), parts[2:], "jax.interpreters"
+    for p in rest:
+        prefix = f"{prefix}.{p}"
+        nxt = getattr(mod, p, None)
+        if not isinstance(nxt, types.ModuleType):
+            nxt = internal_module(prefix)
+            setattr(mod, p, nxt)
+        mod = nxt
+    return mod
+
+
+class _Top(types.ModuleType):
+    """What ``import jax._src.x as y`` sees as ``jax``: the real top-level module, with
+    ``_src`` (and ``interpreters``) from the layer."""
+
+    def __getattr__(self, attr):
+        return getattr(sys.modules["jax"], attr)
+
+
+def top():
+    t = _Top("jax")
+    t._src = src_root()
+    return t
