@@ -36,6 +36,10 @@ import threading
 import time
 
 import numpy as np
+from xform._src.interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters.dtypes import short_name
+from xform._src.lowering.dispatch import make_caller
+from xform._src.primitives import prng
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
 from jaxlib import xla_client as xc  # noqa: E402
@@ -346,7 +350,6 @@ class _Aval:
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
     def str_short(self, short_dtypes=False, mesh_axis_types=False):
-        from xform._src.interpreters.dtypes import short_name
         return f"{short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self):
@@ -633,7 +636,7 @@ def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimize
 
 def _compile_persistent(client, text, device, donated, opts):
     """``compile_and_load``, going through the on-disk cache (compilation_cache.py)."""
-    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     devices = xc.DeviceList((device,))
     if pcache.cache_dir() is None:
         return client.compile_and_load(text, devices, opts)
@@ -656,7 +659,7 @@ def _compile_persistent(client, text, device, donated, opts):
 
 
 def cache_info() -> dict:
-    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
             "eager": len(_eager_cache),
             "persistent": dict(pcache.stats, dir=pcache.cache_dir())}
@@ -786,7 +789,6 @@ class Compiled:
                     on_hot=None):
         """A generated call path for one exact signature (see ``lowering/dispatch.py``):
         ``f(args) -> result or dispatch.MISS``; ``None`` when there is none."""
-        from xform._src.lowering.dispatch import make_caller
         return make_caller(self, consts, weak_types, in_tree, out_tree, host_leaves,
                            on_hot=on_hot)
 
@@ -850,7 +852,6 @@ class Compiled:
         if v.shape != shape:
             raise TypeError(self._mismatch(i, _short(v)))
         if v.dtype != dtype:
-            from xform._src.interpreters.dtypes import canonicalize_dtype
             if canonicalize_dtype(v.dtype) != dtype and not (weak and v.ndim == 0):
                 raise TypeError(self._mismatch(i, _short(v)))
             v = v.astype(dtype)
@@ -896,7 +897,6 @@ def _scalar_fits(t, dtype) -> bool:
 
 
 def _short(v) -> str:
-    from xform._src.interpreters.dtypes import short_name
     return f"{short_name(v.dtype)}[{','.join(str(d) for d in v.shape)}]"
 
 
@@ -909,7 +909,6 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
     optimized."""
     if isinstance(closed_jaxpr, Jaxpr):
         closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
-    from xform._src.primitives import prng
     if prng.jaxpr_has_keys(closed_jaxpr):   # typed PRNG keys: compile over their words
         inner = compile_jaxpr(prng.physicalize_closed(closed_jaxpr),
                               donated_invars=donated_invars, device=device, name=name,
@@ -1056,7 +1055,6 @@ class KeyedCompiled:
     __slots__ = ("inner", "in_avals", "out_avals", "_key_in", "_key_out", "__weakref__")
 
     def __init__(self, inner, in_avals, out_avals):
-        from xform._src.primitives import prng
         self.inner = inner
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
@@ -1064,7 +1062,6 @@ class KeyedCompiled:
         self._key_out = [prng.is_key_aval(a) for a in self.out_avals]
 
     def __call__(self, *args):
-        from xform._src.primitives import prng
         conv = []
         for x, k in zip(args, self._key_in):
             if k:

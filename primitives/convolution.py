@@ -34,6 +34,8 @@ from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.dot_general import _canon_precision, _result_dtype
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, checked_bind, reshape_p,
                                    rev_p, transpose_p)
+from xform._src.primitives import elementwise
+from xform._src.primitives.dot_general import dot_general
 
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_dimension_numbers", "conv_general_permutations", "conv_general_shape_tuple",
@@ -389,7 +391,6 @@ def _reshape_axis_out_of(src, size1, x):
 def _convert(x, dtype):
     if core.get_aval(x).dtype == np.dtype(dtype):
         return x
-    from xform._src.primitives import elementwise
     return elementwise.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype),
                                                    weak_type=False)
 
@@ -694,7 +695,6 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
                                lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
                                precision=None):
     """Locally connected (unshared-weight) convolution: patches contracted per position."""
-    from xform._src.primitives.dot_general import dot_general
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     cp = _canon_precision(precision)
     if cp is None:

@@ -36,6 +36,7 @@ from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive
 from xform._src.interpreters.ir import ClosedJaxpr, Literal, Var, eval_jaxpr
 from xform._src.interpreters.staging import convert_constvars_to_invars, trace_to_jaxpr
+from xform._src.interpreters.config import config
 
 __all__: list = []
 
@@ -168,7 +169,6 @@ jit_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 
 
 def _bad(v):
-    from xform._src.interpreters.config import config
     a = v._value if isinstance(v, core.Array) else np.asarray(v)
     if a.dtype.kind not in "fc" and "float" not in a.dtype.name:
         return None

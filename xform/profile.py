@@ -35,6 +35,7 @@ import statistics
 import time
 
 import numpy as np
+from xform.tree_util import tree_leaves
 
 __all__ = ["DeviceProfile", "CPU", "A100", "H100", "DispatchReport", "dispatch_report",
            "overhead_ratio", "break_even", "device_time", "count_ops", "measure_dispatch",
@@ -157,7 +158,6 @@ def count_ops(jaxpr) -> int:
 
 
 def _block(out):
-    from xform.tree_util import tree_leaves
     for leaf in tree_leaves(out):
         b = getattr(leaf, "block_until_ready", None)
         if b is not None:
@@ -182,7 +182,7 @@ def measure_dispatch(n_iter: int = 2000, device: bool = False) -> float:
     work is negligible, so the time is the tax.  ``device=True`` times arrays
     placed on the default XLA device (one cached executable per op) instead of
     host arrays (NumPy reference kernels)."""
-    import xform
+    import xform  # deferred: import cycle
     x = np.asarray([1.5], np.float32)
     x = xform.device_put(x) if device else xform.numpy.asarray(x)
     return _per_call(lambda: (x + x).block_until_ready(), n_iter)
@@ -264,7 +264,7 @@ def dispatch_report(f, *args, n_iter: int = 100, profile: DeviceProfile = CPU,
     ``calibrate_cpu()`` or your own ``DeviceProfile``).  ``t_dispatch``: use
     this per-op tax (s) instead of measuring ``measure_dispatch()``.
     """
-    import xform
+    import xform  # deferred: import cycle
     if not callable(f):
         raise TypeError(f"dispatch_report expects a callable, got {type(f).__name__}")
     if not isinstance(n_iter, int) or n_iter < 1:

@@ -20,6 +20,7 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform.numpy._creation import zeros
 
 
 def _dot_general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
@@ -205,7 +206,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     lead = x.shape[:-2]
     L = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
     if L == 0:
-        from xform.numpy._creation import zeros
         return U.to_array(zeros(lead + (0,), x.dtype), x.dtype, x.weak_type)
     start = offset if offset >= 0 else -offset * m
     flat = lax.reshape(x, lead + (n * m,))
@@ -313,7 +313,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
                 R.any(x, axis=drop)
             s = "".join(c for i, c in enumerate(s) if i not in drop)
             ops[k] = (s, x)
-    from xform.numpy._einsum_path import contraction_path
+    from xform.numpy._einsum_path import contraction_path  # deferred: keeps `import xform` light
     for group in contraction_path([o[0] for o in ops], out_sub, sizes, optimize):
         members = [ops[k] for k in group]
         ops = [o for k, o in enumerate(ops) if k not in group]
@@ -398,7 +398,7 @@ def _einsum_subscripts(subscripts, operands):
 def einsum_path(subscripts, *operands, optimize="auto"):
     """``(path, report)``: the contraction order einsum would use (opt_einsum's format, a
     list of position tuples) and a text summary of its cost."""
-    from xform.numpy import _einsum_path as P
+    from xform.numpy import _einsum_path as P  # deferred: keeps `import xform` light
     subscripts, operands = _einsum_subscripts(subscripts, operands)
     shapes = [np.shape(o) for o in operands]
     subs, out_sub = _parse_einsum(subscripts, shapes)
@@ -459,7 +459,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         row = R.sum(a, c, keepdims=True)
         out = (R.max if ord == np.inf else R.min)(row, r, keepdims=True)
     elif ord in (2, -2, "nuc"):
-        from xform.numpy._linalg_decomp import _svd_matrix_norm
+        from xform.numpy._linalg_decomp import _svd_matrix_norm  # deferred: import cycle
         return _svd_matrix_norm(x, ord, (r, c), keepdims)
     else:
         raise ValueError(f"Invalid norm order {ord!r} for matrices")

@@ -12,6 +12,10 @@ from xform._src.interpreters import dtypes
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform._ad_api import jvp as _jvp
+from xform._custom_derivatives import custom_jvp
+from xform._src.primitives.control_flow import while_loop
+from xform.numpy._creation import zeros_like
 
 
 def _c(v, x, weak=True):
@@ -61,7 +65,6 @@ _frexp_cj = None
 def _frexp_custom():
     global _frexp_cj
     if _frexp_cj is None:
-        from xform._custom_derivatives import custom_jvp
 
         cj = custom_jvp(_frexp_impl)
 
@@ -69,7 +72,6 @@ def _frexp_custom():
             (x,), (t,) = primals, tangents
             m, e = cj(x)
             scale = F.power(_c(2.0, m), F.negative(U.to_array(e, m.dtype, False)))
-            from xform.numpy._creation import zeros_like
             return (m, e), (F.multiply(t, scale), zeros_like(e, dtype=dtypes.float0)
                             if hasattr(dtypes, "float0") else zeros_like(e))
 
@@ -152,7 +154,6 @@ def _int_pair(name, x1, x2):
 
 
 def _gcd(a, b):
-    from xform._src.primitives.control_flow import while_loop
 
     zero = _c(0, a, a.weak_type)
     one = _c(1, a, a.weak_type)
@@ -286,8 +287,6 @@ def _i0_custom():
     """i0 with an exactly-zero derivative at 0 (as JAX's)."""
     global _i0_cj
     if _i0_cj is None:
-        from xform._ad_api import jvp as _jvp
-        from xform._custom_derivatives import custom_jvp
 
         cj = custom_jvp(_i0_impl)
 

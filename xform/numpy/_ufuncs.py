@@ -666,7 +666,7 @@ def copysign(x1, x2, /):
 def where(condition, x=None, y=None, /):
     """``select(condition, x, y)`` with broadcasting; the one-argument form is ``nonzero``."""
     if x is None and y is None:
-        from xform.numpy._indexing import nonzero
+        from xform.numpy._indexing import nonzero  # deferred: import cycle
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
