@@ -24,6 +24,9 @@ import numpy as np
 from xform._src.interpreters import errors
 from xform._src.interpreters.config import config
 from xform._src.interpreters.dtypes import ExtendedDType, extended_by_struct
+from xform._src.interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters.dtypes import dtype_of
+from xform._src.interpreters.dtypes import short_name
 
 # ----------------------------------------------------------------- abstract values
 
@@ -88,7 +91,6 @@ class ShapedArray:
         return hash((self.shape, self.dtype, self.weak_type))
 
     def str_short(self, short_dtypes=True):
-        from xform._src.interpreters.dtypes import short_name
         dt = short_name(self.dtype) if short_dtypes else str(self.dtype.name)
         return f"{dt}[{','.join(str(d) for d in self.shape)}]"
 
@@ -795,10 +797,8 @@ def get_aval(x) -> ShapedArray:
         return x.aval
     t = type(x)
     if t in (int, float, complex, bool):
-        from xform._src.interpreters.dtypes import dtype_of
         return ShapedArray((), dtype_of(x), t is not bool)
     if isinstance(x, (np.ndarray, np.generic)):
-        from xform._src.interpreters.dtypes import canonicalize_dtype
         return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))

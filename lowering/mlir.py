@@ -24,6 +24,7 @@ import numpy as np
 from xform._src.interpreters import core, dtypes as _dtypes
 from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr, Literal
 from xform._src.primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
+from xform._src import lowering
 
 # ----------------------------------------------------------------- types
 
@@ -189,7 +190,6 @@ def load_rule_modules():
         return
     import importlib
     import pkgutil
-    from xform._src import lowering
     for m in pkgutil.iter_modules(lowering.__path__):
         if m.name.startswith("rules_") or m.name == "export_mlir":
             importlib.import_module(f"{lowering.__name__}.{m.name}")

@@ -45,12 +45,13 @@ from xform._src.primitives import elementwise as ew
 from xform._src.primitives import structural as st
 from xform._src.primitives._rules import bdim_at_front, moveaxis
 from xform._src.primitives.custom import check_forward_evaluable
+from xform._src.interpreters import tree_util
+from xform._src.primitives import reductions as red
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
 
 
 def _tu():
-    from xform._src.interpreters import tree_util
     return tree_util
 
 
@@ -434,7 +435,6 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
                             body_nconsts=len(bconsts) + len(bc))
         return outs, cdims
     # Batched predicate: loop while any lane runs; finished lanes keep their carry.
-    from xform._src.primitives import reductions as red
     nc = len(cc)
     carry_avals = [core.get_aval(c) for c in carry]
 
@@ -1009,7 +1009,7 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
                         "to get a bool[].")
     leaves = _cast_carry(leaves, avals)
     if max_steps is not None:
-        from xform._src.primitives.bounded_while import bounded_while
+        from xform._src.primitives.bounded_while import bounded_while  # deferred: import cycle
         return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
                              checkpoint)
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,

@@ -19,6 +19,7 @@ from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.structural import as_operand, checked_bind, transpose_p
+from xform._src.primitives import elementwise
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
 
@@ -193,7 +194,6 @@ def _transpose_operand(ct, other, x_aval, x_dims, other_dims, ct_other_free, par
     if pos != list(range(x_aval.ndim)):
         res = transpose_p.bind(res, permutation=tuple(pos))
     if core.get_aval(res).dtype != x_aval.dtype:
-        from xform._src.primitives import elementwise
         res = elementwise.convert_element_type_p.bind(res, new_dtype=x_aval.dtype,
                                                       weak_type=False)
     return res

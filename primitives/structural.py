@@ -19,6 +19,7 @@ from xform._src.interpreters import ad, batching, core, dtypes, ir, passes, stag
 from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import bdim_at_front, deflinear, moveaxis
+from xform._src.primitives import elementwise
 
 __all__ = [
     "broadcast_in_dim", "broadcast", "reshape", "transpose", "squeeze", "expand_dims", "rev",
@@ -79,12 +80,11 @@ def checked_bind(prim, *args, **params):
 
 
 def _ew():
-    from xform._src.primitives import elementwise
     return elementwise
 
 
 def _reductions():
-    from xform._src.primitives import reductions
+    from xform._src.primitives import reductions  # deferred: import cycle
     return reductions
 
 

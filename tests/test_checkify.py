@@ -490,3 +490,34 @@ def test_index_checks_with_vmap(where):
         return M.ck.checkify(M.vmap(get), errors=M.ck.index_checks)(x, i)
     for idx in ([0, 1, 2], [0, 7, 2], [9, -8, 1], [-1, -4, -5]):
         same(prog, x, np.asarray(idx, np.int32))
+
+
+_CHEX_PROGRAM = """
+import jax, jax.numpy as jnp
+import chex
+
+@chex.chexify
+@jax.jit
+def f(x):
+    chex.assert_tree_all_finite(x)
+    return jnp.log(jnp.abs(x) + 1)
+
+print(f(jnp.ones(2)))
+try:
+    f(jnp.array([jnp.nan, 3.0]))
+    f.wait_checks()
+except AssertionError as e:
+    print(str(e).split(' [failed at')[0])
+"""
+
+
+def test_chex_chexify_runs_under_the_alias_as_on_jax():
+    pytest.importorskip("chex")
+    outs = []
+    for prefix in ("", "import xform; xform.compat.alias_jax()\n"):
+        r = subprocess.run([sys.executable, "-c", prefix + _CHEX_PROGRAM], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+    assert "Tree contains non-finite value" in outs[1]

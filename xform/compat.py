@@ -50,7 +50,7 @@ class _JaxProxy(types.ModuleType):
     """The module ``jax`` resolves to: xform's attributes."""
 
     def __getattr__(self, name):
-        import xform
+        import xform  # deferred: import cycle
         try:
             return getattr(xform, name)
         except AttributeError:
@@ -59,7 +59,7 @@ class _JaxProxy(types.ModuleType):
                              f"xform does not provide jax.{name}")
 
     def __dir__(self):
-        import xform
+        import xform  # deferred: import cycle
         return sorted(dir(xform))
 
 
@@ -113,7 +113,7 @@ _PROXY = None
 def _proxy():
     global _PROXY
     if _PROXY is None:
-        import xform
+        import xform  # deferred: import cycle
         p = _JaxProxy("jax", "JAX's API, served by xform (xform.compat.alias_jax)")
         p.__path__ = []            # a package: `import jax.numpy` goes through the finder
         p.__version__ = xform.__version__
@@ -136,7 +136,7 @@ def alias_jax() -> types.ModuleType:
     global _finder
     if is_aliased():
         return sys.modules["jax"]
-    from xform._src import lowering; import xform._src.lowering.runtime
+    from xform._src import lowering; import xform._src.lowering.runtime  # deferred: keeps `import xform` light
     lowering.runtime.load_jax_runtime()   # real jax runtime loaded before the swap
     for name in list(sys.modules):
         if (name == "jax" or name.startswith("jax.")) and not name.startswith(_KEEP_PREFIXES):

@@ -1,6 +1,9 @@
 """``xform.custom_derivatives``: JAX's module of the same name."""
 from xform._custom_derivatives import (SymbolicZero, closure_convert, custom_gradient,  # noqa
                                        custom_jvp, custom_vjp)
+from xform import numpy as jnp
+from xform._src.interpreters import ad, core
+from xform.tree_util import tree_map
 
 __all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
            "zero_from_primal"]
@@ -10,9 +13,6 @@ def zero_from_primal(val, symbolic_zeros=False):
     """Zero tangents shaped like ``val`` (float0 for integer leaves)."""
     import numpy as np
 
-    from xform._src.interpreters import ad, core
-    from xform import numpy as jnp
-    from xform.tree_util import tree_map
 
     def z(x):
         aval = core.get_aval(x)
