@@ -416,3 +416,23 @@ def _call_exported_lowering(ctx, eqn, *args):
     if sharded:
         outs = _constrain(ctx, outs, ctx.out_avals, exported._out_named_shardings)
     return outs
+
+
+# ----------------------------------------------------------------- compiler IR objects
+
+
+def stablehlo_module(text: str):
+    """The StableHLO ``text`` as an MLIR module object (``jaxlib.mlir.ir.Module``), what
+    ``Lowered.compiler_ir('stablehlo')`` returns in JAX."""
+    with _ctx():
+        return _ir().Module.parse(text)
+
+
+def hlo_computation(text: str):
+    """The StableHLO ``text`` converted to an XLA HLO computation (``as_hlo_text()``,
+    ``as_hlo_module()``, ...), what ``Lowered.compiler_ir('hlo')`` returns in JAX."""
+    try:
+        from jaxlib import _jax
+    except ImportError:          # older jaxlib layouts
+        from jaxlib import xla_extension as _jax
+    return _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False)
