@@ -178,6 +178,12 @@ FUNCTIONALIZATION_ERROR = (
     "functionalizing it through `checkify.checkify`.")
 
 
+BATCHED_WHILE_ERROR = (
+    "Checkify does not support batched while-loops (checkify-of-vmap-of-while). \n"
+    "Hint: if possible, move the vmap to the outer level to get "
+    "vmap-of-checkify-of-while.")
+
+
 # ================================================================ the error value
 
 
@@ -669,6 +675,10 @@ def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, bod
         return _trace_with_tree(body, _avals(cc) + _avals(bc) + _avals(leaves) + _avals(carry))
 
     _, probe = traced_body(error)
+    probe_err = tree_util.tree_unflatten(probe, [None] * probe.num_leaves)[0]
+    if (cf.batched_predicate_conds.get((id(cond_jaxpr),))
+            and set(probe_err._metadata) - set(error._metadata)):
+        raise ValueError(BATCHED_WHILE_ERROR)
     error = error._add_placeholder_effects(_effects(probe))
     body, out_tree = traced_body(error)
     leaves, tree = tree_util.tree_flatten(error)

@@ -455,3 +455,69 @@ def test_grad_of_checkified_custom_derivatives_uses_the_custom_rules():
         same(prog, f32(v))
         same(lambda M, x: M.jit(lambda x: prog(M, x))(x), f32(v))
     same(lambda M, x: M.vmap(lambda x: prog(M, x))(x), f32(-1.0, 2.0))
+
+
+def test_checks_in_a_batched_while_loop_are_refused_as_jax():
+    def prog(M, x):
+        def f(x):
+            def body(y):
+                M.ck.check(y < 50, "body saw {}", y)
+                return y * 2
+            return M.lax.while_loop(lambda y: y < 10, body, x)
+        return M.ck.checkify(M.vmap(f))(x)
+    msgs = []
+    for M in (J, X):
+        with pytest.raises(ValueError) as e:
+            prog(M, M.np.asarray(f32(1.0, 3.0)))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    # without checks in the loop there is nothing to refuse (JAX refuses any such loop)
+    err, out = xck.checkify(xform.vmap(lambda x: xform.lax.while_loop(
+        lambda y: y < 10, lambda y: y * 2, x)))(xnp.asarray(f32(1.0, 3.0)))
+    assert err.get() is None
+    np.testing.assert_array_equal(out, [16.0, 12.0])
+
+
+# (checkify of vmap of a dynamic index is not compared: xform batches dynamic_slice as
+# clamped shifts and selects, not a gather, so there is no index left to check)
+@pytest.mark.parametrize("where", ["outside"])
+def test_index_checks_with_vmap(where):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    def prog(M, x, i):
+        get = lambda x, i: x[i]  # noqa: E731
+        if where == "outside":
+            return M.vmap(M.ck.checkify(get, errors=M.ck.index_checks))(x, i)
+        return M.ck.checkify(M.vmap(get), errors=M.ck.index_checks)(x, i)
+    for idx in ([0, 1, 2], [0, 7, 2], [9, -8, 1], [-1, -4, -5]):
+        same(prog, x, np.asarray(idx, np.int32))
+
+
+_CHEX_PROGRAM = """
+import jax, jax.numpy as jnp
+import chex
+
+@chex.chexify
+@jax.jit
+def f(x):
+    chex.assert_tree_all_finite(x)
+    return jnp.log(jnp.abs(x) + 1)
+
+print(f(jnp.ones(2)))
+try:
+    f(jnp.array([jnp.nan, 3.0]))
+    f.wait_checks()
+except AssertionError as e:
+    print(str(e).split(' [failed at')[0])
+"""
+
+
+def test_chex_chexify_runs_under_the_alias_as_on_jax():
+    pytest.importorskip("chex")
+    outs = []
+    for prefix in ("", "import xform; xform.compat.alias_jax()\n"):
+        r = subprocess.run([sys.executable, "-c", prefix + _CHEX_PROGRAM], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+    assert "Tree contains non-finite value" in outs[1]
