@@ -29,6 +29,11 @@ from xform._src.interpreters import core, errors
 from xform._src.interpreters.core import ShapedArray, Tracer
 from xform._src.interpreters.ir import DropVar, Literal, source_context
 from xform._src.interpreters.staging import StagingTrace, StagingTracer
+from xform._src.interpreters.ir import ClosedJaxpr
+from xform._src.interpreters.ir import Jaxpr
+from xform._src.interpreters.ir import Var
+from xform._src.interpreters.ir import eval_jaxpr
+from xform._src.interpreters.staging import trace_to_jaxpr
 
 jvp_rules: dict = {}
 transpose_rules: dict = {}
@@ -227,7 +232,6 @@ class LinearFunction:
         self.out_mask = [True] * len(out_avals) if out_mask is None else list(out_mask)
 
     def __call__(self, *tangents):
-        from xform._src.interpreters.ir import eval_jaxpr
         if len(tangents) != len(self.in_avals):
             raise TypeError(f"linear function expects {len(self.in_avals)} tangents, "
                             f"got {len(tangents)}")
@@ -247,14 +251,12 @@ class LinearFunction:
 
     def transpose_jaxpr(self):
         """The backward program (cotangents of outputs -> cotangents of inputs), staged."""
-        from xform._src.interpreters.staging import trace_to_jaxpr
         avals = [a for a, m in zip(self.out_avals, self.out_mask) if m]
 
         def bwd(*cts):
             return [instantiate(c) for c in backward_pass(self.jaxpr, self.residuals,
                                                           list(cts))]
         jaxpr, consts = trace_to_jaxpr(bwd, avals, name="transpose")
-        from xform._src.interpreters.ir import ClosedJaxpr
         return ClosedJaxpr(jaxpr, consts)
 
     @property
@@ -305,7 +307,7 @@ def linearize_flat(fun, primals):
     in_mask = [is_differentiable(a) for a in in_avals]
     ins = [JVPTracer(jvp, p, lin.new_arg(t)) if m else p
            for p, t, m in zip(primals, in_tangent_avals, in_mask)]
-    from xform._src.interpreters.jaxpr_transforms import no_policy
+    from xform._src.interpreters.jaxpr_transforms import no_policy  # deferred: import cycle
     prev = core._state.trace
     try:
         core._state.trace = jvp
@@ -338,7 +340,6 @@ def linearize_flat(fun, primals):
                    key=lambda k: (0, pos[id(residuals[k])]) if id(residuals[k]) in pos
                    else (1, k))
     if order != list(range(len(residuals))):
-        from xform._src.interpreters.ir import Jaxpr
         jaxpr = Jaxpr([jaxpr.constvars[k] for k in order], jaxpr.invars, jaxpr.outvars,
                       jaxpr.eqns, jaxpr.debug_info)
         residuals = [residuals[k] for k in order]
@@ -380,7 +381,6 @@ def backward_pass_partial(jaxpr, consts, args, cts_out):
     in reverse order.  Returns one cotangent per input (``Zero`` where nothing
     flows, ``None`` for known inputs).
     """
-    from xform._src.interpreters.ir import Var
     if len(cts_out) != len(jaxpr.outvars):
         raise TypeError(f"backward pass: program has {len(jaxpr.outvars)} outputs, got "
                         f"{len(cts_out)} cotangents")

@@ -26,6 +26,7 @@ import numpy as np
 
 from xform._src.interpreters import core
 from xform._src.interpreters.core import Tracer
+from xform._src.interpreters import ir, staging
 
 batch_rules: dict = {}
 not_mapped = None
@@ -243,7 +244,6 @@ def batch_jaxpr(closed, axis_data: AxisData, in_dims, out_dims=None):
     given (ints/None per output), outputs are forced there (use 0 everywhere to
     get a uniform program, e.g. for loop carries).
     """
-    from xform._src.interpreters import ir, staging
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is None:

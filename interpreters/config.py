@@ -45,6 +45,136 @@ _DEFAULTS = {
     "jax_enable_custom_prng": False,
     "jax_enable_checks": False,
     "jax_raise_persistent_cache_errors": False,
+    # xform's own: compile a program's first call in XLA's quick tier and the optimized
+    # tier in the background (lowering/runtime.py; docs/performance.md says why it is
+    # off by default: the tiers' results are not always bit-identical).
+    "xform_tiered_compilation": False,
+}
+
+# JAX 0.10.2's other options, with JAX's defaults.  These tune parts of JAX that xform
+# does not have or does differently (GPU/TPU and Pallas settings, PGLE, jax2tf, IR
+# dumps, compiler internals): accepted and stored, with no effect here.
+_INERT = {
+    'check_vma': False,
+    'eager_constant_folding': False,
+    'jax2tf_associative_scan_reductions': False,
+    'jax2tf_default_native_serialization': True,
+    'jax_allow_f16_reductions': True,
+    'jax_auto_pcast': True,
+    'jax_backend_target': '',
+    'jax_bcoo_cusparse_lowering': False,
+    'jax_captured_constants_report_frames': 0,
+    'jax_captured_constants_warn_bytes': 2000000000,
+    'jax_check_proxy_envs': True,
+    'jax_compilation_cache_check_contents': False,
+    'jax_compilation_cache_expect_pgle': False,
+    'jax_compilation_cache_include_metadata_in_key': False,
+    'jax_compiler_detailed_logging_min_ops': 10,
+    'jax_compiler_enable_remat_pass': True,
+    'jax_cpu_get_global_topology_timeout_minutes': 5,
+    'jax_cpu_get_local_topology_timeout_minutes': 2,
+    'jax_cross_host_transfer_socket_address': '',
+    'jax_cross_host_transfer_timeout_seconds': None,
+    'jax_cross_host_transfer_transfer_size': None,
+    'jax_cross_host_transport_addresses': '',
+    'jax_cuda_visible_devices': 'all',
+    'jax_custom_vjp3': False,
+    'jax_debug_leaked_clients_on_clear_backends': False,
+    'jax_debug_log_modules': '',
+    'jax_disable_bwd_checks': False,
+    'jax_disable_most_optimizations': False,
+    'jax_disable_vmap_shmap_error': False,
+    'jax_disallow_mesh_context_manager': False,
+    'jax_distributed_debug': False,
+    'jax_dump_ir_modes': 'stablehlo',
+    'jax_dump_ir_to': '',
+    'jax_embedded_constants_max_bytes': 32,
+    'jax_enable_pgle': False,
+    'jax_enable_preemption_service': True,
+    'jax_enable_recoverability': False,
+    'jax_exec_time_optimization_effort': 0.0,
+    'jax_experimental_unsafe_xla_runtime_errors': False,
+    'jax_export_calling_convention_version': 10,
+    'jax_export_ignore_forward_compatibility': False,
+    'jax_force_dcn_cross_host_transfers': False,
+    'jax_hlo_source_file_canonicalization_regex': None,
+    'jax_include_debug_info_in_dumps': True,
+    'jax_include_full_tracebacks_in_locations': True,
+    'jax_log_checkpoint_residuals': False,
+    'jax_logging_level': 'NOTSET',
+    'jax_memory_fitting_effort': 0.0,
+    'jax_memory_fitting_level': 'O2',
+    'jax_mock_gpu_topology': '',
+    'jax_mosaic_allow_hlo': False,
+    'jax_mutable_array_checks': True,
+    'jax_oneapi_visible_devices': 'all',
+    'jax_optimization_level': 'UNKNOWN',
+    'jax_pallas_enable_debug_checks': False,
+    'jax_pallas_poison_buffers': False,
+    'jax_pallas_use_mosaic_gpu': True,
+    'jax_pallas_verbose_errors': False,
+    'jax_persistent_cache_enable_xla_caches': 'xla_gpu_per_fusion_autotune_cache_dir',
+    'jax_pgle_aggregation_percentile': 90,
+    'jax_pgle_profiling_runs': 3,
+    'jax_pjrt_client_create_options': None,
+    'jax_pprint_use_color': True,
+    'jax_ragged_dot_use_gpu_pallas_triton_lowering': False,
+    'jax_ragged_dot_use_ragged_dot_instruction': True,
+    'jax_refs_to_pins': False,
+    'jax_remat3': False,
+    'jax_remove_custom_partitioning_ptr_from_cache_key': False,
+    'jax_remove_size_one_mesh_axis_from_type': False,
+    'jax_rocm_visible_devices': 'all',
+    'jax_scan3': False,
+    'jax_send_traceback_to_runtime': 'off',
+    'jax_serialization_version': 0,
+    'jax_share_binary_between_hosts': False,
+    'jax_share_binary_between_hosts_timeout_ms': 1200000,
+    'jax_sort_devices_by_process_index': True,
+    'jax_source_url_schema': None,
+    'jax_thread_guard': False,
+    'jax_threefry_gpu_kernel_lowering': False,
+    'jax_traceback_in_locations_limit': 100,
+    'jax_tracer_error_num_traceback_frames': 5,
+    'jax_use_direct_linearize': True,
+    'jax_use_emit_pipeline_primitive': False,
+    'jax_use_magma': 'auto',
+    'jax_use_shardy_partitioner': True,
+    'jax_use_simplified_jaxpr_constants': False,
+    'jax_xla_backend': '',
+    'jax_xla_profile_version': 0,
+    'mock_num_gpu_processes': 0,
+}
+
+# Options that would change results or checks in ways xform does not implement:
+# reading them gives JAX's default; setting another value raises NotImplementedError
+# (with what to use instead, where xform has it).
+_UNSUPPORTED = {
+    'jax_array_garbage_collection_guard': None,
+    'jax_check_static_indices': False,
+    'jax_debug_key_reuse': False,
+    'jax_error_checking_behavior_divide': 'ignore',
+    'jax_error_checking_behavior_nan': 'ignore',
+    'jax_error_checking_behavior_oob': 'ignore',
+    'jax_explicit_x64_dtypes': 1,
+    'jax_high_dynamic_range_gumbel': False,
+    'jax_no_execution': False,
+    'jax_no_tracing': False,
+    'jax_random_seed_offset': 0,
+    'jax_softmax_custom_jvp': False,
+    'jax_transfer_guard': None,
+    'jax_transfer_guard_device_to_device': None,
+    'jax_transfer_guard_device_to_host': None,
+    'jax_transfer_guard_host_to_device': None,
+}
+_INSTEAD = {
+    "jax_transfer_guard": "the context manager xform.transfer_guard(level)",
+    "jax_transfer_guard_device_to_device": "xform.transfer_guard_device_to_device(level)",
+    "jax_transfer_guard_device_to_host": "xform.transfer_guard_device_to_host(level)",
+    "jax_transfer_guard_host_to_device": "xform.transfer_guard_host_to_device(level)",
+    "jax_error_checking_behavior_divide": "xform.experimental.checkify",
+    "jax_error_checking_behavior_nan": "jax_debug_nans or xform.experimental.checkify",
+    "jax_error_checking_behavior_oob": "xform.experimental.checkify",
 }
 
 
@@ -61,7 +191,9 @@ class Config:
     """Attribute and ``update`` access to options: ``config.jax_enable_x64``."""
 
     def __init__(self):
-        object.__setattr__(self, "_values", {k: _env_default(k, v) for k, v in _DEFAULTS.items()})
+        vals = {k: _env_default(k, v) for k, v in {**_INERT, **_UNSUPPORTED}.items()}
+        vals.update({k: _env_default(k, v) for k, v in _DEFAULTS.items()})
+        object.__setattr__(self, "_values", vals)
         object.__setattr__(self, "_listeners", {})
 
     def update(self, name: str, value) -> None:
@@ -69,6 +201,11 @@ class Config:
             raise AttributeError(
                 f"Unrecognized config option: {name!r}. Known options: "
                 + ", ".join(sorted(self._values)))
+        if name in _UNSUPPORTED and value != _UNSUPPORTED[name]:
+            instead = _INSTEAD.get(name)
+            raise NotImplementedError(
+                f"config option {name!r}={value!r} is not supported by xform (only its default "
+                f"{_UNSUPPORTED[name]!r})" + (f"; use {instead} instead" if instead else ""))
         self._values[name] = value
         for fn in self._listeners.get(name, ()):
             fn(value)
@@ -78,6 +215,26 @@ class Config:
             return self._values[name]
         except KeyError:
             raise AttributeError(f"Unrecognized config option: {name!r}") from None
+
+    @property
+    def values(self) -> dict:
+        """Every option and its current value (a copy)."""
+        return dict(self._values)
+
+    @property
+    def x64_enabled(self) -> bool:
+        """Whether 64-bit dtypes are enabled (``jax_enable_x64``)."""
+        return bool(self._values["jax_enable_x64"])
+
+    def _read(self, name: str):
+        return self.read(name)
+
+    def parse_flags_with_absl(self):
+        """JAX reads ``--jax_*`` command-line flags through absl here; xform reads options
+        from ``JAX_*`` environment variables at start-up and ``update`` only."""
+
+    def config_with_absl(self):
+        """See ``parse_flags_with_absl``: nothing to do in xform."""
 
     def __getattr__(self, name):
         values = object.__getattribute__(self, "_values")

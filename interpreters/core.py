@@ -15,6 +15,7 @@ single-primitive XLA executable supplied by the lowering layer).
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import threading
 
@@ -23,6 +24,9 @@ import numpy as np
 from xform._src.interpreters import errors
 from xform._src.interpreters.config import config
 from xform._src.interpreters.dtypes import ExtendedDType, extended_by_struct
+from xform._src.interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters.dtypes import dtype_of
+from xform._src.interpreters.dtypes import short_name
 
 # ----------------------------------------------------------------- abstract values
 
@@ -87,7 +91,6 @@ class ShapedArray:
         return hash((self.shape, self.dtype, self.weak_type))
 
     def str_short(self, short_dtypes=True):
-        from xform._src.interpreters.dtypes import short_name
         dt = short_name(self.dtype) if short_dtypes else str(self.dtype.name)
         return f"{dt}[{','.join(str(d) for d in self.shape)}]"
 
@@ -143,6 +146,34 @@ def same_type(a: ShapedArray, b: ShapedArray) -> bool:
 class _State(threading.local):
     def __init__(self):
         self.trace = EVAL_TRACE
+
+
+_gc_pause = {"depth": 0, "disabled": False}
+_gc_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """No cyclic garbage collection while tracing, simplifying or lowering a program.
+
+    These phases allocate many long-lived objects (equations, variables, tracers, text)
+    and no cyclic garbage; the collector's passes over the growing heap made them grow
+    faster than linearly in the program's size.  Nests, across threads too: the
+    collector is turned back on (if it was on) when the last pause ends."""
+    with _gc_lock:
+        if _gc_pause["depth"] == 0:
+            _gc_pause["disabled"] = gc.isenabled()
+            if _gc_pause["disabled"]:
+                gc.disable()
+        _gc_pause["depth"] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pause["depth"] -= 1
+            if _gc_pause["depth"] == 0 and _gc_pause["disabled"]:
+                _gc_pause["disabled"] = False
+                gc.enable()
 
 
 def current_trace() -> "Trace":
@@ -766,10 +797,8 @@ def get_aval(x) -> ShapedArray:
         return x.aval
     t = type(x)
     if t in (int, float, complex, bool):
-        from xform._src.interpreters.dtypes import dtype_of
         return ShapedArray((), dtype_of(x), t is not bool)
     if isinstance(x, (np.ndarray, np.generic)):
-        from xform._src.interpreters.dtypes import canonicalize_dtype
         return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))

@@ -16,6 +16,19 @@ def _package_dirs():
     return _PKG_DIRS
 
 
+_user_code: dict = {}     # code object -> whether its frames are the user's
+
+
+def _is_user_code(code) -> bool:
+    fn = code.co_filename
+    ok = (not fn.startswith(_package_dirs()) and not fn.startswith("<frozen")
+          and "contextlib" not in fn and "functools" not in fn)
+    if len(_user_code) > 100_000:
+        _user_code.clear()
+    _user_code[code] = ok
+    return ok
+
+
 def register_exclusion(path: str) -> None:
     """Frames from files under ``path`` (a library built on xform) are not the user's."""
     global _PKG_DIRS
@@ -24,17 +37,20 @@ def register_exclusion(path: str) -> None:
         path = path + os.sep
     if path not in _package_dirs():
         _PKG_DIRS = _package_dirs() + (path,)
+        _user_code.clear()
 
 
 def user_frame(skip: int = 1):
     """The innermost stack frame outside the xform packages (the user's line), or None."""
-    dirs = _package_dirs()
+    known = _user_code
     f = sys._getframe(skip)
     while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(dirs) and not fn.startswith("<frozen"):
-            if "contextlib" not in fn and "functools" not in fn:
-                return f
+        code = f.f_code
+        ok = known.get(code)
+        if ok is None:
+            ok = _is_user_code(code)
+        if ok:
+            return f
         f = f.f_back
     return None
 

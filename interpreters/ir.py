@@ -193,6 +193,26 @@ def subjaxprs_of_params(params):
             yield k, j
 
 
+def _holds(seq) -> bool:
+    for x in seq:
+        t = type(x)
+        if t is ClosedJaxpr or t is Jaxpr or ((t is tuple or t is list) and x and _holds(x)):
+            return True
+    return False
+
+
+def holds_programs(params) -> bool:
+    """Whether an equation's params hold any program (what ``subjaxprs_of_params``
+    would yield): the cheap test the passes run on every equation."""
+    for v in params.values():
+        t = type(v)
+        if t is ClosedJaxpr or t is Jaxpr:
+            return True
+        if (t is tuple or t is list) and v and _holds(v):
+            return True
+    return False
+
+
 def _iter_jaxprs(v):
     if isinstance(v, ClosedJaxpr):
         yield v.jaxpr
@@ -657,6 +677,7 @@ def count_eqns(jaxpr, recursive: bool = True) -> int:
     n = len(jaxpr.eqns)
     if recursive:
         for eqn in jaxpr.eqns:
-            for _, sub in subjaxprs_of_params(eqn.params):
-                n += count_eqns(sub)
+            if holds_programs(eqn.params):
+                for _, sub in subjaxprs_of_params(eqn.params):
+                    n += count_eqns(sub)
     return n

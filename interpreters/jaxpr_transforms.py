@@ -27,6 +27,9 @@ from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.batching import batch_jaxpr  # noqa: F401  (re-exported)
 from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
 from xform._src.interpreters.staging import StagingTrace, convert_constvars_to_invars, trace_to_jaxpr
+from xform._src.interpreters import passes
+from xform._src.interpreters.ir import Literal
+from xform._src.interpreters.staging import StagingTracer
 
 
 class Memo:
@@ -193,7 +196,6 @@ def note_residuals(vals):
     chosen = _policy_state.chosen
     if chosen is None:
         return
-    from xform._src.interpreters.staging import StagingTracer
     for v in vals:
         if isinstance(v, StagingTracer):
             chosen.add(v._var)
@@ -209,7 +211,6 @@ def recompute_after(known_vals, staged_vals):
     after = _policy_state.after
     if after is None:
         return
-    from xform._src.interpreters.staging import StagingTracer
     ids = [v._var.id for v in staged_vals if isinstance(v, StagingTracer)]
     if not ids:
         return
@@ -296,8 +297,6 @@ def _input_independent(kjaxpr, residuals) -> frozenset:
     program: values built from literals alone, like ``broadcast_in_dim 1.1``.  Saving
     them would store a constant per loop iteration; the unknown program recomputes them
     instead (they cost nothing to rebuild and XLA folds them)."""
-    from xform._src.interpreters import passes
-    from xform._src.interpreters.ir import Literal
     indep = set()
     for e in kjaxpr.eqns:
         if (e.outvars and not passes.eqn_effectful(e)
@@ -342,7 +341,6 @@ def _inline_in_subprograms(eqn):
     staged half of such an equation, whose transpose splits it again with that
     primitive's own partial evaluation, where a nested checkpoint's known part is
     evaluated inline.)"""
-    from xform._src.interpreters import passes
     if not recompute_inline_rules or not any(True for _ in passes._subjaxprs(eqn.params)):
         return eqn
 
@@ -374,8 +372,6 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute
     the producers).  Returns the new pair, the known program now returning [known
     outputs, saved values].
     """
-    from xform._src.interpreters import passes
-    from xform._src.interpreters.ir import Literal
     flat = _inline_for_recompute(kjaxpr.eqns, after or {})
     producer = {v: e for _, e in flat for v in e.outvars}
     free = set(kjaxpr.invars) | set(kjaxpr.constvars)

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from xform._src.interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var, count_eqns  # noqa: F401
+from xform._src.interpreters import core
+from xform._src.interpreters.ir import holds_programs
 
 # prim -> f(eqn, used_outputs) -> (new eqn or None, used_inputs)
 call_dce_rules: dict = {}
@@ -55,7 +57,8 @@ def identity_when_same_type(pred):
 def eqn_effectful(eqn) -> bool:
     if getattr(eqn.primitive, "effectful", False):
         return True
-    return any(has_effects(j) for j in _subjaxprs(eqn.params))
+    params = eqn.params
+    return holds_programs(params) and any(has_effects(j) for j in _subjaxprs(params))
 
 
 def has_effects(jaxpr) -> bool:
@@ -75,6 +78,8 @@ def _subjaxprs(params):
 
 def _map_subjaxprs(params, fn):
     """Params with every held program replaced by ``fn(program)`` (same interface)."""
+    if not holds_programs(params):
+        return params
     new = None
     for k, v in params.items():
         if isinstance(v, (ClosedJaxpr, Jaxpr)):
@@ -104,6 +109,20 @@ def _subst(a, env):
     return env.get(a, a)
 
 
+def _substituted(eqn, env, on_program):
+    """``eqn`` with its inputs renamed by ``env`` and its held programs mapped by
+    ``on_program``; the same object when neither changes anything."""
+    invars = eqn.invars
+    if env:
+        new = [a if type(a) is Literal else env.get(a, a) for a in invars]
+        if any(x is not y for x, y in zip(new, invars)):
+            invars = new
+    params = _map_subjaxprs(eqn.params, on_program)
+    if invars is eqn.invars and params is eqn.params:
+        return eqn
+    return eqn.replace(invars=invars, params=params)
+
+
 # ----------------------------------------------------------------- DCE
 
 
@@ -120,9 +139,16 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
     outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
+    rules = call_dce_rules
+    on_program = _on_program(lambda j: dce_jaxpr(j)[0])
     for eqn in reversed(jaxpr.eqns):
-        used = [(not isinstance(v, DropVar)) and v in live for v in eqn.outvars]
-        rule = call_dce_rules.get(eqn.primitive)
+        outs = eqn.outvars
+        if len(outs) == 1:
+            v = outs[0]
+            used = [v in live and type(v) is not DropVar]
+        else:
+            used = [(not isinstance(v, DropVar)) and v in live for v in outs]
+        rule = rules.get(eqn.primitive)
         if rule is not None:
             new, used_in = rule(eqn, used)
             if new is None:
@@ -132,9 +158,11 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
             continue
         if not any(used) and not eqn_effectful(eqn):
             continue
-        params = _map_subjaxprs(eqn.params, _on_program(lambda j: dce_jaxpr(j)[0]))
+        params = _map_subjaxprs(eqn.params, on_program)
         kept.append(eqn if params is eqn.params else eqn.replace(params=params))
-        live.update(a for a in eqn.invars if isinstance(a, Var))
+        for a in eqn.invars:
+            if type(a) is not Literal:
+                live.add(a)
     kept.reverse()
     if prune_invars:
         used_inputs = [v in live for v in jaxpr.invars]
@@ -147,6 +175,8 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
 
 def prune_consts(jaxpr: Jaxpr, consts) -> ClosedJaxpr:
     """Drop constant variables (and their values) that nothing reads."""
+    if not jaxpr.constvars:
+        return ClosedJaxpr(jaxpr, consts)
     used = set()
     for e in jaxpr.eqns:
         used.update(a for a in e.invars if isinstance(a, Var))
@@ -177,11 +207,12 @@ def forward_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     """Replace outputs of trivial equations by the inputs they equal."""
     env = {}
     eqns = []
+    sub = _on_program(forward_jaxpr)
+    rules = forwarding_rules
     for eqn in jaxpr.eqns:
-        invars = [_subst(a, env) for a in eqn.invars]
-        params = _map_subjaxprs(eqn.params, _on_program(forward_jaxpr))
-        eqn = eqn.replace(invars=invars, params=params)
-        fwd = _forwarded(eqn)
+        eqn = _substituted(eqn, env, sub)
+        rule = rules.get(eqn.primitive)
+        fwd = rule(eqn) if rule is not None else None
         if fwd is not None and not eqn_effectful(eqn):
             for v, a in zip(eqn.outvars, fwd):
                 if a is not None and a.aval == v.aval:
@@ -198,9 +229,10 @@ def forward_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 
 def _cse_ok(eqn) -> bool:
     prim = eqn.primitive
-    if prim.effectful or not prim.cse or eqn.params.get("prevent_cse", False):
+    params = eqn.params
+    if prim.effectful or not prim.cse or params.get("prevent_cse", False):
         return False
-    return not any(has_effects(j) for j in _subjaxprs(eqn.params))
+    return not (holds_programs(params) and any(has_effects(j) for j in _subjaxprs(params)))
 
 
 def _atom_key(a):
@@ -225,10 +257,9 @@ def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     env = {}
     seen = {}
     eqns = []
+    sub = _on_program(cse_jaxpr)
     for eqn in jaxpr.eqns:
-        invars = [_subst(a, env) for a in eqn.invars]
-        params = _map_subjaxprs(eqn.params, _on_program(cse_jaxpr))
-        eqn = eqn.replace(invars=invars, params=params)
+        eqn = _substituted(eqn, env, sub)
         if _cse_ok(eqn):
             key = _eqn_key(eqn)
             if key is not None:
@@ -260,4 +291,5 @@ def simplify_jaxpr(jaxpr: Jaxpr, max_rounds: int = 3) -> Jaxpr:
 
 def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """``simplify_jaxpr`` on a closed program (same interface; dead constants dropped)."""
-    return prune_consts(simplify_jaxpr(closed.jaxpr), closed.consts)
+    with core.gc_paused():
+        return prune_consts(simplify_jaxpr(closed.jaxpr), closed.consts)

@@ -33,6 +33,11 @@ import numpy as np
 
 from xform._src.interpreters import tree_util as _tu
 from xform._src.interpreters.core import Array
+from xform._src.interpreters.core import ShapedArray
+from xform._src.interpreters.ir import ClosedJaxpr, eval_jaxpr
+from xform._src.interpreters.staging import trace_to_jaxpr
+from xform._src.primitives.elementwise import bitcast_convert_type, convert_element_type
+from xform._src.primitives.structural import reshape, slice as slice_
 
 __all__ = ["MISS", "make_caller", "tree_codegen_ok"]
 
@@ -157,7 +162,7 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
     ``PACK_MIN`` packable leaves (the jit layer then builds the packed variant).
     Programs with donated inputs get no fast path.
     """
-    from xform._src.lowering import runtime as rt
+    from xform._src.lowering import runtime as rt  # deferred: keeps `import xform` light
     n_params = compiled._n if not packed else len(consts) + 1 + (
         len(weak_types) - len(packed))
     if compiled._donated_idx or len(consts) + len(weak_types) - (
@@ -301,6 +306,9 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
     exec(code, w.ns)
     call = w.ns["call"]
     call.__source__ = src
+    watch = getattr(compiled, "_watch_namespace", None)
+    if watch is not None:      # tiered compilation: _ex follows the executable swap
+        watch(w.ns)
     return call
 
 
@@ -337,11 +345,6 @@ def packed_program(closed, n_consts, packed):
     constants) replaced by one ``uint8[total]`` parameter (placed right after the
     constants) that the program slices and bitcasts back: the bytes of those arrays,
     C order, concatenated in parameter order."""
-    from xform._src.interpreters.core import ShapedArray
-    from xform._src.interpreters.ir import ClosedJaxpr, eval_jaxpr
-    from xform._src.interpreters.staging import trace_to_jaxpr
-    from xform._src.primitives.elementwise import bitcast_convert_type, convert_element_type
-    from xform._src.primitives.structural import reshape, slice as slice_
 
     avals = closed.in_avals
     params = avals[n_consts:]
@@ -379,10 +382,11 @@ def make_packed_caller(compiled, closed, consts, weak_types, in_tree, out_tree, 
                        name="packed"):
     """Compile the packed variant of ``compiled`` (built from ``closed``, its program)
     and return its generated call path (or None)."""
-    from xform._src.lowering import runtime as rt
+    from xform._src.lowering import runtime as rt  # deferred: keeps `import xform` light
     prog = packed_program(closed, len(consts), packed)
     device = compiled.device if compiled._committed else None
-    pc = rt.compile_jaxpr(prog, device=device, name=f"{name}_packed")
+    # already in a background thread: no quick tier for the variant
+    pc = rt.compile_jaxpr(prog, device=device, name=f"{name}_packed", tier="optimized")
     if type(pc) is not rt.Compiled or pc.device != compiled.device:
         return None
     return make_caller(pc, consts, weak_types, in_tree, out_tree, packed=packed,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from jax._src import config as _jcfg   # _src: the real modules even under compat.alias_jax
 from jax._src import distributed as _jd
+from xform._src.interpreters.config import config
 
 
 def _client_exists() -> bool:
@@ -24,7 +25,6 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     if _client_exists():
         raise RuntimeError("xform.distributed.initialize() must be called before any "
                            "computation or device query (the runtime client already exists).")
-    from xform._src.interpreters.config import config
     if config.jax_cpu_collectives_implementation is not None:
         cpu_collectives = config.jax_cpu_collectives_implementation
     if cpu_collectives is not None:

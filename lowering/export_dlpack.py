@@ -7,7 +7,7 @@ _DL_PLATFORM = {1: "cpu", 2: "gpu", 3: "gpu", 10: "gpu", 13: "tpu"}   # DLDevice
 
 
 def device_for(dl_device_type, device_id):
-    from xform._src.lowering.runtime import get_backend
+    from xform._src.lowering.runtime import get_backend  # deferred: keeps `import xform` light
     try:
         platform = _DL_PLATFORM[int(dl_device_type)]
     except KeyError:

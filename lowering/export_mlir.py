@@ -35,7 +35,7 @@ _sdy_done = []
 def _ctx():
     """The runtime's MLIR context, with the Shardy (``sdy``) dialect registered too:
     sharded exports carry ``sdy.mesh`` / ``sdy.sharding`` (JAX's format)."""
-    from xform._src.lowering.runtime import _mlir_context
+    from xform._src.lowering.runtime import _mlir_context  # deferred: keeps `import xform` light
     ctx = _mlir_context()
     if not _sdy_done:
         from jaxlib.mlir.dialects import sdy
@@ -335,7 +335,7 @@ def _refine_error(msg: str) -> str:
 def _ensure_kernels(platform):
     """JAX's exports call jaxlib's LAPACK / cusolver FFI kernels by name: register them
     with XLA (as our own linear-algebra lowering does) before compiling such a call."""
-    from xform._src.lowering.rules_linalg_decomp import _ensure_targets
+    from xform._src.lowering.rules_linalg_decomp import _ensure_targets  # deferred: keeps `import xform` light
     p = (platform or "cpu").lower()
     _ensure_targets({"gpu": "cuda", "host": "cpu"}.get(p, p))
 
@@ -377,7 +377,7 @@ def _mesh_symbol(ctx, amesh):
 def _constrain(ctx, names, avals, shardings):
     """``sdy.sharding_constraint`` of each value to its export sharding (JAX applies the
     export's in/out shardings around the call the same way)."""
-    from xform._src.lowering.spmd import dims_text
+    from xform._src.lowering.spmd import dims_text  # deferred: keeps `import xform` light
     out = []
     for x, a, s in zip(names, avals, shardings):
         if s is None or s.mesh.empty:
@@ -405,7 +405,7 @@ def _call_exported_lowering(ctx, eqn, *args):
     if key not in mod.func_names:
         mod.func_names[key] = entry
         mod.functions.extend("  " + o for o in ops)
-    from xform._src.lowering.mlir import aval_type
+    from xform._src.lowering.mlir import aval_type  # deferred: keeps `import xform` light
     want = [aval_type(a) for a in ctx.out_avals]
     if list(out_types) != want:
         raise ValueError(f"the exported function {exported.fun_name!r} returns "
@@ -419,3 +419,23 @@ def _call_exported_lowering(ctx, eqn, *args):
     if sharded:
         outs = _constrain(ctx, outs, ctx.out_avals, exported._out_named_shardings)
     return outs
+
+
+# ----------------------------------------------------------------- compiler IR objects
+
+
+def stablehlo_module(text: str):
+    """The StableHLO ``text`` as an MLIR module object (``jaxlib.mlir.ir.Module``), what
+    ``Lowered.compiler_ir('stablehlo')`` returns in JAX."""
+    with _ctx():
+        return _ir().Module.parse(text)
+
+
+def hlo_computation(text: str):
+    """The StableHLO ``text`` converted to an XLA HLO computation (``as_hlo_text()``,
+    ``as_hlo_module()``, ...), what ``Lowered.compiler_ir('hlo')`` returns in JAX."""
+    try:
+        from jaxlib import _jax
+    except ImportError:          # older jaxlib layouts
+        from jaxlib import xla_extension as _jax
+    return _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False)

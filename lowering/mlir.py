@@ -24,6 +24,7 @@ import numpy as np
 from xform._src.interpreters import core, dtypes as _dtypes
 from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr, Literal
 from xform._src.primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
+from xform._src import lowering
 
 # ----------------------------------------------------------------- types
 
@@ -78,8 +79,22 @@ def tensor_type(shape, dtype) -> str:
     return "tensor<" + "".join(f"{int(d)}x" for d in shape) + element_type(dtype) + ">"
 
 
+_aval_types: dict = {}     # (shape, dtype) -> tensor type text
+
+
 def aval_type(aval) -> str:
-    return tensor_type(aval.shape, aval.dtype)
+    key = (aval.shape, aval.dtype)
+    try:
+        return _aval_types[key]
+    except KeyError:
+        pass
+    except TypeError:        # an unhashable shape
+        return tensor_type(aval.shape, aval.dtype)
+    t = tensor_type(aval.shape, aval.dtype)
+    if len(_aval_types) > 10_000:
+        _aval_types.clear()
+    _aval_types[key] = t
+    return t
 
 
 def is_float(dtype) -> bool:
@@ -119,8 +134,27 @@ def _quote(s: str) -> str:
     return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
 
+_locations: dict = {}      # (name, source_info) -> location text
+
+
 def location(name: str, source_info=None) -> str:
     """``loc("name"("file":line:0))``: shows up as op_name / source in compiled HLO metadata."""
+    key = (name, source_info)
+    try:
+        return _locations[key]
+    except (KeyError, TypeError):
+        pass
+    text = _location(name, source_info)
+    try:
+        if len(_locations) > 100_000:
+            _locations.clear()
+        _locations[key] = text
+    except TypeError:
+        pass
+    return text
+
+
+def _location(name, source_info):
     if source_info:
         file, line, fn = source_info
         return f'loc({_quote(f"{fn}/{name}" if fn else name)}({_quote(file)}:{int(line)}:0))'
@@ -156,7 +190,6 @@ def load_rule_modules():
         return
     import importlib
     import pkgutil
-    from xform._src import lowering
     for m in pkgutil.iter_modules(lowering.__path__):
         if m.name.startswith("rules_") or m.name == "export_mlir":
             importlib.import_module(f"{lowering.__name__}.{m.name}")
@@ -282,8 +315,9 @@ class LoweringContext:
 
         ``out_types``: a list of tensor types (or avals).  Returns the result names.
         """
-        out_types = [t if isinstance(t, str) else aval_type(t) for t in out_types]
-        in_types = ", ".join(self.types[o] for o in operands)
+        out_types = [t if type(t) is str else aval_type(t) for t in out_types]
+        types = self.types
+        in_types = ", ".join([types[o] for o in operands])
         n = len(out_types)
         if n == 0:
             lhs, results = "", []
@@ -553,7 +587,8 @@ def lower_module(closed_jaxpr, *, name: str = "main", donated_invars=None,
                 claimed.add(k)
                 arg_attrs[i] = f"tf.aliasing_output = {k} : i32"
     module = ModuleContext(platform, debug_info)
-    main = _function_text(module, "main", closed_jaxpr, "public", arg_attrs)
+    with core.gc_paused():
+        main = _function_text(module, "main", closed_jaxpr, "public", arg_attrs)
     mod_name = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "main"))
     body = "\n".join([main] + module.functions)
     text = (f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "

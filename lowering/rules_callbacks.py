@@ -14,6 +14,8 @@ import numpy as np
 from xform._src.primitives.callbacks import io_callback_p, pure_callback_p
 from xform._src.primitives.custom_vmap import custom_vmap_call_p
 from xform._src.lowering.mlir import register, tensor_type
+from xform._src.interpreters import core
+from xform._src.primitives.callbacks import run_host
 
 
 def _layout(ndim):
@@ -50,8 +52,6 @@ _TOKEN_AVAL = _Aval()
 
 
 def _host(params, with_token_in=False, with_token_out=False):
-    from xform._src.interpreters import core
-    from xform._src.primitives.callbacks import run_host
     callback, result_avals = params["callback"], params["result_avals"]
 
     def host_fn(*arrays):
@@ -83,5 +83,5 @@ def _io_callback(ctx, eqn, *operands):
 @register(custom_vmap_call_p)
 def _custom_vmap_call(ctx, eqn, *operands):
     """``custom_batching.custom_vmap`` outside ``vmap``: the function's own program."""
-    from xform._src.lowering.mlir import lower_subjaxpr
+    from xform._src.lowering.mlir import lower_subjaxpr  # deferred: keeps `import xform` light
     return lower_subjaxpr(ctx, eqn.params["call_jaxpr"], list(operands))

@@ -13,6 +13,8 @@ from xform._src.primitives.debug_print import debug_print_p
 from xform._src.primitives.jit import jit_p
 from xform._src.primitives.remat import remat_p
 from xform._src.lowering.mlir import call_subjaxpr, lower_subjaxpr, register
+from xform._src.interpreters import core
+from xform._src.primitives.debug_print import print_now
 
 
 @register(jit_p, custom_jvp_call_p, custom_vjp_call_p, remat_p)
@@ -44,7 +46,6 @@ def _side_effect_callback(ctx, operands, fn):
     """A side-effecting custom call that hands the operands (as xform Arrays) to ``fn`` on
     the host and returns nothing."""
     import numpy as np
-    from xform._src.interpreters import core
 
     def host_fn(*arrays):
         fn([core.Array(np.array(a)) for a in arrays])
@@ -62,6 +63,5 @@ def _side_effect_callback(ctx, operands, fn):
 def _debug_print(ctx, eqn, *operands):
     """``xform.debug.print`` (JAX's ``debug_print`` primitive): the same host callback,
     formatting with the equation's params when the program runs."""
-    from xform._src.primitives.debug_print import print_now
     params = eqn.params
     return _side_effect_callback(ctx, operands, lambda arrays: print_now(arrays, **params))

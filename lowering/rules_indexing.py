@@ -15,6 +15,7 @@ import numpy as np
 from xform._src.primitives.indexing import (
     gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p)
 from xform._src.lowering.mlir import i64_array, register, tensor_type
+from xform._src.primitives.indexing import default_fill_value
 
 
 def _dims(xs):
@@ -71,7 +72,6 @@ def _gather(ctx, eqn, x, idx):
                 f"indices_are_sorted = {'true' if p['indices_are_sorted'] else 'false'}")
     if _mode(eqn) != "FILL_OR_DROP" or out.size == 0:
         return [y]
-    from xform._src.primitives.indexing import default_fill_value
     ok = _in_bounds(ctx, idx, ia, [xa.shape[d] - sizes[d] for d in dn.start_index_map])
     batch_pos = [q for q in range(out.ndim) if q not in dn.offset_dims]
     ok = ctx.op1("stablehlo.broadcast_in_dim", [ok], tensor_type(out.shape, np.bool_),

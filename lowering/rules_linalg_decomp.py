@@ -33,6 +33,13 @@ from xform._src.primitives.linalg_decomp import (
     lu_pivots_to_permutation_p, qr_p, schur_p, svd_p, triangular_solve_p, tridiagonal_p,
     tridiagonal_solve_p)
 from xform._src.lowering.mlir import aval_type, lower_subjaxpr, register, tensor_type
+from xform._src.interpreters import staging
+from xform._src.interpreters.core import Array
+from xform._src.primitives import control_flow as CF
+from xform._src.primitives import elementwise as E
+from xform._src.primitives import linalg_decomp as D
+from xform._src.primitives import reductions as R
+from xform._src.primitives import structural as S
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
@@ -178,7 +185,7 @@ def _ffi_call(ctx, kernel, dtype, operands, out_shapes, nb, aliases=(), **opts):
 
 
 def _shape(ctx, name):
-    from xform._src.lowering.mlir import _shape_of
+    from xform._src.lowering.mlir import _shape_of  # deferred: keeps `import xform` light
     return _shape_of(ctx.types[name])
 
 
@@ -213,7 +220,6 @@ def _tri_select(ctx, x, shape, dtype, lower, k=0):
 
 def _zero_size(ctx, eqn):
     """Results of an equation whose operands have a zero-sized dimension (shape-only)."""
-    from xform._src.interpreters.core import Array
     args = [Array(np.zeros(a.shape, a.dtype)) for a in ctx.in_avals]
     with core.set_current_trace(core.EVAL_TRACE):
         out = eqn.primitive.bind(*args, **eqn.params)
@@ -249,7 +255,6 @@ def _register_decomp(*prims):
 
 def _lower_fun(ctx, fn, operands):
     """Lower ``fn`` (written with primitives) inline, as JAX's ``mlir.lower_fun``."""
-    from xform._src.interpreters import staging
     avals = list(ctx.in_avals)
     with core.set_current_trace(core.EVAL_TRACE):
         closed = staging.trace_to_closed_jaxpr(lambda *xs: list(fn(*xs)), avals)
@@ -301,10 +306,6 @@ def _real_dt(dt):
 
 def _p2p_fn(m):
     """lu_pivots_to_permutation as a loop of swaps (JAX's generic lowering)."""
-    from xform._src.primitives import control_flow as CF
-    from xform._src.primitives import elementwise as E
-    from xform._src.primitives import reductions as R
-    from xform._src.primitives import structural as S
 
     def fn(piv):
         a = core.get_aval(piv)
@@ -383,9 +384,6 @@ def _householder_product(ctx, eqn, x, taus):
 
 
 def _qr_fn(pivoting, full_matrices):
-    from xform._src.primitives import elementwise as E
-    from xform._src.primitives import linalg_decomp as D
-    from xform._src.primitives import structural as S
 
     def fn(x):
         a = core.get_aval(x)
@@ -453,9 +451,6 @@ _WIDE_SVD_BY_TRANSPOSE = {"cuda"}
 
 
 def _svd_of_adjoint_fn(params):
-    from xform._src.primitives import elementwise as E
-    from xform._src.primitives import linalg_decomp as D
-    from xform._src.primitives import structural as S
 
     def adjoint(v):
         nd = core.get_aval(v).ndim

@@ -12,6 +12,9 @@ from xform._src.primitives.special import (
     bessel_i0e_p, bessel_i1e_p, igamma_grad_a_p, igamma_p, igammac_p, polygamma_p,
     regularized_incomplete_beta_p, zeta_p)
 from xform._src.lowering.mlir import lower_subjaxpr, register
+from xform._src.interpreters import staging
+from xform._src.interpreters.ir import ClosedJaxpr
+from xform._src.primitives.special import EXPANSIONS
 
 _CHLO = {polygamma_p: "chlo.polygamma", zeta_p: "chlo.zeta", bessel_i1e_p: "chlo.bessel_i1e"}
 
@@ -30,9 +33,6 @@ _STAGED: dict = {}   # (name, in avals) -> ClosedJaxpr
 
 def _expansion(name):
     def rule(ctx, eqn, *xs):
-        from xform._src.interpreters import staging
-        from xform._src.interpreters.ir import ClosedJaxpr
-        from xform._src.primitives.special import EXPANSIONS
         avals = tuple(a.strip_weak_type() if hasattr(a, "strip_weak_type") else a
                       for a in ctx.in_avals)
         key = (name, avals)

@@ -16,7 +16,7 @@ def _sharding_constraint(ctx, eqn, x):
     mesh = _spmd_mesh(ctx)
     if mesh is None or getattr(ctx.module, "manual_mesh", None) is not None:
         return [x]            # single-device program / inside shard_map: nothing to constrain
-    from xform._src.lowering.spmd import dims_text
+    from xform._src.lowering.spmd import dims_text  # deferred: keeps `import xform` light
     s = eqn.params["sharding"]
     ndim = len(eqn.invars[0].aval.shape)
     attr = f"sharding = #sdy.sharding<@mesh, {dims_text(s.spec, ndim)}>"
@@ -33,7 +33,7 @@ from xform._src.lowering.mlir import aval_type, element_type, lower_subjaxpr  # 
 
 
 def _per_value(specs, avals):
-    from xform._src.lowering.spmd import dims_text
+    from xform._src.lowering.spmd import dims_text  # deferred: keeps `import xform` light
     return "#sdy.sharding_per_value<[" + ", ".join(
         f"<@mesh, {dims_text(s, len(a.shape))}>" for s, a in zip(specs, avals)) + "]>"
 

@@ -36,6 +36,10 @@ import threading
 import time
 
 import numpy as np
+from xform._src.interpreters.dtypes import canonicalize_dtype
+from xform._src.interpreters.dtypes import short_name
+from xform._src.lowering.dispatch import make_caller
+from xform._src.primitives import prng
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
 from jaxlib import xla_client as xc  # noqa: E402
@@ -255,7 +259,7 @@ def get_backend(backend=None):
                          "installed); available: ['cpu']")
     if not _synced[0]:
         _sync_runtime_config()
-    from jax.extend.backend import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend
     try:
         return jax_get_backend(backend)
     except RuntimeError as e:
@@ -286,7 +290,7 @@ def _sync_runtime_config():
 def _available_platforms():
     if runtime_kind() == "own":
         return ["cpu"]
-    from jax.extend.backend import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend
     out = []
     for p in ("cpu", "gpu", "tpu"):
         try:
@@ -346,7 +350,6 @@ class _Aval:
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
     def str_short(self, short_dtypes=False, mesh_axis_types=False):
-        from xform._src.interpreters.dtypes import short_name
         return f"{short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self):
@@ -539,15 +542,35 @@ def _mlir_context():
     return _MLIR_CONTEXT
 
 
-def compile_text(text: str, device=None, donated=(), host_callbacks=()):
+# The quick tier: XLA's backend at optimization level 0 (LLVM without its expensive
+# passes on CPU). It compiles faster but may generate different code (see
+# docs/performance.md, "Tiered compilation"); it is never written to the persistent cache.
+QUICK_TIER_OPTIONS = (("xla_backend_optimization_level", "0"),)
+
+
+def _compile_options(device, tier="optimized"):
+    opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
+    opts.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+    if tier == "quick":
+        opts.env_option_overrides = list(QUICK_TIER_OPTIONS)
+    elif tier != "optimized":
+        raise ValueError(f"unknown compilation tier {tier!r}: 'quick' or 'optimized'")
+    return opts
+
+
+def compile_text(text: str, device=None, donated=(), host_callbacks=(), tier="optimized"):
     """A loaded executable for MLIR ``text`` on ``device`` (LRU-cached on the text).
 
     ``host_callbacks``: the Python callables the text's python-callback custom calls
     refer to by index (part of the cache key: equal text, different callbacks).
+    ``tier``: ``"optimized"`` (XLA's default, the persistent cache's) or ``"quick"``
+    (``QUICK_TIER_OPTIONS``; cached in memory only, under its own key).
     """
     device = device if device is not None else _default_device()
     host_callbacks = tuple(host_callbacks)
     key = (text, device, tuple(donated), host_callbacks)
+    if tier != "optimized":
+        key = key + (tier,)
     with _cache_lock:
         exe = _exe_cache.get(key)
         if exe is not None:
@@ -565,33 +588,55 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=()):
             if exe is not None:
                 _cache_stats["hits"] += 1
                 return exe
-        return compile_text(text, device, donated, host_callbacks)   # the compiler failed
+        return compile_text(text, device, donated, host_callbacks, tier)  # the compiler failed
     try:
-        return _compile_uncached(key, text, device, donated, host_callbacks)
+        return _compile_uncached(key, text, device, donated, host_callbacks, tier)
     finally:   # also on errors and KeyboardInterrupt: later calls may compile again
         with _cache_lock:
             _in_flight.pop(key).set()
 
 
 _in_flight: dict = {}
+_tier_stats = {"quick_compiles": 0, "quick_seconds": 0.0}
+
+# ``f(client, module_or_text, device_list, options, host_callbacks=())`` compiling one
+# program; ``None``: ``client.compile_and_load``.  Installed by the alias's
+# ``jax._src.compiler`` so that a library patching it (chex's ``restrict_backends``)
+# sees every compilation.
+compile_and_load = None
 
 
-def _compile_uncached(key, text, device, donated, host_callbacks):
+def _client_compile(client, module, devices, opts, host_callbacks=()):
+    if compile_and_load is not None:
+        return compile_and_load(client, module, devices, opts, host_callbacks)
+    if host_callbacks:
+        return client.compile_and_load(module, devices, opts,
+                                       host_callbacks=list(host_callbacks))
+    return client.compile_and_load(module, devices, opts)
+
+
+def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimized"):
     with _cache_lock:
         _cache_stats["misses"] += 1
     client = device.client
     try:
-        opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
-        opts.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+        opts = _compile_options(device, tier)
+        start = time.perf_counter()
         if host_callbacks:
             # The host-callback overload only takes a parsed module, not text.
             ctx = _mlir_context()
             with ctx:
                 module = _ir().Module.parse(text)
-                exe = client.compile_and_load(module, xc.DeviceList((device,)), opts,
-                                              host_callbacks=list(host_callbacks))
+                exe = _client_compile(client, module, xc.DeviceList((device,)), opts,
+                                      host_callbacks)
+        elif tier != "optimized":     # never the persistent cache's
+            exe = _client_compile(client, text, xc.DeviceList((device,)), opts)
         else:
             exe = _compile_persistent(client, text, device, donated, opts)
+        if tier != "optimized":
+            with _cache_lock:
+                _tier_stats["quick_compiles"] += 1
+                _tier_stats["quick_seconds"] += time.perf_counter() - start
     except Exception as e:
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
@@ -606,10 +651,10 @@ def _compile_uncached(key, text, device, donated, host_callbacks):
 
 def _compile_persistent(client, text, device, donated, opts):
     """``compile_and_load``, going through the on-disk cache (compilation_cache.py)."""
-    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     devices = xc.DeviceList((device,))
     if pcache.cache_dir() is None:
-        return client.compile_and_load(text, devices, opts)
+        return _client_compile(client, text, devices, opts)
     key = pcache.cache_key(text, opts.SerializeAsString(), donated, device)
     payload = pcache.load(key)
     if payload is not None:
@@ -618,7 +663,7 @@ def _compile_persistent(client, text, device, donated, opts):
         except Exception:    # written by an incompatible runtime, or damaged: recompile
             pcache.discard(key)
     start = time.perf_counter()
-    exe = client.compile_and_load(text, devices, opts)
+    exe = _client_compile(client, text, devices, opts)
     elapsed = time.perf_counter() - start
     try:
         payload = exe.serialize()
@@ -629,7 +674,7 @@ def _compile_persistent(client, text, device, donated, opts):
 
 
 def cache_info() -> dict:
-    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
             "eager": len(_eager_cache),
             "persistent": dict(pcache.stats, dir=pcache.cache_dir())}
@@ -673,7 +718,7 @@ class Compiled:
 
     __slots__ = ("_exe", "_text", "in_avals", "out_avals", "donated_invars", "device",
                  "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
-                 "_sh", "_devlist", "_execute", "_route_sharded", "__weakref__")
+                 "_sh", "_devlist", "_execute", "_route_sharded", "_tier", "__weakref__")
 
     def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed,
                  synchronous=False):
@@ -694,6 +739,34 @@ class Compiled:
                                                   _skip_checks=True) for a in self.out_avals]
         self._out_weak = [a.weak_type for a in self.out_avals]
         self._donated_idx = tuple(i for i, d in enumerate(self.donated_invars) if d)
+        self._tier = None       # a _Tiering while the quick tier runs (tiered compilation)
+
+    @property
+    def tier(self) -> str:
+        """The tier running now: ``"quick"`` (until the optimized executable is swapped
+        in) or ``"optimized"``."""
+        t = self._tier
+        return "optimized" if t is None else t.current
+
+    def tier_info(self) -> dict:
+        """``{"tier", "compile_s": {"quick", "optimized"}, "pending", "error"}``: which
+        tier runs now and each tier's compile time (None: not compiled here)."""
+        t = self._tier
+        if t is None:
+            return {"tier": "optimized", "compile_s": {"quick": None, "optimized": None},
+                    "pending": False, "error": None}
+        return t.info()
+
+    def wait_optimized(self, timeout=None) -> bool:
+        """Block until the optimized tier runs (True) or ``timeout`` seconds pass."""
+        t = self._tier
+        return True if t is None else t.done.wait(timeout) and t.current == "optimized"
+
+    def _watch_namespace(self, ns):
+        """A generated call path's globals: its ``_ex`` follows the executable swap."""
+        t = self._tier
+        if t is not None:
+            t.watch(self, ns)
 
     def __call__(self, *args):
         if len(args) != self._n:
@@ -731,7 +804,6 @@ class Compiled:
                     on_hot=None):
         """A generated call path for one exact signature (see ``lowering/dispatch.py``):
         ``f(args) -> result or dispatch.MISS``; ``None`` when there is none."""
-        from xform._src.lowering.dispatch import make_caller
         return make_caller(self, consts, weak_types, in_tree, out_tree, host_leaves,
                            on_hot=on_hot)
 
@@ -795,7 +867,6 @@ class Compiled:
         if v.shape != shape:
             raise TypeError(self._mismatch(i, _short(v)))
         if v.dtype != dtype:
-            from xform._src.interpreters.dtypes import canonicalize_dtype
             if canonicalize_dtype(v.dtype) != dtype and not (weak and v.ndim == 0):
                 raise TypeError(self._mismatch(i, _short(v)))
             v = v.astype(dtype)
@@ -841,18 +912,22 @@ def _scalar_fits(t, dtype) -> bool:
 
 
 def _short(v) -> str:
-    from xform._src.interpreters.dtypes import short_name
     return f"{short_name(v.dtype)}[{','.join(str(d) for d in v.shape)}]"
 
 
-def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main") -> Compiled:
-    """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``."""
+def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main",
+                  tier=None) -> Compiled:
+    """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``.  ``tier``:
+    ``"quick"`` or ``"optimized"`` (see ``compile_text``), ``"tiered"`` (quick now,
+    optimized in the background, swapped in when ready), or None: tiered when the
+    ``xform_tiered_compilation`` option is on (programs without host callbacks), else
+    optimized."""
     if isinstance(closed_jaxpr, Jaxpr):
         closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
-    from xform._src.primitives import prng
     if prng.jaxpr_has_keys(closed_jaxpr):   # typed PRNG keys: compile over their words
         inner = compile_jaxpr(prng.physicalize_closed(closed_jaxpr),
-                              donated_invars=donated_invars, device=device, name=name)
+                              donated_invars=donated_invars, device=device, name=name,
+                              tier=tier)
         return KeyedCompiled(inner, closed_jaxpr.in_avals, closed_jaxpr.out_avals)
     jaxpr = closed_jaxpr.jaxpr
     donated = tuple(bool(d) for d in donated_invars) if donated_invars is not None \
@@ -863,9 +938,128 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
                            donated_invars=donated if any(donated) else None,
                            platform=device.platform)
     text = lowered.text
-    exe = compile_text(text, device, donated, lowered.host_callbacks)
+    if tier is None:
+        tier = "tiered" if (config.read("xform_tiered_compilation")
+                            and not lowered.host_callbacks) else "optimized"
+    if tier == "tiered":
+        exe = _optimized_if_cached(text, device, donated)
+        if exe is None:
+            return _tiered(text, jaxpr, donated, device, committed)
+        tier = "optimized"
+    exe = compile_text(text, device, donated, lowered.host_callbacks, tier)
     return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed,
                     synchronous=bool(lowered.host_callbacks))
+
+
+# ----------------------------------------------------------------- tiered compilation
+
+
+def _optimized_if_cached(text, device, donated):
+    """The optimized executable of ``text`` if the in-memory or the persistent cache has
+    it (then tiering has nothing to do), else None.  Compiles nothing."""
+    key = (text, device, tuple(donated), ())
+    with _cache_lock:
+        exe = _exe_cache.get(key)
+        if exe is not None:
+            _exe_cache.move_to_end(key)
+            _cache_stats["hits"] += 1
+            return exe
+        if key in _in_flight:            # being compiled: run the quick tier meanwhile
+            return None
+    from xform._src.lowering import compilation_cache as pcache
+    if pcache.cache_dir() is None:
+        return None
+    opts = _compile_options(device)
+    pkey = pcache.cache_key(text, opts.SerializeAsString(), tuple(donated), device)
+    payload = pcache.peek(pkey)
+    if payload is None:
+        return None
+    try:
+        exe = device.client.deserialize_executable(payload, xc.DeviceList((device,)), opts)
+    except Exception:        # damaged or incompatible: the background compile rewrites it
+        return None
+    with _cache_lock:
+        _exe_cache[key] = exe
+        while len(_exe_cache) > _EXE_CACHE_SIZE:
+            _exe_cache.popitem(last=False)
+    return exe
+
+
+class _Tiering:
+    """The state of one program compiled in tiers: the quick executable runs while the
+    optimized one compiles in a background thread, then replaces it (``swap``)."""
+
+    __slots__ = ("current", "compile_s", "done", "error", "namespaces", "lock", "thread")
+
+    def __init__(self, quick_s):
+        self.current = "quick"
+        self.compile_s = {"quick": quick_s, "optimized": None}
+        self.done = threading.Event()
+        self.error = None
+        self.namespaces = []
+        self.lock = threading.Lock()
+        self.thread = None
+
+    def info(self) -> dict:
+        return {"tier": self.current, "compile_s": dict(self.compile_s),
+                "pending": not self.done.is_set(), "error": self.error}
+
+    def watch(self, compiled, ns):
+        with self.lock:
+            if self.current == "optimized":
+                ns["_ex"] = compiled._execute
+            else:
+                self.namespaces.append(ns)
+
+    def swap(self, compiled, exe, seconds):
+        with self.lock:
+            compiled._exe = exe
+            compiled._execute = exe.execute_sharded
+            for ns in self.namespaces:
+                ns["_ex"] = compiled._execute
+            self.namespaces = []
+            self.compile_s["optimized"] = seconds
+            self.current = "optimized"
+
+
+_tier_threads: set = set()
+
+
+def _tiered(text, jaxpr, donated, device, committed):
+    """Compile ``text`` in the quick tier now and in the optimized tier in a background
+    thread (through ``compile_text``: one optimized compile per program, stored in the
+    persistent cache); the returned ``Compiled`` switches to the optimized executable
+    when it is ready.  The thread is not a daemon: an interpreter exiting during the
+    compile waits for it (nothing is dispatched from it, it only compiles and swaps)."""
+    t0 = time.perf_counter()
+    quick = compile_text(text, device, donated, (), "quick")
+    comp = Compiled(quick, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed)
+    state = comp._tier = _Tiering(time.perf_counter() - t0)
+
+    def work():
+        try:
+            t1 = time.perf_counter()
+            exe = compile_text(text, device, donated)
+            state.swap(comp, exe, time.perf_counter() - t1)
+        except BaseException as e:   # the quick tier keeps running
+            state.error = f"{type(e).__name__}: {e}"
+        finally:
+            state.done.set()
+            _tier_threads.discard(threading.current_thread())
+
+    th = state.thread = threading.Thread(target=work, name="xform-tier-optimize", daemon=False)
+    _tier_threads.add(th)
+    th.start()
+    return comp
+
+
+def tier_stats() -> dict:
+    """Quick-tier compiles so far, their total seconds, and background optimized
+    compiles still running."""
+    with _cache_lock:
+        out = dict(_tier_stats)
+    out["background_running"] = len(_tier_threads)
+    return out
 
 
 class KeyedCompiled:
@@ -876,7 +1070,6 @@ class KeyedCompiled:
     __slots__ = ("inner", "in_avals", "out_avals", "_key_in", "_key_out", "__weakref__")
 
     def __init__(self, inner, in_avals, out_avals):
-        from xform._src.primitives import prng
         self.inner = inner
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
@@ -884,7 +1077,6 @@ class KeyedCompiled:
         self._key_out = [prng.is_key_aval(a) for a in self.out_avals]
 
     def __call__(self, *args):
-        from xform._src.primitives import prng
         conv = []
         for x, k in zip(args, self._key_in):
             if k:

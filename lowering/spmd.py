@@ -29,6 +29,7 @@ from xform._src.interpreters import core
 from xform._src.interpreters.core import Array, Tracer
 from xform._src.lowering import runtime as rt
 from xform._src.lowering.mlir import ModuleContext, _function_text, aval_type
+from xform._src.primitives import spmd
 
 _HBS = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 
@@ -61,7 +62,6 @@ _lock = threading.Lock()
 def _sh():
     """The sharding API module (Mesh, NamedSharding, PartitionSpec, ...): xform.sharding
     installs itself on primitives.spmd at import (lowering/ never imports xform)."""
-    from xform._src.primitives import spmd
     return spmd.sharding_api
 
 
@@ -306,7 +306,8 @@ def _compile(text, mesh):
     if exe is None:
         client = mesh.devices.flat[0].client
         try:
-            exe = client.compile_and_load(text, xc.DeviceList(tuple(mesh.devices.flat)),
+            from xform._src.lowering import runtime
+            exe = runtime._client_compile(client, text, xc.DeviceList(tuple(mesh.devices.flat)),
                                           compile_options(mesh))
         except Exception as e:
             if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):

@@ -82,7 +82,7 @@ def unbroadcast(aval, ct):
     cs = core.get_aval(ct).shape
     if cs == aval.shape:
         return ct
-    from xform._src.primitives.reductions import reduce_sum_p
+    from xform._src.primitives.reductions import reduce_sum_p  # deferred: import cycle
     if not aval.shape:
         return reduce_sum_p.bind(ct, axes=tuple(range(len(cs))))
     if len(cs) != aval.ndim or any(a != c and a != 1 for a, c in zip(aval.shape, cs)):
@@ -114,7 +114,7 @@ def broadcast_scalar(x, shape):
 
 
 def _s():
-    from xform._src.primitives import structural
+    from xform._src.primitives import structural  # deferred: import cycle
     return structural
 
 
@@ -150,7 +150,7 @@ def zeros_like_aval(aval: ShapedArray):
 
 
 def add_tangents(x, y):
-    from xform._src.primitives import elementwise
+    from xform._src.primitives import elementwise  # deferred: import cycle
     return elementwise.add_any_p.bind(x, y)
 
 

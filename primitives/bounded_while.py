@@ -25,6 +25,9 @@ import numpy as np
 
 from xform._src.interpreters import core
 from xform._src.primitives import elementwise as ew
+from xform._src.primitives.control_flow import _flatten_args, _trace, _tu
+from xform._src.primitives.control_flow import cond, scan
+from xform._src.primitives.remat import remat_p
 
 
 def _static_bound(max_steps):
@@ -54,8 +57,6 @@ def _segment_length(checkpoint, n):
 
 def _remat(fun, carry):
     """``checkpoint(fun)(carry)`` with the remat primitive (nothing saved inside)."""
-    from xform._src.primitives.control_flow import _flatten_args, _trace, _tu
-    from xform._src.primitives.remat import remat_p
     tu = _tu()
     leaves, tree = _flatten_args(carry, "lax.while_loop carry")
     in_tree = tu.tree_structure((carry,))
@@ -68,7 +69,6 @@ def _remat(fun, carry):
 
 
 def bounded_while(cond_fun, body_fun, init_val, max_steps, checkpoint):
-    from xform._src.primitives.control_flow import cond, scan
     n = _static_bound(max_steps)
     k = _segment_length(checkpoint, n)
 

@@ -24,6 +24,10 @@ from xform._src.interpreters import batching, core
 from xform._src.interpreters.core import Primitive
 from xform._src.interpreters.dtypes import default_float_dtype, int32
 from xform._src.primitives._rules import deflinear
+from xform._src.interpreters import tree_util
+from xform._src.primitives import elementwise
+from xform._src.primitives import reductions
+from xform._src.primitives import structural
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index",
            "axis_size"]
@@ -36,17 +40,14 @@ class CollectivePrimitive(Primitive):
 
 
 def _s():
-    from xform._src.primitives import structural
     return structural
 
 
 def _red():
-    from xform._src.primitives import reductions
     return reductions
 
 
 def _ew():
-    from xform._src.primitives import elementwise
     return elementwise
 
 
@@ -70,7 +71,6 @@ def _unbound_impl(api):
 
 
 def _tree_map(f, tree):
-    from xform._src.interpreters import tree_util
     return tree_util.tree_map(f, tree)
 
 

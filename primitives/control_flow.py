@@ -45,12 +45,13 @@ from xform._src.primitives import elementwise as ew
 from xform._src.primitives import structural as st
 from xform._src.primitives._rules import bdim_at_front, moveaxis
 from xform._src.primitives.custom import check_forward_evaluable
+from xform._src.interpreters import tree_util
+from xform._src.primitives import reductions as red
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
 
 
 def _tu():
-    from xform._src.interpreters import tree_util
     return tree_util
 
 
@@ -434,7 +435,6 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
                             body_nconsts=len(bconsts) + len(bc))
         return outs, cdims
     # Batched predicate: loop while any lane runs; finished lanes keep their carry.
-    from xform._src.primitives import reductions as red
     nc = len(cc)
     carry_avals = [core.get_aval(c) for c in carry]
 
@@ -456,6 +456,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     cc_avals = [core.get_aval(c) for c in cc]
     bc_avals = [core.get_aval(c) for c in bc]
     cjx, cconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(cond_fun, cc_avals + carry_avals)))
+    batched_predicate_conds.put((id(cjx),), cjx, True)
     bjx, bconsts = jt.hoist(ClosedJaxpr(*trace_to_jaxpr(body_fun, cc_avals + bc_avals
                                                         + carry_avals)))
     outs = while_p.bind(*cconsts, *cc, *bconsts, *cc, *bc, *carry, cond_jaxpr=cjx,
@@ -465,6 +466,10 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 
 
 batching.batch_rules[while_p] = _while_batch
+
+# The condition programs of while loops whose predicate was batched (their body also runs
+# for lanes that have finished): checkify refuses checks inside them, as JAX does.
+batched_predicate_conds = jt.Memo(maxsize=512)
 
 
 # ================================================================ scan
@@ -802,6 +807,13 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
                             "operands can be passed")
         operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
+        # the older per-branch form: cond(pred, true_operand, true_fun, false_operand,
+        # false_fun), each branch applied to its own operand
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]) and \
+                operand is _no_operand:
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda xt, _: f_true(xt), lambda _, xf: f_false(xf),
+                        x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     pa = core.get_aval(pred) if _is_arraylike(pred) else None
     if pa is None or pa.shape != ():
@@ -997,7 +1009,7 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
                         "to get a bool[].")
     leaves = _cast_carry(leaves, avals)
     if max_steps is not None:
-        from xform._src.primitives.bounded_while import bounded_while
+        from xform._src.primitives.bounded_while import bounded_while  # deferred: import cycle
         return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
                              checkpoint)
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from xform._src.interpreters import ad, batching, core, dtypes
 from xform._src.interpreters.core import Primitive
 from xform._src.interpreters.ir import eval_jaxpr
+from xform._src.primitives._rules import moveaxis
+from xform._src.primitives.custom import trace_flat
 
 __all__: list = []
 
@@ -95,7 +97,6 @@ class _JVPRule:
 
 
 def _jvp(primals, tangents, *, call_jaxpr, rule, num_consts):
-    from xform._src.primitives.custom import trace_flat
 
     def f(*a):
         return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *a)
@@ -135,7 +136,6 @@ ad.jvp_rules[custom_vmap_call_p] = _jvp
 
 
 def _batch(axis_data, vals, dims, *, call_jaxpr, rule, num_consts):
-    from xform._src.primitives._rules import moveaxis
     if any(d is not None for d in dims[:num_consts]):
         raise ValueError("custom_vmap: the function closes over a value batched by this "
                          "vmap; pass it as an argument instead")

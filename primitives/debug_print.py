@@ -22,6 +22,7 @@ import numpy as np
 
 from xform._src.interpreters import ad, batching, core
 from xform._src.interpreters.core import Primitive
+from xform._src.primitives import structural
 
 __all__: list = []
 
@@ -97,7 +98,6 @@ ad.jvp_rules[debug_print_p] = _jvp
 
 
 def _batch(axis_data, vals, dims, **params):
-    from xform._src.primitives import structural
     for i in range(axis_data.size):
         row = [v if d is None else structural.index_in_dim(v, i, d, keepdims=False)
                for v, d in zip(vals, dims)]

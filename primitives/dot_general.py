@@ -19,6 +19,7 @@ from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.structural import as_operand, checked_bind, transpose_p
+from xform._src.primitives import elementwise
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
 
@@ -73,9 +74,21 @@ def _pp_dot_general(eqn, names):
 ir.pp_rules[dot_general_p] = _pp_dot_general
 
 
+class _Where:
+    """``for lhs f32[..] and rhs f32[..]``, formatted only when an error message uses it."""
+
+    __slots__ = ("lhs", "rhs")
+
+    def __init__(self, lhs, rhs):
+        self.lhs, self.rhs = lhs, rhs
+
+    def __format__(self, spec):
+        return f"for lhs {self.lhs.str_short()} and rhs {self.rhs.str_short()}"
+
+
 def _check_dnums(lhs, rhs, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
-    where = f"for lhs {lhs.str_short()} and rhs {rhs.str_short()}"
+    where = _Where(lhs, rhs)
     for name, dims, a in (("lhs contracting", lc, lhs), ("rhs contracting", rc, rhs),
                           ("lhs batch", lb, lhs), ("rhs batch", rb, rhs)):
         if any(not 0 <= d < a.ndim for d in dims):
@@ -181,7 +194,6 @@ def _transpose_operand(ct, other, x_aval, x_dims, other_dims, ct_other_free, par
     if pos != list(range(x_aval.ndim)):
         res = transpose_p.bind(res, permutation=tuple(pos))
     if core.get_aval(res).dtype != x_aval.dtype:
-        from xform._src.primitives import elementwise
         res = elementwise.convert_element_type_p.bind(res, new_dtype=x_aval.dtype,
                                                       weak_type=False)
     return res

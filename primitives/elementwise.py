@@ -360,7 +360,15 @@ def _pow_abstract(x, y):
 
 
 def _pow_impl(x, y):
-    return np.power(x, np.asarray(y).astype(x.dtype))   # XLA converts the exponent first
+    y = np.asarray(y).astype(x.dtype)                   # XLA converts the exponent first
+    out = np.power(x, y)
+    if x.dtype.kind == "f":
+        # C99 (and XLA): pow(-inf, y) is +inf for y > 0 and +0 for y < 0 unless y is an
+        # odd integer; NumPy gives nan for non-integer y
+        fix = np.isneginf(x) & (np.floor(y) != y) & np.isfinite(y)
+        if np.any(fix):
+            out = np.where(fix, np.where(y > 0, np.inf, 0.0).astype(out.dtype), out)
+    return out
 
 
 pow_p = Primitive("pow")
@@ -390,7 +398,7 @@ def _integer_pow_abstract(x, *, y):
     _check_dtypes("integer_pow", (_num,), [x.dtype])
     if y < 0 and x.dtype in _INTS:
         raise TypeError(f"Integers cannot be raised to negative powers, got "
-                        f"integer_pow({x.str_short()}, {y})")
+                        f"integer_pow({core.aval_text(x)}, {y})")
     return x
 
 

@@ -23,6 +23,8 @@ from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.structural import as_operand, checked_bind, pad_p
+from xform._src.primitives import elementwise
+from xform._src.primitives.structural import broadcast_in_dim_p
 
 __all__ = ["fft", "FftType", "fft_p"]
 
@@ -36,7 +38,6 @@ class FftType(enum.IntEnum):
 
 
 def _ew():
-    from xform._src.primitives import elementwise
     return elementwise
 
 
@@ -127,7 +128,6 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     if fft_lengths[-1] % 2 == 0:
         mask[-1] = 1.0
     scale = (mask / math.prod(fft_lengths)).astype(ya.dtype)
-    from xform._src.primitives.structural import broadcast_in_dim_p
     sb = broadcast_in_dim_p.bind(scale, shape=ya.shape, broadcast_dimensions=(ya.ndim - 1,))
     return [ew.conj_p.bind(ew.mul_p.bind(y, sb))]
 

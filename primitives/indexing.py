@@ -37,6 +37,11 @@ from xform._src.interpreters import ad, batching, core, dtypes
 from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import bdim_at_front, moveaxis
+from xform._src.primitives import elementwise
+from xform._src.primitives.structural import _to_dtype
+from xform._src.primitives.structural import as_operand
+from xform._src.primitives.structural import broadcast_in_dim_p
+from xform._src.primitives.structural import iota_p, reshape_p
 
 __all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather",
            "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"]
@@ -351,12 +356,10 @@ def _scatter_to_gather(dn: ScatterDimensionNumbers, operand_shape, updates_shape
 
 
 def _ew():
-    from xform._src.primitives import elementwise
     return elementwise
 
 
 def _full(value, aval_shape, dtype):
-    from xform._src.primitives.structural import broadcast_in_dim_p
     return broadcast_in_dim_p.bind(np.asarray(value, dtype), shape=tuple(aval_shape),
                                    broadcast_dimensions=())
 
@@ -585,7 +588,6 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, unique_indices, mode, 
     ew, xaval, uaval = _ew(), core.get_aval(x), core.get_aval(u)
     if uaval.size == 0:       # nothing is written
         return x, instantiate(tx)
-    from xform._src.primitives.structural import iota_p, reshape_p
     idt = np.dtype(np.int32) if uaval.size < 2**31 - 1 else np.dtype(np.int64)
     ids = iota_p.bind(dtype=idt, shape=(uaval.size,), dimension=0)
     ids = ew.add_p.bind(ids, _full(1, (uaval.size,), idt))     # 0 stands for the operand
@@ -633,7 +635,6 @@ ad.transpose_rules[scatter_p] = _scatter_transpose
 
 
 def _operand(x):
-    from xform._src.primitives.structural import as_operand
     return as_operand(x)
 
 
@@ -665,7 +666,6 @@ def _scatter_fn(prim):
         updates = _operand(updates)
         odt = core.get_aval(operand).dtype
         if core.get_aval(updates).dtype != odt and core.is_weak(updates):
-            from xform._src.primitives.structural import _to_dtype
             updates = _to_dtype(updates, odt)
         return _checked(prim, operand, _operand(scatter_indices), updates,
                         dimension_numbers=_sdn(dimension_numbers),

@@ -23,6 +23,7 @@ from xform._src.interpreters.core import Primitive
 from xform._src.interpreters.ir import eval_jaxpr
 from xform._src.primitives._rules import bdim_at_front
 from xform._src.primitives.custom import hoist_consts
+from xform._src.primitives import elementwise
 
 __all__: list = []
 
@@ -88,7 +89,6 @@ def _jvp(primals, tangents, *, const_lengths, jaxprs):
 def _neg(t):
     if type(t) is Zero:
         return t
-    from xform._src.primitives import elementwise
     return elementwise.neg_p.bind(t)
 
 

@@ -17,6 +17,12 @@ from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import defjvp_zero, defvectorized, moveaxis
 from xform._src.primitives.structural import as_operand, checked_bind
+from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
+from xform._src.primitives import elementwise as ew
+from xform._src.primitives.indexing import GatherDimensionNumbers, gather
+from xform._src.primitives.sorting import top_k
+from xform._src.primitives.structural import concatenate, reshape
+from xform._src.primitives.structural import full
 
 __all__ = ["clz", "reduce_precision", "optimization_barrier", "approx_max_k", "approx_min_k",
            "index_take", "broadcast_shapes", "empty", "clz_p", "reduce_precision_p",
@@ -202,7 +208,6 @@ batching.batch_rules[optimization_barrier_p] = lambda axis_data, vals, dims: (
 
 def optimization_barrier(operand, /):
     """Identity on a pytree of arrays that XLA may not move computations across."""
-    from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(operand)
     leaves = [as_operand(x) for x in leaves]
     if not leaves:
@@ -215,7 +220,6 @@ def optimization_barrier(operand, /):
 
 def _order_key_reversed(x):
     """A value whose ascending order is ``x``'s descending order (floats: negation)."""
-    from xform._src.primitives import elementwise as ew
     return ew.neg_p.bind(x)
 
 
@@ -245,7 +249,6 @@ def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, input_size
 
 def _approx_k(name, operand, k, reduction_dimension, largest, recall_target=0.95,
               reduction_input_size_override=-1, aggregate_to_topk=True):
-    from xform._src.primitives.sorting import top_k
     x = as_operand(operand)
     a = core.get_aval(x)
     if a.ndim == 0:
@@ -294,9 +297,6 @@ def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
 
 def index_take(src, idxs, axes):
     """``src`` gathered at the (wrapped-around) index arrays ``idxs`` along ``axes``."""
-    from xform._src.primitives.indexing import GatherDimensionNumbers, gather
-    from xform._src.primitives import elementwise as ew
-    from xform._src.primitives.structural import concatenate, reshape
     src = as_operand(src)
     a = core.get_aval(src)
     axes = tuple(operator.index(ax) for ax in axes)
@@ -342,7 +342,6 @@ def broadcast_shapes(*shapes):
 
 def empty(shape, dtype, *, out_sharding=None):
     """An array of ``shape`` and ``dtype`` whose values are unspecified (zeros here)."""
-    from xform._src.primitives.structural import full
     shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
         operator.index(d) for d in shape)
     return full(shape, 0, dtypes.canonicalize_dtype(dtype))

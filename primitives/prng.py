@@ -21,8 +21,16 @@ import numpy as np
 
 from xform._src.interpreters import batching, core
 from xform._src.interpreters.core import Primitive, ShapedArray
-from xform._src.interpreters.dtypes import ExtendedDType, register_extended
+from xform._src.interpreters.dtypes import ExtendedDType, prng_key, register_extended
 from xform._src.primitives._rules import defjvp_zero
+from xform._src.interpreters import staging
+from xform._src.interpreters.ir import ClosedJaxpr
+from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
+from xform._src.interpreters.ir import Literal
+from xform._src.primitives import elementwise
+from xform._src.primitives import indexing
+from xform._src.primitives import structural
+from xform._src.primitives._rules import moveaxis
 
 __all__: list = []
 
@@ -42,7 +50,7 @@ class KeyTy(ExtendedDType):
     itemsize = 8
     kind = "V"
     char = "V"
-    type = np.void
+    type = prng_key          # jax.dtypes.prng_key, as JAX's key dtypes
     str = "key<fry>"
     names = None
     fields = None
@@ -117,7 +125,6 @@ defjvp_zero(random_wrap_p)
 def _wrap_batch(axis_data, vals, dims, **params):
     (x,), (d,) = vals, dims
     if d == core.get_aval(x).ndim - 1:   # never the trailing word axis
-        from xform._src.primitives._rules import moveaxis
         x, d = moveaxis(x, d, 0), 0
     return random_wrap_p.bind(x, **params), d
 
@@ -178,7 +185,6 @@ physical_rules: dict = {}   # prim name -> rule(in_avals, out_avals, *words_or_v
 
 
 def _sub_programs(params):
-    from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
     for v in params.values():
         if isinstance(v, (ClosedJaxpr, Jaxpr)):
             yield v
@@ -190,7 +196,6 @@ def _sub_programs(params):
 
 def jaxpr_has_keys(jaxpr, _seen=None) -> bool:
     """Whether any value of ``jaxpr`` (or of a sub-program) is a key array."""
-    from xform._src.interpreters.ir import ClosedJaxpr
     if isinstance(jaxpr, ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
     _seen = set() if _seen is None else _seen
@@ -214,8 +219,6 @@ _phys_cache: dict = {}
 
 def physicalize_closed(closed):
     """``ClosedJaxpr`` over key avals -> equivalent ``ClosedJaxpr`` over their words."""
-    from xform._src.interpreters import staging
-    from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
     if isinstance(closed, Jaxpr):
         closed = ClosedJaxpr(closed, [])
     hit = _phys_cache.get(id(closed))
@@ -237,7 +240,6 @@ def physicalize_closed(closed):
 
 
 def _generic_sub_rule(prim, params, vals):
-    from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
 
     def conv(v):
         if isinstance(v, (ClosedJaxpr, Jaxpr)):
@@ -253,7 +255,6 @@ def _generic_sub_rule(prim, params, vals):
 
 
 def eval_physical(jaxpr, consts, args):
-    from xform._src.interpreters.ir import Literal
     env = {}
     for v, c in zip(jaxpr.constvars, consts):
         env[v] = c
@@ -297,7 +298,6 @@ def _phys(name):
 
 
 def _s():
-    from xform._src.primitives import structural
     return structural
 
 
@@ -367,7 +367,6 @@ def _p_dus(in_avals, out_avals, x, update, *idx):
 
 @_phys("select_n")
 def _p_select_n(in_avals, out_avals, which, *cases):
-    from xform._src.primitives import elementwise
     out = out_avals[0]
     nd = len(out.shape)
     if in_avals[0].shape == tuple(out.shape):
@@ -381,7 +380,6 @@ def _p_gather(in_avals, out_avals, operand, indices, *, dimension_numbers, slice
     dn = dimension_numbers
     out_rank = len(out_avals[0].shape)
     dn2 = dn._replace(offset_dims=tuple(dn.offset_dims) + (out_rank,))
-    from xform._src.primitives import indexing
     if params.get("fill_value") is not None:
         params = dict(params, fill_value=None)
     return [indexing.gather_p.bind(operand, indices, dimension_numbers=dn2,
@@ -393,7 +391,6 @@ def _p_scatter(in_avals, out_avals, operand, indices, updates, *, dimension_numb
     dn = dimension_numbers
     urank = len(in_avals[2].shape)
     dn2 = dn._replace(update_window_dims=tuple(dn.update_window_dims) + (urank,))
-    from xform._src.primitives import indexing
     return [indexing.scatter_p.bind(operand, indices, updates, dimension_numbers=dn2, **params)]
 
 

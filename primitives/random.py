@@ -17,6 +17,8 @@ import numpy as np
 from xform._src.interpreters import ad, batching, core
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import bdim_at_front, defjvp_zero
+from xform._src.interpreters import dtypes as D
+from xform._src.primitives import structural
 
 __all__ = ["threefry2x32"]
 
@@ -74,7 +76,6 @@ defjvp_zero(threefry2x32_p)
 
 
 def _threefry_batch(axis_data, vals, dims):
-    from xform._src.primitives import structural
     size = axis_data.size
     avals = [core.get_aval(v) for v in vals]
     logical = [a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
@@ -266,7 +267,6 @@ defjvp_zero(rng_bit_generator_p)
 
 
 def _rbg_batch(axis_data, vals, dims, **params):
-    from xform._src.primitives import structural
     (key,), (d,) = vals, dims
     key = bdim_at_front(key, d, axis_data.size)
     ka = core.get_aval(key)
@@ -288,7 +288,6 @@ batching.batch_rules[rng_bit_generator_p] = _rbg_batch
 
 def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT):
     """Stateless random bits from XLA's RngBitGenerator: ``(new_key, bits)``."""
-    from xform._src.interpreters import dtypes as D
     shape = tuple(int(d) for d in shape)
     dtype = D.canonicalize_dtype(dtype)
     if np.dtype(dtype) not in _BITS_DTYPES:

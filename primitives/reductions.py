@@ -20,6 +20,7 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import defjvp2, defjvp_zero, deflinear
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
                                    checked_bind, pad_p, reshape_p, slice_p, transpose_p)
+from xform._src.primitives import elementwise
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
            "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
@@ -27,7 +28,6 @@ __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and"
 
 
 def _ew():
-    from xform._src.primitives import elementwise
     return elementwise
 
 

@@ -26,6 +26,7 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Var, eval_jaxpr
 from xform._src.primitives._rules import defvectorized
 from xform._src.primitives.custom import hoist_consts, trace_flat
+from xform._src.primitives.misc import reduce_precision_p
 
 __all__: list = []
 
@@ -310,7 +311,6 @@ def _insert_reduce_precision(jaxpr, nres):
     two agree.  Residuals no known equation reads are only stored (always rounded), so
     they are left alone.  (JAX also applies it to complex residuals, where its own
     ``reduce_precision`` raises TypeError; complex ones are skipped here.)"""
-    from xform._src.primitives.misc import reduce_precision_p
     res = jaxpr.outvars[len(jaxpr.outvars) - nres:]
     read = {a for e in jaxpr.eqns for a in e.invars if isinstance(a, Var)}
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}

@@ -20,6 +20,8 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
                                    checked_bind, iota_p, rev_p, slice_p)
+from xform._src.primitives import elementwise as ew
+from xform._src.primitives import indexing
 
 __all__ = ["sort", "sort_key_val", "top_k", "argsort"]
 
@@ -72,7 +74,6 @@ def _iota_like(shape, dimension):
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     """Sort an unsigned iota along with the operands; the tangents are gathered by the
     resulting permutation (one sort, as JAX's rule)."""
-    from xform._src.primitives import indexing
     shape = core.get_aval(primals[0]).shape
     idt = np.dtype(np.uint64 if any(d > np.iinfo(np.uint32).max for d in shape)
                    else np.uint32)
@@ -247,7 +248,6 @@ def argsort(operand, dimension=-1, is_stable=True, descending=False):
     if not descending:
         return sort([operand, iota], dimension, is_stable, 1)[1]
     # Descending and stable: sort the reversed array ascending, read it backwards.
-    from xform._src.primitives import elementwise as ew
     perm = sort([rev_p.bind(operand, dimensions=(dimension,)), iota], dimension, is_stable, 1)[1]
     last = np.full(a.shape, a.shape[dimension] - 1, np.int32)
     return rev_p.bind(ew.sub_p.bind(last, perm), dimensions=(dimension,))

@@ -21,6 +21,10 @@ from xform._src.interpreters import ad, core
 from xform._src.interpreters import dtypes as D
 from xform._src.primitives import elementwise as E
 from xform._src.primitives._rules import defbroadcasting, defjvp, defjvp2, defvectorized
+from xform._src.primitives import control_flow
+from xform._src.primitives import reductions
+from xform._src.primitives.structural import broadcast_in_dim
+from xform._src.primitives.structural import full
 
 __all__ = ["polygamma", "zeta", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
            "bessel_i0e", "bessel_i1e", "betainc"]
@@ -313,7 +317,6 @@ def _c(x, v):
 
 
 def _any(pred):
-    from xform._src.primitives import reductions
     pred = _unwrap(pred)
     a = _aval(pred)
     return _V(reductions.reduce_or(pred, tuple(range(a.ndim))) if a.ndim else pred)
@@ -321,7 +324,6 @@ def _any(pred):
 
 def _while(cond, body, init):
     """while_loop over a tuple of (wrapped) values; cond/body see wrapped values."""
-    from xform._src.primitives import control_flow
 
     def c(v):
         return _unwrap(cond(tuple(_V(x) for x in v)))
@@ -556,7 +558,6 @@ def _lentz(num_iters, small, threshold, num_fn, den_fn, inputs):
 
     pd0 = den_fn(0, *inputs)
     h = L.select(L.lt(L.abs(pd0), small), _c(pd0, small), pd0)
-    from xform._src.primitives.structural import full
     out = _while(cond, body, (full((), 1, np.int32), full((), True, np.bool_), h, _c(h, 0), h))
     return out[4]
 
@@ -564,7 +565,6 @@ def _lentz(num_iters, small, threshold, num_fn, den_fn, inputs):
 def _betainc_expansion(a, b, x):
     dt = _aval(a).dtype
     shape = _aval(a).shape
-    from xform._src.primitives.structural import broadcast_in_dim
 
     def bc(i):
         i = _unwrap(i)

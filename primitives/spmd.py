@@ -11,6 +11,12 @@ from __future__ import annotations
 from xform._src.interpreters import batching
 from xform._src.interpreters.core import Primitive
 from xform._src.primitives._rules import deflinear
+from xform._src.interpreters.batching import AxisData, batch_jaxpr, moveaxis
+from xform._src.primitives import collectives, elementwise
+from xform._src.primitives import structural
+from xform._src.primitives.collectives import _tree_map
+from xform._src.primitives.collectives import axis_size as _asz, _tree_map
+from xform._src.primitives.collectives import axis_size, _tree_map
 
 __all__ = ["sharding_constraint_p"]
 
@@ -155,7 +161,6 @@ ad.jvp_rules[shard_map_p] = _sm_jvp
 
 
 def _reshape(x, shape):
-    from xform._src.primitives import structural
     return structural.reshape(x, tuple(shape))
 
 
@@ -210,7 +215,6 @@ ad.partial_eval_rules[shard_map_p] = _sm_partial_eval
 
 
 def _sm_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
-    from xform._src.primitives import collectives, elementwise
     linear = [ad.is_undefined_primal(a) for a in args]
     body_t = jt.transpose_jaxpr(jaxpr, linear)
     nonlin = [a for a, lin in zip(args, linear) if not lin]
@@ -249,7 +253,6 @@ ad.transpose_rules[shard_map_p] = _sm_transpose
 
 
 def _sm_batch(axis_data, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
-    from xform._src.interpreters.batching import AxisData, batch_jaxpr, moveaxis
     xs, in_dims, new_in = [], [], []
     for v, d, s in zip(vals, dims, in_specs):
         if d is None:
@@ -295,7 +298,6 @@ def _ppermute_batch(axis_data, vals, dims, *, axis_name, perm):
     (x,), (d,) = vals, dims
     if axis_data.name not in _names(axis_name):
         return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
-    from xform._src.primitives import structural
     n = axis_data.size
     if d is None:
         x = batching.broadcast_batched(x, n, 0)
@@ -326,7 +328,6 @@ def ppermute(x, axis_name, perm):
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
         raise ValueError(f"ppermute: perm {perm} sends from or to a position twice")
-    from xform._src.primitives.collectives import axis_size, _tree_map
     n = axis_size(names)
     for s, d in perm:
         if not (0 <= s < n and 0 <= d < n):
@@ -382,7 +383,6 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     the split axis must equal the axis size and is replaced by it, as in JAX)."""
     names = _names(axis_name)
     _check_bound(names, "all_to_all")
-    from xform._src.primitives.collectives import axis_size as _asz, _tree_map
     n = _asz(names)
     name = names[0] if len(names) == 1 else names
 
@@ -395,7 +395,6 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         if aval.shape[sa] != n:
             raise ValueError(f"all_to_all: dimension {sa} of {aval.str_short()} must equal "
                              f"the size {n} of axis {axis_name!r} (or pass tiled=True)")
-        from xform._src.primitives import structural
         p = ca if ca <= sa else ca + 1
         shape1 = list(aval.shape)
         shape1.insert(p, 1)
@@ -412,8 +411,6 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
 def pbroadcast(x, axis_name, source):
     """Every position of the named axis gets position ``source``'s value (JAX's
     definition: ``psum(where(axis_index == source, x, 0))``)."""
-    from xform._src.primitives import collectives, elementwise
-    from xform._src.primitives.collectives import _tree_map
     names = _names(axis_name)
     _check_bound(names, "pbroadcast")
     n = collectives.axis_size(names)
@@ -427,7 +424,6 @@ def pbroadcast(x, axis_name, source):
             v = collectives._full(v, aval)
         idx = collectives.axis_index(axis_name)
         is_src = elementwise.eq_p.bind(idx, np.asarray(int(source), np.int32))
-        from xform._src.primitives import structural
         mask = structural.broadcast_in_dim(is_src, aval.shape, ()) if aval.shape else is_src
         zero = ad.zeros_like_aval(aval.update(weak_type=False))
         masked = elementwise.select_n_p.bind(mask, zero, v)

@@ -15,10 +15,11 @@ import operator
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
+from xform._src.interpreters import ad, batching, core, dtypes, ir, passes, staging
 from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import bdim_at_front, deflinear, moveaxis
+from xform._src.primitives import elementwise
 
 __all__ = [
     "broadcast_in_dim", "broadcast", "reshape", "transpose", "squeeze", "expand_dims", "rev",
@@ -69,18 +70,21 @@ def as_operand(x, dtype=None):
 
 def checked_bind(prim, *args, **params):
     """Bind after running the shape rule, so eager misuse gets the rule's error message
-    (the eager interpreter calls the NumPy impl directly)."""
-    prim.abstract_eval(*[core.get_aval(a) for a in args], **params)
+    (the eager interpreter calls the NumPy impl directly).  A staging trace that records
+    every equation runs the same rule on the same avals itself, so it is not run twice."""
+    t = core._state.trace
+    if not (type(t) is staging.StagingTrace and not t.forward_known
+            and prim not in staging.staging_rules and prim not in staging.completion_rules):
+        prim.abstract_eval(*[core.get_aval(a) for a in args], **params)
     return prim.bind(*args, **params)
 
 
 def _ew():
-    from xform._src.primitives import elementwise
     return elementwise
 
 
 def _reductions():
-    from xform._src.primitives import reductions
+    from xform._src.primitives import reductions  # deferred: import cycle
     return reductions
 
 

@@ -20,6 +20,7 @@ Every batching rule adds a size-1, stride-1 window axis for the batch (no loops)
 """
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -30,6 +31,18 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.interpreters.ir import ClosedJaxpr
 from xform._src.primitives._rules import bdim_at_front, moveaxis
 from xform._src.primitives.structural import as_operand, checked_bind, pad_p, slice_p
+from xform._src.interpreters import ir
+from xform._src.interpreters import ir, staging
+from xform._src.interpreters import jaxpr_transforms as jt
+from xform._src.interpreters import staging
+from xform._src.interpreters.tree_util import tree_flatten
+from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
+from xform._src.primitives import elementwise
+from xform._src.primitives import reductions as R
+from xform._src.primitives.convolution import _vjp_lhs_padding as f
+from xform._src.primitives.convolution import padtype_to_pads
+from xform._src.primitives.reductions import _identity as ident
+from xform._src.primitives.reductions import _wide
 
 __all__ = ["reduce_window", "reduce_window_shape_tuple", "reduce", "select_and_scatter_add",
            "select_and_gather_add", "reduce_window_sum_p", "reduce_window_max_p",
@@ -38,7 +51,6 @@ __all__ = ["reduce_window", "reduce_window_shape_tuple", "reduce", "select_and_s
 
 
 def _ew():
-    from xform._src.primitives import elementwise
     return elementwise
 
 
@@ -46,21 +58,21 @@ def _dilate(d, r):
     return 0 if d == 0 else 1 + r * (d - 1)
 
 
+def _dilate_dim(d, r):
+    return d if r == 1 else builtins.max(0, 1 + r * (d - 1))
+
+
 def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
                               base_dilation=None, window_dilation=None):
-    nd = len(operand_shape)
-    base_dilation = (1,) * nd if base_dilation is None else base_dilation
-    window_dilation = (1,) * nd if window_dilation is None else window_dilation
-    out = []
-    for d, w, s, (lo, hi), b, wd in zip(operand_shape, window_dimensions, window_strides,
-                                        padding, base_dilation, window_dilation):
-        p = _dilate(d, b) + lo + hi
-        if p < 0:
-            raise ValueError(f"reduce_window: padding {tuple(padding)} crops more than the "
-                             f"operand shape {tuple(operand_shape)}")
-        ew = _dilate(w, wd)
-        out.append(0 if p < ew else (p - ew) // s + 1)
-    return tuple(out)
+    """The output shape of a window reduction, as JAX computes it: plain arithmetic on
+    the sizes (a -1 placeholder batch size gives 0), each size at least 0."""
+    if base_dilation is not None:
+        operand_shape = tuple(_dilate_dim(d, r) for d, r in zip(operand_shape, base_dilation))
+    if window_dilation is not None:
+        window_dimensions = tuple(_dilate_dim(w, r)
+                                  for w, r in zip(window_dimensions, window_dilation))
+    return tuple(builtins.max(0, (d + lo + hi - w) // s + 1) for d, (lo, hi), w, s in
+                 zip(operand_shape, padding, window_dimensions, window_strides))
 
 
 def _check_window(name, shape, window_dimensions, window_strides, padding, base_dilation,
@@ -77,6 +89,10 @@ def _check_window(name, shape, window_dimensions, window_strides, padding, base_
                     ("window_dilation", window_dilation)):
         if any(int(x) < 1 for x in v):
             raise TypeError(f"{name}: {what} must be positive, got {tuple(v)}")
+    for d, (lo, hi), b in zip(shape, padding, base_dilation):
+        if _dilate(d, b) + lo + hi < 0:
+            raise ValueError(f"reduce_window: padding {tuple(padding)} crops more than the "
+                             f"operand shape {tuple(shape)}")
     return reduce_window_shape_tuple(shape, window_dimensions, window_strides, padding,
                                      base_dilation, window_dilation)
 
@@ -118,7 +134,6 @@ def _add_batch_window(params, d):
 
 
 def _identity(kind, dt):
-    from xform._src.primitives.reductions import _identity as ident
     return ident(kind, dt)
 
 
@@ -139,7 +154,6 @@ def _monoid_prim(name, kind):
         v = _windows(x, fill, **params)
         axes = tuple(range(x.ndim, 2 * x.ndim))
         if kind == "sum":
-            from xform._src.primitives.reductions import _wide
             return np.sum(v, axis=axes, dtype=_wide(dt)).astype(dt)
         f = np.max if kind == "max" else np.min
         return np.asarray(f(v, axis=axes, initial=fill), dt)
@@ -160,7 +174,6 @@ reduce_window_min_p = _monoid_prim("reduce_window_min", "min")
 
 
 def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs_dil):
-    from xform._src.primitives.convolution import _vjp_lhs_padding as f
     return f(in_shape, window, strides, out_shape, padding, lhs_dil, rhs_dil)
 
 
@@ -396,7 +409,6 @@ def _select_name(p):
 
 def _apply_computation(closed: ClosedJaxpr, lefts, rights):
     """The scalar computation applied elementwise to equal-shape NumPy arrays (batched)."""
-    from xform._src.interpreters import ir
     shape = np.shape(lefts[0])
     n = int(np.prod(shape, dtype=np.int64))
     args = [core.Array(np.ascontiguousarray(a).reshape(n)) for a in list(lefts) + list(rights)]
@@ -457,7 +469,6 @@ def _rw_impl(*args, jaxpr, **params):
 
 def _generic_jvp(prim):
     def rule(primals, tangents, *, jaxpr, **params):
-        from xform._src.interpreters import jaxpr_transforms as jt
         n = len(primals) // 2
         xs, inits = primals[:n], primals[n:]
         txs, tinits = tangents[:n], tangents[n:]
@@ -468,7 +479,6 @@ def _generic_jvp(prim):
             return outs, [Zero.from_primal(o) for o in outs]
         # computation over (primal, tangent) pairs: (pl, tl), (pr, tr) -> (p, t)
         jvp_c, _ = jt.jvp_jaxpr(jaxpr, (True,) * (2 * n), True)
-        from xform._src.interpreters import ir, staging
 
         def pair_comp(*vals):
             pl, tl, pr, tr = vals[:n], vals[n:2 * n], vals[2 * n:3 * n], vals[3 * n:]
@@ -554,8 +564,6 @@ _MONOIDS = {"add": ("sum", reduce_window_sum_p), "max": ("max", reduce_window_ma
 
 
 def _trace_computation(name, computation, flat_ops, flat_inits, in_tree_unflatten):
-    from xform._src.interpreters import staging
-    from xform._src.interpreters.tree_util import tree_flatten
     avals = [ShapedArray((), core.get_aval(x).dtype) for x in flat_ops]
     n = len(avals)
     out_tree = []
@@ -588,7 +596,6 @@ def _monoid_of(closed):
 
 
 def _init_scalars(init_value, ops):
-    from xform._src.interpreters.tree_util import tree_flatten
     flat, _ = tree_flatten(init_value)
     if len(flat) != len(ops):
         raise TypeError(f"reduce: got {len(ops)} operands but {len(flat)} init values")
@@ -617,7 +624,6 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     ``lax.add``/``lax.max``/``lax.min`` with their identity as init use the fast
     ``reduce_window_sum/max/min`` primitives (differentiable in reverse mode).
     """
-    from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
     flat_ops, tree = tree_flatten(operand)
     if not flat_ops:
         raise TypeError("reduce_window: operand must contain at least one array")
@@ -639,7 +645,6 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         raise TypeError(f"reduce_window: window_dimensions {window_dimensions} must have one "
                         f"entry per operand dimension (operand shape {shape})")
     if isinstance(padding, str):
-        from xform._src.primitives.convolution import padtype_to_pads
         eff = [_dilate(w, d) for w, d in zip(window_dimensions, window_dilation)]
         padding = tuple(padtype_to_pads(shape, eff, window_strides, padding))
     else:
@@ -665,7 +670,6 @@ def reduce(operands, init_values, computation, dimensions):
     """Reduce ``operands`` (pytree) over ``dimensions`` with ``computation`` from
     ``init_values``; monoids (add/mul/max/min/and/or/xor with identity) use the fast
     reduction primitives."""
-    from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
     flat_ops, tree = tree_flatten(operands)
     if not flat_ops:
         raise TypeError("reduce: operands must contain at least one array")
@@ -681,7 +685,6 @@ def reduce(operands, init_values, computation, dimensions):
                                 lambda xs: tree_unflatten(tree, list(xs)))
     if len(flat_ops) == 1:
         j = closed.jaxpr
-        from xform._src.primitives import reductions as R
         table = {"add": ("sum", R.reduce_sum_p), "mul": ("prod", R.reduce_prod_p),
                  "max": ("max", R.reduce_max_p), "min": ("min", R.reduce_min_p),
                  "and": ("and", R.reduce_and_p), "or": ("or", R.reduce_or_p),

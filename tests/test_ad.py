@@ -412,3 +412,19 @@ def test_vjp_cotangent_errors():
 def test_has_aux_requires_pair():
     with pytest.raises(TypeError, match="has_aux=True requires"):
         xform.grad(lambda x: x, has_aux=True)(np.float32(1))
+
+
+def test_has_aux_values_leave_as_primal_values_as_jax():
+    outs = []
+    for M in (jax, xform):
+        outs.append((
+            M.grad(lambda x: (x * x, {"a": x * 3}), has_aux=True)(2.0),
+            M.grad(lambda x: M.grad(lambda y: (x * y * y, x * y), has_aux=True)(x)[1])(2.0),
+            M.jvp(lambda x: (x * x, x * 3), (2.0,), (1.0,), has_aux=True),
+            M.vmap(lambda x: M.grad(lambda y: (y * y, y + 1), has_aux=True)(x))(
+                M.numpy.arange(3.0))))
+    jl, xl = jax.tree_util.tree_leaves(outs[0]), xform.tree_util.tree_leaves(outs[1])
+    assert len(jl) == len(xl)
+    for a, b in zip(xl, jl):
+        assert isinstance(a, xform.Array)          # no tracer leaks out with the aux
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b))

@@ -555,3 +555,57 @@ def test_no_tracing_matches_jax():
             with pytest.raises(RuntimeError, match="no_tracing"):
                 f(np_mod.ones(3))                        # new shape: retrace refused
         assert f(np_mod.ones(3)).shape == (3,)
+
+
+# ----------------------------------------------------------------- config
+
+
+def test_config_has_jax_option_names_and_reading_api():
+    """Every option name JAX 0.10.2 has is known (libraries update/read them); the
+    reading API libraries use (x64_enabled, read, values, attribute access) matches."""
+    from xform._src.interpreters import config as cfg_mod
+    missing = sorted(set(jax.config.values) - set(xform.config.values))
+    assert not missing, missing
+    for name in jax.config.values:
+        if name in cfg_mod._INERT or name in cfg_mod._UNSUPPORTED:   # JAX's defaults
+            want = jax.config.values[name]
+            want = getattr(want, "value", want)          # JAX keeps some as enums
+            assert xform.config.read(name) == want, name
+    assert xform.config.x64_enabled == jax.config.x64_enabled == False  # noqa: E712
+    assert xform.config.jax_enable_x64 == jax.config.jax_enable_x64
+    assert xform.config._read("jax_enable_x64") == jax.config._read("jax_enable_x64")
+    from xform.experimental import enable_x64
+    with enable_x64():
+        assert xform.config.x64_enabled and xform.config.read("jax_enable_x64")
+        assert xform.numpy.asarray(1.0).dtype == np.float64
+    assert not xform.config.x64_enabled
+    xform.config.parse_flags_with_absl()
+    xform.config.config_with_absl()
+
+
+def test_config_update_of_inert_and_unsupported_options():
+    old = xform.config.read("jax_pprint_use_color")
+    xform.config.update("jax_pprint_use_color", not old)
+    try:
+        assert xform.config.jax_pprint_use_color == (not old)
+    finally:
+        xform.config.update("jax_pprint_use_color", old)
+    xform.config.update("jax_debug_key_reuse", False)          # the default is fine
+    with pytest.raises(NotImplementedError, match="jax_debug_key_reuse"):
+        xform.config.update("jax_debug_key_reuse", True)
+    with pytest.raises(NotImplementedError, match="transfer_guard"):
+        xform.config.update("jax_transfer_guard", "disallow")
+    for bad in ("jax_enable_x65", "x64_enabled"):
+        with pytest.raises(AttributeError, match="Unrecognized config option"):
+            xform.config.update(bad, True)
+        with pytest.raises(AttributeError, match="Unrecognized config option"):
+            jax.config.update(bad, True)
+    with pytest.raises(AttributeError, match="Unrecognized config option"):
+        xform.config.read("nope")
+
+
+def test_version_info():
+    """``__version_info__`` is the version as a tuple of ints, as JAX's."""
+    assert xform.__version_info__ == tuple(int(p) for p in xform.__version__.split("."))
+    assert type(xform.__version_info__) is type(jax.__version_info__)
+    assert all(type(p) is int for p in jax.__version_info__ + xform.__version_info__)

@@ -218,6 +218,28 @@ def test_cond_integer_and_pytree_outputs():
               jax.grad(lambda x: fj(p, x)[0])(np.float32(0.5)))
 
 
+def test_cond_per_branch_operands_form():
+    """cond(pred, true_operand, true_fun, false_operand, false_fun): each branch gets its
+    own operand (the older signature blackjax uses), as JAX; under jit, grad, vmap."""
+    def make(L, N):
+        def f(p, a, b):
+            return L.cond(p, a, lambda t: (t * 3.0, N.int32(1)),
+                          {"b": b}, lambda d: (N.cos(d["b"]), N.int32(0)))
+        return f
+    fx, fj = both(make)
+    a, b = np.float32(0.7), np.float32(-1.3)
+    for p in (True, False, 1, 0.0):
+        close(fx(p, a, b), fj(p, a, b))
+        close(xform.jit(fx)(p, a, b), jax.jit(fj)(p, a, b))
+        close(xform.grad(lambda u, v: fx(p, u, v)[0], argnums=(0, 1))(a, b),
+              jax.grad(lambda u, v: fj(p, u, v)[0], argnums=(0, 1))(a, b))
+    ps = np.array([True, False, True])
+    close(xform.vmap(fx, in_axes=(0, None, None))(ps, a, b),
+          jax.vmap(fj, in_axes=(0, None, None))(ps, a, b))
+    with pytest.raises(TypeError, match="should be callable"):
+        xl.cond(True, 1.0, lambda t: t, 2.0)
+
+
 def test_cond_staged_program_nests_branches():
     jaxpr = str(xform.make_jaxpr(piecewise(*XL))(1.0, 2.0))
     assert "cond[" in jaxpr and "branches=" in jaxpr and "sin" in jaxpr

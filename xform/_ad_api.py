@@ -19,6 +19,10 @@ from xform._src.interpreters.ad import Zero, float0
 from xform._src.interpreters.core import Array, Tracer
 from xform._src.interpreters.staging import trace_to_jaxpr
 from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from xform._src.interpreters.ir import ClosedJaxpr
+from xform._src.interpreters.ir import Jaxpr, Literal
+from xform._src.primitives import structural
+from xform._src.primitives.elementwise import convert_element_type_p
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
            "jacobian", "hessian", "linear_transpose"]
@@ -117,6 +121,11 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 f"(output, aux), but it returned {_short(out)}.")
             out, aux = out
+            # aux values leave the differentiation as their primal values (as JAX)
+            tr = core.current_trace()
+            if isinstance(tr, ad.JVPTrace):
+                aux = tree_map(lambda x: tr.unpack(x)[0] if isinstance(x, core.Tracer) else x,
+                               aux)
             out_store["aux"] = aux
         out_leaves, out_tree = tree_flatten(out)
         out_store["tree"] = out_tree
@@ -357,7 +366,6 @@ def _weak_like(ct, aval):
     ca = core.get_aval(ct)
     if ca.weak_type or ca.dtype != aval.dtype:
         return ct
-    from xform._src.primitives.elementwise import convert_element_type_p
     return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=True)
 
 
@@ -373,7 +381,6 @@ def _inline_scalar_inputs(lin, raw, leaves):
                   or (type(r) is np.ndarray and r.ndim == 0)) and isinstance(c, Array)}
     if not scalar or not any(id(r) in scalar for r in lin.residuals):
         return lin
-    from xform._src.interpreters.ir import Jaxpr, Literal
     jaxpr, env, constvars, residuals = lin.jaxpr, {}, [], []
     for v, r in zip(jaxpr.constvars, lin.residuals):
         if id(r) in scalar:
@@ -518,7 +525,6 @@ def _vmap():
 
 
 def _lax():
-    from xform._src.primitives import structural
     return structural
 
 
@@ -725,7 +731,6 @@ class LinearTransposeFunction:
             return [_instantiate(r) for r in ad.backward_pass(self.jaxpr, self.consts,
                                                               list(cts))]
         jaxpr, consts = trace_to_jaxpr(bwd, self._out_avals, name="transpose")
-        from xform._src.interpreters.ir import ClosedJaxpr
         return ClosedJaxpr(jaxpr, consts)
 
     def __str__(self):

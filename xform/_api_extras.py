@@ -33,6 +33,17 @@ import numpy as np
 from xform._src.interpreters import core, staging
 from xform._src.interpreters.config import config
 from xform._src.interpreters.dtypes import float0
+from xform import _ad_api
+from xform import _devices, _jit
+from xform import _jit
+from xform._jit import jit
+from xform._src import lowering
+from xform._src.interpreters import ad
+from xform._src.interpreters import jaxpr_transforms as jt
+from xform._src.primitives import jit as pjit
+from xform.sharding import typeof_sharding
+from xform.tree_util import register_pytree_node
+from xform.tree_util import tree_leaves
 
 __all__ = ["float0", "named_call", "named_scope", "ensure_compile_time_eval", "typeof",
            "clear_caches", "live_arrays", "print_environment_info", "Device",
@@ -122,7 +133,6 @@ def typeof(x):
         raise TypeError(f"typeof: {x!r} of type {type(x).__name__} is not an xform array "
                         "type") from None
     if type(x) is core.Array and x._buf is not None:
-        from xform.sharding import typeof_sharding
         return typeof_sharding(x, aval)
     return aval
 
@@ -133,9 +143,6 @@ def typeof(x):
 def clear_caches():
     """Clear every cache: jit tracing caches, program-transform memos, compiled
     executables (the next call of a jitted function retraces and recompiles)."""
-    from xform._src.interpreters import jaxpr_transforms as jt
-    from xform._src.primitives import jit as pjit
-    from xform import _jit
     for m in (jt._jvp_memo, jt._pe_memo, jt._transpose_memo, pjit._programs):
         m.d.clear()
     for t in list(_jit._fast_tables.values()):
@@ -168,7 +175,7 @@ def live_arrays(platform=None):
 def print_environment_info(return_string: bool = False):
     """Versions of xform, its dependencies and Python, and the platform."""
     from importlib import metadata
-    import xform
+    import xform  # deferred: import cycle
 
     def ver(pkg):
         try:
@@ -198,7 +205,6 @@ def effects_barrier():
 
 def copy_to_host_async(x):
     """Start copying every device-resident Array leaf of ``x`` to the host; returns ``x``."""
-    from xform.tree_util import tree_leaves
     for leaf in tree_leaves(x):
         if type(leaf) is core.Array and leaf._buf is not None and leaf._npy is None:
             f = getattr(leaf._buf, "copy_to_host_async", None)
@@ -230,7 +236,6 @@ class _DeviceMeta(type):
     def __instancecheck__(cls, obj):
         if "xform._src.lowering.runtime" not in sys.modules:
             return False   # no device object can exist before the runtime loaded
-        from xform._src import lowering
         devs = lowering.devices()
         return bool(devs) and isinstance(obj, type(devs[0]).__mro__[0])
 
@@ -402,12 +407,10 @@ def _install_guard_hooks():
               "item", "tolist"):
         guard_d2h(n)
 
-    from xform import _devices, _jit
     orig_put, orig_get = _devices.device_put, _devices.device_get
 
     @functools.wraps(orig_put)
     def device_put(x, *args, **kwargs):
-        from xform.tree_util import tree_leaves
         leaves = tree_leaves(x)
         if _guards.host_to_device != "allow" and any(
                 not isinstance(l, core.ArrayOps) for l in leaves):
@@ -424,7 +427,6 @@ def _install_guard_hooks():
 
     @functools.wraps(orig_get)
     def device_get(x):
-        from xform.tree_util import tree_leaves
         if _guards.device_to_host != "allow" and any(
                 type(l) is core.Array and l._npy is None and l._buf is not None
                 for l in tree_leaves(x)):
@@ -432,7 +434,7 @@ def _install_guard_hooks():
         with transfer_guard_device_to_host("allow"):
             return orig_get(x)
 
-    import xform
+    import xform  # deferred: import cycle
     for owner in (_devices, xform):
         _set(owner, "device_put", device_put)
         _set(owner, "device_get", device_get)
@@ -442,7 +444,6 @@ def _install_guard_hooks():
     @functools.wraps(orig_call)
     def call(self, *args, **kwargs):
         if _guards.host_to_device != "allow":
-            from xform.tree_util import tree_leaves
             static = set(getattr(self, "_static_argnums", ()) or ())
             for i, a in enumerate(args):
                 if i in static:
@@ -489,7 +490,6 @@ class _Static:
 
 
 def _register_residuals():
-    from xform.tree_util import register_pytree_node
     register_pytree_node(_Residuals, lambda r: (r.arrays, r.static),
                          lambda static, arrays: _Residuals(arrays, static))
 
@@ -501,9 +501,6 @@ def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
     """``(fwd, bwd)``: ``fwd(*args) -> (fun(*args), residuals[, aux])`` and
     ``bwd(residuals, cotangent) -> cotangents of the ``argnums`` arguments``, like
     ``vjp`` split in two so that each half can be jitted once and reused."""
-    from xform._src.interpreters import ad
-    from xform import _ad_api
-    from xform._jit import jit
     if not callable(fun):
         raise TypeError(f"fwd_and_bwd: expected a callable, got {fun!r}")
     single = isinstance(argnums, int)
@@ -566,7 +563,6 @@ def no_tracing(new_val: bool = True):
     """Inside this context (with ``True``), a ``jit`` cache miss -- tracing the function
     again -- raises RuntimeError instead (to catch unexpected retracing)."""
     global _no_tracing_users
-    from xform import _jit
     if not new_val:
         old, _no_tracing_state.depth = _no_tracing_state.depth, 0
         try:

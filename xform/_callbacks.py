@@ -23,6 +23,9 @@ import numpy as np
 
 from xform._src.interpreters import core, dtypes
 from xform._src.primitives.callbacks import FlatCallback, io_callback_p, pure_callback_p
+from xform._ad_api import as_value
+from xform.tree_util import tree_flatten
+from xform.tree_util import tree_unflatten
 
 __all__ = ["pure_callback"]
 
@@ -31,7 +34,6 @@ _VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_
 
 
 def _result_avals(result_shape_dtypes, what):
-    from xform.tree_util import tree_flatten
     leaves, tree = tree_flatten(result_shape_dtypes)
     avals = []
     for l in leaves:
@@ -47,8 +49,6 @@ def _result_avals(result_shape_dtypes, what):
 
 
 def _flat_args(args, kwargs):
-    from xform._ad_api import as_value
-    from xform.tree_util import tree_flatten
     leaves, tree = tree_flatten((args, kwargs))
     return [as_value(x) for x in leaves], tree
 
@@ -62,7 +62,6 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     dtype) describing what ``callback`` returns.  ``sharding`` is accepted for JAX
     compatibility (one device: the callback runs on the host either way).
     """
-    from xform.tree_util import tree_unflatten
     if not callable(callback):
         raise TypeError(f"pure_callback: expected a callable, got {callback!r}")
     if vmap_method not in _VMAP_METHODS:
@@ -81,7 +80,6 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     """Call the impure host function ``callback(*args, **kwargs)``; never removed or
     merged; with ``ordered=True`` calls happen in program order (no ``vmap``).
     ``result_shape_dtypes`` may be None for a callback returning nothing."""
-    from xform.tree_util import tree_unflatten
     if not callable(callback):
         raise TypeError(f"io_callback: expected a callable, got {callback!r}")
     avals, out_tree = _result_avals(result_shape_dtypes, "io_callback")

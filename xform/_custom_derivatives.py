@@ -26,6 +26,8 @@ from xform._src.interpreters.ad import Zero, float0
 from xform._src.primitives.custom import LazyPrimal, custom_jvp_call_p, custom_vjp_call_p, trace_flat
 from xform._ad_api import _as_value_in, _zeros, as_value
 from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from xform._src.interpreters.ir import eval_jaxpr
+from xform.lax import convert_element_type
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert"]
 
@@ -147,7 +149,6 @@ def _to_flat_tangent(t, aval, what):
     if ta.dtype == float0:
         return Zero(expected)
     if ta.dtype != expected.dtype:  # a weakly typed value: take the expected dtype
-        from xform.lax import convert_element_type
         t = convert_element_type(t, expected.dtype)
     return t
 
@@ -481,7 +482,6 @@ def closure_convert(fun, *example_args):
         if tree != in_tree:
             raise TypeError(f"closure_convert: expected arguments with structure {in_tree}, "
                             f"got {tree}")
-        from xform._src.interpreters.ir import eval_jaxpr
         outs = eval_jaxpr(closed.jaxpr, [], *args[len(args) - n_consts:], *a_leaves)
         return tree_unflatten(store["tree"], outs)
     return converted, list(consts)

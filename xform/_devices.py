@@ -11,13 +11,16 @@ import numpy as np
 from xform._src.interpreters import core
 from xform._src.interpreters.core import Array, Tracer
 from xform.tree_util import tree_map
+from xform import sharding as _S
+from xform._src import lowering
+from xform.sharding._api import device_put_sharded_tree
+from xform.tree_util import tree_leaves
 
 __all__ = ["devices", "local_devices", "default_backend", "device_put", "device_get",
            "block_until_ready", "device_count", "local_device_count"]
 
 
 def _lowering():
-    from xform._src import lowering
     return lowering
 
 
@@ -51,11 +54,9 @@ def _put_leaf(x, device):
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Place every leaf of the pytree ``x`` on ``device`` (default device if None)."""
-    from xform import sharding as _S
     if isinstance(device, _S.Sharding) or (
             isinstance(device, (list, tuple, dict)) and any(
                 isinstance(d, _S.Sharding) for d in _leaves_of_shardings(device))):
-        from xform.sharding._api import device_put_sharded_tree
         return device_put_sharded_tree(x, device)
     if isinstance(device, (list, tuple)):
         raise TypeError("device_put: pass one device (multi-device shardings are not "
@@ -120,11 +121,8 @@ def block_until_ready(x):
 
 
 def _leaves_of_shardings(device):
-    from xform import sharding as _S
-    from xform.tree_util import tree_leaves
     return tree_leaves(device, is_leaf=lambda s: isinstance(s, _S.Sharding))
 
 
 def _leaves(x):
-    from xform.tree_util import tree_leaves
     return tree_leaves(x)

@@ -41,6 +41,13 @@ import xform._src.primitives.jit as _jit_prim
 from xform._src.primitives.jit import _hoist, compile_program, jit_p
 from xform.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from xform._src.lowering.dispatch import MISS, make_packed_caller, pack_plan, tree_codegen_ok
+from xform import _devices, sharding as S
+from xform import sharding as S
+from xform._src import lowering
+from xform._src.interpreters import dtypes as _dt
+from xform._src.primitives.jit import check_outputs_or_rerun
+from xform.sharding._jit import ShardedJit
+from xform.tree_util import tree_leaves
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -99,7 +106,6 @@ class ShapeDtypeStruct:
                 from None
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
-        from xform._src.interpreters import dtypes as _dt
         if not _dt.is_extended(dtype):        # typed PRNG key dtypes stay as they are
             dtype = np.dtype(dtype)
         for name, value in (("shape", shape), ("dtype", dtype), ("weak_type", bool(weak_type)),
@@ -701,7 +707,6 @@ class JitWrapped:
         the output shardings)."""
         sj = self.__dict__.get("_sharded_jit")
         if sj is None:
-            from xform.sharding._jit import ShardedJit
             sj = self.__dict__["_sharded_jit"] = ShardedJit(self)
         return sj(*args, **kwargs)
 
@@ -761,7 +766,8 @@ class JitWrapped:
             return out_leaves
 
         try:
-            jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals, name=f"jit({self._name})")
+            with core.gc_paused():
+                jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals, name=f"jit({self._name})")
         except errors.ConcretizationTypeError as e:
             e.args = (f"{e.args[0]}\nThe error occurred while tracing the function "
                       f"{self._name} at {_fun_location(self._fun)} for jit.",) + e.args[1:]
@@ -789,7 +795,6 @@ class JitWrapped:
         if self._device is not None:
             return self._device
         if self._backend is not None:
-            from xform._src import lowering
             return lowering.devices(self._backend)[0]
         return None
 
@@ -817,7 +822,6 @@ class JitWrapped:
                 _compiling.pop(id(entry), None)
 
     def _debug_check(self, entry, leaves, outs):
-        from xform._src.primitives.jit import check_outputs_or_rerun
         check_outputs_or_rerun(entry.closed, list(entry.const_args) + list(leaves), outs,
                                self._name)
 
@@ -943,12 +947,16 @@ class Lowered:
         self._entry = entry
 
     def as_text(self, dialect=None, debug_info=False):
-        from xform._src import lowering
         w, e = self._wrapped, self._entry
         donated = (False,) * len(e.const_args) + e.donated
         return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
                                     donated_invars=donated, keep_unused=w._keep_unused,
                                     debug_info=debug_info)
+
+    def compiler_ir(self, dialect=None):
+        """The lowered program as an object: ``'stablehlo'`` (default) an MLIR module
+        (``jaxlib.mlir.ir.Module``), ``'hlo'`` an XLA computation (``as_hlo_text()``)."""
+        return _compiler_ir(self.as_text(), dialect)
 
     def compile(self, compiler_options=None):
         w, e = self._wrapped, self._entry
@@ -1019,7 +1027,7 @@ class CompiledCall:
     @property
     def input_formats(self):
         """((one Format per positional argument's leaves), {}) (default layouts)."""
-        from xform.experimental.layout import Format, default_layout
+        from xform.experimental.layout import Format, default_layout  # deferred: keeps `import xform` light
         e = self._entry
         fmts = [Format(default_layout(len(a.shape)), _default_sharding())
                 for a in e.in_avals]
@@ -1031,7 +1039,7 @@ class CompiledCall:
 
     @property
     def output_formats(self):
-        from xform.experimental.layout import Format, default_layout
+        from xform.experimental.layout import Format, default_layout  # deferred: keeps `import xform` light
         e = self._entry
         return e.out_tree.unflatten([Format(default_layout(len(a.shape)), _default_sharding())
                                      for a in e.closed.out_avals])
@@ -1054,7 +1062,7 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
               keep_unused=keep_unused, device=device, backend=backend, inline=inline,
               compiler_options=compiler_options)
     if in_shardings is not None or out_shardings is not None:
-        from xform.experimental.layout import strip_formats
+        from xform.experimental.layout import strip_formats  # deferred: keeps `import xform` light
         in_shardings = strip_formats(in_shardings, "jit in_shardings")
         out_shardings = strip_formats(out_shardings, "jit out_shardings")
         one = _single_device_of(in_shardings, out_shardings)
@@ -1063,7 +1071,6 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
                       device=device if one is None else one)
             return (lambda f: JitWrapped(f, **kw)) if fun is None else JitWrapped(fun, **kw)
     if in_shardings is not None or out_shardings is not None:
-        from xform.sharding._jit import ShardedJit
         kw.update(in_shardings=None, out_shardings=None)
         make = lambda f: ShardedJit(JitWrapped(f, **kw), in_shardings, out_shardings)  # noqa
         return make if fun is None else make(fun)
@@ -1072,16 +1079,22 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
     return JitWrapped(fun, **kw)
 
 
+def _compiler_ir(text, dialect):
+    from xform._src.lowering import export_mlir
+    if dialect is None or dialect == "stablehlo":
+        return export_mlir.stablehlo_module(text)
+    if dialect == "hlo":
+        return export_mlir.hlo_computation(text)
+    raise ValueError(f"unknown dialect: {dialect}")
+
+
 def _default_sharding():
-    from xform import _devices, sharding as S
     return S.SingleDeviceSharding(_devices.local_devices()[0])
 
 
 def _single_device_of(*trees):
     """The one device if every sharding in ``trees`` is None or a SingleDeviceSharding
     of that device (None if all are None); False otherwise."""
-    from xform import sharding as S
-    from xform.tree_util import tree_leaves
     devs = set()
     for t in trees:
         for s in tree_leaves(t, is_leaf=lambda s: s is None or isinstance(

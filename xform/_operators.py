@@ -15,6 +15,8 @@ from xform._src.interpreters.core import Array, ArrayOps
 from xform import numpy as xnp
 from xform.numpy import _array_api, _indexing, _ufuncs as F
 from xform.numpy import _util as U
+from xform._src.interpreters.dtypes import is_extended
+from xform.random import _keys_equal
 
 __all__: list = []
 
@@ -66,11 +68,9 @@ def _divmod(a, b):
 
 
 def _key_aware_eq(op, negate):
-    from xform._src.interpreters.dtypes import is_extended
 
     def eq(self, other):
         if is_extended(getattr(self, "dtype", None)) or is_extended(getattr(other, "dtype", None)):
-            from xform.random import _keys_equal
             return _keys_equal(self, other, negate)
         return op(self, other)
     eq.__name__ = "__ne__" if negate else "__eq__"

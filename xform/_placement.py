@@ -9,6 +9,8 @@ several).  jaxlib loads on the first question, not on ``import xform``.
 from __future__ import annotations
 
 from xform._src.interpreters import core
+from xform import sharding as S
+from xform._src import lowering
 
 __all__ = ["Shard"]
 
@@ -16,12 +18,11 @@ _kDLCPU = 1
 
 
 def _lowering():
-    from xform._src import lowering
     return lowering
 
 
 def _spmd():
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     return spmd
 
 
@@ -62,15 +63,14 @@ class Placement:
         return _lowering().get_device(arr)
 
     def sharding(self, arr):
-        from xform import sharding as S
         b = arr._buf
         if b is None:
-            from xform import _devices
+            from xform import _devices  # deferred: import cycle
             return S.SingleDeviceSharding(_devices.local_devices(backend="cpu")[0])
         return _spmd().buf_sharding(b)
 
     def format(self, arr):
-        from xform.experimental.layout import array_format
+        from xform.experimental.layout import array_format  # deferred: keeps `import xform` light
         return array_format(arr)
 
     def addressable_shards(self, arr):
@@ -78,7 +78,7 @@ class Placement:
         if arr._deleted:
             raise arr._deleted_error("addressable_shards")
         if b is None:
-            from xform import _devices
+            from xform import _devices  # deferred: import cycle
             d = _devices.local_devices(backend="cpu")[0]
             return [Shard(d, tuple(slice(None) for _ in arr.shape), 0, arr)]
         return [Shard(dev, idx, rid, core.Array._from_buf(buf, arr.weak_type, True))
@@ -96,7 +96,7 @@ class Placement:
             kw["copy"] = copy
         if arr._buf is not None:
             if not hasattr(type(arr._buf), "__dlpack__"):   # JAX's ArrayImpl methods not loaded
-                from xform._src.lowering.runtime import buffer_dlpack
+                from xform._src.lowering.runtime import buffer_dlpack  # deferred: keeps `import xform` light
                 return buffer_dlpack(arr._buf, stream, max_version, dl_device, copy)
             return arr._buf.__dlpack__(stream=stream, **kw)
         if stream is not None and stream != -1:

@@ -23,6 +23,7 @@ from xform._src.primitives.custom import trace_flat
 from xform._src.primitives.remat import name_p, remat_p
 from xform._ad_api import _as_value_in
 from xform.tree_util import tree_flatten, tree_unflatten
+from xform.tree_util import keystr, tree_flatten_with_path
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
 
@@ -239,7 +240,6 @@ def _src(eqn):
 
 
 def _arg_names(f, args, kwargs, in_tree):
-    from xform.tree_util import keystr, tree_flatten_with_path
     import inspect
     try:
         sig = inspect.signature(f).parameters.values()

@@ -64,6 +64,11 @@ import zipfile
 import numpy as np
 
 from xform._src.interpreters import tree_util as _tu
+from xform import random as _random
+from xform._src.interpreters.core import Array
+from xform._src.interpreters.core import Array, Tracer
+from xform._src.interpreters.dtypes import is_extended
+from xform.sharding import Sharding
 
 __all__ = ["save", "save_async", "restore", "CheckpointError", "FORMAT", "VERSION"]
 
@@ -100,13 +105,11 @@ def _dtype_from_name(name):
 
 def _is_key(x) -> bool:
     """A typed PRNG key array (``xform.random.key``): an extended dtype."""
-    from xform._src.interpreters.dtypes import is_extended
     dt = getattr(x, "dtype", None)
     return dt is not None and not isinstance(dt, np.dtype) and is_extended(dt)
 
 
 def _leaf_to_numpy(path, x):
-    from xform._src.interpreters.core import Array, Tracer
     if isinstance(x, Tracer):
         raise TypeError(f"save(): leaf {path} is a traced value {x.aval.str_short()}; save "
                         "concrete arrays (outside jit/grad/vmap).")
@@ -195,7 +198,6 @@ def _prepare(path, pytree, overwrite, copy):
     for i, (kp, x) in enumerate(with_path):
         p = _tu.keystr(kp) or "<root>"
         if _is_key(x):        # typed PRNG keys: their uint32 key data + the impl's name
-            from xform import random as _random
             words = np.asarray(_random.key_data(x))
             leaves_meta.append({"path": p, "file": f"arrays/{i}.npy", "dtype": str(x.dtype),
                                 "shape": list(x.shape), "python": None,
@@ -551,14 +553,12 @@ def _build(node, leaves):
 
 def _to_value(meta, a, as_numpy):
     if meta.get("key_impl"):
-        from xform import random as _random
         return _random.wrap_key_data(a, impl=meta["key_impl"])
     if meta.get("python"):
         return {"bool": bool, "int": int, "float": float, "complex": complex}[meta["python"]](
             a[()])
     if as_numpy:
         return a
-    from xform._src.interpreters.core import Array
     return Array(np.array(a))
 
 
@@ -616,10 +616,9 @@ def _place(value, t, as_numpy):
     sharding = getattr(t, "sharding", None)
     if as_numpy or sharding is None or not hasattr(value, "shape"):
         return value
-    from xform.sharding import Sharding
     if not isinstance(sharding, Sharding):
         return value
-    from xform import device_put
+    from xform import device_put  # deferred: import cycle
     return device_put(value, sharding)
 
 
@@ -628,7 +627,6 @@ def _normalize(tree):
 
 
 def _dtype_str(dt):
-    from xform._src.interpreters.dtypes import is_extended
     if not isinstance(dt, np.dtype) and is_extended(dt):
         return str(dt)
     return np.dtype(dt).name

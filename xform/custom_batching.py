@@ -29,6 +29,11 @@ import functools
 
 from xform._src.interpreters import core
 from xform._src.primitives.custom_vmap import UserRule, custom_vmap_call_p
+from xform._ad_api import as_value
+from xform._src.primitives.control_flow import map as lax_map
+from xform._src.primitives.custom import trace_flat
+from xform.tree_util import tree_flatten
+from xform.tree_util import tree_map
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 
@@ -48,9 +53,6 @@ class custom_vmap:
         return vmap_rule
 
     def __call__(self, *args, **kwargs):
-        from xform._src.primitives.custom import trace_flat
-        from xform._ad_api import as_value
-        from xform.tree_util import tree_flatten
         if self.vmap_rule is None:
             raise AttributeError(f"No batching rule defined for custom_vmap function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using def_vmap.")
@@ -74,8 +76,6 @@ class custom_vmap:
 def sequential_vmap(f):
     """A ``custom_vmap`` of ``f`` whose rule applies ``f`` to one batch element at a
     time (``lax.map``), for functions that should not be vectorized."""
-    from xform._src.primitives.control_flow import map as lax_map
-    from xform.tree_util import tree_map
     f = custom_vmap(f)
 
     @f.def_vmap

@@ -1,18 +1,20 @@
 """``xform.custom_derivatives``: JAX's module of the same name."""
 from xform._custom_derivatives import (SymbolicZero, closure_convert, custom_gradient,  # noqa
                                        custom_jvp, custom_vjp)
+from xform import numpy as jnp
+from xform._src.interpreters import ad, core
+from xform.tree_util import tree_map
+
+from xform._src.primitives.custom import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
 
 __all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
-           "zero_from_primal"]
+           "custom_jvp_call_p", "custom_vjp_call_p", "zero_from_primal"]
 
 
 def zero_from_primal(val, symbolic_zeros=False):
     """Zero tangents shaped like ``val`` (float0 for integer leaves)."""
     import numpy as np
 
-    from xform._src.interpreters import ad, core
-    from xform import numpy as jnp
-    from xform.tree_util import tree_map
 
     def z(x):
         aval = core.get_aval(x)

@@ -22,6 +22,10 @@ import string
 from xform._src.interpreters import core
 from xform._src.primitives.callbacks import DebugCallback, debug_callback_p
 from xform._src.primitives.debug_print import FormatChecker, debug_print_p
+from xform._ad_api import as_value
+from xform._src.interpreters import errors
+from xform.sharding._api import visualize_array_sharding as _v
+from xform.tree_util import tree_flatten
 
 __all__ = ["print", "callback", "debug_callback_p", "visualize_array_sharding"]
 
@@ -30,8 +34,6 @@ _print = print
 def callback(callback, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
     """Call ``callback(*args, **kwargs)`` with concrete arrays, eagerly or when the staged
     program runs.  Returns None."""
-    from xform._ad_api import as_value
-    from xform.tree_util import tree_flatten
     if not callable(callback):
         raise TypeError(f"debug.callback: expected a callable, got {callback!r}")
     leaves, tree = tree_flatten((args, kwargs))
@@ -47,8 +49,6 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
     Staged as JAX's ``debug_print`` primitive.  Also the two-call form
     ``debug.print(ordered=True)(fmt, *args, **kwargs)``."""
     import numpy as np
-    from xform._ad_api import as_value
-    from xform.tree_util import tree_flatten
 
     def _debug_print(fmt, *c_args, **c_kwargs):
         if not isinstance(fmt, str):
@@ -97,11 +97,9 @@ def _is_array_leaf(x):
 
 
 def _user_frame():
-    from xform._src.interpreters import errors
     return errors.user_frame(3)
 
 
 def visualize_array_sharding(arr, **kwargs):
     """Print which devices hold which block of a 1-D or 2-D array."""
-    from xform.sharding._api import visualize_array_sharding as _v
     return _v(arr, **kwargs)

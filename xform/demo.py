@@ -63,7 +63,7 @@ def main(argv=None):
     args, rest = ap.parse_known_args(argv)
     if args.cnn:
         import sys
-        from xform import demo_cnn
+        from xform import demo_cnn  # deferred: keeps `import xform` light
         return demo_cnn.main([a for a in (sys.argv[1:] if argv is None else argv)
                               if a != "--cnn"])
     if rest:

@@ -22,7 +22,7 @@ DN = ("NHWC", "HWIO", "NHWC")
 
 
 def load_digits_images(seed=0):
-    from xform.demo import load_digits_split
+    from xform.demo import load_digits_split  # deferred: keeps `import xform` light
     (xtr, ytr), (xte, yte) = load_digits_split(seed)
     return (xtr.reshape(-1, 8, 8, 1), ytr), (xte.reshape(-1, 8, 8, 1), yte)
 

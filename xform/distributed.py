@@ -24,7 +24,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
             not 0 <= int(process_id) < num_processes:
         raise ValueError(f"distributed.initialize: process_id {process_id} is out of range "
                          f"for num_processes={num_processes}")
-    from xform._src.lowering import distributed
+    from xform._src.lowering import distributed  # deferred: keeps `import xform` light
     distributed.initialize(coordinator_address, num_processes, process_id, local_device_ids,
                            cluster_detection_method, initialization_timeout,
                            coordinator_bind_address, **kwargs)
@@ -32,10 +32,10 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
 
 def shutdown():
     """Disconnect from the other processes (and stop the coordinator on process 0)."""
-    from xform._src.lowering import distributed
+    from xform._src.lowering import distributed  # deferred: keeps `import xform` light
     distributed.shutdown()
 
 
 def is_initialized() -> bool:
-    from xform._src.lowering import distributed
+    from xform._src.lowering import distributed  # deferred: keeps `import xform` light
     return distributed.is_initialized()

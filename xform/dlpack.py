@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from xform._src.interpreters.core import Array
+from xform._src import lowering
+from xform._src.interpreters.dtypes import canonicalize_dtype
 
 __all__ = ["from_dlpack", "to_dlpack"]
 
@@ -52,13 +54,12 @@ def from_dlpack(external_array, device=None, copy=None):
             host = None           # a dtype NumPy's importer lacks (bfloat16, ...)
         if host is not None:
             return _place(Array(_canonical(host)), device)
-    from xform._src.lowering.export_dlpack import buffer_from_dlpack
+    from xform._src.lowering.export_dlpack import buffer_from_dlpack  # deferred: keeps `import xform` light
     buf = buffer_from_dlpack(external_array, copy=copy)
     return _place(Array._from_buf(buf), device)
 
 
 def _canonical(a):
-    from xform._src.interpreters.dtypes import canonicalize_dtype
     dt = canonicalize_dtype(a.dtype)
     return a if dt == a.dtype else a.astype(dt)
 
@@ -66,5 +67,4 @@ def _canonical(a):
 def _place(x, device):
     if device is None:
         return x
-    from xform._src import lowering
     return lowering.device_put(x, device)

@@ -30,6 +30,25 @@ from xform._src.interpreters import tree_util as _tu
 from xform._src.interpreters.core import ShapedArray
 from xform._src.lowering import export_flatbuf as _fb
 from xform._src.primitives.call_exported import call_exported_p
+from xform import numpy as xnp
+from xform import random as _random
+from xform import sharding
+from xform._ad_api import vjp as _vjp
+from xform._custom_derivatives import custom_vjp
+from xform._jit import JitWrapped
+from xform._jit import ShapeDtypeStruct
+from xform._jit import ShapeDtypeStruct, jit
+from xform._src import lowering
+from xform._src.interpreters import dtypes
+from xform._src.interpreters import passes
+from xform._src.interpreters import staging
+from xform._src.interpreters.dtypes import float0
+from xform._src.interpreters.dtypes import is_extended
+from xform._src.primitives import prng
+from xform._src.primitives.prng import KEY_DTYPE
+from xform.sharding import NamedSharding
+from xform.sharding import PartitionSpec
+from xform.sharding._jit import ShardedJit
 
 __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic_shape",
            "symbolic_args_specs", "default_export_platform", "call", "call_exported",
@@ -40,7 +59,7 @@ __all__ = ["export", "deserialize", "Exported", "DisabledSafetyCheck", "symbolic
 def _em():
     """xform._src.lowering.export_mlir (imported on first use; importing it registers the lowering
     rule of ``call_exported``)."""
-    from xform._src.lowering import export_mlir
+    from xform._src.lowering import export_mlir  # deferred: keeps `import xform` light
     return export_mlir
 
 
@@ -320,7 +339,6 @@ def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):
 
 def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
     """ShapeDtypeStructs for ``args`` (a pytree) with symbolic shapes ``shapes_specs``."""
-    from xform._jit import ShapeDtypeStruct
     leaves, tree = _tu.tree_flatten(args)
     if isinstance(shapes_specs, (str, type(None))):
         specs = [shapes_specs] * len(leaves)
@@ -512,7 +530,6 @@ _FLOAT0 = np.dtype([("float0", np.void, 0)])
 
 
 def _is_key_dtype(dt) -> bool:
-    from xform._src.interpreters.dtypes import is_extended
     return not isinstance(dt, np.dtype) and is_extended(dt)
 
 
@@ -535,13 +552,11 @@ def _physical(aval):
 def _aval_from_data(d, scope):
     shape_strs, dtype = d
     if dtype.startswith("key<"):
-        from xform._src.primitives.prng import KEY_DTYPE
         if dtype != str(KEY_DTYPE):
             raise ValueError(f"the serialized Exported has an argument of PRNG key dtype "
                              f"{dtype}; xform supports {KEY_DTYPE} (threefry2x32) keys only")
         return ShapedArray(tuple(_parse_dim(s, scope) for s in shape_strs), KEY_DTYPE)
     if dtype == "float0":
-        from xform._src.interpreters.dtypes import float0
         dt = float0
     else:
         dt = _np_dtype(dtype)
@@ -621,7 +636,6 @@ class _NamedSharding:
     __slots__ = ("mesh", "spec", "memory_kind")
 
     def __init__(self, mesh, spec, memory_kind=None):
-        from xform.sharding import PartitionSpec
         self.mesh = mesh
         self.spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
         self.memory_kind = memory_kind
@@ -642,7 +656,6 @@ class _NamedSharding:
 
     def _on(self, mesh):
         """This sharding over the concrete ``mesh`` (same axis names and sizes)."""
-        from xform.sharding import NamedSharding
         if tuple(mesh.axis_names) != self.mesh.axis_names or \
                 tuple(mesh.axis_sizes) != self.mesh.axis_sizes:
             raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
@@ -960,7 +973,6 @@ def deserialize(blob) -> Exported:
 def _canonical_platform(p):
     p = str(p).lower()
     if p == "gpu":
-        from xform._src import lowering
         kind = lowering.get_backend("gpu").platform_version.lower()
         return "rocm" if "rocm" in kind else "cuda"
     return p
@@ -968,7 +980,6 @@ def _canonical_platform(p):
 
 def default_export_platform() -> str:
     """The platform exports target by default: one of 'cpu', 'cuda', 'rocm', 'tpu'."""
-    from xform._src import lowering
     return _canonical_platform(lowering.default_backend())
 
 
@@ -978,8 +989,6 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     ``platforms``: a subset of ('cpu', 'cuda', 'rocm', 'tpu') (default: the
     default backend's); with several, the module takes a platform index first.
     """
-    from xform._jit import JitWrapped
-    from xform.sharding._jit import ShardedJit
     if not isinstance(fun_jit, (JitWrapped, ShardedJit)):
         raise ValueError(f"Function to be exported must be the result of `jit` but is: "
                          f"{fun_jit}")
@@ -1022,7 +1031,6 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 def _has_named_sharding(x):
     """An argument laid out over a mesh: a sharded Array, or a ShapeDtypeStruct with a
     NamedSharding."""
-    from xform.sharding import NamedSharding
     if isinstance(getattr(x, "sharding", None), NamedSharding) and not isinstance(x, core.Array):
         return True
     if type(x) is core.Array and x._buf is not None and not x._deleted:
@@ -1033,8 +1041,6 @@ def _has_named_sharding(x):
 def _spmd_plan(sj, args_specs, kwargs_specs):
     """(closed program, out tree, mesh, in specs, out specs) of the sharded jit ``sj``
     for these arguments (hoisted constants back in the program)."""
-    from xform._src.interpreters import passes
-    from xform.sharding import NamedSharding
     entry, _, mesh, in_sh, out_sh = sj._plan(args_specs, kwargs_specs)
     closed = passes.simplify(_unhoist(entry.closed, entry.const_args))
 
@@ -1046,7 +1052,7 @@ def _spmd_plan(sj, args_specs, kwargs_specs):
 
 
 def _spmd_text(closed, mesh, in_specs, out_specs, name, platform, debug_info=True):
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     text, cbs = spmd.lower_spmd(closed, mesh, in_specs, out_specs, None, f"jit_{name}",
                                 platform=_lowering_platform(platform))
     if cbs:
@@ -1073,7 +1079,6 @@ def _export_sharded(sj, args_specs, kwargs_specs, in_tree, platforms,
     """Export a function partitioned over a mesh (``jit`` with in/out shardings, or
     sharded arguments): the module carries JAX's Shardy annotations (``sdy.mesh``,
     ``sdy.sharding`` on ``main``'s arguments and results, ``mhlo.num_partitions``)."""
-    from xform._src.primitives import prng
     closed, out_tree, mesh, in_specs, out_specs = _spmd_plan(sj, args_specs, kwargs_specs)
     name = sj._inner._name
     for a in closed.in_avals + closed.out_avals:
@@ -1108,17 +1113,13 @@ def _export_sharded(sj, args_specs, kwargs_specs, in_tree, platforms,
 
 
 def _xs():
-    from xform import sharding
     return sharding
 
 
 def _export_polymorphic(fun_jit, args_specs, kwargs_specs, leaves, in_tree, platforms,
                         disabled_checks, sharded=None) -> Exported:
     """Export for every value of the dimension variables (see ``lowering.export_poly``)."""
-    from xform._src import lowering
-    from xform._src.interpreters import passes
-    from xform._src.lowering import export_poly
-    from xform._jit import ShapeDtypeStruct
+    from xform._src.lowering import export_poly  # deferred: keeps `import xform` light
     variables = []
     for leaf in leaves:
         for d in getattr(leaf, "shape", ()):
@@ -1289,15 +1290,12 @@ def _result_info(out_tree):
 
 
 def _export_closed(closed, name, in_tree, out_tree, platforms, disabled_checks) -> Exported:
-    from xform._src import lowering
-    from xform._src.interpreters import passes
     closed = passes.simplify(closed)
     for a in closed.in_avals + closed.out_avals:
         if a.dtype == _FLOAT0:
             raise ValueError("export: float0 arguments/results (cotangents of integer values) "
                              "cannot be exported; differentiate with respect to float inputs")
     logical = closed
-    from xform._src.primitives import prng
     if prng.jaxpr_has_keys(closed):        # typed PRNG keys travel as their key data
         closed = prng.physicalize_closed(closed)
     lowereds = [lowering.lower_module(closed, name=f"jit_{name}", debug_info=True,
@@ -1339,10 +1337,6 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=None
 
     Cotangents of integer/bool values are float0 in the avals and ``i1`` tensors in the
     module (JAX's physical representation of float0)."""
-    from xform._src.interpreters.dtypes import float0
-    from xform import numpy as xnp
-    from xform._ad_api import vjp as _vjp
-    from xform._jit import ShapeDtypeStruct, jit
     n = len(primal.in_avals)
     in_float = [_is_float(a.dtype) for a in primal.in_avals]
     out_float = [_is_float(a.dtype) for a in primal.out_avals]
@@ -1379,7 +1373,6 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=None
 
 
 def _is_float(dtype):
-    from xform._src.interpreters import dtypes
     return dtypes.issubdtype(dtype, np.inexact)
 
 
@@ -1423,14 +1416,13 @@ def _call_abstract_eval(in_avals, exported):
     if not symbolic and not any(_is_symbolic(a.shape) for a in exported.out_avals):
         return [_physical(ShapedArray(a.shape, a.dtype, a.weak_type)) for a in exported.out_avals]
     # Shape polymorphism: refine the module for these shapes (also checks its assertions).
-    from xform._src.lowering.mlir import aval_type
-    from xform._src import lowering
+    from xform._src.lowering.mlir import aval_type  # deferred: keeps `import xform` light
     platform = _canonical_platform(lowering.default_backend())
     _, _, out_types = _em().specialize(
         exported.mlir_module_serialized,
         tuple(aval_type(in_avals[i]) for i in exported.module_kept_var_idx),
         exported._platform_index(platform))
-    from xform._src.lowering.mlir import _shape_of
+    from xform._src.lowering.mlir import _shape_of  # deferred: keeps `import xform` light
     return [_physical(ShapedArray(_shape_of(t), a.dtype, a.weak_type))
             for t, a in zip(out_types, exported.out_avals)]
 
@@ -1516,7 +1508,7 @@ def _call_impl(args, exported):
     _em()
     if exported.nr_devices > 1:
         return _call_sharded(args, exported)
-    from xform._src.lowering.runtime import device_impl_hook
+    from xform._src.lowering.runtime import device_impl_hook  # deferred: keeps `import xform` light
     return device_impl_hook(call_exported_p, args, {"exported": exported})
 
 
@@ -1557,8 +1549,7 @@ def _call_sharded(args, exported):
     """Run a multi-device export eagerly: a program partitioned over the context's mesh
     (arranged as the export's mesh) whose inputs are placed as the export's
     in_shardings say and whose outputs are laid out as its out_shardings."""
-    from xform._src.interpreters import staging
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     S = _xs()
     ctx = _context_mesh(args)
     n = ctx.size if ctx is not None else 1
@@ -1597,7 +1588,6 @@ def call(exported: Exported):
     """A function that calls ``exported`` with pytree arguments (JAX's ``export.call``)."""
     if not isinstance(exported, Exported):
         raise ValueError(f"The exported argument must be an export.Exported. Found {exported}.")
-    from xform._custom_derivatives import custom_vjp
     _em()     # the lowering rule of call_exported
 
     @custom_vjp
@@ -1633,7 +1623,6 @@ def call(exported: Exported):
         leaves = [np.zeros(np.shape(x), np.bool_) if getattr(x, "dtype", None) == _FLOAT0 else x
                   for x in leaves]
         if has_keys:
-            from xform import random as _random
             leaves = [_random.key_data(x) if _is_key_dtype(getattr(x, "dtype", None)) else x
                       for x in leaves]
         if core.current_trace() is core.EVAL_TRACE and not any(

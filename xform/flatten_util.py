@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
+from xform import lax
+from xform import numpy as jnp
+from xform._src.interpreters import dtypes
+from xform.tree_util import tree_flatten
 
 __all__ = ["ravel_pytree"]
 
@@ -16,8 +20,6 @@ class _Unravel:
         self.dtypes, self.flat_dtype = dtypes, flat_dtype
 
     def __call__(self, flat):
-        from xform import lax
-        from xform import numpy as jnp
         flat = jnp.asarray(flat)
         if flat.dtype != self.flat_dtype:
             raise TypeError(f"unravel function given array of dtype {flat.dtype}, but "
@@ -46,10 +48,6 @@ def ravel_pytree(pytree):
     """``(flat, unravel)``: the leaves raveled and concatenated into one 1-D array of
     their promoted dtype, and the function mapping such a vector back to the pytree
     (each leaf converted back to its own dtype).  No leaves: an empty float32 vector."""
-    from xform._src.interpreters import dtypes
-    from xform import lax
-    from xform import numpy as jnp
-    from xform.tree_util import tree_flatten
     leaves, treedef = tree_flatten(pytree)
     if not leaves:
         return jnp.zeros((0,), np.float32), _Unravel(treedef, (), (), (), np.dtype(np.float32))

@@ -23,6 +23,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from xform import numpy as jnp
+from xform._src.interpreters import dtypes
+from xform.tree_util import register_pytree_node
+from xform.tree_util import tree_leaves
+from xform.tree_util import tree_map
+from xform.tree_util import tree_structure
 
 __all__ = ["Policy", "get_policy", "NoOpLossScale", "StaticLossScale", "DynamicLossScale",
            "all_finite", "select_tree", "cast_to_full", "cast_to_half", "half_dtype",
@@ -30,19 +36,16 @@ __all__ = ["Policy", "get_policy", "NoOpLossScale", "StaticLossScale", "DynamicL
 
 
 def _jnp():
-    from xform import numpy as jnp
     return jnp
 
 
 def _tree_map(f, *trees):
-    from xform.tree_util import tree_map
     return tree_map(f, *trees)
 
 
 def half_dtype():
     """The half-precision dtype for this platform: bfloat16 (TPU-style) unless the
     default backend is a GPU, where float16 has the faster kernels."""
-    from xform._src.interpreters import dtypes
     try:
         import xform
         if xform.default_backend() == "gpu":
@@ -53,7 +56,6 @@ def half_dtype():
 
 
 def _is_float(x):
-    from xform._src.interpreters import dtypes
     dt = getattr(x, "dtype", None)
     return dt is not None and dtypes.issubdtype(dt, np.floating)
 
@@ -116,14 +118,12 @@ _DTYPE_NAMES = {
 
 
 def _short(dt):
-    from xform._src.interpreters import dtypes
     dt = np.dtype(dt)
     return {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32",
             np.dtype(np.float64): "f64"}.get(dt, "bf16" if dtypes.is_bfloat16(dt) else dt.name)
 
 
 def _parse_dtype(name):
-    from xform._src.interpreters import dtypes
     n = name.strip().lower()
     if n in ("bfloat16", "bf16"):
         return np.dtype(dtypes.bfloat16)
@@ -169,7 +169,6 @@ def get_policy(policy_name: str) -> Policy:
 
 def all_finite(tree):
     """A boolean scalar: every element of every array leaf is finite."""
-    from xform.tree_util import tree_leaves
     jnp = _jnp()
     leaves = [jnp.all(jnp.isfinite(x)) for x in tree_leaves(tree)
               if hasattr(x, "dtype") or isinstance(x, (float, int))]
@@ -180,7 +179,6 @@ def all_finite(tree):
 
 def select_tree(pred, a, b):
     """Leafwise ``where(pred, a, b)`` for a scalar boolean ``pred``."""
-    from xform.tree_util import tree_structure
     jnp = _jnp()
     if tree_structure(a) != tree_structure(b):
         raise ValueError(f"select_tree: a and b must have the same structure, got "
@@ -281,7 +279,6 @@ class DynamicLossScale(LossScale):
 
 
 def _register():
-    from xform.tree_util import register_pytree_node
     register_pytree_node(
         DynamicLossScale,
         lambda s: ((s.loss_scale, s.counter), (s.period, s.factor, s.min_loss_scale)),

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
+from xform import numpy as jnp
+from xform._src.interpreters import core
+from xform.numpy import _util as U
 
 __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
@@ -22,9 +25,6 @@ def _identity(op, dtype):
 
 def _segment(name, op, data, segment_ids, num_segments, indices_are_sorted, unique_indices,
              bucket_size, reducer, mode):
-    from xform._src.interpreters import core
-    from xform import numpy as jnp
-    from xform.numpy import _util as U
     U.check_arraylike(name, data, segment_ids)
     data, segment_ids = jnp.asarray(data), jnp.asarray(segment_ids)
     if num_segments is None:
@@ -57,7 +57,6 @@ def _segment(name, op, data, segment_ids, num_segments, indices_are_sorted, uniq
 def segment_sum(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
     """Sum of ``data`` rows per segment id; ids outside [0, num_segments) are dropped."""
-    from xform import numpy as jnp
     return _segment("segment_sum", "add", data, segment_ids, num_segments, indices_are_sorted,
                     unique_indices, bucket_size, jnp.sum, mode)
 
@@ -65,7 +64,6 @@ def segment_sum(data, segment_ids, num_segments=None, indices_are_sorted=False,
 def segment_prod(data, segment_ids, num_segments=None, indices_are_sorted=False,
                  unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
     """Product of ``data`` rows per segment id (1 for empty segments)."""
-    from xform import numpy as jnp
     return _segment("segment_prod", "mul", data, segment_ids, num_segments,
                     indices_are_sorted, unique_indices, bucket_size, jnp.prod, mode)
 
@@ -73,7 +71,6 @@ def segment_prod(data, segment_ids, num_segments=None, indices_are_sorted=False,
 def segment_max(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
     """Maximum of ``data`` rows per segment id (-inf / the dtype's min when empty)."""
-    from xform import numpy as jnp
     return _segment("segment_max", "max", data, segment_ids, num_segments,
                     indices_are_sorted, unique_indices, bucket_size, jnp.max, mode)
 
@@ -81,6 +78,5 @@ def segment_max(data, segment_ids, num_segments=None, indices_are_sorted=False,
 def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
     """Minimum of ``data`` rows per segment id (+inf / the dtype's max when empty)."""
-    from xform import numpy as jnp
     return _segment("segment_min", "min", data, segment_ids, num_segments,
                     indices_are_sorted, unique_indices, bucket_size, jnp.min, mode)

@@ -35,10 +35,11 @@ import statistics
 import time
 
 import numpy as np
+from xform.tree_util import tree_leaves
 
 __all__ = ["DeviceProfile", "CPU", "A100", "H100", "DispatchReport", "dispatch_report",
            "overhead_ratio", "break_even", "device_time", "count_ops", "measure_dispatch",
-           "calibrate_cpu"]
+           "calibrate_cpu", "compile_tiers"]
 
 
 # ----------------------------------------------------------------- device models
@@ -157,7 +158,6 @@ def count_ops(jaxpr) -> int:
 
 
 def _block(out):
-    from xform.tree_util import tree_leaves
     for leaf in tree_leaves(out):
         b = getattr(leaf, "block_until_ready", None)
         if b is not None:
@@ -182,7 +182,7 @@ def measure_dispatch(n_iter: int = 2000, device: bool = False) -> float:
     work is negligible, so the time is the tax.  ``device=True`` times arrays
     placed on the default XLA device (one cached executable per op) instead of
     host arrays (NumPy reference kernels)."""
-    import xform
+    import xform  # deferred: import cycle
     x = np.asarray([1.5], np.float32)
     x = xform.device_put(x) if device else xform.numpy.asarray(x)
     return _per_call(lambda: (x + x).block_until_ready(), n_iter)
@@ -264,7 +264,7 @@ def dispatch_report(f, *args, n_iter: int = 100, profile: DeviceProfile = CPU,
     ``calibrate_cpu()`` or your own ``DeviceProfile``).  ``t_dispatch``: use
     this per-op tax (s) instead of measuring ``measure_dispatch()``.
     """
-    import xform
+    import xform  # deferred: import cycle
     if not callable(f):
         raise TypeError(f"dispatch_report expects a callable, got {type(f).__name__}")
     if not isinstance(n_iter, int) or n_iter < 1:
@@ -300,3 +300,35 @@ def dispatch_report(f, *args, n_iter: int = 100, profile: DeviceProfile = CPU,
                           bytes_accessed=nbytes, t_compute=t_c, t_memory=t_m,
                           overhead_ratio=overhead_ratio(n_ops, t_dispatch, t_c, t_m),
                           break_even=break_even(t_compile, t_eager, t_jit), profile=profile)
+
+
+# ----------------------------------------------------------------- tiered compilation
+
+
+def compile_tiers(jitted, *args, wait: float | None = 0, **kwargs) -> dict:
+    """Which compilation tier ``jitted`` (an ``xform.jit`` function) runs for these
+    arguments, and the compile time of each tier.
+
+    With ``xform.config.update("xform_tiered_compilation", True)`` a program's first
+    call compiles XLA's quick tier and runs it while the optimized tier compiles in a
+    background thread (docs/performance.md).  Returns ``{"tier": "quick" |
+    "optimized" | None (not compiled yet), "compile_s": {"quick": s | None,
+    "optimized": s | None}, "pending": bool, "error": str | None}``; a tier's time is
+    None when it was not compiled for this program here (the optimized one came from a
+    cache, or tiering was off).  ``wait``: seconds to wait for a pending optimized
+    tier first (None: until it is ready)."""
+    lower = getattr(jitted, "lower", None)
+    if lower is None:
+        raise TypeError(f"compile_tiers takes a function made by xform.jit, got {jitted!r}")
+    compiled = lower(*args, **kwargs)._entry.compiled
+    compiled = getattr(compiled, "inner", compiled)      # typed PRNG keys: the wrapped one
+    if compiled is None:
+        return {"tier": None, "compile_s": {"quick": None, "optimized": None},
+                "pending": False, "error": None}
+    info = getattr(compiled, "tier_info", None)
+    if info is None:                 # interpreted (no XLA lowering) or partitioned
+        return {"tier": None, "compile_s": {"quick": None, "optimized": None},
+                "pending": False, "error": f"not an XLA executable: {type(compiled).__name__}"}
+    if wait != 0:
+        compiled.wait_optimized(wait)
+    return info()

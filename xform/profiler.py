@@ -18,6 +18,7 @@ import os
 import socket
 import threading
 import time
+from xform import _jit
 
 __all__ = ["trace", "start_trace", "stop_trace", "TraceAnnotation", "StepTraceAnnotation",
            "annotate_function", "annotate"]
@@ -126,7 +127,6 @@ _orig_call = None
 def _remove_jit_hook():
     global _orig_call
     if _orig_call is not None:
-        from xform import _jit
         _jit.JitWrapped.__call__ = _orig_call
         _orig_call = None
 
@@ -136,7 +136,6 @@ def _install_jit_hook():
     global _orig_call
     if _orig_call is not None:
         return
-    from xform import _jit
     orig = _orig_call = _jit.JitWrapped.__call__
 
     @functools.wraps(orig)

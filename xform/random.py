@@ -27,6 +27,8 @@ from xform._src.interpreters import dtypes as D
 from xform._src.interpreters.config import config
 from xform._src.primitives import prng as _prng
 from xform._src.primitives.random import threefry2x32_p
+from xform import lax
+from xform import numpy as jnp
 
 __all__ = [
     "PRNGKey", "key", "split", "fold_in", "bits", "uniform", "normal", "key_data",
@@ -44,17 +46,15 @@ _UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32)
 
 
 def _x():
-    import xform
+    import xform  # deferred: import cycle
     return xform
 
 
 def _lax():
-    from xform import lax
     return lax
 
 
 def _jnp():
-    from xform import numpy as jnp
     return jnp
 
 

@@ -3,6 +3,7 @@ xform (``xform.compat.alias_jax``); ``python -m xform.run -m package.module`` ru
 module the same way."""
 import runpy
 import sys
+from xform.compat import alias_jax
 
 
 def main(argv=None):
@@ -10,7 +11,6 @@ def main(argv=None):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
-    from xform.compat import alias_jax
     alias_jax()
     if argv[0] == "-m":
         if len(argv) < 2:

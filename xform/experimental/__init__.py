@@ -3,6 +3,7 @@
 import contextlib as _contextlib
 
 from xform._callbacks import io_callback  # noqa: F401
+from xform._src.interpreters.config import config
 
 __all__ = ["io_callback", "enable_x64", "disable_x64"]
 
@@ -10,7 +11,6 @@ __all__ = ["io_callback", "enable_x64", "disable_x64"]
 @_contextlib.contextmanager
 def enable_x64(new_val: bool = True):
     """Inside this context 64-bit dtypes are enabled (``jax_enable_x64``)."""
-    from xform._src.interpreters.config import config
     with config.override("jax_enable_x64", bool(new_val)):
         yield
 

@@ -13,6 +13,10 @@ sharding)`` is accepted wherever JAX accepts a sharding in ``jit``'s
 values and returns them unchanged (a layout never changes values).
 """
 from __future__ import annotations
+from xform.sharding import Sharding
+from xform.sharding._jit import _broadcast_prefix
+from xform.tree_util import tree_leaves
+from xform.tree_util import tree_map
 
 __all__ = ["Layout", "Format", "with_layout_constraint"]
 
@@ -83,7 +87,6 @@ class Format:
     __slots__ = ("layout", "sharding")
 
     def __init__(self, layout=None, sharding=None):
-        from xform.sharding import Sharding
         if isinstance(layout, Layout) and sharding is None:
             raise ValueError(
                 f"Sharding has to be concrete when layout is of type {type(layout)}. Please "
@@ -122,7 +125,6 @@ def _check_supported(layout, where):
 def strip_formats(tree, where):
     """``tree`` (shardings, PartitionSpecs, Formats, None) with every ``Format``
     replaced by its sharding, after checking its layout is one xform produces."""
-    from xform.tree_util import tree_map
 
     def one(s):
         if isinstance(s, Format):
@@ -140,8 +142,6 @@ def array_format(arr) -> Format:
 def with_layout_constraint(x, layouts):
     """``x`` (a pytree) with its layout constrained to ``layouts`` (one ``Layout`` or a
     pytree prefix of them): checked against each value's rank; values are unchanged."""
-    from xform.sharding._jit import _broadcast_prefix
-    from xform.tree_util import tree_leaves
     leaves = tree_leaves(x)
     per_leaf = _broadcast_prefix(layouts, x, "with_layout_constraint layouts",
                                  is_leaf=lambda s: isinstance(s, Layout))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xform import _devices
 
 __all__ = ["create_device_mesh", "create_hybrid_device_mesh"]
 
@@ -13,7 +14,6 @@ def create_device_mesh(mesh_shape, devices=None, *, contiguous_submeshes=False,
     """An array of shape ``mesh_shape`` holding the first ``prod(mesh_shape)`` devices."""
     mesh_shape = tuple(int(s) for s in mesh_shape)
     if devices is None:
-        from xform import _devices
         devices = _devices.devices()
     devices = list(devices)
     n = math.prod(mesh_shape)

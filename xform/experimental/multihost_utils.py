@@ -16,6 +16,11 @@ import numpy as np
 
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
+from xform._src.interpreters.core import Array
+from xform._src.interpreters.core import Tracer
+from xform.sharding._api import make_array_from_single_device_arrays
+from xform.sharding._jit import _broadcast_prefix
+import xform
 
 __all__ = ["broadcast_one_to_all", "process_allgather", "sync_global_devices",
            "assert_equal", "host_local_array_to_global_array",
@@ -23,13 +28,11 @@ __all__ = ["broadcast_one_to_all", "process_allgather", "sync_global_devices",
 
 
 def _xf():
-    import xform
     return xform
 
 
 def _is_global_array(x):
     """A concrete Array some of whose shards live in other processes."""
-    from xform._src.interpreters.core import Array
     return type(x) is Array and x._buf is not None and not x.is_fully_addressable
 
 
@@ -57,7 +60,6 @@ def _stack_over_processes(host):
     sharding = S.NamedSharding(mesh, S.PartitionSpec("processes"))
     host = np.expand_dims(np.asarray(host), 0)
     bufs = [xf.device_put(host, d) for d in xf.local_devices()]
-    from xform.sharding._api import make_array_from_single_device_arrays
     return mesh, make_array_from_single_device_arrays(
         (xf.process_count(),) + host.shape[1:], sharding, bufs)
 
@@ -138,7 +140,6 @@ def sync_global_devices(name: str):
 
 
 def _pspecs_per_leaf(name, tree, pspecs):
-    from xform.sharding._jit import _broadcast_prefix
     flat = _broadcast_prefix(pspecs, tree, name,
                              is_leaf=lambda s: s is None or isinstance(s, S.PartitionSpec))
     for p in flat:
@@ -164,7 +165,6 @@ def _dim_factor(global_mesh, local_mesh, pspec, ndim):
 
 
 def _check_traced(x, global_mesh, pspec, who):
-    from xform._src.interpreters.core import Tracer
     if isinstance(x, Tracer):
         if any(f != 1 for f in _dim_factor(global_mesh, global_mesh.local_mesh, pspec,
                                            x.ndim)):
@@ -185,7 +185,6 @@ def host_local_array_to_global_array(local_inputs, global_mesh, pspecs):
     leaves, treedef = tree_flatten(local_inputs)
     specs = _pspecs_per_leaf("host_local_array_to_global_array pspecs", local_inputs, pspecs)
     xf = _xf()
-    from xform.sharding._api import make_array_from_single_device_arrays
     out = []
     for x, pspec in zip(leaves, specs):
         if _is_global_array(x):
@@ -216,7 +215,7 @@ def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
     leaves, treedef = tree_flatten(global_inputs)
     specs = _pspecs_per_leaf("global_array_to_host_local_array pspecs", global_inputs, pspecs)
     xf = _xf()
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     out = []
     for x, pspec in zip(leaves, specs):
         if _check_traced(x, global_mesh, pspec, "global_array_to_host_local_array"):

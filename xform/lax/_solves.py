@@ -16,6 +16,7 @@ from xform._src.interpreters.ir import eval_jaxpr
 from xform._src.interpreters.jaxpr_transforms import transpose_jaxpr
 from xform._src.primitives.custom import trace_flat
 from xform._src.primitives.linear_solve import LinearSolveTuple, linear_solve_p
+from xform._src.primitives.structural import as_operand
 
 __all__ = ["custom_linear_solve", "custom_root"]
 
@@ -43,7 +44,6 @@ def _check_tree(what, got, want):
 
 
 def _as_arrays(leaves):
-    from xform._src.primitives.structural import as_operand
     return [as_operand(x) for x in leaves]
 
 
@@ -65,7 +65,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric: bool 
     aux = None
     if has_aux:   # aux values are passed through, not differentiated (as JAX); computing
         # them costs one extra call of solve outside the primitive
-        import xform
+        import xform  # deferred: import cycle
         aux = tu.tree_map(xform.lax.stop_gradient, solve(matvec, b)[1])
         user_solve = solve
         solve = lambda mv, x: user_solve(mv, x)[0]  # noqa: E731
@@ -99,7 +99,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric: bool 
 
 def custom_root(f, initial_guess, solve, tangent_solve, has_aux: bool = False):
     """Root of ``f`` from ``solve(f, initial_guess)``, differentiated implicitly."""
-    import xform
+    import xform  # deferred: import cycle
     g_leaves, g_tree = tu.tree_flatten(initial_guess)
     g_leaves = _as_arrays(g_leaves)
     avals = _avals(g_leaves)
@@ -136,7 +136,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux: bool = False):
                                      else [out])
         sol_dot = tangent_solve(lin, tu.tree_unflatten(g_tree, list(rhs)))
         sol_dot = [-t for t in tu.tree_leaves(sol_dot)]
-        from xform import numpy as xnp
+        from xform import numpy as xnp  # deferred: import cycle
         return sol, sol_dot + [xnp.zeros_like(a) for a in aux]
 
     outs = root(list(f_k), list(s_k), list(g_leaves))

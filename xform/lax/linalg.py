@@ -5,6 +5,7 @@ from xform._src.primitives.linalg_decomp import (  # noqa: F401
     lu_pivots_to_permutation, lu_pivots_to_permutation_p, qr, qr_p, schur, schur_p, svd, svd_p,
     symmetrize, triangular_solve, triangular_solve_p, tridiagonal, tridiagonal_p,
     tridiagonal_solve, tridiagonal_solve_p, symmetric_product, cholesky_update, ormqr)
+from xform._src.primitives import elementwise as E
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p",
            "eig", "eig_p", "eigh", "eigh_p", "hessenberg", "hessenberg_p", "householder_product",
@@ -28,8 +29,8 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations=None, eps=None, dynami
     import numpy as np
 
     import xform
-    import xform.numpy as xnp
-    from xform import lax
+    import xform.numpy as xnp  # deferred: import cycle
+    from xform import lax  # deferred: import cycle
 
     x = xnp.asarray(x)
     if x.ndim != 2:
@@ -107,8 +108,7 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations=None, eps=None, dynami
 
 
 def _H(x):
-    import xform.numpy as xnp
-    from xform._src.primitives import elementwise as E
+    import xform.numpy as xnp  # deferred: import cycle
     t = xnp.swapaxes(x, -1, -2)
     return E.conj(t) if t.dtype.kind == "c" else t
 

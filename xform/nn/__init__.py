@@ -16,6 +16,8 @@ from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.scipy.special import logsumexp
+from xform._custom_derivatives import custom_jvp
+from xform.numpy import _jitted
 
 __all__ = ["relu", "relu6", "gelu", "sigmoid", "silu", "swish", "softplus", "log_sigmoid",
            "elu", "leaky_relu", "softmax", "log_softmax", "logsumexp", "one_hot",
@@ -59,8 +61,6 @@ def _custom_relu(name):
     relu6: at 0 and 6); the jit is staged only when a program is (xform.numpy._jitted)."""
     f = _custom.get(name)
     if f is None:
-        from xform._custom_derivatives import custom_jvp
-        from xform.numpy import _jitted
         if name == "relu":
             body = _relu_body
             live = lambda x: x > 0                                 # noqa: E731
@@ -255,7 +255,6 @@ __all__ += ["dot_product_attention", "get_scaled_dot_general_config", "log1mexp"
 # ---- jax.nn functions that JAX wraps in jit: nested jit equations when staged
 def _install_jitted():
     import sys
-    from xform.numpy import _jitted
     _jitted.install(sys.modules[__name__], _jitted.NN_TABLE, prefix="xform.nn")
 
 

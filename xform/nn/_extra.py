@@ -11,6 +11,9 @@ import numpy as np
 from xform._src.interpreters import dtypes
 from xform import numpy as xnp
 from xform.numpy import _util as U
+from xform import lax
+from xform._custom_derivatives import custom_jvp
+from xform.scipy.special import logsumexp
 
 __all__ = ["squareplus", "sparse_sigmoid", "log1mexp", "logmeanexp", "dot_product_attention",
            "scaled_matmul", "scaled_dot_general", "get_scaled_dot_general_config"]
@@ -41,7 +44,6 @@ def log1mexp(x):
     """log(1 - exp(-x)), accurate for small and large x (derivative 1 / expm1(x))."""
     U.check_arraylike("log1mexp", x)
     if not _LOG1MEXP:
-        from xform._custom_derivatives import custom_jvp
         f = custom_jvp(_log1mexp_fn)
         f.defjvps(lambda g, ans, x: g / xnp.expm1(x))
         _LOG1MEXP.append(f)
@@ -50,7 +52,6 @@ def log1mexp(x):
 
 def logmeanexp(x, axis=None, where=None, keepdims=False):
     """log(mean(exp(x))) = logsumexp - log(count)."""
-    from xform.scipy.special import logsumexp
     U.check_arraylike("logmeanexp", x)
     x = U.to_array(x)
     lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
@@ -97,8 +98,7 @@ def _masks(logits, mask, is_causal, q_seqlen, kv_seqlen, window):
 def _attention_core(query, key, value, bias, mask, is_causal, scale, q_seqlen, kv_seqlen,
                     window, return_residual):
     """query (B, T, N, H) -> per-group attention; bias/mask broadcast to (B, N, T, S)."""
-    from xform.nn import softmax
-    from xform.scipy.special import logsumexp
+    from xform.nn import softmax  # deferred: import cycle
     logits_dtype = xnp.promote_types(query.dtype, np.float32)
     logits = xnp.einsum("BTNH,BSNH->BNTS", query, key, preferred_element_type=logits_dtype)
     logits = logits * xnp.array(scale, dtype=logits.dtype)
@@ -111,7 +111,6 @@ def _attention_core(query, key, value, bias, mask, is_causal, scale, q_seqlen, k
         qmask = xnp.arange(encoded.shape[1])[None, :] < q_seqlen[:, None]
         encoded = encoded * qmask[:, :, None, None].astype(encoded.dtype)
     if return_residual:
-        from xform import lax
         lse = logsumexp(padded, axis=-1).astype(key.dtype)
         return encoded, lax.stop_gradient(xnp.transpose(lse, (0, 2, 1)))
     return encoded
@@ -299,7 +298,6 @@ def scaled_dot_general(lhs, rhs, dimension_numbers, preferred_element_type=np.fl
                        configs=None, implementation=None):
     """``lax.dot_general`` whose operands are first block-quantized per ``configs`` (one
     BlockScaleConfig per operand; None: a plain dot_general)."""
-    from xform import lax
     if configs is None:
         return lax.dot_general(lhs, rhs, dimension_numbers,
                                preferred_element_type=preferred_element_type)

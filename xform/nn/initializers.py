@@ -10,6 +10,7 @@ import numpy as np
 
 from xform._src.interpreters import dtypes
 from xform import numpy as xnp
+from xform import random
 
 __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
            "he_normal", "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal",
@@ -18,7 +19,6 @@ __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glor
 
 
 def _random():
-    from xform import random
     return random
 
 

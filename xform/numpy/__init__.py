@@ -39,6 +39,7 @@ from xform.numpy._signal import convolve, correlate  # noqa: F401,E402
 from xform.numpy import fft  # noqa: F401,E402
 from xform.numpy._array_api import (  # noqa: F401,E402
     __array_api_version__, __array_namespace_info__)
+from xform.numpy import _creation
 
 # constants
 pi = _np.pi
@@ -209,7 +210,6 @@ __all__ = sorted(set(__all__) | _LAZY_DTYPE_NAMES)
 
 def __getattr__(name):
     if name in _LAZY_DTYPE_NAMES:
-        from xform.numpy import _creation
         value = getattr(_creation if name in _creation_lazy else _dtype_names, name)
         globals()[name] = value
         return value
@@ -223,3 +223,7 @@ def __dir__():
 # ---- jnp functions that JAX wraps in jit: nested jit equations when staged
 from xform.numpy import _jitted as _jitted  # noqa: E402
 _jitted.install(_sys.modules[__name__])
+
+# ---- the functions that are jnp.ufunc objects in JAX (jnp.add, jnp.multiply, ...)
+from xform.numpy import _ufunc_methods as _ufunc_methods  # noqa: E402
+_ufunc_methods.install_ufunc_objects(_sys.modules[__name__])

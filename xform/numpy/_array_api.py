@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from xform._src.interpreters import dtypes as _dtypes
+from xform._devices import device_put
+from xform._devices import devices
 
 __array_api_version__ = "2024.12"
 
@@ -37,7 +39,7 @@ def _check_api_version(api_version):
 def array_namespace(self, *, api_version=None):
     """``Array.__array_namespace__``: the ``xform.numpy`` module."""
     _check_api_version(api_version)
-    import xform.numpy
+    import xform.numpy  # deferred: import cycle
     return xform.numpy
 
 
@@ -47,7 +49,6 @@ def to_device(self, device, *, stream=None):
     if stream is not None:
         raise NotImplementedError(
             "the stream argument of Array.to_device() is not supported: pass stream=None")
-    from xform._devices import device_put
     return device_put(self, device)
 
 
@@ -69,7 +70,6 @@ class ArrayNamespaceInfo:
         return None
 
     def devices(self):
-        from xform._devices import devices
         return [None, *devices()]
 
     def default_dtypes(self, *, device=None):

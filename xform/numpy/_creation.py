@@ -15,6 +15,16 @@ from xform._src.interpreters.core import Array, ArrayOps
 from xform._src.interpreters.staging import StagingTrace
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform._src.interpreters import core as _c
+from xform._src.primitives.prng import random_wrap
+from xform._src.primitives.structural import concatenate, expand_dims
+from xform.numpy import _ufuncs as F
+from xform.numpy._shape import broadcast_to
+from xform.numpy._shape import broadcast_to, ravel
+from xform.numpy._shape import expand_dims, moveaxis
+from xform.numpy._shape import pad as _pad
+from xform.numpy._shape import ravel
+from xform.numpy._ufuncs import where
 
 
 def _staging() -> bool:
@@ -189,7 +199,6 @@ def _stack_tree(o, dt):
     most 16 wide (a tree of them for longer lists: wide concatenates compile slowly)."""
     if not isinstance(o, (list, tuple)):
         return U.to_array(o, dt, False)
-    from xform._src.primitives.structural import concatenate, expand_dims
     parts = [expand_dims(_stack_tree(e, dt), (0,)) for e in o]
     while len(parts) > _CONCAT_WIDTH:
         parts = [concatenate(parts[i:i + _CONCAT_WIDTH], 0)
@@ -238,7 +247,6 @@ def _full(shape, fill, dtype, weak=False):
     shape = U.canonical_shape(shape)
     if dtype is not None and not isinstance(dtype, np.dtype):
         # a typed PRNG key dtype: every key word is ``fill``, as JAX's *_like of keys
-        from xform._src.primitives.prng import random_wrap
         words = _full(tuple(shape) + (2,), fill, np.dtype(np.uint32))
         return random_wrap(words)
     if isinstance(fill, ArrayOps) and not isinstance(fill, Array):
@@ -272,7 +280,6 @@ def full(shape, fill_value, dtype=None, *, device=None):
     shape = U.canonical_shape(shape)
     if isinstance(fill_value, (list, tuple)) or np.ndim(fill_value) if not isinstance(
             fill_value, ArrayOps) else fill_value.ndim:
-        from xform.numpy._shape import broadcast_to
         return broadcast_to(asarray(fill_value, dt), shape)
     return _full(shape, fill_value, dt, weak=dtype is None and U.is_weak(fill_value))
 
@@ -313,7 +320,6 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     s, dt, weak = _like("full_like", a, dtype, shape)
     if isinstance(fill_value, ArrayOps) and fill_value.ndim:
-        from xform.numpy._shape import broadcast_to
         return broadcast_to(U.to_array(fill_value, dt, False), s)
     return _full(s, fill_value, dt, weak=weak)
 
@@ -323,7 +329,6 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
 
 def _static(x, what):
     if isinstance(x, ArrayOps):
-        from xform._src.interpreters import core as _c
         x = _c.concrete_or_error(x, f"{what} must be static: it determines the output shape")
         x = np.asarray(x).item()
     return x
@@ -366,8 +371,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     num = U.static_int(num, "linspace num")
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
-    from xform.numpy import _ufuncs as F
-    from xform.numpy._shape import expand_dims, moveaxis
     s, e = U.promote_dtypes_inexact(start, stop)
     dt = U.canonical_dtype(dtype) or s.dtype
     comp = dtypes.to_inexact_dtype(dt) if dt.kind in "biu" else dt
@@ -391,7 +394,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
             head = lax.slice_in_dim(out, 0, num - 1, axis=0)
             out = lax.concatenate([head, expand_dims(e, 0)], 0)
         else:
-            from xform.numpy._indexing import set_last
+            from xform.numpy._indexing import set_last  # deferred: import cycle
             out = set_last(out, e)
     out = moveaxis(out, 0, U.canonicalize_axis(axis, len(bshape) + 1))
     if dt.kind in "iu":
@@ -405,7 +408,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    from xform.numpy import _ufuncs as F
     lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     dt = U.canonical_dtype(dtype) or lin.dtype
     b = U.to_array(base, lin.dtype, True)
@@ -413,7 +415,6 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    from xform.numpy import _ufuncs as F
     s, e = U.promote_dtypes_inexact(start, stop)
     out = F.exp(linspace(F.log(s), F.log(e), num, endpoint=endpoint, axis=axis))
     return U.to_array(out, U.canonical_dtype(dtype) or out.dtype, False)
@@ -458,7 +459,6 @@ def _tri_mask(a, k, lower):
         mask = lax.ge(rows, cols) if lower else lax.le(rows, cols)
     else:
         mask = np.tri(n, m, k, dtype=bool) if lower else ~np.tri(n, m, k - 1, dtype=bool)
-    from xform.numpy._ufuncs import where
     return where(mask, a, np.zeros((), a.dtype))
 
 
@@ -475,7 +475,6 @@ def triu(m, k=0):
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}")
-    from xform.numpy._shape import broadcast_to, ravel
     xs = [ravel(asarray(x)) for x in xi]
     n = len(xs)
     shapes = [x.shape[0] for x in xs]
@@ -494,14 +493,11 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 
 
 def diag(v, k=0):
-    from xform.numpy._linalg import diagonal
+    from xform.numpy._linalg import diagonal  # deferred: import cycle
     v = asarray(v)
     k = U.static_int(k, "diag k")
     if v.ndim == 1:
         n = v.shape[0] + builtins_abs(k)
-        from xform.numpy._shape import pad as _pad
-        from xform.numpy._shape import broadcast_to
-        from xform.numpy._ufuncs import where
         mask = _eye_bool(n, n, k)
         # Row i (column i + k) holds v[i - max(-k, 0)]: place v along the rows/cols.
         vv = _pad(v, (builtins_abs(k), 0))
@@ -518,7 +514,6 @@ def builtins_abs(x):
 
 
 def diagflat(v, k=0):
-    from xform.numpy._shape import ravel
     return diag(ravel(asarray(v)), k)
 
 

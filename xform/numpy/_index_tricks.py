@@ -14,6 +14,11 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform.numpy._creation import arange, linspace
+from xform.numpy._creation import arange, meshgrid
+from xform.numpy._creation import array
+from xform.numpy._creation import meshgrid
+from xform.numpy._creation import ones
 
 
 def _int_dt():
@@ -94,7 +99,7 @@ def indices(dimensions, dtype=None, sparse=False):
 
 def ix_(*args):
     """Open-mesh index arrays from 1-D sequences (booleans become their nonzero positions)."""
-    from xform.numpy._indexing import nonzero
+    from xform.numpy._indexing import nonzero  # deferred: import cycle
     n = len(args)
     out = []
     for i, a in enumerate(args):
@@ -115,7 +120,6 @@ def _grid_1d(s, name):
             v = core.concrete_or_error(v, f"slice {what} of xform.numpy.{name}")
             v = np.asarray(v).item()
         return v
-    from xform.numpy._creation import arange, linspace
     start = conc(s.start, "start") or 0
     stop = conc(s.stop, "stop")
     step = conc(s.step, "step") or 1
@@ -131,7 +135,6 @@ class _Mgrid:
         if isinstance(key, slice):
             return _grid_1d(key, "mgrid")
         parts = U.promote_dtypes(*(_grid_1d(k, "mgrid") for k in key))
-        from xform.numpy._creation import arange, meshgrid
         grids = meshgrid(*parts, indexing="ij", sparse=False)
         if not grids:
             return arange(0)
@@ -145,7 +148,6 @@ class _Ogrid:
         if isinstance(key, slice):
             return _grid_1d(key, "ogrid")
         parts = U.promote_dtypes(*(_grid_1d(k, "ogrid") for k in key))
-        from xform.numpy._creation import meshgrid
         return meshgrid(*parts, indexing="ij", sparse=True)
 
 
@@ -160,7 +162,6 @@ class _AxisConcat:
     op_name = "r_"
 
     def __getitem__(self, key):
-        from xform.numpy._creation import array
         items = key if isinstance(key, tuple) else (key,)
         axis, ndmin, trans1d, matrix = self.axis, self.ndmin, self.trans1d, -1
         if items and isinstance(items[0], str):
@@ -310,8 +311,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
 
 def mask_indices(n, mask_func, k=0, *, size=None):
     """Indices where ``mask_func(ones((n, n)), k)`` is non-zero."""
-    from xform.numpy._creation import ones
-    from xform.numpy._indexing import nonzero
+    from xform.numpy._indexing import nonzero  # deferred: import cycle
     n = _static(n, "mask_indices: n")
     i, j = nonzero(mask_func(ones((n, n)), k), size=size)
     return i, j

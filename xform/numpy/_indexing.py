@@ -34,6 +34,10 @@ from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.numpy._creation import _staging
+from xform._src.primitives.indexing import GatherScatterMode
+from xform._src.primitives.indexing import GatherScatterMode as M
+from xform.numpy._creation import zeros
+from xform.numpy._index_tricks import nonzero_sized
 
 
 # ----------------------------------------------------------------- classify the index
@@ -212,7 +216,6 @@ def _mode(mode, what):
     """The gather/scatter mode an index operation asked for (``None``: the default)."""
     if mode is None:
         return None
-    from xform._src.primitives.indexing import GatherScatterMode
     try:
         return GatherScatterMode.from_any(mode)
     except ValueError:
@@ -259,7 +262,6 @@ def _host_scalars(entries, shape, mode, scatter):
     or 'promise_in_bounds') or for a 'clip' scatter.  Returns ``(entries, dropped)``:
     ``dropped`` when a scatter's index is out of range and the update is dropped (or a
     'fill' gather must fill: then the entry stays an array)."""
-    from xform._src.primitives.indexing import GatherScatterMode as M
     exp = _expand(entries, len(shape))
     if not any(isinstance(e, np.ndarray) and e.ndim == 0 and e.dtype.kind in "iu"
                for e in exp):
@@ -356,7 +358,6 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     entries = _entries(raw)
     _check_bool_masks(entries, x.shape)
     entries = _static_ints(entries, x.shape, m)
-    from xform._src.primitives.indexing import GatherScatterMode as M
     if m != M.FILL_OR_DROP and _scalars_only(entries):
         # Integer scalars (and unit-step slices) only: a dynamic slice, as in JAX --
         # out-of-range starts clamp, and so does the gradient (it lands on the element
@@ -377,7 +378,6 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     # (JAX's 'promise_in_bounds' gather); 'clip' clamps both ways; 'fill' fills.
     plan = _Plan(x, entries)
     if plan.size == 0:
-        from xform.numpy._creation import zeros
         return U.to_array(zeros(plan.final_shape, x.dtype), x.dtype, x.weak_type)
     if m is None:
         m = M.PROMISE_IN_BOUNDS
@@ -535,7 +535,6 @@ def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
     if int(np.prod(out_shape, dtype=np.int64)) == 0 or x.shape[axis] == 0:
         if x.shape[axis] == 0 and idx.size:
             raise IndexError(f"index is out of bounds for axis {axis} with size 0")
-        from xform.numpy._creation import zeros
         return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
     ii = lax.reshape(idx, idx.shape + (1,))
     offset = tuple(range(axis)) + tuple(range(axis + idx.ndim, x.ndim - 1 + idx.ndim))
@@ -550,7 +549,6 @@ def nonzero(a, *, size=None, fill_value=None):
     x = U.to_array(a)
     v = x.to_concrete_value() if isinstance(x, ArrayOps) else None
     if v is None and size is not None:   # traced: a static-size compaction (jit-friendly)
-        from xform.numpy._index_tricks import nonzero_sized
         return nonzero_sized(x, U.static_int(size, "nonzero: size"), fill_value)
     if v is None:
         raise core.errors.ConcretizationTypeError(
@@ -683,10 +681,9 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
     """``x.at[idx].<op>(values)``.  Index rule as ``getitem``: static Python ints out of
     bounds raise; integer arrays (concrete or traced) wrap negatives once and the
     updates at out-of-range positions are dropped (``mode='clip'``: clamped)."""
-    from xform._src.primitives.indexing import GatherScatterMode as M
     x = U.to_array(x)
     if dtypes.is_extended(x.dtype):     # typed PRNG keys: update their uint32 words
-        from xform import random as R
+        from xform import random as R  # deferred: import cycle
         if op != "set" or not dtypes.is_extended(getattr(values, "dtype", None)):
             raise TypeError(f"x.at[...].{op} on a key array of dtype {x.dtype}: only .set "
                             "with key values is supported")

@@ -22,6 +22,7 @@ import sys
 
 from xform._src.interpreters import core, errors
 from xform._src.interpreters.staging import StagingTrace
+from xform._jit import jit
 
 # xform.numpy name -> (jit name, static argument names)
 TABLE = {
@@ -142,7 +143,6 @@ def wrap(fun, name, static_argnames):
             elif not _dynamic_ok(v):
                 return fun(*args, **kwargs)
         if not box:
-            from xform._jit import jit
 
             def inner(*a, **k):
                 return fun(*a, **k)

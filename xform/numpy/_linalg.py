@@ -20,6 +20,7 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform.numpy._creation import zeros
 
 
 def _dot_general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
@@ -174,16 +175,27 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross product of 2- or 3-vectors along the given axes, as JAX: two 2-vectors give
+    the z component (a scalar per vector pair); a 2-vector next to a 3-vector is taken
+    with z = 0 and the result has 3 components along ``axisc``."""
+    U.check_arraylike("cross", a, b)
     if axis is not None:
         axisa = axisb = axisc = axis
-    a = S.moveaxis(U.to_array(a), axisa, -1)
-    b = S.moveaxis(U.to_array(b), axisb, -1)
-    if a.shape[-1] != 3 or b.shape[-1] != 3:
-        raise ValueError("cross is only implemented for vectors of dimension 3")
-    g = lambda x, i: S.take_static(x, np.asarray(i), x.ndim - 1)
-    c = S.stack([F.subtract(F.multiply(g(a, 1), g(b, 2)), F.multiply(g(a, 2), g(b, 1))),
-                 F.subtract(F.multiply(g(a, 2), g(b, 0)), F.multiply(g(a, 0), g(b, 2))),
-                 F.subtract(F.multiply(g(a, 0), g(b, 1)), F.multiply(g(a, 1), g(b, 0)))], -1)
+    a, b = U.promote_dtypes(U.to_array(a), U.to_array(b))
+    a = S.moveaxis(a, axisa, -1)
+    b = S.moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("Dimension must be either 2 or 3 for cross product")
+    g = lambda x, i: S.take_static(x, np.asarray(i), x.ndim - 1)   # noqa: E731
+    a0, a1, b0, b1 = g(a, 0), g(a, 1), g(b, 0), g(b, 1)
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return F.subtract(F.multiply(a0, b1), F.multiply(a1, b0))
+    from xform.numpy._creation import zeros_like
+    a2 = g(a, 2) if a.shape[-1] == 3 else zeros_like(a0)
+    b2 = g(b, 2) if b.shape[-1] == 3 else zeros_like(b0)
+    c = S.stack([F.subtract(F.multiply(a1, b2), F.multiply(a2, b1)),
+                 F.subtract(F.multiply(a2, b0), F.multiply(a0, b2)),
+                 F.subtract(F.multiply(a0, b1), F.multiply(a1, b0))], -1)
     return S.moveaxis(c, -1, axisc)
 
 
@@ -205,7 +217,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     lead = x.shape[:-2]
     L = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
     if L == 0:
-        from xform.numpy._creation import zeros
         return U.to_array(zeros(lead + (0,), x.dtype), x.dtype, x.weak_type)
     start = offset if offset >= 0 else -offset * m
     flat = lax.reshape(x, lead + (n * m,))
@@ -313,7 +324,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
                 R.any(x, axis=drop)
             s = "".join(c for i, c in enumerate(s) if i not in drop)
             ops[k] = (s, x)
-    from xform.numpy._einsum_path import contraction_path
+    from xform.numpy._einsum_path import contraction_path  # deferred: keeps `import xform` light
     for group in contraction_path([o[0] for o in ops], out_sub, sizes, optimize):
         members = [ops[k] for k in group]
         ops = [o for k, o in enumerate(ops) if k not in group]
@@ -398,7 +409,7 @@ def _einsum_subscripts(subscripts, operands):
 def einsum_path(subscripts, *operands, optimize="auto"):
     """``(path, report)``: the contraction order einsum would use (opt_einsum's format, a
     list of position tuples) and a text summary of its cost."""
-    from xform.numpy import _einsum_path as P
+    from xform.numpy import _einsum_path as P  # deferred: keeps `import xform` light
     subscripts, operands = _einsum_subscripts(subscripts, operands)
     shapes = [np.shape(o) for o in operands]
     subs, out_sub = _parse_einsum(subscripts, shapes)
@@ -459,7 +470,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         row = R.sum(a, c, keepdims=True)
         out = (R.max if ord == np.inf else R.min)(row, r, keepdims=True)
     elif ord in (2, -2, "nuc"):
-        from xform.numpy._linalg_decomp import _svd_matrix_norm
+        from xform.numpy._linalg_decomp import _svd_matrix_norm  # deferred: import cycle
         return _svd_matrix_norm(x, ord, (r, c), keepdims)
     else:
         raise ValueError(f"Invalid norm order {ord!r} for matrices")

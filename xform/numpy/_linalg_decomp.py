@@ -20,17 +20,20 @@ import numpy as np
 
 from xform._src.interpreters import dtypes
 from xform.numpy import _util as U
+from xform._src.primitives import elementwise as E
+from xform._src.primitives import linalg_decomp
+from xform.lax._solves import custom_linear_solve
+from xform.numpy import _linalg
 
 _LAPACK = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
 def _D():
-    from xform._src.primitives import linalg_decomp
     return linalg_decomp
 
 
 def _xnp():
-    import xform.numpy as xnp
+    import xform.numpy as xnp  # deferred: import cycle
     return xnp
 
 
@@ -85,7 +88,6 @@ def _matrix(name, a, square=False, what="a"):
 
 
 def _H(x):
-    from xform._src.primitives import elementwise as E
     xnp = _xnp()
     return E.conj(xnp.swapaxes(x, -1, -2)) if x.dtype.kind == "c" else xnp.swapaxes(x, -1, -2)
 
@@ -225,7 +227,7 @@ def _jitted(fn):
     """``fn`` compiled once per shape (as JAX jits its jnp.linalg functions): an eager call
     is one cached XLA executable instead of one dispatch per step and a re-trace of the
     custom_linear_solve programs."""
-    import xform
+    import xform  # deferred: import cycle
     return xform.jit(fn)
 
 
@@ -236,8 +238,7 @@ def _solve(a, b):
 def _solve_impl(a, b):
     """a x = b for matching batch dims, as JAX: one LU of stop_gradient(a) serves the solve
     and its transpose, and custom_linear_solve differentiates it implicitly (A^-1 b)."""
-    import xform
-    from xform.lax._solves import custom_linear_solve
+    import xform  # deferred: import cycle
     xnp = _xnp()
     lu_, _, perm = _D().lu(xform.lax.stop_gradient(a))
     return custom_linear_solve(lambda x: xnp.matmul(a, x, precision="highest"), b,
@@ -293,7 +294,7 @@ def _slogdet_qr(a):
 
 @functools.lru_cache(maxsize=None)
 def _slogdet_fn(method="lu"):
-    import xform
+    import xform  # deferred: import cycle
 
     @xform.custom_jvp
     def f(a):
@@ -357,7 +358,7 @@ def _cofactor_solve(a, b):
 
 @functools.lru_cache(maxsize=None)
 def _det_fn():
-    import xform
+    import xform  # deferred: import cycle
 
     @xform.custom_jvp
     def f(a):
@@ -411,7 +412,7 @@ def _pinv_raw(a, rtol, hermitian):
 
 @functools.lru_cache(maxsize=None)
 def _pinv_fn(rtol, hermitian):
-    import xform
+    import xform  # deferred: import cycle
 
     @xform.custom_jvp
     def f(a):
@@ -515,22 +516,25 @@ def matrix_power(a, n: int):
 
 
 def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
-    """Number of singular values above ``tol`` (default ``S.max() * max(m, n) * eps``)."""
+    """Number of singular values above a threshold, as JAX computes it: the default is
+    ``S.max() * max(m, n) * eps``; a given ``rtol`` (or its alias ``tol``) is compared with
+    the singular values as it is (JAX does not scale it by the largest one), one per
+    matrix when it is an array."""
     U.check_arraylike("jnp.linalg.matrix_rank", M)
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
     M, = U.promote_dtypes_inexact(U.to_array(M))
     xnp = _xnp()
     if M.ndim < 2:
         return xnp.any(M != 0).astype(np.int32)
     s = svd(M, compute_uv=False, hermitian=hermitian)
-    if tol is None:
-        if rtol is None:
-            rtol = builtins.max(M.shape[-2:]) * float(np.finfo(s.dtype).eps)
-        tol = xnp.max(s, axis=-1, keepdims=True) * xnp.asarray(rtol, s.dtype)
-    else:
-        tol = xnp.asarray(tol, s.dtype)
-        if tol.ndim:
-            tol = tol[..., None]
-    return xnp.sum(s > tol, axis=-1)
+    if rtol is None:
+        rtol = xnp.max(s, axis=-1) * xnp.asarray(builtins.max(M.shape[-2:]), s.dtype) * \
+            xnp.asarray(float(np.finfo(s.dtype).eps), s.dtype)
+    rtol = xnp.expand_dims(rtol, xnp.ndim(rtol))
+    return xnp.sum(s > rtol, axis=-1)
 
 
 def cond(x, p=None):
@@ -623,7 +627,6 @@ def _svd_matrix_norm(x, ord, axes, keepdims):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """``jnp.linalg.norm`` (all orders; 2, -2 and 'nuc' matrix norms via SVD)."""
-    from xform.numpy import _linalg
     return _linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
@@ -683,7 +686,6 @@ def matrix_transpose(x, /):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    from xform.numpy import _linalg
     return _linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
 
 

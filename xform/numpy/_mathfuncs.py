@@ -12,6 +12,10 @@ from xform._src.interpreters import dtypes
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform._ad_api import jvp as _jvp
+from xform._custom_derivatives import custom_jvp
+from xform._src.primitives.control_flow import while_loop
+from xform.numpy._creation import zeros_like
 
 
 def _c(v, x, weak=True):
@@ -40,7 +44,13 @@ def _frexp_impl(x):
     # Subnormals: scale into the normal range first, then correct the exponent.
     sub = F.less(F.absolute(x), _c(float(info.tiny), x))
     scale = float(2.0 ** nmant)
-    xn = F.where(sub, F.multiply(x, _c(scale, x)), x)
+    if dt in (np.float32, np.float64):
+        # XLA's CPU backend flushes float32/float64 subnormals to (signed) zero in the
+        # scaling multiply, so JAX's frexp of one is (+-0.5, -149) (float64: -1074); the
+        # same here, eagerly too
+        xn = F.where(sub, F.multiply(x, _c(0.0, x)), x)
+    else:
+        xn = F.where(sub, F.multiply(x, _c(scale, x)), x)
     eadj = F.where(sub, U.to_array(-nmant, idt, False), U.to_array(0, idt, False))
     bits = lax.bitcast_convert_type(xn, idt)
     field = F.bitwise_and(lax.shift_right_logical(bits, U.to_array(nmant, idt, False)),
@@ -51,6 +61,10 @@ def _frexp_impl(x):
                          U.to_array((bias - 1) << nmant, idt, False))
     m = lax.bitcast_convert_type(mbits, dt)
     special = F.logical_or(F.logical_or(F.isinf(x), F.isnan(x)), F.equal(x, _c(0, x)))
+    if dtypes.is_bfloat16(dt):
+        # bfloat16 is computed in float32, where its subnormals are subnormal too and
+        # compare equal to 0 (flushed): JAX returns them unchanged with exponent 0
+        special = F.logical_or(special, sub)
     e = F.where(special, U.to_array(0, idt, False), e)
     return F.where(special, x, m), U.to_array(e, np.int32, False)
 
@@ -61,7 +75,6 @@ _frexp_cj = None
 def _frexp_custom():
     global _frexp_cj
     if _frexp_cj is None:
-        from xform._custom_derivatives import custom_jvp
 
         cj = custom_jvp(_frexp_impl)
 
@@ -69,7 +82,6 @@ def _frexp_custom():
             (x,), (t,) = primals, tangents
             m, e = cj(x)
             scale = F.power(_c(2.0, m), F.negative(U.to_array(e, m.dtype, False)))
-            from xform.numpy._creation import zeros_like
             return (m, e), (F.multiply(t, scale), zeros_like(e, dtype=dtypes.float0)
                             if hasattr(dtypes, "float0") else zeros_like(e))
 
@@ -152,7 +164,6 @@ def _int_pair(name, x1, x2):
 
 
 def _gcd(a, b):
-    from xform._src.primitives.control_flow import while_loop
 
     zero = _c(0, a, a.weak_type)
     one = _c(1, a, a.weak_type)
@@ -286,8 +297,6 @@ def _i0_custom():
     """i0 with an exactly-zero derivative at 0 (as JAX's)."""
     global _i0_cj
     if _i0_cj is None:
-        from xform._ad_api import jvp as _jvp
-        from xform._custom_derivatives import custom_jvp
 
         cj = custom_jvp(_i0_impl)
 

@@ -20,6 +20,18 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform._src.primitives.control_flow import fori_loop
+from xform._src.primitives.control_flow import scan
+from xform._vmap import vmap
+from xform.dlpack import from_dlpack as _from_dlpack
+from xform.numpy._creation import asarray
+from xform.numpy._creation import zeros
+from xform.numpy._index_tricks import indices
+from xform.numpy._index_tricks import nonzero_sized
+from xform.numpy._index_tricks import unravel_index
+from xform.numpy._linalg import matmul
+from xform.numpy._reductions import cumsum
+from xform.numpy._util import check_arraylike
 
 # ----------------------------------------------------------------- NumPy re-exports
 
@@ -36,7 +48,6 @@ def array_str(a, max_line_width=None, precision=None, suppress_small=None):
 
 
 def _as_array_like(name, x):
-    from xform.numpy._util import check_arraylike
     check_arraylike(name, x)
     return x
 iterable = np.iterable
@@ -75,26 +86,22 @@ def load(file, *args, **kwargs):
     if isinstance(out, np.ndarray):
         if out.dtype == np.object_:
             return out
-        from xform.numpy._creation import asarray
         return asarray(out)
     return out
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
     """An Array from any ``__dlpack__`` producer (``xform.dlpack.from_dlpack``)."""
-    from xform.dlpack import from_dlpack as _from_dlpack
     return _from_dlpack(x, device=device, copy=copy)
 
 
 def fromstring(string, dtype=float, count=-1, *, sep):
     """An array from the numbers in a text string (``sep`` is required, as in NumPy 2)."""
-    from xform.numpy._creation import asarray
     return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
 
 
 def fromfunction(function, shape, *, dtype=float, **kwargs):
     """``function(*coordinate_grids)`` over a grid of ``shape``."""
-    from xform.numpy._index_tricks import indices
     shape = U.canonical_shape(shape)
     dt = U.canonical_dtype(dtype)
     grids = indices(shape, dtype=dt, sparse=False) if shape else ()
@@ -175,7 +182,6 @@ def resize(a, new_shape):
     n = int(np.prod(shape, dtype=np.int64))
     flat = S.ravel(x)
     if flat.shape[0] == 0 or n == 0:
-        from xform.numpy._creation import zeros
         return zeros(shape, x.dtype)
     reps = -(-n // flat.shape[0])
     flat = S.tile(flat, reps) if reps > 1 else flat
@@ -331,7 +337,6 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
 
 
 def _nz(mask, size):
-    from xform.numpy._index_tricks import nonzero_sized
     return nonzero_sized(mask, size)
 
 
@@ -360,7 +365,6 @@ def place(arr, mask, vals, *, inplace=True):
     flat_v = S.ravel(v)
     if flat_v.shape[0] == 0:
         return x
-    from xform.numpy._reductions import cumsum
     pos = F.subtract(cumsum(U.to_array(flat_m, _int(), False)), U.to_array(1, _int(), False))
     pos = F.remainder(F.maximum(pos, U.to_array(0, _int(), False)),
                       U.to_array(flat_v.shape[0], _int(), False))
@@ -383,7 +387,6 @@ def put(a, ind, v, mode=None, *, inplace=True):
     if x.size == 0:
         return x
     if mode is None:   # JAX: out-of-range flat indices clip as in unravel_index
-        from xform.numpy._index_tricks import unravel_index
         (i,) = unravel_index(i, (n,))
     elif mode == "clip":
         i = F.clip(i, 0, n - 1)
@@ -547,7 +550,6 @@ def insert(arr, obj, values, axis=None):
 
 def matvec(x1, x2, /):
     """Batched matrix-vector product: (..., m, n) @ (..., n) -> (..., m)."""
-    from xform.numpy._linalg import matmul
     a, b = _arr("matvec", x1), _arr("matvec", x2)
     if a.ndim < 2 or b.ndim < 1:
         raise ValueError(f"matvec requires x1.ndim >= 2 and x2.ndim >= 1; got shapes "
@@ -557,7 +559,6 @@ def matvec(x1, x2, /):
 
 def vecmat(x1, x2, /):
     """Batched vector-matrix product: conj(x1) (..., n) @ (..., n, m) -> (..., m)."""
-    from xform.numpy._linalg import matmul
     a, b = _arr("vecmat", x1), _arr("vecmat", x2)
     if a.ndim < 1 or b.ndim < 2:
         raise ValueError(f"vecmat requires x1.ndim >= 1 and x2.ndim >= 2; got shapes "
@@ -638,7 +639,6 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """``func1d`` applied to every 1-D slice of ``arr`` along ``axis`` (via vmap)."""
-    from xform._vmap import vmap
     x = _arr("apply_along_axis", arr)
     nd = x.ndim
     ax = U.canonicalize_axis(axis, nd)
@@ -698,7 +698,6 @@ class vectorize:
         self.__wrapped__ = pyfunc
 
     def __call__(self, *args, **kwargs):
-        from xform._vmap import vmap
         excluded = self.excluded
         static = {i: a for i, a in enumerate(args) if i in excluded}
         skw = {k: v for k, v in kwargs.items() if k in excluded}
@@ -784,15 +783,22 @@ class ufunc:
 
     def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None,
                  call=None, reduce=None, accumulate=None, at=None, reduceat=None):
-        self.__name__ = name or getattr(func, "__name__", "ufunc")
-        self._func = func
-        self.nin = operator.index(nin)
-        self.nout = operator.index(nout)
-        self.nargs = self.nin if nargs is None else operator.index(nargs)
-        self.identity = identity
-        self._call = call or vectorize(func)
-        self._reduce, self._accumulate, self._at, self._reduceat = reduce, accumulate, at, \
-            reduceat
+        nin = operator.index(nin)
+        self.__dict__.update(
+            __name__=name or getattr(func, "__name__", "ufunc"), _func=func, nin=nin,
+            nout=operator.index(nout),
+            nargs=nin if nargs is None else operator.index(nargs), identity=identity,
+            _call=call or vectorize(func), _reduce=reduce, _accumulate=accumulate, _at=at,
+            _reduceat=reduceat)
+        if getattr(func, "__doc__", None):
+            self.__dict__["__doc__"] = func.__doc__
+
+    def __setattr__(self, name, value):
+        # read-only like JAX's ufunc objects (jnp.add.nin = 3 raises)
+        raise AttributeError(f"ufunc attribute {name!r} is read-only")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"ufunc attribute {name!r} is read-only")
 
     def __repr__(self):
         return f"<xform.numpy.ufunc '{self.__name__}'>"
@@ -861,7 +867,6 @@ class ufunc:
         return x
 
     def _reduce_axis(self, x, ax, initial, mask=None):
-        from xform._src.primitives.control_flow import scan
         x = S.moveaxis(x, ax, 0)
         n = x.shape[0]
         if initial is None:
@@ -893,7 +898,6 @@ class ufunc:
             raise NotImplementedError(f"out argument of {self.__name__}.accumulate()")
         if self._accumulate is not None:
             return self._accumulate(a, axis=axis, dtype=dtype)
-        from xform._src.primitives.control_flow import scan
         x = _arr(f"{self.__name__}.accumulate", a)
         if dtype is not None:
             x = U.to_array(x, U.canonical_dtype(dtype), False)
@@ -918,7 +922,6 @@ class ufunc:
                                       "on immutable arrays; pass inplace=False")
         if self._at is not None:
             return self._at(a, indices, b)
-        from xform._src.primitives.control_flow import fori_loop
         x = _arr(f"{self.__name__}.at", a)
         n = x.size
         pos = S.ravel(lax.reshape(lax.iota(_int(), n), x.shape)[indices])

@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from xform._src.interpreters import dtypes
+from xform.numpy._shape import pad
+import xform.numpy as jnp
 
 
 def _jnp():
-    import xform.numpy as jnp
     return jnp
 
 
@@ -109,14 +110,12 @@ def pad_stat(x, pw, mode, stat_length):
 
 def pad_empty(x, pw):
     """``mode='empty'``: the padding is unspecified in NumPy; zeros here, as in JAX."""
-    from xform.numpy._shape import pad
     return pad(x, pw)
 
 
 def pad_callable(x, pw, func, kwargs):
     """A callable mode: ``func(row, (before, after), axis, kwargs)`` returns the padded row;
     it is mapped over every 1-D row along each axis in turn (rows start zero-padded)."""
-    from xform.numpy._shape import pad
     jnp = _jnp()
     x = pad(x, pw)
     for axis in range(x.ndim):

@@ -22,6 +22,10 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform._src.primitives.control_flow import while_loop
+from xform.numpy._linalg import diagonal
+from xform.numpy._linalg import matmul
+from xform.numpy._linalg import trace
 
 
 def _c(v, x):
@@ -33,7 +37,6 @@ def _strong(x):
 
 
 def _dot(a, b):
-    from xform.numpy._linalg import matmul
     return matmul(a, b, precision="highest")
 
 
@@ -253,7 +256,6 @@ def _charpoly(A):
     for k in range(1, n + 1):
         M = F.add(_dot(A, M), F.multiply(cs[-1], eye))
         AM = _dot(A, M)
-        from xform.numpy._linalg import trace
         cs.append(F.true_divide(F.negative(trace(AM)), _c(k, A)))
     return S.stack(cs)
 
@@ -271,7 +273,6 @@ def _aberth(p, frozen=None):
 
     ``frozen`` (bool, one per root): those roots stay at 0 (known exact zero roots); the
     others feel their repulsion, which deflates the zero roots implicitly."""
-    from xform._src.primitives.control_flow import while_loop
     n = p.shape[0] - 1
     cdt = _complex_dt(p.dtype)
     pc = U.to_array(p, cdt, False)
@@ -413,7 +414,6 @@ def _jacobi_eigh(G, sweeps=None):
                 J = F.where(F.logical_and(F.equal(ri, q), F.equal(ci, p)), F.negative(s), J)
                 G = _dot(S.transpose(J), _dot(G, J))
                 V = _dot(V, J)
-    from xform.numpy._linalg import diagonal
     return diagonal(G), V
 
 

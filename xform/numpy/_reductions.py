@@ -17,6 +17,8 @@ from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.numpy._creation import _staging
+from xform.numpy._shape import ravel
+from xform.numpy._shape import ravel, sort, take_static
 
 _LOWP = [dtypes.float16]        # + bfloat16, once ml_dtypes is imported
 dtypes.on_ml_dtypes(lambda: _LOWP.append(dtypes.bfloat16))
@@ -203,7 +205,6 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def _argminmax(name, a, axis, keepdims, lax_fn):
     x = _prep(name, a)
     if axis is None:
-        from xform.numpy._shape import ravel
         shape0 = x.shape
         x = ravel(x)
         ax = 0
@@ -238,7 +239,6 @@ def _cumulative(name, a, axis, dtype, lax_fn, nan_fill=None, promote_integers=Fa
     integer; ``dtype=bool`` accumulates ``a != 0`` in integers and casts back."""
     x = _prep(name, a)
     if axis is None or x.ndim == 0:
-        from xform.numpy._shape import ravel
         x = ravel(x)
     if axis is None:
         axis = 0
@@ -428,7 +428,6 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Middle value (mean of the two middle values for even counts); NaN if any NaN."""
-    from xform.numpy._shape import ravel, sort, take_static
     x = _prep("median", a)
     shape0 = x.shape
     if axis is None:

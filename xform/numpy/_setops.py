@@ -20,6 +20,8 @@ from xform.numpy import _util as U
 from xform.numpy._index_tricks import nonzero_sized
 from xform.numpy._sorting_extra import _total_eq, search
 from xform.numpy._util import lax
+from xform.numpy._reductions import cumsum
+from xform.numpy._reductions import min as _min
 
 _HINT = ("To make xform.numpy.{name}() compatible with jit and other transformations, pass "
          "a static size= argument, which determines the output size.")
@@ -130,7 +132,6 @@ def _unique(x, axis, return_index, return_inverse, return_counts, equal_nan, siz
         ret += (_take0(perm, ind) if n else perm,)
     if return_inverse:
         if n:
-            from xform.numpy._reductions import cumsum
             grp = F.subtract(U.to_array(cumsum(mask), idt, False), U.to_array(1, idt, False))
             inv = U.to_array(np.zeros(n, idt)).at[perm].set(grp)
         else:
@@ -259,7 +260,6 @@ def _compact(vals, keep, size, fill):
     out = _take0(vals, ind)
     valid = F.less(_arange(size), cnt)
     if fill is None:   # JAX's default: the smallest result value (0 when empty)
-        from xform.numpy._reductions import min as _min
         z = U.to_array(0, vals.dtype, False)
         masked = F.where(valid, out, U.to_array(_big(vals.dtype), vals.dtype, False))
         smallest = _min(masked) if size else z

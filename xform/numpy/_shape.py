@@ -22,6 +22,8 @@ from xform._src.interpreters import core, dtypes
 from xform._src.interpreters.core import Array, ArrayOps
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform.numpy import _ufuncs as F
+from xform.numpy._ufuncs import subtract
 
 
 def _arr(x, name):
@@ -205,7 +207,7 @@ def atleast_3d(*arys):
 
 
 def _asarr(a):
-    from xform.numpy._creation import asarray
+    from xform.numpy._creation import asarray  # deferred: import cycle
     return asarray(a)
 
 
@@ -414,11 +416,11 @@ def take_static(x, idx, axis):
     if flat.size == 0 or n == 0:
         if flat.size and n == 0:
             raise IndexError(f"index {int(flat[0])} is out of bounds for axis {axis} with size 0")
-        from xform.numpy._creation import zeros
+        from xform.numpy._creation import zeros  # deferred: import cycle
         return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
     runs = _runs(flat)
     if len(runs) > _MAX_SLICE_RUNS:       # an irregular index list: one gather
-        from xform.numpy._indexing import gather_axis
+        from xform.numpy._indexing import gather_axis  # deferred: import cycle
         return gather_axis(x, idx, axis, indices_are_sorted=bool(np.all(np.diff(flat) >= 0)))
     if flat.size == n and np.array_equal(flat, np.arange(n)):
         piece = x
@@ -448,7 +450,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     """``jnp.take``: one gather.  Modes as JAX: ``fill`` (default; negative indices wrap,
     out-of-range ones give ``fill_value``, NaN for floats), ``clip``, ``wrap``,
     ``promise_in_bounds``; ``raise`` checks host indices."""
-    from xform.numpy._indexing import gather_axis
+    from xform.numpy._indexing import gather_axis  # deferred: import cycle
     if out is not None:
         raise NotImplementedError("take: the 'out' argument is not supported (arrays are "
                                   "immutable); use the return value")
@@ -485,7 +487,6 @@ def _wrap_indices(idx, n, mode, keep_negative=("clip",)):
         return idx
     if host:
         return np.mod(idx, max(n, 1)) if mode == "wrap" else np.where(idx < 0, idx + n, idx)
-    from xform.numpy import _ufuncs as F
     nn = U.to_array(max(n, 1), idx.dtype)
     if mode == "wrap":
         return F.remainder(idx, nn)
@@ -526,7 +527,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
     xs = tuple(n if i == ax else d for i, d in enumerate(bshape))
     if builtins.min(bshape, default=1) == 0 or n == 0:
         # (an empty axis: every index is out of range and the result is zeros, as JAX)
-        from xform.numpy._creation import zeros
+        from xform.numpy._creation import zeros  # deferred: import cycle
         return U.to_array(zeros(bshape, x.dtype), x.dtype, x.weak_type)
     x = U.broadcast_to_shape(x, xs)
     if not isinstance(idx, ArrayOps):
@@ -631,8 +632,8 @@ def _repeat_gather_indices(r, n, total):
 
 def _repeat_traced(x, r, ax, total):
     """``_repeat_gather_indices`` with traced repeat counts (``total`` static)."""
-    from xform.numpy import _reductions as R
-    from xform.numpy._creation import zeros
+    from xform.numpy import _reductions as R  # deferred: import cycle
+    from xform.numpy._creation import zeros  # deferred: import cycle
     r = U.to_array(r, dtypes.default_int_dtype(), False)
     r = U.broadcast_to_shape(ravel(r), (x.shape[ax],))
     exclusive = concatenate([zeros((1,), r.dtype), _slice_axis(r, 0, x.shape[ax] - 1, 0)], 0)
@@ -645,7 +646,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     """``np.repeat`` as JAX computes it: ``repeats`` is a scalar or broadcasts against
     the axis (shape (1,) included); with ``total_repeat_length`` the output length is
     static, so ``repeats`` may be traced (the last block runs on, or the output is
-    truncated)."""
+    truncated).  ``a`` and ``repeats`` are arrays or scalars (lists are refused, as JAX)."""
+    U.check_arraylike("repeat", a, repeats)
     x = _arr(a, "repeat")
     if axis is None:
         x, axis = ravel(x), 0
@@ -722,7 +724,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     x = _arr(array, "pad")
     pw = _pad_width(pad_width, x.ndim)
     if callable(mode):
-        from xform.numpy import _pad_modes
+        from xform.numpy import _pad_modes  # deferred: keeps `import xform` light
         return _pad_modes.pad_callable(x, pw, mode, kwargs)
     if mode == "constant":
         cv = kwargs.pop("constant_values", 0)
@@ -744,7 +746,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
                                                              False), tuple(s)))
             x = concatenate([parts[0], x, parts[1]], ax)
         return x
-    from xform.numpy import _pad_modes
+    from xform.numpy import _pad_modes  # deferred: keeps `import xform` light
     allowed = {"edge": (), "wrap": (), "empty": (), "reflect": ("reflect_type",),
                "symmetric": ("reflect_type",), "linear_ramp": ("end_values",),
                **{m: ("stat_length",) for m in _pad_modes._STATS}}
@@ -812,7 +814,6 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
         # Stable descending: sort the reversed array ascending, map the indices back, reverse.
         n = x.shape[ax]
         _, perm = lax.sort((flip(x, ax), iota), dimension=ax, is_stable=True, num_keys=1)
-        from xform.numpy._ufuncs import subtract
         return flip(subtract(U.to_array(n - 1, idt, False), perm), ax)
     _, perm = lax.sort((x, iota), dimension=ax, is_stable=True, num_keys=1)
     return perm

@@ -2,19 +2,20 @@
 from __future__ import annotations
 
 from xform.numpy import _util
+from xform._src.primitives.convolution import conv_general_dilated
+from xform._src.primitives.elementwise import conj_p
+from xform._src.primitives.structural import reshape_p
+from xform._src.primitives.structural import rev_p, slice_p
 
 __all__ = ["convolve", "correlate"]
 
 
 def conj(x):
     """Complex conjugate of complex values; real values pass through unchanged."""
-    from xform._src.primitives.elementwise import conj_p
     return conj_p.bind(x) if _util.dtype_of(x).kind == "c" else x
 
 
 def _conv1d(x, y, mode, op, precision, preferred_element_type):
-    from xform._src.primitives.convolution import conv_general_dilated
-    from xform._src.primitives.structural import rev_p, slice_p
     _util.check_arraylike(op, x, y)
     if len(_util.shape_of(x)) != 1 or len(_util.shape_of(y)) != 1:
         raise ValueError(f"{op}() only support 1-dimensional inputs.")
@@ -43,7 +44,6 @@ def _conv1d(x, y, mode, op, precision, preferred_element_type):
         padding = [(m - 1, m - 1)]
     else:
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
-    from xform._src.primitives.structural import reshape_p
     x3 = reshape_p.bind(x, new_sizes=(1, 1) + _util.shape_of(x), dimensions=None)
     y3 = reshape_p.bind(y, new_sizes=(1, 1) + _util.shape_of(y), dimensions=None)
     out = conv_general_dilated(x3, y3, (1,), padding, precision=precision,

@@ -20,6 +20,9 @@ from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._sorting_extra import search
 from xform.numpy._util import lax
+from xform.numpy._creation import zeros
+from xform.numpy._linalg import diagonal
+from xform.numpy._linalg import dot
 
 _QMETHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
@@ -252,7 +255,6 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     inside = F.less(idx, U.to_array(length, _int(), False))   # beyond length: dropped
     idx = F.where(inside, idx, U.to_array(0, _int(), False))
     w = F.where(inside, w, U.to_array(0, w.dtype, False))
-    from xform.numpy._creation import zeros
     return zeros(length, w.dtype).at[idx].add(w)
 
 
@@ -319,7 +321,6 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
     edges = histogram_bin_edges(x, bins, range)
     edges = U.to_array(edges, x.dtype, False)
     ne = edges.shape[0]
-    from xform.numpy._creation import zeros
     idx = _bin_index(x, edges)
     counts = zeros(ne + 1, w.dtype).at[idx].add(w)
     counts = lax.slice(counts, (1,), (ne,))
@@ -372,7 +373,6 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     for d in reversed(builtins.range(D)):
         flat = F.add(flat, F.multiply(idxs[d], U.to_array(stride, _int(), False)))
         stride *= nbins[d]
-    from xform.numpy._creation import zeros
     counts = zeros(stride, w.dtype).at[flat].add(w)
     counts = lax.reshape(counts, tuple(nbins))
     counts = lax.slice(counts, (1,) * D, tuple(n - 1 for n in nbins))
@@ -422,7 +422,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if not rowvar and x.shape[0] != 1:
         x = S.transpose(x)
     if x.shape[0] == 0:
-        from xform.numpy._creation import zeros
         return zeros((0, 0), U.result_dtype(x, 0.0)[0])
     if y is not None:
         U.check_arraylike("cov", y)
@@ -458,7 +457,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             raise RuntimeError("incompatible numbers of samples and aweights")
         aw = U.to_array(aw, x.dtype, False)
         w = aw if w is None else F.multiply(w, aw)
-    from xform.numpy._linalg import dot
     if w is None:
         avg = R.mean(x, axis=1)
         fact = U.to_array(n - ddof, x.dtype, False)
@@ -484,7 +482,6 @@ def corrcoef(x, y=None, rowvar=True):
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return F.true_divide(c, c)
-    from xform.numpy._linalg import diagonal
     d = diagonal(c)
     sd = F.sqrt(F.real(d)) if d.dtype.kind == "c" else F.sqrt(d)
     c = F.true_divide(c, S.expand_dims(sd, 1))

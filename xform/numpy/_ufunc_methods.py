@@ -50,12 +50,17 @@ _BINARY = {
     "logical_xor": (False, None, None, None),
     "bitwise_and": (-1, None, None, None), "bitwise_or": (0, None, None, None),
     "bitwise_xor": (0, None, None, None),
+    "logaddexp": (-float("inf"), None, None, None),
+    "logaddexp2": (-float("inf"), None, None, None),
 }
 _OTHER_BINARY = ("subtract", "true_divide", "divide", "floor_divide", "remainder", "mod",
-                 "fmod", "power", "float_power", "arctan2", "hypot", "logaddexp",
-                 "logaddexp2", "copysign", "nextafter", "heaviside", "fmax", "fmin", "equal",
+                 "fmod", "power", "float_power", "arctan2", "hypot", "copysign", "nextafter",
+                 "heaviside", "fmax", "fmin", "equal",
                  "not_equal", "less", "less_equal", "greater", "greater_equal", "left_shift",
                  "right_shift")
+
+# name -> the ufunc object whose methods the function carries
+UFUNCS: dict = {}
 
 for _name in list(_BINARY) + list(_OTHER_BINARY):
     _f = getattr(F, _name, None)
@@ -64,8 +69,31 @@ for _name in list(_BINARY) + list(_OTHER_BINARY):
     _ident, _r, _a, _t = _BINARY.get(_name, (None, None, None, None))
     _u = M.ufunc(_f, 2, 1, name=_name, identity=_ident, call=_f, reduce=_r, accumulate=_a,
                  at=_t)
+    UFUNCS[_name] = _u
     for _attr in ("outer", "reduce", "accumulate", "at", "reduceat"):
         setattr(_f, _attr, getattr(_u, _attr))
     _f.nin, _f.nout, _f.nargs, _f.identity = 2, 1, 2, _ident
+
+UFUNCS["negative"] = M.ufunc(F.negative, 1, 1, name="negative", call=F.negative)
+
+# The functions that are ``jnp.ufunc`` objects in JAX (``isinstance(jnp.add, jnp.ufunc)``,
+# read-only ``nin``/``nout``/``identity``): ``xform.numpy`` exposes these ufunc objects
+# (calling the possibly jit-wrapped function; see ``install_ufunc_objects``).
+JNP_UFUNCS = ("add", "bitwise_and", "bitwise_or", "bitwise_xor", "logaddexp", "logaddexp2",
+              "logical_and", "logical_or", "logical_xor", "maximum", "minimum", "multiply",
+              "negative", "subtract")
+
+
+def install_ufunc_objects(namespace):
+    """Replace JNP_UFUNCS' functions in the ``xform.numpy`` module by ufunc objects that
+    call them."""
+    for name in JNP_UFUNCS:
+        f = namespace.__dict__[name]
+        if isinstance(f, M.ufunc):
+            continue
+        u = UFUNCS[name]
+        u.__dict__["_call"] = f
+        namespace.__dict__[name] = u
+
 
 __all__: list = []

@@ -8,6 +8,9 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+from xform._src.interpreters import dtypes
+from xform.numpy import _util
+from xform.numpy._signal import conj
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
            "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift",
@@ -15,7 +18,7 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rf
 
 
 def _xnp():
-    import xform.numpy as xnp
+    import xform.numpy as xnp  # deferred: import cycle
     return xnp
 
 
@@ -25,7 +28,6 @@ def _lax_fft():
 
 
 def _conj(x):
-    from xform.numpy._signal import conj
     return conj(x)
 
 
@@ -66,7 +68,6 @@ def _core(func_name, typ_name, a, s, axes, norm):
     FftType, _ = _lax_fft()
     typ = FftType[typ_name]
     xnp = _xnp()
-    from xform.numpy import _util
     _util.check_arraylike(f"xform.numpy.fft.{func_name}", a)
     arr = xnp.asarray(a)
     if s is not None:
@@ -220,7 +221,6 @@ def _check_freq_args(name, n, d):
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None):
     """Sample frequencies of an n-point DFT with sample spacing d."""
-    from xform._src.interpreters import dtypes
     xnp = _xnp()
     _check_freq_args("fftfreq", n, d)
     out_dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
@@ -234,7 +234,6 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     """Sample frequencies of ``rfft`` (the n//2 + 1 non-negative ones)."""
-    from xform._src.interpreters import dtypes
     xnp = _xnp()
     _check_freq_args("rfftfreq", n, d)
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)

@@ -11,3 +11,7 @@ from xform.scipy import stats  # noqa: F401,E402
 __all__ += ["stats"]
 from xform.scipy import cluster, integrate, interpolate, ndimage  # noqa: F401,E402
 __all__ += ["cluster", "integrate", "interpolate", "ndimage"]
+from xform.scipy import fft  # noqa: F401,E402
+__all__ += ["fft"]
+from xform.scipy import sparse  # noqa: F401,E402
+__all__ += ["sparse"]

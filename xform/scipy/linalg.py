@@ -13,6 +13,10 @@ import numpy as np
 
 from xform.numpy import _util as U
 from xform.numpy import _linalg_decomp as _L
+from xform import lax
+from xform._src.primitives import elementwise as E
+from xform._src.primitives import linalg_decomp
+import xform.numpy as xnp
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
            "eigh_tridiagonal", "expm", "expm_frechet", "funm", "hessenberg", "hilbert", "inv",
@@ -21,18 +25,15 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
 
 
 def _xnp():
-    import xform.numpy as xnp
     return xnp
 
 
 def _D():
-    from xform._src.primitives import linalg_decomp
     return linalg_decomp
 
 
 def _conj(x):
     # (lax.conj: xform.numpy.conj of complex input is broken on this branch's base)
-    from xform._src.primitives import elementwise as E
     return E.conj(x) if x.dtype.kind == "c" else x
 
 
@@ -356,7 +357,6 @@ def _pade(m, A, ident):
 def _expm_2d(A, upper_triangular, max_squarings):
     """Padé approximation with scaling and squaring (Higham 2005; JAX's thresholds)."""
     xnp = _xnp()
-    from xform import lax
     n = A.shape[-1]
     ident = xnp.eye(n, dtype=A.dtype)
     A_L1 = xnp.max(xnp.sum(xnp.abs(A), axis=-2), axis=-1)
@@ -390,7 +390,7 @@ def _expm_2d(A, upper_triangular, max_squarings):
 
 
 def _expm_nd(A, upper_triangular, max_squarings):
-    import xform
+    import xform  # deferred: import cycle
     fn = lambda x: _expm_2d(x, upper_triangular, max_squarings)  # noqa: E731
     for _ in range(A.ndim - 2):
         fn = xform.vmap(fn)
@@ -409,7 +409,7 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
 def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
     """Fréchet derivative of expm at A in direction E: the JVP of ``expm`` (as JAX);
     ``(expm(A), L)`` when compute_expm."""
-    import xform
+    import xform  # deferred: import cycle
     A = _mat("expm_frechet", A)
     E = U.to_array(E)
     A, E = U.promote_dtypes_inexact(A, E)

@@ -11,6 +11,7 @@ import numpy as np
 from xform._src.interpreters import dtypes
 from xform import numpy as xnp
 from xform.numpy import _util as U
+from xform import lax
 
 __all__ = ["map_coordinates"]
 
@@ -34,7 +35,6 @@ _INDEX_FIXERS = {
 
 
 def _round(a):
-    from xform import lax
     return a if dtypes.issubdtype(a.dtype, np.integer) else lax.round(a)
 
 

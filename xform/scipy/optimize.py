@@ -18,17 +18,17 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
+from xform import lax
+from xform import numpy as jnp
 
 __all__ = ["minimize", "line_search", "OptimizeResults"]
 
 
 def _jnp():
-    from xform import numpy as jnp
     return jnp
 
 
 def _lax():
-    from xform import lax
     return lax
 
 
@@ -100,7 +100,7 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
     previous iterate's value (sets the first trial step as SciPy does).  Returns
     ``LineSearchResults``.
     """
-    import xform
+    import xform  # deferred: import cycle
     jnp, lax = _jnp(), _lax()
     xk, pk = jnp.asarray(xk), jnp.asarray(pk)
     dt = jnp.result_type(xk, pk, jnp.float32)
@@ -246,7 +246,7 @@ def _norm(g, ord):
 
 
 def _bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10):
-    import xform
+    import xform  # deferred: import cycle
     jnp, lax = _jnp(), _lax()
     n = x0.shape[0]
     maxiter = n * 200 if maxiter is None else maxiter
@@ -284,7 +284,7 @@ def _bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10)
 
 def _lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.220446049250313e-09,
            gtol=1e-05, maxfun=None, maxgrad=None, maxls=20):
-    import xform
+    import xform  # deferred: import cycle
     jnp, lax = _jnp(), _lax()
     n = x0.shape[0]
     dt = x0.dtype

@@ -2,22 +2,23 @@
 from __future__ import annotations
 
 import numpy as np
+from xform._src.primitives.convolution import conv_general_dilated
+from xform.numpy import _util
+from xform.numpy._signal import conj
+import xform.numpy as xnp
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 
 
 def _np():
-    import xform.numpy as xnp
     return xnp
 
 
 def _conj(x):
-    from xform.numpy._signal import conj
     return conj(_np().asarray(x))
 
 
 def _convolve_nd(in1, in2, mode, *, precision):
-    from xform._src.primitives.convolution import conv_general_dilated
     xnp = _np()
     if mode not in ("full", "same", "valid"):
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
@@ -27,7 +28,6 @@ def _convolve_nd(in1, in2, mode, *, precision):
     if in1.size == 0 or in2.size == 0:
         raise ValueError("zero-size arrays not supported in convolutions, got shapes "
                          f"{in1.shape} and {in2.shape}.")
-    from xform.numpy import _util
     in1, in2 = _util.promote_dtypes_inexact(in1, in2)
     no_swap = all(a >= b for a, b in zip(in1.shape, in2.shape))
     swap = all(a <= b for a, b in zip(in1.shape, in2.shape))
@@ -106,7 +106,6 @@ def fftconvolve(in1, in2, mode="full", axes=None):
         raise ValueError("in1 and in2 should have the same dimensionality")
     if mode not in ("full", "same", "valid"):
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
-    from xform.numpy import _util
     in1, in2 = _util.promote_dtypes_inexact(in1, in2)
     axes = tuple(range(in1.ndim)) if axes is None else tuple(
         _util.canonicalize_axis(a, in1.ndim) for a in np.atleast_1d(axes))

@@ -19,6 +19,8 @@ from xform import numpy as xnp
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform._ad_api import jvp
+from xform._custom_derivatives import custom_jvp
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
            "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit",
@@ -30,7 +32,6 @@ __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "box
 
 
 def _cj():
-    from xform._custom_derivatives import custom_jvp
     return custom_jvp
 
 
@@ -116,12 +117,12 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 
 
 def softmax(x, /, *, axis=None):
-    from xform.nn import softmax as _s
+    from xform.nn import softmax as _s  # deferred: import cycle
     return _s(x, axis=axis)
 
 
 def log_softmax(x, /, *, axis=None):
-    from xform.nn import log_softmax as _s
+    from xform.nn import log_softmax as _s  # deferred: import cycle
     return _s(x, axis=axis)
 
 
@@ -645,7 +646,6 @@ def _zeta_series(s, a):
 
 
 def _zeta_jvp(primals, tangents):
-    from xform._ad_api import jvp
     return jvp(_zeta_series, primals, tangents)
 
 

@@ -17,6 +17,10 @@ import math
 import threading
 
 import numpy as np
+from xform._src.interpreters import core
+from xform._src.interpreters import core as _core
+from xform._src.interpreters.core import ShapedArray as _SA
+import xform._src.primitives.spmd as _ps
 
 __all__ = ["Mesh", "PartitionSpec", "NamedSharding", "SingleDeviceSharding", "Sharding",
            "make_mesh", "set_mesh", "use_mesh", "get_mesh", "AxisType", "AbstractMesh",
@@ -324,7 +328,7 @@ class Mesh(_BaseMesh):
         """The sub-mesh of this process's devices (they must form a box of the mesh)."""
         if self.empty or not self.is_multi_process:
             return self
-        from xform._src.lowering import spmd
+        from xform._src.lowering import spmd  # deferred: keeps `import xform` light
         me = spmd.process_index()
         local = np.vectorize(lambda d: d.process_index == me, otypes=[bool])(self.devices)
         box = []
@@ -385,7 +389,7 @@ class Mesh(_BaseMesh):
 
 
 def _is_local(d):
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     return d.process_index == spmd.process_index()
 
 
@@ -397,7 +401,6 @@ def _context_mesh():
 def get_mesh():
     """The concrete mesh set by ``set_mesh``/``with mesh`` (an empty ``Mesh`` if none).
     Outside transformations only: under ``jit`` use ``get_abstract_mesh()``."""
-    from xform._src.interpreters import core
     if core.current_trace() is not core.EVAL_TRACE:
         raise ValueError("`get_mesh` can only be used outside of `jax.jit`. Maybe you want "
                          "`jax.sharding.get_abstract_mesh()`?")
@@ -438,7 +441,6 @@ def set_mesh(mesh):
     if mesh is not None and not isinstance(mesh, Mesh):
         raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)} (an "
                          "AbstractMesh goes to use_abstract_mesh)")
-    from xform._src.interpreters import core
     if core.current_trace() is not core.EVAL_TRACE:
         raise ValueError("`set_mesh` can only be used outside of `jax.jit`.")
     if mesh is not None and mesh._any_axis_manual:
@@ -483,7 +485,7 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
         raise ValueError(f"make_mesh: axis_shapes {axis_shapes} and axis_names {axis_names} "
                          "must have the same length")
     if devices is None:
-        from xform import _devices
+        from xform import _devices  # deferred: import cycle
         devices = _devices.devices()
     devices = list(devices)
     n = math.prod(axis_shapes)
@@ -816,7 +818,6 @@ _sharded_aval_cls = None
 def _make_sharded_aval(aval, sharding):
     global _sharded_aval_cls
     if _sharded_aval_cls is None:
-        from xform._src.interpreters.core import ShapedArray as _SA
 
         class ShapedArrayWithSharding(_SA):
             """A ``ShapedArray`` whose type includes a sharding over Explicit mesh axes."""
@@ -862,8 +863,6 @@ def _install():
     """Hand this module's classes to the layers below (they must not import xform)."""
     import sys
 
-    import xform._src.primitives.spmd as _ps
-    from xform._src.interpreters import core as _core
     _ps.PartitionSpec = PartitionSpec
     _ps.sharding_api = sys.modules[__name__]
     _core.type_sharding_impl = _type_sharding

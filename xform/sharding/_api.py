@@ -17,6 +17,7 @@ from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 from xform._placement import Shard
 from xform.sharding._jit import reshard, with_sharding_constraint  # noqa: E402
 from xform.sharding._shard_map import shard_map  # noqa: E402
+from xform.sharding._jit import with_sharding_constraint
 
 __all__ = ["Shard", "reshard", "shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
            "make_array_from_process_local_data", "P", "NamedSharding", "process_index",
@@ -30,7 +31,7 @@ NamedSharding = S.NamedSharding
 
 
 def _spmd():
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     return spmd
 
 
@@ -57,7 +58,6 @@ def _check_shape(sharding, shape):
 def put_leaf(x, sharding):
     """``device_put`` of one leaf with a (Named/SingleDevice) sharding."""
     if isinstance(x, Tracer):
-        from xform.sharding._jit import with_sharding_constraint
         return with_sharding_constraint(x, sharding) if isinstance(sharding, S.NamedSharding) \
             else x
     if isinstance(sharding, S.NamedSharding):
@@ -208,6 +208,6 @@ def device_put_sharded_tree(x, device):
         elif is_sharding(s):
             out.append(tree_map(lambda leaf, s=s: put_leaf(leaf, s), sub))
         else:
-            from xform import _devices
+            from xform import _devices  # deferred: import cycle
             out.append(_devices.device_put(sub, s))
     return tree_unflatten(treedef, out)

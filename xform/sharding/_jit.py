@@ -16,6 +16,7 @@ from xform._src.interpreters import core, passes, tree_util
 from xform._src.interpreters.core import EVAL_TRACE, Array, Tracer
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_map, tree_unflatten
+from xform._src.primitives.spmd import sharding_constraint_p
 
 __all__ = ["with_sharding_constraint", "reshard"]
 
@@ -50,13 +51,13 @@ def _broadcast_prefix(prefix, tree, what, is_leaf=_is_spec_leaf):
 
 def _leaf_named(x):
     if type(x) is Array and x._buf is not None and not x._deleted:
-        from xform._src.lowering import spmd
+        from xform._src.lowering import spmd  # deferred: keeps `import xform` light
         if spmd.is_sharded_buf(x._buf):
             s = spmd.buf_sharding(x._buf)
             if isinstance(s, S.NamedSharding):
                 return s
     elif type(x) is not Array and isinstance(getattr(x, "sharding", None), S.NamedSharding):
-        from xform._jit import ShapeDtypeStruct
+        from xform._jit import ShapeDtypeStruct  # deferred: import cycle
         if isinstance(x, ShapeDtypeStruct):     # an abstract argument laid out over a mesh
             return x.sharding
     return None
@@ -145,7 +146,7 @@ class ShardedJit:
         key = (id(entry), mesh, in_specs, out_specs)
         c = self._compiled.get(key)
         if c is None:
-            from xform._src.lowering import spmd
+            from xform._src.lowering import spmd  # deferred: keeps `import xform` light
             closed = passes.simplify(entry.closed)
             donated = (False,) * len(entry.const_args) + tuple(entry.donated)
             c = spmd.SpmdCompiled(closed, mesh, in_specs, out_specs, donated,
@@ -246,6 +247,10 @@ class _LoweredSpmd:
     def compile(self, compiler_options=None):
         return self
 
+    def compiler_ir(self, dialect=None):
+        from xform._jit import _compiler_ir
+        return _compiler_ir(self._c.text, dialect)
+
     def compiled_text(self):
         return self._c.compiled_text()
 
@@ -270,7 +275,6 @@ class _LoweredSpmd:
 def with_sharding_constraint(x, shardings):
     """Ask XLA's partitioner to lay ``x`` (a pytree) out as ``shardings`` (one
     sharding or PartitionSpec, or a pytree prefix of them)."""
-    from xform._src.primitives.spmd import sharding_constraint_p
     mesh = S._context_mesh()
     per_leaf = _broadcast_prefix(shardings, x, "with_sharding_constraint shardings")
     leaves, treedef = tree_flatten(x)
@@ -286,7 +290,7 @@ def with_sharding_constraint(x, shardings):
         if isinstance(leaf, Tracer):
             out.append(sharding_constraint_p.bind(leaf, sharding=s))
         else:
-            from xform.sharding._api import put_leaf
+            from xform.sharding._api import put_leaf  # deferred: import cycle
             out.append(put_leaf(leaf, s))
     return tree_unflatten(treedef, out)
 

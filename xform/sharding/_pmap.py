@@ -11,6 +11,13 @@ import numpy as np
 from xform._src.interpreters import core, tree_util
 from xform import sharding as S
 from xform.tree_util import tree_flatten, tree_leaves, tree_unflatten
+from xform import _devices
+from xform import _jit
+from xform._src.interpreters import batching
+from xform._src.interpreters.core import Array
+from xform._src.primitives import structural
+from xform._vmap import vmap
+from xform.sharding._shard_map import shard_map
 
 __all__ = ["pmap"]
 
@@ -57,7 +64,6 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         if kwargs:
             raise TypeError("pmap: keyword arguments are not supported by the mapped "
                             "function; pass them positionally")
-        from xform._src.interpreters import batching
         if batching._axis_env.extra:
             # nested inside another pmap/shard_map body (whose devices are taken):
             # the inner map runs on each device as a named vmap -- the same values
@@ -93,7 +99,6 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                 raise ValueError("pmap: no argument is mapped (all in_axes are None); pass "
                                  "axis_size")
             n = int(axis_size)
-        from xform import _devices
         devs = list(devices) if devices is not None else _devices.local_devices(backend=backend)
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, but "
@@ -109,7 +114,6 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         return j(*args)
 
     def _nested(args):
-        from xform._vmap import vmap
         dyn_pos = [i for i in range(len(args)) if i not in statics]
         ax = in_axes
         if isinstance(ax, list):
@@ -127,9 +131,6 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
 
 
 def _build(fun, mesh, name, per, out_axes, statics, donate_argnums, nargs):
-    from xform import _jit
-    from xform.sharding._shard_map import shard_map
-    from xform._src.primitives import structural
     P = S.PartitionSpec
 
     def run(*args):
@@ -188,7 +189,6 @@ def _build(fun, mesh, name, per, out_axes, statics, donate_argnums, nargs):
 
 def _as_array(x):
     if isinstance(x, (int, float, complex, bool, np.ndarray, np.generic)):
-        from xform._src.interpreters.core import Array
         aval = core.get_aval(x)
         return Array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
     return x

@@ -218,7 +218,7 @@ _eager_lock = threading.Lock()
 
 
 def _eager_runner(args, params):
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     avals = tuple(core.get_aval(a).update(weak_type=False) for a in args)
     key = (id(params["jaxpr"]), params["mesh"], params["in_specs"], params["out_specs"], avals)
     hit = _eager_cache.get(key)
@@ -262,7 +262,7 @@ def _spmd_compiler(closed, donated_invars, name):
     mesh = _find_mesh(closed)
     if mesh is None:
         return None
-    from xform._src.lowering import spmd
+    from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     n = len(closed.jaxpr.invars)
     return spmd.SpmdCompiled(closed, mesh, (None,) * n, (None,) * len(closed.jaxpr.outvars),
                              donated_invars, name)

@@ -15,6 +15,8 @@ import numpy as np
 
 from xform._src.interpreters import core, dtypes as _dtypes
 from xform._src.interpreters.ad import float0
+from xform._ad_api import as_value
+from xform.tree_util import tree_flatten
 
 __all__ = ["assert_allclose", "check_grads", "check_jvp", "check_vjp", "default_tolerance",
            "default_gradient_tolerance", "default_eps", "tolerance"]
@@ -150,7 +152,6 @@ def compare(actual, desired, atol, rtol) -> Comparison:
 
 
 def _tree_leaves(tree):
-    from xform.tree_util import tree_flatten
     return tree_flatten(tree)
 
 
@@ -181,7 +182,6 @@ def assert_allclose(actual, desired, *, atol=None, rtol=None, err_msg=""):
 
 
 def _as_array(x):
-    from xform._ad_api import as_value
     return as_value(x)
 
 
@@ -202,7 +202,6 @@ def _rand_like(rng, x):
 
 
 def _flat(tree):
-    from xform.tree_util import tree_flatten
     leaves, treedef = tree_flatten(tree)
     return leaves, treedef
 
@@ -423,7 +422,7 @@ def check_grads(f, args, order=1, modes=("fwd", "rev"), atol=None, rtol=None, ep
 
 
 def _check_grads(f, leaves, order, modes, atol, rtol, eps, rng, level, path):
-    from xform import jvp, vjp
+    from xform import jvp, vjp  # deferred: import cycle
     if order == 0:
         return
     tag = f"check_grads order {level}" + (f" (derivative of {path})" if path else "")

@@ -26,6 +26,8 @@ from xform._src.interpreters import core, staging
 from xform._src.interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
 from xform._src.interpreters import dtypes as _dtypes
 from xform.testing._checks import _C64, _C128, _F16, _F32, _F64, compare, tolerance
+from xform._src import lowering
+from xform.tree_util import tree_flatten
 
 __all__ = ["verify", "VerificationError", "VerificationReport", "EquationReport",
            "verify_tolerance"]
@@ -196,7 +198,6 @@ def _reference_eval(jaxpr, consts, args, record=None):
 
 
 def _compile_and_run(closed, args):
-    from xform._src import lowering
     compiled = lowering.compile_jaxpr(closed)
     return [np.asarray(o) for o in compiled(*args)]
 
@@ -308,7 +309,6 @@ def verify(f, *args, rtol=None, atol=None, raise_on_failure=True, localize=True)
     (primitive, params, source line) and raises ``VerificationError`` unless
     ``raise_on_failure=False``.
     """
-    from xform.tree_util import tree_flatten
     if not callable(f):
         raise TypeError(f"verify: expected a callable, got {f!r}")
     leaves, in_tree = tree_flatten(tuple(args))

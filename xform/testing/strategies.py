@@ -51,6 +51,9 @@ from hypothesis.extra import numpy as hnp
 from xform._src.interpreters import core
 from xform._src.interpreters.dtypes import canonicalize_dtype
 from xform.testing._checks import _BF16, _is_inexact
+from xform._src.interpreters.dtypes import finfo
+import xform
+import xform.numpy as xnp
 
 __all__ = ["arrays", "dtypes", "shapes", "broadcast_shapes", "pytrees", "transforms",
            "TransformStack"]
@@ -113,7 +116,6 @@ def _as_strategy(x):
 
 
 def _float_bounds(dtype, min_value, max_value, finite):
-    from xform._src.interpreters.dtypes import finfo
     fmax = float(finfo(dtype).max) if dtype.kind != "c" else \
         float(finfo(np.float32 if dtype == np.complex64 else np.float64).max)
     lo = -10.0 if min_value is None and finite else min_value
@@ -200,8 +202,6 @@ def _fixed_random(seed, k, shape, dtype):
 
 
 def _layer(name, k, seed):
-    import xform
-    import xform.numpy as xnp
 
     if name == "jit":
         return xform.jit

@@ -9,6 +9,8 @@ import numpy as np
 from xform._src.interpreters import dtypes
 from xform import numpy as xnp
 from xform.numpy import _util as U
+from xform import lax
+from xform._vmap import vmap
 
 __all__ = ["mode", "rankdata", "sem", "ModeResult"]
 
@@ -59,7 +61,6 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False):
         vals = xnp.full((x.shape[1],), np.nan, f)
         counts = xnp.zeros((x.shape[1],), f)
     else:
-        from xform._vmap import vmap
 
         def one(col):
             vals, counts = xnp.unique(col, return_counts=True, size=col.size)
@@ -83,7 +84,6 @@ def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
         return xnp.apply_along_axis(rankdata, axis, a, method)
     a = xnp.ravel(xnp.asarray(a))
     out = _default_float()
-    from xform import lax
 
     def ranks(a):
         arr, sorter = lax.sort_key_val(a, xnp.arange(a.size))

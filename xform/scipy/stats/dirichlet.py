@@ -6,6 +6,7 @@ import numpy as np
 from xform import numpy as xnp
 from xform.scipy import special
 from xform.scipy.stats._common import const, promote, select  # noqa: F401
+from xform.numpy import _util as U
 
 __all__ = ['logpdf', 'pdf']
 
@@ -31,7 +32,6 @@ def logpdf(x, alpha):
 
 
 def _promote_only(x, alpha):
-    from xform.numpy import _util as U
     U.check_arraylike("dirichlet.logpdf", x, alpha)
     return U.promote_dtypes_inexact(U.to_array(x), U.to_array(alpha))
 

@@ -6,6 +6,7 @@ import numpy as np
 from xform import numpy as xnp
 from xform.scipy import special
 from xform.scipy.stats._common import const, promote, select  # noqa: F401
+from xform import lax
 
 __all__ = ['logpdf', 'pdf', 'cdf']
 
@@ -16,7 +17,6 @@ def logpdf(x, beta):
 
 def cdf(x, beta):
     x, beta = promote("gennorm.cdf", x, beta)
-    from xform import lax
     return 0.5 * (1 + xnp.sign(x) * lax.igamma(1 / beta, xnp.abs(x) ** beta))
 
 

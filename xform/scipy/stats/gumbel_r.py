@@ -45,6 +45,6 @@ def sf(x, loc=0, scale=1):
 
 def logsf(x, loc=0, scale=1):
     x, loc, scale = promote("gumbel_r.logsf", x, loc, scale)
-    from xform.nn import log1mexp
+    from xform.nn import log1mexp  # deferred: import cycle
     nz = (loc - x) / scale
     return xnp.where(scale > 0, log1mexp(xnp.exp(nz)), np.nan)

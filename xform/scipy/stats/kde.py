@@ -8,6 +8,9 @@ from xform._src.interpreters.tree_util import register_pytree_node_class
 from xform import numpy as xnp
 from xform.numpy import _util as U
 from xform.scipy import special
+from xform import random
+from xform._vmap import vmap
+from xform.scipy import linalg
 
 __all__ = ["gaussian_kde"]
 
@@ -103,7 +106,6 @@ class gaussian_kde:
         return _kernel_eval(True, self.dataset.T, self.weights[:, None], x.T, self.inv_cov)[:, 0]
 
     def integrate_gaussian(self, mean, cov):
-        from xform.scipy import linalg
         mean = xnp.atleast_1d(xnp.squeeze(mean))
         cov = xnp.atleast_2d(cov)
         if mean.shape != (self.d,):
@@ -125,8 +127,6 @@ class gaussian_kde:
         return xnp.sum(self.weights * (special.ndtr(high) - special.ndtr(low)))
 
     def integrate_kde(self, other):
-        from xform._vmap import vmap
-        from xform.scipy import linalg
         if other.d != self.d:
             raise ValueError("KDEs are not the same dimensionality")
         chol = linalg.cho_factor(self.covariance + other.covariance)
@@ -137,7 +137,6 @@ class gaussian_kde:
         return xnp.sum(res * sm.weights)
 
     def resample(self, key, shape=()):
-        from xform import random
         ind_key, eps_key = random.split(key)
         ind = random.choice(ind_key, self.n, shape=shape, p=self.weights)
         eps = random.multivariate_normal(eps_key, xnp.zeros(self.d, self.covariance.dtype),
@@ -168,7 +167,6 @@ class gaussian_kde:
 
 
 def _kernel_convolve(chol, norm, target, weights, mean):
-    from xform.scipy import linalg
     diff = target - mean[:, None]
     alpha = linalg.cho_solve(chol, diff)
     arg = 0.5 * xnp.sum(diff * alpha, axis=0)
@@ -176,7 +174,6 @@ def _kernel_convolve(chol, norm, target, weights, mean):
 
 
 def _kernel_eval(in_log, points, values, xi, precision):
-    from xform.scipy import linalg
     points, values, xi, precision = U.promote_dtypes_inexact(points, values, xi, precision)
     d = points.shape[1]
     if xi.shape[1] != d:

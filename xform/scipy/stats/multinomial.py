@@ -6,12 +6,12 @@ import numpy as np
 from xform import numpy as xnp
 from xform.scipy import special
 from xform.scipy.stats._common import const, promote, select  # noqa: F401
+from xform._src.interpreters import dtypes
+from xform.numpy import _util as U
 
 __all__ = ['logpmf', 'pmf']
 
 def logpmf(x, n, p):
-    from xform.numpy import _util as U
-    from xform._src.interpreters import dtypes
     (p,) = promote("multinomial.logpmf", p)
     U.check_arraylike("multinomial.logpmf", x, n)
     x, n = U.promote_dtypes_numeric(U.to_array(x), U.to_array(n))

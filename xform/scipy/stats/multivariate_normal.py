@@ -6,6 +6,8 @@ import numpy as np
 from xform import numpy as xnp
 from xform.scipy import special
 from xform.scipy.stats._common import const, promote, select  # noqa: F401
+from xform import lax
+from xform.numpy import _util as U
 
 __all__ = ['logpdf', 'pdf']
 
@@ -13,8 +15,6 @@ def logpdf(x, mean, cov, allow_singular=None):
     if allow_singular is not None:
         raise NotImplementedError("allow_singular argument of multivariate_normal.logpdf is not "
                                   "supported (as in JAX); leave it None.")
-    from xform import lax
-    from xform.numpy import _util as U
     U.check_arraylike("multivariate_normal.logpdf", x, mean, cov)
     x, mean, cov = U.promote_dtypes_inexact(U.to_array(x), U.to_array(mean), U.to_array(cov))
     if not mean.shape:

@@ -6,6 +6,7 @@ import numpy as np
 from xform import numpy as xnp
 from xform.scipy import special
 from xform.scipy.stats._common import const, promote, select  # noqa: F401
+from xform._src.interpreters import dtypes
 
 __all__ = ['logpdf', 'pdf', 'cdf', 'logcdf', 'ppf', 'logsf', 'sf', 'isf']
 
@@ -32,7 +33,6 @@ def logcdf(x, loc=0, scale=1):
 
 
 def ppf(q, loc=0, scale=1):
-    from xform._src.interpreters import dtypes
     q = xnp.asarray(q)
     out = special.ndtri(q) * scale + loc
     return xnp.asarray(out, dtypes.canonicalize_dtype(float) if hasattr(

@@ -6,6 +6,7 @@ import numpy as np
 from xform import numpy as xnp
 from xform.scipy import special
 from xform.scipy.stats._common import const, promote, select  # noqa: F401
+from xform.numpy import _util as U
 
 __all__ = ['logpmf', 'pmf', 'cdf', 'entropy']
 
@@ -36,7 +37,6 @@ def _entropy_sum(mu, max_k, upper):
 
 def entropy(mu, loc=0):
     """Entropy of Poisson(mu): explicit sums below mu = 100, the asymptotic series above."""
-    from xform.numpy import _util as U
     U.check_arraylike("poisson.entropy", mu, loc)
     mu, loc = U.promote_dtypes_inexact(U.to_array(mu), U.to_array(loc))
     shape = np.broadcast_shapes(mu.shape, loc.shape)

@@ -6,6 +6,7 @@ import numpy as np
 from xform import numpy as xnp
 from xform.scipy import special
 from xform.scipy.stats._common import const, promote, select  # noqa: F401
+from xform.scipy.stats import norm
 
 __all__ = ['logpdf', 'pdf', 'logsf', 'sf', 'logcdf', 'cdf']
 
@@ -27,7 +28,6 @@ def _log_gauss_mass(a, b):
 
 
 def logpdf(x, a, b, loc=0, scale=1):
-    from xform.scipy.stats import norm
     x, a, b, loc, scale = promote("truncnorm.logpdf", x, a, b, loc, scale)
     val = norm.logpdf(x, loc, scale) - _log_gauss_mass(a, b)
     z = (x - loc) / scale
