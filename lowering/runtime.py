@@ -259,7 +259,7 @@ def get_backend(backend=None):
                          "installed); available: ['cpu']")
     if not _synced[0]:
         _sync_runtime_config()
-    from jax.extend.backend import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend
     try:
         return jax_get_backend(backend)
     except RuntimeError as e:
@@ -290,7 +290,7 @@ def _sync_runtime_config():
 def _available_platforms():
     if runtime_kind() == "own":
         return ["cpu"]
-    from jax.extend.backend import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend
     out = []
     for p in ("cpu", "gpu", "tpu"):
         try:
@@ -599,6 +599,21 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=(), tier="op
 _in_flight: dict = {}
 _tier_stats = {"quick_compiles": 0, "quick_seconds": 0.0}
 
+# ``f(client, module_or_text, device_list, options, host_callbacks=())`` compiling one
+# program; ``None``: ``client.compile_and_load``.  Installed by the alias's
+# ``jax._src.compiler`` so that a library patching it (chex's ``restrict_backends``)
+# sees every compilation.
+compile_and_load = None
+
+
+def _client_compile(client, module, devices, opts, host_callbacks=()):
+    if compile_and_load is not None:
+        return compile_and_load(client, module, devices, opts, host_callbacks)
+    if host_callbacks:
+        return client.compile_and_load(module, devices, opts,
+                                       host_callbacks=list(host_callbacks))
+    return client.compile_and_load(module, devices, opts)
+
 
 def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimized"):
     with _cache_lock:
@@ -612,10 +627,10 @@ def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimize
             ctx = _mlir_context()
             with ctx:
                 module = _ir().Module.parse(text)
-                exe = client.compile_and_load(module, xc.DeviceList((device,)), opts,
-                                              host_callbacks=list(host_callbacks))
+                exe = _client_compile(client, module, xc.DeviceList((device,)), opts,
+                                      host_callbacks)
         elif tier != "optimized":     # never the persistent cache's
-            exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
+            exe = _client_compile(client, text, xc.DeviceList((device,)), opts)
         else:
             exe = _compile_persistent(client, text, device, donated, opts)
         if tier != "optimized":
@@ -639,7 +654,7 @@ def _compile_persistent(client, text, device, donated, opts):
     from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     devices = xc.DeviceList((device,))
     if pcache.cache_dir() is None:
-        return client.compile_and_load(text, devices, opts)
+        return _client_compile(client, text, devices, opts)
     key = pcache.cache_key(text, opts.SerializeAsString(), donated, device)
     payload = pcache.load(key)
     if payload is not None:
@@ -648,7 +663,7 @@ def _compile_persistent(client, text, device, donated, opts):
         except Exception:    # written by an incompatible runtime, or damaged: recompile
             pcache.discard(key)
     start = time.perf_counter()
-    exe = client.compile_and_load(text, devices, opts)
+    exe = _client_compile(client, text, devices, opts)
     elapsed = time.perf_counter() - start
     try:
         payload = exe.serialize()

@@ -72,3 +72,98 @@ def test_ufunc_objects_compute_like_jax():
         xnp.negative.reduce(np.arange(3.0))
     with pytest.raises(ValueError):
         jnp.negative.reduce(np.arange(3.0))
+
+
+# ----------------------------------------------------------------- reductions
+
+def _raises_like_jax(fn_x, fn_j, exc, match):
+    with pytest.raises(exc, match=match):
+        fn_j()
+    with pytest.raises(exc, match=match):
+        fn_x()
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "nansum", "nanmax", "nanmin", "mean",
+                                  "var", "std", "nanmean", "nanvar", "any", "all"])
+def test_reduction_where_must_be_boolean(name):
+    x = np.zeros(10, np.float32)
+    where = np.ones(10, np.int32)
+    kw = {"initial": 0.0} if name in ("max", "nanmax", "nanmin") else {}
+    _raises_like_jax(lambda: getattr(xnp, name)(x, where=where, **kw),
+                     lambda: getattr(jnp, name)(x, where=where, **kw), ValueError,
+                     f"jnp.{name}: where must be None or a boolean array")
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
+def test_reduction_initial_must_be_scalar(name):
+    a, init = np.ones((2, 3, 4), np.float32), np.zeros((1, 2, 3), np.float32)
+    _raises_like_jax(lambda: getattr(xnp, name)(a, axis=-1, initial=init),
+                     lambda: getattr(jnp, name)(a, axis=-1, initial=init), ValueError,
+                     r"initial value must be a scalar. Got array of shape \(1, 2, 3\)")
+
+
+def test_reduction_duplicate_axis_message():
+    _raises_like_jax(lambda: xnp.sum(np.ones((2, 2)), axis=(0, 0)),
+                     lambda: jnp.sum(np.ones((2, 2)), axis=(0, 0)), ValueError,
+                     r"duplicate value in 'axis': \(0, 0\)")
+
+
+@pytest.mark.parametrize("name", ["nanmax", "nanmin"])
+def test_nanmax_nanmin_take_initial_and_where(name):
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan]], np.float32)
+    where = np.array([[True, True, False], [True, False, True]])
+    for kw in ({"initial": 2.0}, {"initial": -5.0, "where": where}, {}):
+        np.testing.assert_array_equal(getattr(xnp, name)(x, axis=1, **kw),
+                                      getattr(jnp, name)(x, axis=1, **kw))
+
+
+def test_var_std_mean_argument_ddof_correction_and_dof_below_one():
+    x = np.random.RandomState(0).randn(4, 5).astype(np.float32)
+    m = x.mean(axis=1, keepdims=True) + 0.5
+    for name in ("var", "std", "nanvar", "nanstd"):
+        np.testing.assert_allclose(getattr(xnp, name)(x, axis=1, mean=m),
+                                   getattr(jnp, name)(x, axis=1, mean=m), rtol=1e-6)
+        # more degrees of freedom removed than there are samples: NaN, as in JAX
+        np.testing.assert_array_equal(getattr(xnp, name)(x, axis=1, ddof=7),
+                                      getattr(jnp, name)(x, axis=1, ddof=7))
+    _raises_like_jax(lambda: xnp.var(x, ddof=1, correction=0),
+                     lambda: jnp.var(x, ddof=1, correction=0), ValueError,
+                     "ddof and correction can't be provided simultaneously")
+    z = (x + 1j * x).astype(np.complex64)
+    for dt in (None, np.complex64):
+        a, b = xnp.var(z, axis=0, dtype=dt), jnp.var(z, axis=0, dtype=dt)
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    _raises_like_jax(lambda: xnp.var(z, dtype=np.float32),
+                     lambda: jnp.var(z, dtype=np.float32), ValueError,
+                     "does not yet support real dtype parameters")
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean"])
+def test_half_precision_reduction_with_dtype_has_no_casts(name):
+    x = np.ones(10, np.float16)
+    for kw in ({}, {"dtype": np.float16}):
+        prims = lambda jaxpr: [str(e.primitive) for e in jaxpr.eqns]
+        f_x = lambda v: getattr(xnp, name)(v, **kw)
+        f_j = lambda v: getattr(jnp, name)(v, **kw)
+        assert prims(xform.make_jaxpr(f_x)(x).jaxpr) == prims(jax.make_jaxpr(f_j)(x).jaxpr)
+
+
+def test_complex_max_min_over_empty_output_compile():
+    x = np.zeros((0, 3), np.complex64)
+    for name in ("max", "min"):
+        a = xform.jit(lambda v: getattr(xnp, name)(v, axis=1))(x)
+        b = jax.jit(lambda v: getattr(jnp, name)(v, axis=1))(x)
+        assert a.shape == b.shape and a.dtype == b.dtype
+    y = np.array([[1 + 2j, 1 + 3j], [2 - 1j, 0j]], np.complex64)
+    np.testing.assert_array_equal(xform.jit(lambda v: xnp.max(v, axis=0))(y),
+                                  jax.jit(lambda v: jnp.max(v, axis=0))(y))
+
+
+def test_cumulative_sum_error_messages():
+    _raises_like_jax(lambda: xnp.cumulative_sum(np.float32(1)),
+                     lambda: jnp.cumulative_sum(np.float32(1)), ValueError,
+                     "The input must be non-scalar to take")
+    _raises_like_jax(lambda: xnp.cumulative_sum(np.ones((2, 2))),
+                     lambda: jnp.cumulative_sum(np.ones((2, 2))), ValueError,
+                     r"The input array has rank \d*, however")
