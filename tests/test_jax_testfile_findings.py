@@ -215,3 +215,34 @@ def test_vectorize_refuses_rank_promotion_when_configured():
                 g(mod.zeros((10, 10)), mod.zeros(10))
             assert g(mod.zeros((10, 10)), mod.zeros(())).shape == (10, 10)
         assert g(mod.zeros((10, 10)), mod.zeros(10)).shape == (10, 10)
+
+
+# ----------------------------------------------------------------- set operations
+
+def test_setdiff1d_keeps_the_first_arguments_dtype():
+    a = np.array([1, 2, 3, 4], np.int16)
+    b = np.array([2.0, 5.0], np.float32)
+    for kw in ({}, {"size": 3}, {"assume_unique": True}):
+        x, j = xnp.setdiff1d(a, b, **kw), jnp.setdiff1d(a, b, **kw)
+        assert x.dtype == j.dtype
+        np.testing.assert_array_equal(x, j)
+
+
+@pytest.mark.parametrize("kw", [{}, {"size": 2}, {"size": 5}, {"size": 5, "fill_value": 99}])
+def test_setxor1d_assume_unique_keeps_values_seen_once(kw):
+    a, b = np.array([1, 2, 3, 3]), np.array([[2, 9]])
+    np.testing.assert_array_equal(xnp.setxor1d(a, b, assume_unique=True, **kw),
+                                  jnp.setxor1d(a, b, assume_unique=True, **kw))
+
+
+def test_reshape_method_takes_any_sized_sequence_as_the_shape():
+    class Empty:            # a zero-length sequence (JAX's tests pass such shape objects)
+        def __len__(self):
+            return 0
+
+        def __getitem__(self, i):
+            raise IndexError(i)
+    assert xnp.arange(1).reshape(Empty()).shape == jnp.arange(1).reshape(Empty()).shape
+    assert xnp.arange(6).reshape(np.array([2, 3])).shape == (2, 3)
+    assert xnp.arange(6).reshape(2, 3).shape == (2, 3)
+    assert xnp.arange(6).reshape(6).shape == (6,)
