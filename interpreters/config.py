@@ -45,6 +45,10 @@ _DEFAULTS = {
     "jax_enable_custom_prng": False,
     "jax_enable_checks": False,
     "jax_raise_persistent_cache_errors": False,
+    # xform's own: compile a program's first call in XLA's quick tier and the optimized
+    # tier in the background (lowering/runtime.py; docs/performance.md says why it is
+    # off by default: the tiers' results are not always bit-identical).
+    "xform_tiered_compilation": False,
 }
 
 # JAX 0.10.2's other options, with JAX's defaults.  These tune parts of JAX that xform

@@ -100,6 +100,15 @@ def load(key: str) -> bytes | None:
     return payload
 
 
+def peek(key: str) -> bytes | None:
+    """``load`` without counting a miss (tiered compilation asks before compiling; the
+    compile that follows a miss counts it)."""
+    directory = cache_dir()
+    if directory is None or not os.path.exists(_path(directory, key)):
+        return None
+    return load(key)
+
+
 def discard(key: str) -> None:
     """Forget a corrupt or unloadable entry (it is rewritten after the compile)."""
     with _lock:

@@ -306,6 +306,9 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
     exec(code, w.ns)
     call = w.ns["call"]
     call.__source__ = src
+    watch = getattr(compiled, "_watch_namespace", None)
+    if watch is not None:      # tiered compilation: _ex follows the executable swap
+        watch(w.ns)
     return call
 
 
@@ -382,7 +385,8 @@ def make_packed_caller(compiled, closed, consts, weak_types, in_tree, out_tree, 
     from xform._src.lowering import runtime as rt  # deferred: keeps `import xform` light
     prog = packed_program(closed, len(consts), packed)
     device = compiled.device if compiled._committed else None
-    pc = rt.compile_jaxpr(prog, device=device, name=f"{name}_packed")
+    # already in a background thread: no quick tier for the variant
+    pc = rt.compile_jaxpr(prog, device=device, name=f"{name}_packed", tier="optimized")
     if type(pc) is not rt.Compiled or pc.device != compiled.device:
         return None
     return make_caller(pc, consts, weak_types, in_tree, out_tree, packed=packed,

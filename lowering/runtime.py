@@ -259,7 +259,7 @@ def get_backend(backend=None):
                          "installed); available: ['cpu']")
     if not _synced[0]:
         _sync_runtime_config()
-    from jax.extend.backend import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend
     try:
         return jax_get_backend(backend)
     except RuntimeError as e:
@@ -290,7 +290,7 @@ def _sync_runtime_config():
 def _available_platforms():
     if runtime_kind() == "own":
         return ["cpu"]
-    from jax.extend.backend import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend
     out = []
     for p in ("cpu", "gpu", "tpu"):
         try:
@@ -599,6 +599,21 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=(), tier="op
 _in_flight: dict = {}
 _tier_stats = {"quick_compiles": 0, "quick_seconds": 0.0}
 
+# ``f(client, module_or_text, device_list, options, host_callbacks=())`` compiling one
+# program; ``None``: ``client.compile_and_load``.  Installed by the alias's
+# ``jax._src.compiler`` so that a library patching it (chex's ``restrict_backends``)
+# sees every compilation.
+compile_and_load = None
+
+
+def _client_compile(client, module, devices, opts, host_callbacks=()):
+    if compile_and_load is not None:
+        return compile_and_load(client, module, devices, opts, host_callbacks)
+    if host_callbacks:
+        return client.compile_and_load(module, devices, opts,
+                                       host_callbacks=list(host_callbacks))
+    return client.compile_and_load(module, devices, opts)
+
 
 def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimized"):
     with _cache_lock:
@@ -612,10 +627,10 @@ def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimize
             ctx = _mlir_context()
             with ctx:
                 module = _ir().Module.parse(text)
-                exe = client.compile_and_load(module, xc.DeviceList((device,)), opts,
-                                              host_callbacks=list(host_callbacks))
+                exe = _client_compile(client, module, xc.DeviceList((device,)), opts,
+                                      host_callbacks)
         elif tier != "optimized":     # never the persistent cache's
-            exe = client.compile_and_load(text, xc.DeviceList((device,)), opts)
+            exe = _client_compile(client, text, xc.DeviceList((device,)), opts)
         else:
             exe = _compile_persistent(client, text, device, donated, opts)
         if tier != "optimized":
@@ -639,7 +654,7 @@ def _compile_persistent(client, text, device, donated, opts):
     from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     devices = xc.DeviceList((device,))
     if pcache.cache_dir() is None:
-        return client.compile_and_load(text, devices, opts)
+        return _client_compile(client, text, devices, opts)
     key = pcache.cache_key(text, opts.SerializeAsString(), donated, device)
     payload = pcache.load(key)
     if payload is not None:
@@ -648,7 +663,7 @@ def _compile_persistent(client, text, device, donated, opts):
         except Exception:    # written by an incompatible runtime, or damaged: recompile
             pcache.discard(key)
     start = time.perf_counter()
-    exe = client.compile_and_load(text, devices, opts)
+    exe = _client_compile(client, text, devices, opts)
     elapsed = time.perf_counter() - start
     try:
         payload = exe.serialize()
@@ -656,6 +671,18 @@ def _compile_persistent(client, text, device, donated, opts):
         return exe
     pcache.store(key, payload, elapsed)
     return exe
+
+
+def block_buffers(bufs) -> None:
+    """Wait until every buffer of the list ``bufs`` is computed: one call into the
+    runtime for all of them (a result pytree of thousands of leaves)."""
+    if len(bufs) > 1:
+        batched = getattr(xc, "batched_block_until_ready", None)
+        if batched is not None:
+            batched(bufs)
+            return
+    for b in bufs:
+        b.block_until_ready()
 
 
 def cache_info() -> dict:
@@ -703,7 +730,7 @@ class Compiled:
 
     __slots__ = ("_exe", "_text", "in_avals", "out_avals", "donated_invars", "device",
                  "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
-                 "_sh", "_devlist", "_execute", "_route_sharded", "__weakref__")
+                 "_sh", "_devlist", "_execute", "_route_sharded", "_tier", "__weakref__")
 
     def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed,
                  synchronous=False):
@@ -724,6 +751,34 @@ class Compiled:
                                                   _skip_checks=True) for a in self.out_avals]
         self._out_weak = [a.weak_type for a in self.out_avals]
         self._donated_idx = tuple(i for i, d in enumerate(self.donated_invars) if d)
+        self._tier = None       # a _Tiering while the quick tier runs (tiered compilation)
+
+    @property
+    def tier(self) -> str:
+        """The tier running now: ``"quick"`` (until the optimized executable is swapped
+        in) or ``"optimized"``."""
+        t = self._tier
+        return "optimized" if t is None else t.current
+
+    def tier_info(self) -> dict:
+        """``{"tier", "compile_s": {"quick", "optimized"}, "pending", "error"}``: which
+        tier runs now and each tier's compile time (None: not compiled here)."""
+        t = self._tier
+        if t is None:
+            return {"tier": "optimized", "compile_s": {"quick": None, "optimized": None},
+                    "pending": False, "error": None}
+        return t.info()
+
+    def wait_optimized(self, timeout=None) -> bool:
+        """Block until the optimized tier runs (True) or ``timeout`` seconds pass."""
+        t = self._tier
+        return True if t is None else t.done.wait(timeout) and t.current == "optimized"
+
+    def _watch_namespace(self, ns):
+        """A generated call path's globals: its ``_ex`` follows the executable swap."""
+        t = self._tier
+        if t is not None:
+            t.watch(self, ns)
 
     def __call__(self, *args):
         if len(args) != self._n:
@@ -873,9 +928,12 @@ def _short(v) -> str:
 
 
 def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main",
-                  tier="optimized") -> Compiled:
+                  tier=None) -> Compiled:
     """Lower, compile (cached on the MLIR text) and wrap ``closed_jaxpr``.  ``tier``:
-    see ``compile_text``."""
+    ``"quick"`` or ``"optimized"`` (see ``compile_text``), ``"tiered"`` (quick now,
+    optimized in the background, swapped in when ready), or None: tiered when the
+    ``xform_tiered_compilation`` option is on (programs without host callbacks), else
+    optimized."""
     if isinstance(closed_jaxpr, Jaxpr):
         closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
     if prng.jaxpr_has_keys(closed_jaxpr):   # typed PRNG keys: compile over their words
@@ -892,9 +950,128 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
                            donated_invars=donated if any(donated) else None,
                            platform=device.platform)
     text = lowered.text
+    if tier is None:
+        tier = "tiered" if (config.read("xform_tiered_compilation")
+                            and not lowered.host_callbacks) else "optimized"
+    if tier == "tiered":
+        exe = _optimized_if_cached(text, device, donated)
+        if exe is None:
+            return _tiered(text, jaxpr, donated, device, committed)
+        tier = "optimized"
     exe = compile_text(text, device, donated, lowered.host_callbacks, tier)
     return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed,
                     synchronous=bool(lowered.host_callbacks))
+
+
+# ----------------------------------------------------------------- tiered compilation
+
+
+def _optimized_if_cached(text, device, donated):
+    """The optimized executable of ``text`` if the in-memory or the persistent cache has
+    it (then tiering has nothing to do), else None.  Compiles nothing."""
+    key = (text, device, tuple(donated), ())
+    with _cache_lock:
+        exe = _exe_cache.get(key)
+        if exe is not None:
+            _exe_cache.move_to_end(key)
+            _cache_stats["hits"] += 1
+            return exe
+        if key in _in_flight:            # being compiled: run the quick tier meanwhile
+            return None
+    from xform._src.lowering import compilation_cache as pcache
+    if pcache.cache_dir() is None:
+        return None
+    opts = _compile_options(device)
+    pkey = pcache.cache_key(text, opts.SerializeAsString(), tuple(donated), device)
+    payload = pcache.peek(pkey)
+    if payload is None:
+        return None
+    try:
+        exe = device.client.deserialize_executable(payload, xc.DeviceList((device,)), opts)
+    except Exception:        # damaged or incompatible: the background compile rewrites it
+        return None
+    with _cache_lock:
+        _exe_cache[key] = exe
+        while len(_exe_cache) > _EXE_CACHE_SIZE:
+            _exe_cache.popitem(last=False)
+    return exe
+
+
+class _Tiering:
+    """The state of one program compiled in tiers: the quick executable runs while the
+    optimized one compiles in a background thread, then replaces it (``swap``)."""
+
+    __slots__ = ("current", "compile_s", "done", "error", "namespaces", "lock", "thread")
+
+    def __init__(self, quick_s):
+        self.current = "quick"
+        self.compile_s = {"quick": quick_s, "optimized": None}
+        self.done = threading.Event()
+        self.error = None
+        self.namespaces = []
+        self.lock = threading.Lock()
+        self.thread = None
+
+    def info(self) -> dict:
+        return {"tier": self.current, "compile_s": dict(self.compile_s),
+                "pending": not self.done.is_set(), "error": self.error}
+
+    def watch(self, compiled, ns):
+        with self.lock:
+            if self.current == "optimized":
+                ns["_ex"] = compiled._execute
+            else:
+                self.namespaces.append(ns)
+
+    def swap(self, compiled, exe, seconds):
+        with self.lock:
+            compiled._exe = exe
+            compiled._execute = exe.execute_sharded
+            for ns in self.namespaces:
+                ns["_ex"] = compiled._execute
+            self.namespaces = []
+            self.compile_s["optimized"] = seconds
+            self.current = "optimized"
+
+
+_tier_threads: set = set()
+
+
+def _tiered(text, jaxpr, donated, device, committed):
+    """Compile ``text`` in the quick tier now and in the optimized tier in a background
+    thread (through ``compile_text``: one optimized compile per program, stored in the
+    persistent cache); the returned ``Compiled`` switches to the optimized executable
+    when it is ready.  The thread is not a daemon: an interpreter exiting during the
+    compile waits for it (nothing is dispatched from it, it only compiles and swaps)."""
+    t0 = time.perf_counter()
+    quick = compile_text(text, device, donated, (), "quick")
+    comp = Compiled(quick, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed)
+    state = comp._tier = _Tiering(time.perf_counter() - t0)
+
+    def work():
+        try:
+            t1 = time.perf_counter()
+            exe = compile_text(text, device, donated)
+            state.swap(comp, exe, time.perf_counter() - t1)
+        except BaseException as e:   # the quick tier keeps running
+            state.error = f"{type(e).__name__}: {e}"
+        finally:
+            state.done.set()
+            _tier_threads.discard(threading.current_thread())
+
+    th = state.thread = threading.Thread(target=work, name="xform-tier-optimize", daemon=False)
+    _tier_threads.add(th)
+    th.start()
+    return comp
+
+
+def tier_stats() -> dict:
+    """Quick-tier compiles so far, their total seconds, and background optimized
+    compiles still running."""
+    with _cache_lock:
+        out = dict(_tier_stats)
+    out["background_running"] = len(_tier_threads)
+    return out
 
 
 class KeyedCompiled:

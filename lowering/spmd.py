@@ -306,7 +306,8 @@ def _compile(text, mesh):
     if exe is None:
         client = mesh.devices.flat[0].client
         try:
-            exe = client.compile_and_load(text, xc.DeviceList(tuple(mesh.devices.flat)),
+            from xform._src.lowering import runtime
+            exe = runtime._client_compile(client, text, xc.DeviceList(tuple(mesh.devices.flat)),
                                           compile_options(mesh))
         except Exception as e:
             if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):

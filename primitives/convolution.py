@@ -136,7 +136,14 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
 
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
-    """Output shape of a convolution with canonical (N, C, ...) / (O, I, ...) shapes."""
+    """Output shape of a convolution with canonical (N, C, ...) / (O, I, ...) shapes; as
+    JAX's, the spatial sizes are NumPy integers."""
+    out = _conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count)
+    return out[:2] + tuple(np.int64(d) for d in out[2:])
+
+
+def _conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+    """``conv_shape_tuple`` in Python ints (what the abstract evaluation uses)."""
     if isinstance(pads, str):
         pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
     if len(pads) != len(lhs_shape) - 2:
@@ -156,9 +163,9 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
 def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
                              dimension_numbers):
     lp, rp, op = conv_general_permutations(dimension_numbers)
-    out = conv_shape_tuple([lhs_shape[i] for i in lp], [rhs_shape[i] for i in rp],
-                           window_strides, padding)
-    return tuple(np.take(out, np.argsort(op)).tolist())
+    out = _conv_shape_tuple([lhs_shape[i] for i in lp], [rhs_shape[i] for i in rp],
+                            window_strides, padding)
+    return tuple(np.take(out, np.argsort(op)))   # NumPy integers, as JAX's
 
 
 def _conv_transpose_padding(k, s, padding):
@@ -189,7 +196,7 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
     space = [(i - 1) * s - k + 2 + p for i, k, s, p in zip(lt[2:], rt[2:], window_strides,
                                                             padding)]
     out = (lt[0], rt[0]) + tuple(space)
-    return tuple(np.take(out, np.argsort(op)).tolist())
+    return tuple(np.take(out, np.argsort(op)))   # NumPy integers, as JAX's
 
 
 # ----------------------------------------------------------------- the primitive
@@ -252,7 +259,7 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
     rt = [rhs.shape[i] for i in rs]
     lt = lt[:2] + [_dilate_dim(d, r) for d, r in zip(lt[2:], lhs_dilation)]
     rt = rt[:2] + [_dilate_dim(d, r) for d, r in zip(rt[2:], rhs_dilation)]
-    out = conv_shape_tuple(lt, rt, window_strides, padding, B)
+    out = _conv_shape_tuple(lt, rt, window_strides, padding, B)
     shape = tuple(np.take(out, np.argsort(os_)).tolist())
     if lhs.dtype != rhs.dtype:
         raise TypeError("conv_general_dilated requires arguments to have the same dtypes, got "

@@ -398,7 +398,7 @@ def _integer_pow_abstract(x, *, y):
     _check_dtypes("integer_pow", (_num,), [x.dtype])
     if y < 0 and x.dtype in _INTS:
         raise TypeError(f"Integers cannot be raised to negative powers, got "
-                        f"integer_pow({x.str_short()}, {y})")
+                        f"integer_pow({core.aval_text(x)}, {y})")
     return x
 
 

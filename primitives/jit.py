@@ -185,11 +185,23 @@ def _where(eqn):
     return f" at {si[0]}:{si[1]} (in {si[2]})" if si else ""
 
 
+def _nan_error(kind, prim_name, eqn, name):
+    """JAX's FloatingPointError text; where the primitive was called is a note (shown in
+    the traceback, not part of the message, which stays JAX's)."""
+    err = FloatingPointError(f"{kind} encountered in {prim_name}")
+    err.add_note(f"raised by the primitive {prim_name}{_where(eqn)}, re-run op by op "
+                 f"inside jit({name})")
+    return err
+
+
 def check_outputs_or_rerun(closed, args, outs, name):
     """jax_debug_nans/infs: if an output is bad, re-run the program one equation at a
-    time and raise FloatingPointError naming the first primitive producing it."""
+    time (announcing it with JAX's message) and raise FloatingPointError naming the first
+    primitive producing it."""
     if not any(_bad(o._value if isinstance(o, core.Array) else o) for o in outs):
         return
+    print("Invalid nan value encountered in the output of a jax.jit function. "
+          "Calling the de-optimized version.")
     env = {}
     read = lambda a: a.value if type(a) is Literal else env[a]   # noqa: E731
     jaxpr = closed.jaxpr
@@ -203,17 +215,17 @@ def check_outputs_or_rerun(closed, args, outs, name):
             try:
                 res = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
             except FloatingPointError as e:
-                if eqn.primitive is jit_p or "(at " in str(e) or " at " in str(e).split("in ")[-1]:
+                if getattr(e, "__notes__", None):   # located by an inner jit already
                     raise
-                raise FloatingPointError(f"{e}{_where(eqn)}") from None
+                err = FloatingPointError(str(e))
+                err.add_note(f"raised{_where(eqn)}, re-run op by op inside jit({name})")
+                raise err from None
             res = res if eqn.primitive.multiple_results else [res]
             for v, r in zip(eqn.outvars, res):
                 env[v] = r
                 kind = _bad(r._value if isinstance(r, core.Array) else r)
                 if kind:
-                    raise FloatingPointError(
-                        f"{kind} encountered in {eqn.primitive.name}{_where(eqn)} "
-                        f"(inside jit({name}))")
+                    raise _nan_error(kind, eqn.primitive.name, eqn, name) from None
     raise FloatingPointError(
         f"an output of jit({name}) is nan/inf, but re-running the program op by op did not "
         "reproduce it (it may be an input passed through); disable jax_debug_nans to continue.")

@@ -20,6 +20,7 @@ Every batching rule adds a size-1, stride-1 window axis for the batch (no loops)
 """
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -57,21 +58,21 @@ def _dilate(d, r):
     return 0 if d == 0 else 1 + r * (d - 1)
 
 
+def _dilate_dim(d, r):
+    return d if r == 1 else builtins.max(0, 1 + r * (d - 1))
+
+
 def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
                               base_dilation=None, window_dilation=None):
-    nd = len(operand_shape)
-    base_dilation = (1,) * nd if base_dilation is None else base_dilation
-    window_dilation = (1,) * nd if window_dilation is None else window_dilation
-    out = []
-    for d, w, s, (lo, hi), b, wd in zip(operand_shape, window_dimensions, window_strides,
-                                        padding, base_dilation, window_dilation):
-        p = _dilate(d, b) + lo + hi
-        if p < 0:
-            raise ValueError(f"reduce_window: padding {tuple(padding)} crops more than the "
-                             f"operand shape {tuple(operand_shape)}")
-        ew = _dilate(w, wd)
-        out.append(0 if p < ew else (p - ew) // s + 1)
-    return tuple(out)
+    """The output shape of a window reduction, as JAX computes it: plain arithmetic on
+    the sizes (a -1 placeholder batch size gives 0), each size at least 0."""
+    if base_dilation is not None:
+        operand_shape = tuple(_dilate_dim(d, r) for d, r in zip(operand_shape, base_dilation))
+    if window_dilation is not None:
+        window_dimensions = tuple(_dilate_dim(w, r)
+                                  for w, r in zip(window_dimensions, window_dilation))
+    return tuple(builtins.max(0, (d + lo + hi - w) // s + 1) for d, (lo, hi), w, s in
+                 zip(operand_shape, padding, window_dimensions, window_strides))
 
 
 def _check_window(name, shape, window_dimensions, window_strides, padding, base_dilation,
@@ -88,6 +89,10 @@ def _check_window(name, shape, window_dimensions, window_strides, padding, base_
                     ("window_dilation", window_dilation)):
         if any(int(x) < 1 for x in v):
             raise TypeError(f"{name}: {what} must be positive, got {tuple(v)}")
+    for d, (lo, hi), b in zip(shape, padding, base_dilation):
+        if _dilate(d, b) + lo + hi < 0:
+            raise ValueError(f"reduce_window: padding {tuple(padding)} crops more than the "
+                             f"operand shape {tuple(shape)}")
     return reduce_window_shape_tuple(shape, window_dimensions, window_strides, padding,
                                      base_dilation, window_dilation)
 

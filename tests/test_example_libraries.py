@@ -111,7 +111,7 @@ def test_stax_small_network_matches_jax():
                                s.Flatten, s.Dense(4), s.LogSoftmax)
         shape, params = init(m["random"].PRNGKey(5), (-1, 6, 6, 2))
         outs.append((shape, params, apply(params, x)))
-    assert tuple(outs[1][0]) == (-1, 4)
+    assert repr(outs[1][0]) == repr(outs[0][0])   # (0, 4): JAX's MaxPool turns -1 into 0
     _leaves_close(outs[0][1], outs[1][1], rtol=0, atol=0)     # same keys: same parameters
     np.testing.assert_allclose(np.asarray(outs[1][2]), np.asarray(outs[0][2]), rtol=1e-5,
                                atol=1e-5)

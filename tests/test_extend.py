@@ -465,3 +465,128 @@ def test_dce_jaxpr():
     pruned, used = xform.interpreters.partial_eval.dce_jaxpr(jaxpr, [True, False])
     assert len(pruned.outvars) == 1 and used == [True, False]
     assert [e.primitive for e in pruned.eqns] == [xform.lax.mul_p]
+
+
+# ------------------------------------------------------------ under xform.compat.alias_jax
+
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_aliased(code, timeout=300):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_alias_serves_the_extension_api_and_refuses_other_internals():
+    out = _run_aliased(r'''
+import builtins, json
+import xform
+orig_import = builtins.__import__
+xform.compat.alias_jax()
+import jax, jax.core, jax.extend.core, jax.interpreters.ad, jax.interpreters.batching
+import jax.interpreters.mlir, jax.interpreters.partial_eval, jax.api_util
+import jax.extend.linear_util as lu
+from jax.extend.core.primitives import jit_p
+from jax.extend.core import Primitive, ClosedJaxpr
+import jax._src.traceback_util as tu
+from jax._src import dtypes, core as src_core
+from jax._src.tree_util import _registry
+import jax._src.dispatch
+res = {
+  "core": jax.core is xform.core, "ext": jax.extend.core is xform.extend.core,
+  "ad": jax.interpreters.ad is xform.interpreters.ad, "lu": lu is xform.extend.linear_util,
+  "api_util": jax.api_util is xform.api_util, "prim": Primitive is xform.extend.core.Primitive,
+  "jit_p": jit_p is xform.extend.core.primitives.jit_p,
+  "tu": tu.__name__, "dtypes": dtypes.TypePromotionError is xform.dtypes.TypePromotionError,
+  "src_core": src_core.Tracer is xform.core.Tracer, "registry": isinstance(_registry, dict),
+  "dispatch": jax._src.dispatch.wait_for_tokens() is None,
+  "lax_p": jax.lax.add_p is xform.lax.add_p,
+}
+errors = {}
+for stmt in ("from jax._src import earray", "import jax._src.literals",
+             "from jax._src.interpreters import pxla", "from jax.extend import ifrt_programs",
+             "import jax._src.api"):
+    try:
+        exec(stmt, {"__name__": "some_library"})
+        errors[stmt] = None
+    except ImportError as e:
+        errors[stmt] = str(e)
+res["errors"] = errors
+# xform's own runtime keeps working under the alias
+res["jit"] = float(jax.jit(lambda x: x * 2)(3.0))
+xform.compat.unalias_jax()
+res["restored"] = builtins.__import__ is orig_import
+print(json.dumps(res))
+''')
+    res = json.loads(out.strip().splitlines()[-1])
+    errors = res.pop("errors")
+    assert res.pop("tu") == "xform._jax_src.traceback_util"
+    assert res.pop("jit") == 6.0
+    assert all(res.values()), res
+    for stmt, msg in errors.items():
+        assert msg is not None, stmt
+        # names what is missing
+        assert "jax._src." in msg or stmt.split()[-1] in msg, (stmt, msg)
+    assert "jax._src.earray is an internal module of JAX" in errors["from jax._src import earray"]
+    assert "aliased to xform" in errors["import jax._src.api"]
+    assert "jax._src.literals" in errors["import jax._src.literals"]
+
+
+LIBRARIES = ["equinox", "haiku", "flax.linen", "chex"]
+
+_LEAK_CHECK = r'''
+import importlib.util, json, os, sys, types
+import xform
+xform.compat.alias_jax()
+lib = sys.argv[1]
+importlib.import_module(lib)
+jax_dir = os.path.join(os.path.dirname(os.path.dirname(importlib.util.find_spec("jaxlib").origin)), "jax")
+top = lib.split(".")[0]
+leaks, checked = set(), 0
+for name, mod in list(sys.modules.items()):
+    if mod is None or not (name == top or name.startswith(top + ".")):
+        continue
+    checked += 1
+    for k, v in list(vars(mod).items()):
+        if isinstance(v, types.ModuleType):
+            f = getattr(v, "__file__", None) or ""
+            if f.startswith(jax_dir + os.sep):
+                leaks.add(f"{name}.{k} -> real module {v.__name__}")
+        else:
+            m = getattr(v, "__module__", None)
+            if isinstance(m, str) and m.startswith(("jax._src", "jax.extend", "jax.interpreters",
+                                                    "jax.core", "jax.api_util")):
+                leaks.add(f"{name}.{k} -> real {m}")
+print(json.dumps({"checked": checked, "leaks": sorted(leaks)}))
+'''
+
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+def test_no_real_jax_internals_reachable_from_aliased_library(lib):
+    """After importing the library under the alias, none of its modules holds a real JAX
+    module (``jax._src.*``, ``jax.extend.*``, ``jax.core``, ...) or an object defined in
+    JAX's tracing internals: what it reached of JAX's internals is xform's."""
+    pytest.importorskip(lib.split(".")[0])
+    code = _LEAK_CHECK.replace("sys.argv[1]", repr(lib))
+    res = json.loads(_run_aliased(code).strip().splitlines()[-1])
+    assert res["checked"] > 3
+    assert res["leaks"] == []
+
+
+def test_leak_check_detects_real_jax_modules():
+    """The check above can fail: without the alias, equinox holds real JAX internals."""
+    pytest.importorskip("equinox")
+    code = _LEAK_CHECK.replace("xform.compat.alias_jax()", "").replace(
+        "sys.argv[1]", repr("equinox"))
+    res = json.loads(_run_aliased(code).strip().splitlines()[-1])
+    assert any("jax._src.traceback_util" in x for x in res["leaks"])

@@ -953,6 +953,11 @@ class Lowered:
                                     donated_invars=donated, keep_unused=w._keep_unused,
                                     debug_info=debug_info)
 
+    def compiler_ir(self, dialect=None):
+        """The lowered program as an object: ``'stablehlo'`` (default) an MLIR module
+        (``jaxlib.mlir.ir.Module``), ``'hlo'`` an XLA computation (``as_hlo_text()``)."""
+        return _compiler_ir(self.as_text(), dialect)
+
     def compile(self, compiler_options=None):
         w, e = self._wrapped, self._entry
         if e.compiled is None:
@@ -1072,6 +1077,15 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
     if fun is None:
         return lambda f: JitWrapped(f, **kw)
     return JitWrapped(fun, **kw)
+
+
+def _compiler_ir(text, dialect):
+    from xform._src.lowering import export_mlir
+    if dialect is None or dialect == "stablehlo":
+        return export_mlir.stablehlo_module(text)
+    if dialect == "hlo":
+        return export_mlir.hlo_computation(text)
+    raise ValueError(f"unknown dialect: {dialect}")
 
 
 def _default_sharding():

@@ -39,7 +39,7 @@ from xform.tree_util import tree_leaves
 
 __all__ = ["DeviceProfile", "CPU", "A100", "H100", "DispatchReport", "dispatch_report",
            "overhead_ratio", "break_even", "device_time", "count_ops", "measure_dispatch",
-           "calibrate_cpu"]
+           "calibrate_cpu", "compile_tiers"]
 
 
 # ----------------------------------------------------------------- device models
@@ -300,3 +300,35 @@ def dispatch_report(f, *args, n_iter: int = 100, profile: DeviceProfile = CPU,
                           bytes_accessed=nbytes, t_compute=t_c, t_memory=t_m,
                           overhead_ratio=overhead_ratio(n_ops, t_dispatch, t_c, t_m),
                           break_even=break_even(t_compile, t_eager, t_jit), profile=profile)
+
+
+# ----------------------------------------------------------------- tiered compilation
+
+
+def compile_tiers(jitted, *args, wait: float | None = 0, **kwargs) -> dict:
+    """Which compilation tier ``jitted`` (an ``xform.jit`` function) runs for these
+    arguments, and the compile time of each tier.
+
+    With ``xform.config.update("xform_tiered_compilation", True)`` a program's first
+    call compiles XLA's quick tier and runs it while the optimized tier compiles in a
+    background thread (docs/performance.md).  Returns ``{"tier": "quick" |
+    "optimized" | None (not compiled yet), "compile_s": {"quick": s | None,
+    "optimized": s | None}, "pending": bool, "error": str | None}``; a tier's time is
+    None when it was not compiled for this program here (the optimized one came from a
+    cache, or tiering was off).  ``wait``: seconds to wait for a pending optimized
+    tier first (None: until it is ready)."""
+    lower = getattr(jitted, "lower", None)
+    if lower is None:
+        raise TypeError(f"compile_tiers takes a function made by xform.jit, got {jitted!r}")
+    compiled = lower(*args, **kwargs)._entry.compiled
+    compiled = getattr(compiled, "inner", compiled)      # typed PRNG keys: the wrapped one
+    if compiled is None:
+        return {"tier": None, "compile_s": {"quick": None, "optimized": None},
+                "pending": False, "error": None}
+    info = getattr(compiled, "tier_info", None)
+    if info is None:                 # interpreted (no XLA lowering) or partitioned
+        return {"tier": None, "compile_s": {"quick": None, "optimized": None},
+                "pending": False, "error": f"not an XLA executable: {type(compiled).__name__}"}
+    if wait != 0:
+        compiled.wait_optimized(wait)
+    return info()

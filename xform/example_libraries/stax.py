@@ -204,9 +204,9 @@ def _pool(reducer, init_val, rescale=False):
 
         def init_fun(rng, input_shape):
             pads = lax.padtype_to_pads(input_shape, window_shape, strides, padding)
-            # plain arithmetic, so a -1 (unknown batch) dimension stays -1 as in JAX
-            return tuple((d + lo + hi - w) // st + 1 for d, (lo, hi), w, st in
-                         zip(input_shape, pads, window_shape, strides)), ()
+            # as JAX's stax: a -1 (unknown batch) size comes out as 0
+            return lax.reduce_window_shape_tuple(input_shape, window_shape, strides,
+                                                 pads), ()
 
         def apply_fun(params, inputs, **kwargs):
             out = lax.reduce_window(inputs, init_val, reducer, window_shape, strides, padding)

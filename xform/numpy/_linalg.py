@@ -175,16 +175,27 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross product of 2- or 3-vectors along the given axes, as JAX: two 2-vectors give
+    the z component (a scalar per vector pair); a 2-vector next to a 3-vector is taken
+    with z = 0 and the result has 3 components along ``axisc``."""
+    U.check_arraylike("cross", a, b)
     if axis is not None:
         axisa = axisb = axisc = axis
-    a = S.moveaxis(U.to_array(a), axisa, -1)
-    b = S.moveaxis(U.to_array(b), axisb, -1)
-    if a.shape[-1] != 3 or b.shape[-1] != 3:
-        raise ValueError("cross is only implemented for vectors of dimension 3")
-    g = lambda x, i: S.take_static(x, np.asarray(i), x.ndim - 1)
-    c = S.stack([F.subtract(F.multiply(g(a, 1), g(b, 2)), F.multiply(g(a, 2), g(b, 1))),
-                 F.subtract(F.multiply(g(a, 2), g(b, 0)), F.multiply(g(a, 0), g(b, 2))),
-                 F.subtract(F.multiply(g(a, 0), g(b, 1)), F.multiply(g(a, 1), g(b, 0)))], -1)
+    a, b = U.promote_dtypes(U.to_array(a), U.to_array(b))
+    a = S.moveaxis(a, axisa, -1)
+    b = S.moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("Dimension must be either 2 or 3 for cross product")
+    g = lambda x, i: S.take_static(x, np.asarray(i), x.ndim - 1)   # noqa: E731
+    a0, a1, b0, b1 = g(a, 0), g(a, 1), g(b, 0), g(b, 1)
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return F.subtract(F.multiply(a0, b1), F.multiply(a1, b0))
+    from xform.numpy._creation import zeros_like
+    a2 = g(a, 2) if a.shape[-1] == 3 else zeros_like(a0)
+    b2 = g(b, 2) if b.shape[-1] == 3 else zeros_like(b0)
+    c = S.stack([F.subtract(F.multiply(a1, b2), F.multiply(a2, b1)),
+                 F.subtract(F.multiply(a2, b0), F.multiply(a0, b2)),
+                 F.subtract(F.multiply(a0, b1), F.multiply(a1, b0))], -1)
     return S.moveaxis(c, -1, axisc)
 
 

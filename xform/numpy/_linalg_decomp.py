@@ -516,22 +516,25 @@ def matrix_power(a, n: int):
 
 
 def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
-    """Number of singular values above ``tol`` (default ``S.max() * max(m, n) * eps``)."""
+    """Number of singular values above a threshold, as JAX computes it: the default is
+    ``S.max() * max(m, n) * eps``; a given ``rtol`` (or its alias ``tol``) is compared with
+    the singular values as it is (JAX does not scale it by the largest one), one per
+    matrix when it is an array."""
     U.check_arraylike("jnp.linalg.matrix_rank", M)
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
     M, = U.promote_dtypes_inexact(U.to_array(M))
     xnp = _xnp()
     if M.ndim < 2:
         return xnp.any(M != 0).astype(np.int32)
     s = svd(M, compute_uv=False, hermitian=hermitian)
-    if tol is None:
-        if rtol is None:
-            rtol = builtins.max(M.shape[-2:]) * float(np.finfo(s.dtype).eps)
-        tol = xnp.max(s, axis=-1, keepdims=True) * xnp.asarray(rtol, s.dtype)
-    else:
-        tol = xnp.asarray(tol, s.dtype)
-        if tol.ndim:
-            tol = tol[..., None]
-    return xnp.sum(s > tol, axis=-1)
+    if rtol is None:
+        rtol = xnp.max(s, axis=-1) * xnp.asarray(builtins.max(M.shape[-2:]), s.dtype) * \
+            xnp.asarray(float(np.finfo(s.dtype).eps), s.dtype)
+    rtol = xnp.expand_dims(rtol, xnp.ndim(rtol))
+    return xnp.sum(s > rtol, axis=-1)
 
 
 def cond(x, p=None):

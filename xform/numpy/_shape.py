@@ -646,7 +646,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     """``np.repeat`` as JAX computes it: ``repeats`` is a scalar or broadcasts against
     the axis (shape (1,) included); with ``total_repeat_length`` the output length is
     static, so ``repeats`` may be traced (the last block runs on, or the output is
-    truncated)."""
+    truncated).  ``a`` and ``repeats`` are arrays or scalars (lists are refused, as JAX)."""
+    U.check_arraylike("repeat", a, repeats)
     x = _arr(a, "repeat")
     if axis is None:
         x, axis = ravel(x), 0

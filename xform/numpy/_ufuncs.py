@@ -11,6 +11,7 @@ JAX's numerically careful formulations, written with the same primitives.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -459,6 +460,8 @@ def _float_divmod(x1, x2):
 def remainder(x1, x2, /):
     """Python ``%``: the result has the sign of the divisor."""
     a, b = _lax_args("remainder", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype in _U or a.dtype in _I:     # JAX: an integer x % 0 is 0 (divides by 1)
+        b = where(equal(b, _zero(b)), _const(b, 1), b)
     if a.dtype in _U:
         return _bind("rem", a, b)
     if a.dtype in _C:
@@ -474,6 +477,8 @@ mod = remainder
 def fmod(x1, x2, /):
     """C ``fmod``: the result has the sign of the dividend."""
     a, b = _lax_args("fmod", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype in _U or a.dtype in _I:     # JAX: an integer fmod(x, 0) is 0
+        b = where(equal(b, _zero(b)), _const(b, 1), b)
     return _bind("rem", a, b)
 
 
@@ -484,34 +489,38 @@ def divmod(x1, x2, /):
 # ----------------------------------------------------------------- power
 
 def power(x1, x2, /):
-    """``x1 ** x2``; a static integer exponent uses repeated multiplication (integer_pow)."""
+    """``x1 ** x2`` with JAX's cases: a concrete integer scalar exponent uses repeated
+    multiplication (``integer_pow``, which refuses negative powers of integers); integer
+    bases with array exponents use JAX's six-step binary exponentiation (so its results for
+    negative or >= 64 exponents are JAX's); otherwise ``pow``."""
     U.check_arraylike("power", x1, x2)
-    if type(x2) is int or (isinstance(x2, (np.integer,)) and not isinstance(x2, bool)):
-        (a,) = U.promote_dtypes_numeric(x1)
-        if a.dtype in _I | _U and int(x2) < 0:
-            raise ValueError("Integers cannot be raised to negative integer powers.")
-        if a.dtype in _F | _C or int(x2) >= 0:
-            return lax.integer_pow(a, int(x2))
+    if not isinstance(x2, core.Tracer) and not isinstance(x2, bool):
+        try:
+            n = operator.index(x2)
+        except TypeError:
+            pass
+        else:
+            (a,) = U.promote_dtypes_numeric(x1)
+            return lax.integer_pow(a, n)
     a, b = U.promote_dtypes_numeric(x1, x2)
-    if a.dtype in _I | _U:
+    if a.dtype in _I | _U or a.dtype == np.bool_:
         return _int_pow(*U.promote_args("power", a, b))
     return _bind("pow", *_lax_args("power", a, b))
 
 
 def _int_pow(x, y):
-    """Square-and-multiply over the bits of a (traced) integer exponent; 0 for y < 0."""
-    bits = 8 * y.dtype.itemsize
-    acc = U.to_array(1, x.dtype, x.weak_type)
-    acc = U.broadcast_to_shape(acc, x.shape)
-    base = x
-    e = y
-    one = _const(y, 1)
-    for _ in range(bits):
-        acc = where(not_equal(bitwise_and(e, one), _zero(e)), multiply(acc, base), acc)
+    """JAX's integer power: six square-and-multiply steps over the low bits of ``y``
+    (logical shifts, so a negative ``y`` reads as its two's complement bits); pow(0, y)
+    is 0 for y != 0."""
+    zero, one = _zero(y), _const(y, 1)
+    acc = where(logical_and(equal(x, _zero(x)), not_equal(y, zero)), _zero(x),
+                U.to_array(1, x.dtype, x.weak_type))
+    acc = U.broadcast_to_shape(acc, np.broadcast_shapes(x.shape, y.shape))
+    base, e = x, y
+    for _ in range(6):
+        acc = where(not_equal(bitwise_and(e, one), zero), multiply(acc, base), acc)
         base = multiply(base, base)
-        e = right_shift(e, one)
-    if y.dtype in _I:
-        acc = where(less(y, _zero(y)), _zero(acc), acc)
+        e = lax.shift_right_logical(e, one)
     return acc
 
 
@@ -738,7 +747,8 @@ def logaddexp2(x1, x2, /):
 
 def heaviside(x1, x2, /):
     a, b = U.promote_args_inexact_lax("heaviside", x1, x2)
-    return where(less(a, _zero(a)), _zero(a), where(greater(a, _zero(a)), _const(a, 1), b))
+    return where(less(a, _zero(a)), _zero(a),
+                 where(greater(a, _zero(a)), _const(a, 1), where(isnan(a), a, b)))
 
 
 def sinc(x, /):
