@@ -700,6 +700,18 @@ def _compile_persistent(client, text, device, donated, opts):
     return exe
 
 
+def block_buffers(bufs) -> None:
+    """Wait until every buffer of the list ``bufs`` is computed: one call into the
+    runtime for all of them (a result pytree of thousands of leaves)."""
+    if len(bufs) > 1:
+        batched = getattr(xc, "batched_block_until_ready", None)
+        if batched is not None:
+            batched(bufs)
+            return
+    for b in bufs:
+        b.block_until_ready()
+
+
 def cache_info() -> dict:
     from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     return {"size": len(_exe_cache), "maxsize": _EXE_CACHE_SIZE, **_cache_stats,
