@@ -269,6 +269,12 @@ class Primitive:
         impl_rules[self] = fn
         return fn
 
+    def get_bind_params(self, params):
+        """The params to re-bind an equation of this primitive with
+        (``prim.bind(*args, **prim.get_bind_params(eqn.params))``, JAX 0.10's interface:
+        xform's equations hold programs, never functions, so they are the params)."""
+        return params
+
     def def_abstract_eval(self, fn):
         self.abstract_eval = fn
         abstract_eval_rules[self] = fn
@@ -296,6 +302,12 @@ class Trace:
 
     def invalidate(self):
         self.valid = False
+
+    @property
+    def main(self):
+        """What identifies this transformation (JAX's name; libraries compare
+        ``tracer._trace.main is main`` to find their own tracers)."""
+        return self
 
     def check_foreign_tracer(self, x: "Tracer"):
         """A tracer not owned by this trace must belong to a live ancestor."""

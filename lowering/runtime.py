@@ -1201,8 +1201,9 @@ def device_impl_hook(prim, args, params):
     key = (prim, pkey, avals, device) if pkey is not None else None
     comp = _eager_cache.get(key) if key is not None else None
     if comp is None:
+        # one-equation programs compile fast: no tiering (no background thread per op)
         comp = compile_jaxpr(primitive_program(prim, params, avals), device=device,
-                             name=prim.name)
+                             name=prim.name, tier="optimized")
         comp._committed = committed is not None
         if key is not None:
             _eager_cache[key] = comp
