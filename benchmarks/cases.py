@@ -501,6 +501,111 @@ for _n in (30, 300, 3000):
     _compile_case(_n)
 
 
+# ----------------------------------------------------------------- tiered compilation
+
+TIERED_PROGRAMS = ("chain_30", "chain_300", "mlp_train_step")
+TIERED_METRICS = tuple(f"{m}_{p}" for p in TIERED_PROGRAMS
+                       for m in ("first_call", "first_call_tiered", "steady_tiered"))
+
+
+def _tiered_program(ctx, prog, r):
+    """(make(L), numpy args) of a first-call program distinct for round ``r`` (so no
+    executable cache can serve it)."""
+    if prog.startswith("chain_"):
+        return chain_program(int(prog.split("_")[1]), 1000 + r), [ctx.randn(8)]
+    width, batch = ctx.size(512, 128), ctx.size(128, 32)
+    sizes = [784, width, width, 10]
+    data = (mlp_params(ctx, sizes), ctx.randn(batch, 784), ctx.one_hot(batch, 10))
+    lr = 0.01 + 1e-4 * r
+
+    def make(L):
+        return lambda p, xx, yy: sgd(p, L.grad(lambda q: mlp_loss(L, q, xx, yy))(p), lr)
+    return make, list(data)
+
+
+def _wait_background():
+    """Untimed: let background optimized compiles of earlier rounds finish."""
+    import threading
+    for t in threading.enumerate():
+        if t.name == "xform-tier-optimize":
+            t.join(600)
+
+
+@case("tiered/first_call", "tiered", "cold first call with xform_tiered_compilation on "
+      "(XLA's quick tier compiled and run first, the optimized tier compiled in a background "
+      "thread and swapped in): first_call = tiering off, first_call_tiered = on (JAX: its "
+      "ordinary first call in both columns); steady_tiered = the call after the swap; "
+      "programs: 30- and 300-op chains, the MLP training step (quick: smaller MLP)",
+      metrics=TIERED_METRICS, libs=("xform", "jax"))
+def tiered_first_call(ctx):
+    from xform._src.interpreters.config import config
+    rounds = 1 if ctx.quick else min(ctx.rounds, 5)
+    skipped, metrics = {}, {m: {} for m in TIERED_METRICS}
+    for prog in TIERED_PROGRAMS:
+        def factory(name):
+            try:
+                L = ctx.lib(name, "jit", "grad", "relu", "log_softmax")
+            except Skip as e:
+                return str(e)
+
+            def run(r):
+                out = {}
+                modes = ((False, "first_call"), (True, "first_call_tiered")) \
+                    if name == "xform" else ((None, "first_call"),)
+                for k, (tiered, metric) in enumerate(modes):
+                    make, np_args = _tiered_program(ctx, prog, 2 * r + k)
+                    args = [as_lib(L, a, put=True) for a in np_args]
+                    if tiered is not None:
+                        config.update("xform_tiered_compilation", tiered)
+                    try:
+                        f = L.jit(make(L))
+                        t0 = timing.clock()
+                        L.block(f(*args))
+                        out[metric] = timing.clock() - t0
+                    finally:
+                        if tiered is not None:
+                            config.update("xform_tiered_compilation", False)
+                    _wait_background()
+                if name == "jax":
+                    out["first_call_tiered"] = out["first_call"]
+                return out
+            return run
+        got, sk = timing.phases({n: factory(n) for n in ("xform", "jax")}, rounds)
+        for lib, why in sk.items():
+            skipped.setdefault(lib, why)
+        for lib, v in got.items():
+            metrics[f"first_call_{prog}"][lib] = v["first_call"]
+            metrics[f"first_call_tiered_{prog}"][lib] = v["first_call_tiered"]
+
+        def make_steady(name):
+            L = ctx.lib(name, "jit", "grad", "relu", "log_softmax")
+            mk, np_args = _tiered_program(ctx, prog, 99_999)
+            args = [as_lib(L, a, put=True) for a in np_args]
+            if name == "xform":
+                config.update("xform_tiered_compilation", True)
+            try:
+                f = L.jit(mk(L))
+                L.block(f(*args))
+            finally:
+                config.update("xform_tiered_compilation", False)
+            if name == "xform":
+                from xform import profile
+                info = profile.compile_tiers(f, *args, wait=600)
+                if info["tier"] != "optimized":
+                    raise RuntimeError(f"the optimized tier was not swapped in: {info}")
+                _settle(lambda: L.block(f(*args)), 5)
+            return lambda: L.block(f(*args))
+        st = steady_record(ctx, ("xform", "jax"), make_steady)
+        metrics[f"steady_tiered_{prog}"] = st["metrics"]["steady"]
+        for lib, why in st["skipped"].items():
+            skipped.setdefault(lib, why)
+    return {"params": {"rounds": rounds, "programs": list(TIERED_PROGRAMS),
+                       "quick_tier": "XLA backend optimization level 0 (QUICK_TIER_OPTIONS); "
+                                     "not bit-identical to the optimized tier on every "
+                                     "program, so opt-in (docs/performance.md)"},
+            "metrics": metrics, "skipped": skipped}
+
+
 # ----------------------------------------------------------------- large programs
 
 LARGE_METRICS = ("trace", "lower", "trace_lower", "compile", "steady", "peak_host_memory")
@@ -532,7 +637,8 @@ def _large_record(ctx, program, size, compile_why=None, steady_note=""):
 
         def run(r):
             make, _ = large.build(program, size, rng, variant=r)
-            (t_trace, t_lower), _, _ = large.trace_lower(L, make(L), dev_args[name])
+            (t_trace, t_lower), _, _ = large.trace_lower(L, make(L), dev_args[name],
+                                                         timing._steady_clock[0])
             return {"trace": t_trace, "lower": t_lower, "trace_lower": t_trace + t_lower}
         return run
 
@@ -588,6 +694,7 @@ def _large_record(ctx, program, size, compile_why=None, steady_note=""):
             except Exception as e:  # noqa: BLE001
                 eqns[name] = timing.reason_of(e)
     params = {"size": size, "staged_equations": eqns, "rounds": rounds,
+              "clock": "trace and lower: the run's --clock; compile: wall time",
               "lower": "xform: simplify passes + StableHLO text with locations (what a first "
                        "call compiles); JAX: Traced.lower() (its MLIR module)",
               "peak_host_memory": "peak RSS of trace + lower over the process's RSS before, "
@@ -667,7 +774,7 @@ def large_growth(ctx):
             out = {}
             for n in sizes:
                 make = large.loop_program(n // large.LOOP_EQNS_PER_ITER, variant=r)
-                (a, b), _, _ = large.trace_lower(L, make(L), dev[name])
+                (a, b), _, _ = large.trace_lower(L, make(L), dev[name], timing._steady_clock[0])
                 out[n] = a + b
             return out
         return run

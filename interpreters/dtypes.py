@@ -77,6 +77,20 @@ python_scalar_dtypes = {bool: bool_, int: int64, float: float64, complex: comple
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
+class extended(np.generic):
+    """Abstract scalar type of JAX's *extended* dtypes (e.g. typed PRNG keys): the
+    ``.type`` of such a dtype is a subclass.  No NumPy dtype is a subtype:
+    ``issubdtype(np.float32, extended)`` is False.  (``xform.dtypes.extended``.)"""
+
+
+class prng_key(extended):
+    """Abstract scalar type of typed PRNG key dtypes (``jax.dtypes.prng_key``): a key
+    array's ``dtype.type``.  (``xform.dtypes.prng_key``.)"""
+
+
+extended.__module__ = prng_key.__module__ = "xform.dtypes"     # where users meet them
+
+
 class ExtendedDType:
     """Base of dtypes that are not NumPy dtypes (typed PRNG keys: ``key<fry>``).
 

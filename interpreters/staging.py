@@ -228,7 +228,18 @@ def _source_info():
     code = f.f_code
     scopes = getattr(_name_scopes, "stack", None)
     name = "/".join(scopes + [code.co_name]) if scopes else code.co_name
-    return SourceInfo(code.co_filename, f.f_lineno, name, code, f.f_lasti)
+    # One object per source position: a loop's equations share their lines' objects.
+    key = (code, f.f_lasti, name)
+    src = _source_infos.get(key)
+    if src is None:
+        if len(_source_infos) > 100_000:
+            _source_infos.clear()
+        src = _source_infos[key] = SourceInfo(code.co_filename, f.f_lineno, name, code,
+                                              f.f_lasti)
+    return src
+
+
+_source_infos: dict = {}     # (code, instruction offset, scoped name) -> SourceInfo
 
 
 def trace_to_jaxpr(fun, in_avals, name: str = "staging"):

@@ -150,29 +150,63 @@ class _Writer:
 # ----------------------------------------------------------------- generic reader
 
 
+class _Corrupt(ValueError):
+    """The bytes are not a well-formed FlatBuffer of the Exported schema."""
+
+
 class _Reader:
-    """A view of one table in ``buf`` at ``pos``."""
-    __slots__ = ("buf", "pos", "_vt", "_vtsize")
+    """A view of one table in ``buf`` at ``pos``.
 
-    def __init__(self, buf, pos):
-        self.buf = buf
-        self.pos = pos
-        self._vt = pos - struct.unpack_from("<i", buf, pos)[0]
-        self._vtsize = struct.unpack_from("<H", buf, self._vt)[0]
+    Every offset, size and count is checked against the buffer before it is used (the
+    bytes may be untrusted): a table, vtable, field, string or vector that does not lie
+    inside the buffer raises ``_Corrupt`` (a ValueError).  ``budget`` (shared by all the
+    readers of one parse) bounds the number of tables visited, so a crafted buffer whose
+    vectors point many times at the same table cannot make the parse explode.
+    """
+    __slots__ = ("buf", "pos", "_vt", "_vtsize", "_tsize", "_budget")
 
-    def _field(self, slot):
+    def __init__(self, buf, pos, budget=None):
+        n = len(buf)
+        if budget is None:
+            budget = [n // 4 + 16]
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _Corrupt("more tables are referenced than the buffer can hold (shared or "
+                           "cyclic references)")
+        if pos % 4 or not 4 <= pos <= n - 4:
+            raise _Corrupt(f"a table offset {pos} lies outside the {n}-byte buffer")
+        vt = pos - struct.unpack_from("<i", buf, pos)[0]
+        if vt % 2 or not 0 <= vt <= n - 4:
+            raise _Corrupt(f"the table at {pos} has its vtable at {vt}, outside the buffer")
+        vtsize, tsize = struct.unpack_from("<HH", buf, vt)
+        if vtsize < 4 or vtsize % 2 or vt + vtsize > n:
+            raise _Corrupt(f"the vtable at {vt} has an invalid size {vtsize}")
+        if tsize < 4 or pos + tsize > n:
+            raise _Corrupt(f"the table at {pos} has an invalid size {tsize}")
+        self.buf, self.pos, self._vt, self._vtsize, self._tsize = buf, pos, vt, vtsize, tsize
+        self._budget = budget
+
+    def _field(self, slot, width=4):
         o = 4 + 2 * slot
         if o >= self._vtsize:
             return None
         off = struct.unpack_from("<H", self.buf, self._vt + o)[0]
-        return self.pos + off if off else None
+        if not off:
+            return None
+        if off < 4 or off + width > self._tsize:
+            raise _Corrupt(f"field {slot} of the table at {self.pos} lies outside the table")
+        return self.pos + off
 
     def _deref(self, at):
-        return at + struct.unpack_from("<I", self.buf, at)[0]
+        t = at + struct.unpack_from("<I", self.buf, at)[0]
+        if t > len(self.buf) - 4:
+            raise _Corrupt(f"the offset at {at} points past the end of the buffer")
+        return t
 
     def scalar(self, slot, kind, default=0):
-        at = self._field(slot)
-        return default if at is None else struct.unpack_from(_SCALARS[kind][0], self.buf, at)[0]
+        fmt, width = _SCALARS[kind]
+        at = self._field(slot, width)
+        return default if at is None else struct.unpack_from(fmt, self.buf, at)[0]
 
     def string(self, slot):
         at = self._field(slot)
@@ -180,37 +214,43 @@ class _Reader:
 
     def table(self, slot):
         at = self._field(slot)
-        return None if at is None else _Reader(self.buf, self._deref(at))
+        return None if at is None else _Reader(self.buf, self._deref(at), self._budget)
 
-    def _vector(self, slot):
+    def _vector(self, slot, elem_size):
         at = self._field(slot)
         if at is None:
             return None, 0
         v = self._deref(at)
-        return v + 4, struct.unpack_from("<I", self.buf, v)[0]
+        count = struct.unpack_from("<I", self.buf, v)[0]
+        if v + 4 + count * elem_size > len(self.buf):
+            raise _Corrupt(f"the vector at {v} has {count} elements, more than the buffer "
+                           "holds")
+        return v + 4, count
 
     def numbers(self, slot, kind):
-        start, n = self._vector(slot)
+        fmt, size = _VEC_ELEMS[kind]
+        start, n = self._vector(slot, size)
         if start is None:
-            return []
+            return b"" if kind == "vec_u8" else []
         if kind == "vec_u8":
             return bytes(self.buf[start:start + n])
-        fmt = _VEC_ELEMS[kind][0][1]
-        return list(struct.unpack_from(f"<{n}{fmt}", self.buf, start))
+        return list(struct.unpack_from(f"<{n}{fmt[1]}", self.buf, start))
 
     def tables(self, slot):
-        start, n = self._vector(slot)
+        start, n = self._vector(slot, 4)
         return [] if start is None else [
-            _Reader(self.buf, self._deref(start + 4 * i)) for i in range(n)]
+            _Reader(self.buf, self._deref(start + 4 * i), self._budget) for i in range(n)]
 
     def strings(self, slot):
-        start, n = self._vector(slot)
+        start, n = self._vector(slot, 4)
         return [] if start is None else [
             _read_str(self.buf, self._deref(start + 4 * i)) for i in range(n)]
 
 
 def _read_str(buf, at):
     n = struct.unpack_from("<I", buf, at)[0]
+    if at + 4 + n > len(buf):
+        raise _Corrupt(f"the string at {at} has length {n}, past the end of the buffer")
     return bytes(buf[at + 4:at + 4 + n]).decode("utf-8")
 
 
@@ -270,7 +310,10 @@ def _read_pytree(r: _Reader):
     if kind == PYTREE_LIST:
         return ("list", kids)
     if kind == PYTREE_DICT:
-        return ("dict", r.strings(2), kids)
+        keys = r.strings(2)
+        if len(keys) != len(kids):
+            raise _Corrupt(f"a dict PyTreeDef has {len(keys)} keys and {len(kids)} children")
+        return ("dict", keys, kids)
     if kind == PYTREE_CUSTOM:
         return ("custom", r.string(3), r.numbers(4, "vec_u8"), kids)
     raise ValueError(f"Cannot deserialize PyTreeDef with unknown kind: {kind}")
@@ -331,7 +374,10 @@ def _named_sharding_table(s, mesh_idx) -> _Table:
 
 def _read_named_sharding(r: _Reader, meshes):
     if meshes:
-        mesh = meshes[r.scalar(3, "u32")]
+        i = r.scalar(3, "u32")
+        if i >= len(meshes):
+            raise _Corrupt(f"a named sharding refers to mesh {i} of {len(meshes)}")
+        mesh = meshes[i]
     else:
         m = r.table(0)
         if m is None:
@@ -423,19 +469,66 @@ def serialize_exported(e: dict, vjp_order: int = 0) -> bytes:
 
 
 def deserialize_exported(blob) -> dict:
-    """The plain-data form of a serialized Exported (JAX's or ours)."""
+    """The plain-data form of a serialized Exported (JAX's or ours).
+
+    Untrusted bytes are fine: every offset is bounds-checked and any malformation
+    (structure, required field, index, count) raises ValueError here, before anything
+    is built from the data; the vjp's tables are checked too."""
     buf = bytes(blob)
-    if len(buf) < 8:
+    if len(buf) < 12:
         raise ValueError(f"not a serialized Exported: only {len(buf)} bytes")
     try:
         return _read_exported(_Reader(buf, struct.unpack_from("<I", buf, 0)[0]))
-    except (struct.error, IndexError, UnicodeDecodeError) as e:
+    except _Corrupt as e:
         raise ValueError(f"not a serialized Exported (corrupt FlatBuffer: {e})") from None
+    except (struct.error, IndexError, UnicodeDecodeError, RecursionError, OverflowError,
+            MemoryError) as e:
+        raise ValueError(f"not a serialized Exported (corrupt FlatBuffer: "
+                         f"{type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _count_leaves(node):
+    tag = node[0]
+    if tag == "leaf":
+        return 1
+    if tag == "none":
+        return 0
+    return sum(_count_leaves(k) for k in node[-1])
+
+
+_MLIR_BYTECODE_MAGIC = b"ML\xefR"
+
+
+def _check_exported(d: dict) -> None:
+    """Cross-field consistency of a read Exported (each message names the problem)."""
+    n_in, n_out = len(d["in_avals"]), len(d["out_avals"])
+    if _count_leaves(d["in_tree"]) != n_in:
+        raise _Corrupt(f"in_tree has {_count_leaves(d['in_tree'])} leaves but there are "
+                       f"{n_in} in_avals")
+    if _count_leaves(d["out_tree"]) != n_out:
+        raise _Corrupt(f"out_tree has {_count_leaves(d['out_tree'])} leaves but there are "
+                       f"{n_out} out_avals")
+    kept = d["module_kept_var_idx"]
+    if list(kept) != sorted(set(kept)) or any(i >= n_in for i in kept):
+        raise _Corrupt(f"module_kept_var_idx {list(kept)[:8]} is not a sorted list of distinct "
+                       f"argument indices below {n_in}")
+    if not d["platforms"] or not all(d["platforms"]):
+        raise _Corrupt(f"the platforms {d['platforms']!r} are empty")
+    for k, _ in d["disabled_checks"]:
+        if k not in (DISABLED_CHECK_PLATFORM, DISABLED_CHECK_CUSTOM_CALL,
+                     DISABLED_CHECK_SHAPE_ASSERTIONS):
+            raise _Corrupt(f"unknown disabled safety check kind {k}")
+    mod = d["mlir_module_serialized"]
+    if not mod.startswith(_MLIR_BYTECODE_MAGIC):
+        raise _Corrupt(f"the embedded module ({len(mod)} bytes) is not MLIR bytecode (it "
+                       f"starts with {bytes(mod[:4])!r})")
 
 
 def _read_exported(r: _Reader) -> dict:
     unique = [_read_aval(t) for t in r.tables(19)]
     in_idx, out_idx = r.numbers(22, "vec_u32"), r.numbers(23, "vec_u32")
+    if any(i >= len(unique) for i in list(in_idx) + list(out_idx)):
+        raise _Corrupt(f"an aval index is past the {len(unique)} unique avals")
     if in_idx or not r.tables(3):
         in_avals = [unique[i] for i in in_idx]
     else:
@@ -450,6 +543,8 @@ def _read_exported(r: _Reader) -> dict:
     def read_shardings(idx_slot, legacy_slot, n):
         idx = r.numbers(idx_slot, "vec_u32")
         if idx:
+            if any(i > len(shardings) for i in idx):
+                raise _Corrupt(f"a sharding index is past the {len(shardings)} shardings")
             return [None if i == 0 else shardings[i - 1] for i in idx]
         legacy = r.tables(legacy_slot)
         if legacy:
@@ -462,10 +557,18 @@ def _read_exported(r: _Reader) -> dict:
                          f"({len(in_shardings)} in, {len(out_shardings)} out) and avals "
                          f"({len(in_avals)} in, {len(out_avals)} out)")
     vjp_r = r.table(17)
-    return {
+    if vjp_r is not None:         # check the vjp's structure now; build it on demand
+        _read_exported(_Reader(vjp_r.buf, vjp_r.pos))
+    trees = {}
+    for slot, name in ((2, "in_tree"), (4, "out_tree")):
+        t = r.table(slot)
+        if t is None:
+            raise _Corrupt(f"the Exported has no {name}")
+        trees[name] = _read_pytree(t)
+    d = {
         "fun_name": r.string(1) or "",
-        "in_tree": _read_pytree(r.table(2)),
-        "out_tree": _read_pytree(r.table(4)),
+        "in_tree": trees["in_tree"],
+        "out_tree": trees["out_tree"],
         "in_avals": in_avals,
         "out_avals": out_avals,
         "nr_devices": r.scalar(18, "u32") or r.scalar(6, "i16"),
@@ -479,5 +582,8 @@ def _read_exported(r: _Reader) -> dict:
         "uses_global_constants": bool(r.scalar(16, "bool")),
         "in_shardings": in_shardings,
         "out_shardings": out_shardings,
-        "vjp": (lambda: _read_exported(vjp_r)) if vjp_r is not None else None,
+        "vjp": ((lambda: _read_exported(_Reader(vjp_r.buf, vjp_r.pos)))
+                if vjp_r is not None else None),
     }
+    _check_exported(d)
+    return d

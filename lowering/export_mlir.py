@@ -38,15 +38,16 @@ def _ctx():
     from xform._src.lowering.runtime import _mlir_context  # deferred: keeps `import xform` light
     ctx = _mlir_context()
     if not _sdy_done:
-        from jaxlib.mlir.dialects import sdy
+        from xform._src.interpreters import interrupts
+        sdy = interrupts.import_module("jaxlib.mlir.dialects.sdy")
         sdy.register_dialect(ctx)
         _sdy_done.append(True)
     return ctx
 
 
 def _ir():
-    from jaxlib.mlir import ir
-    return ir
+    from xform._src.interpreters import interrupts
+    return interrupts.import_module("jaxlib.mlir.ir")
 
 
 def target_version() -> str:
@@ -182,8 +183,11 @@ def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
         module.operation.verify()
         # a sharded module keeps its Shardy ops in the artifact (JAX's mixed serialization)
         sharded = "sdy.mesh" in text
-        return bytes(_jax.mlir.serialize_portable_artifact(_bytecode(module), target_version(),
+        blob = bytes(_jax.mlir.serialize_portable_artifact(_bytecode(module), target_version(),
                                                            sharded))
+    from xform._src.lowering import export_check
+    export_check.mark_trusted(blob)       # made here: deserializing it needs no check
+    return blob
 
 
 def hlo_sharding(axis_sizes, axis_names, spec, ndim):
@@ -416,3 +420,23 @@ def _call_exported_lowering(ctx, eqn, *args):
     if sharded:
         outs = _constrain(ctx, outs, ctx.out_avals, exported._out_named_shardings)
     return outs
+
+
+# ----------------------------------------------------------------- compiler IR objects
+
+
+def stablehlo_module(text: str):
+    """The StableHLO ``text`` as an MLIR module object (``jaxlib.mlir.ir.Module``), what
+    ``Lowered.compiler_ir('stablehlo')`` returns in JAX."""
+    with _ctx():
+        return _ir().Module.parse(text)
+
+
+def hlo_computation(text: str):
+    """The StableHLO ``text`` converted to an XLA HLO computation (``as_hlo_text()``,
+    ``as_hlo_module()``, ...), what ``Lowered.compiler_ir('hlo')`` returns in JAX."""
+    try:
+        from jaxlib import _jax
+    except ImportError:          # older jaxlib layouts
+        from jaxlib import xla_extension as _jax
+    return _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False)

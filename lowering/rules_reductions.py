@@ -18,6 +18,8 @@ from xform._src.lowering.mlir import compare_type, i64_array, is_complex, is_flo
 
 
 def _lowest(dtype):
+    if is_complex(dtype):      # JAX: -inf (+0j); complex max/min compare lexicographically
+        return np.array(-np.inf).astype(dtype)
     if is_float(dtype):
         with np.errstate(invalid="ignore", over="ignore"):
             inf = np.array(np.inf).astype(dtype)
@@ -28,6 +30,8 @@ def _lowest(dtype):
 
 
 def _highest(dtype):
+    if is_complex(dtype):
+        return np.array(np.inf).astype(dtype)
     if is_float(dtype):
         with np.errstate(invalid="ignore", over="ignore"):
             inf = np.array(np.inf).astype(dtype)

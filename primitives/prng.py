@@ -21,7 +21,7 @@ import numpy as np
 
 from xform._src.interpreters import batching, core
 from xform._src.interpreters.core import Primitive, ShapedArray
-from xform._src.interpreters.dtypes import ExtendedDType, register_extended
+from xform._src.interpreters.dtypes import ExtendedDType, prng_key, register_extended
 from xform._src.primitives._rules import defjvp_zero
 from xform._src.interpreters import staging
 from xform._src.interpreters.ir import ClosedJaxpr
@@ -50,7 +50,7 @@ class KeyTy(ExtendedDType):
     itemsize = 8
     kind = "V"
     char = "V"
-    type = np.void
+    type = prng_key          # jax.dtypes.prng_key, as JAX's key dtypes
     str = "key<fry>"
     names = None
     fields = None

@@ -602,3 +602,10 @@ def test_config_update_of_inert_and_unsupported_options():
             jax.config.update(bad, True)
     with pytest.raises(AttributeError, match="Unrecognized config option"):
         xform.config.read("nope")
+
+
+def test_version_info():
+    """``__version_info__`` is the version as a tuple of ints, as JAX's."""
+    assert xform.__version_info__ == tuple(int(p) for p in xform.__version__.split("."))
+    assert type(xform.__version_info__) is type(jax.__version_info__)
+    assert all(type(p) is int for p in jax.__version_info__ + xform.__version_info__)

@@ -465,3 +465,171 @@ def test_dce_jaxpr():
     pruned, used = xform.interpreters.partial_eval.dce_jaxpr(jaxpr, [True, False])
     assert len(pruned.outvars) == 1 and used == [True, False]
     assert [e.primitive for e in pruned.eqns] == [xform.lax.mul_p]
+
+
+# ------------------------------------------------------------ under xform.compat.alias_jax
+
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_aliased(code, timeout=300):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_alias_serves_the_extension_api_and_refuses_other_internals():
+    out = _run_aliased(r'''
+import builtins, json
+import xform
+orig_import = builtins.__import__
+xform.compat.alias_jax()
+import jax, jax.core, jax.extend.core, jax.interpreters.ad, jax.interpreters.batching
+import jax.interpreters.mlir, jax.interpreters.partial_eval, jax.api_util
+import jax.extend.linear_util as lu
+from jax.extend.core.primitives import jit_p
+from jax.extend.core import Primitive, ClosedJaxpr
+import jax._src.traceback_util as tu
+from jax._src import dtypes, core as src_core
+from jax._src.tree_util import _registry
+import jax._src.dispatch
+res = {
+  "core": jax.core is xform.core, "ext": jax.extend.core is xform.extend.core,
+  "ad": jax.interpreters.ad is xform.interpreters.ad, "lu": lu is xform.extend.linear_util,
+  "api_util": jax.api_util is xform.api_util, "prim": Primitive is xform.extend.core.Primitive,
+  "jit_p": jit_p is xform.extend.core.primitives.jit_p,
+  "tu": tu.__name__, "dtypes": dtypes.TypePromotionError is xform.dtypes.TypePromotionError,
+  "src_core": src_core.Tracer is xform.core.Tracer, "registry": isinstance(_registry, dict),
+  "dispatch": jax._src.dispatch.wait_for_tokens() is None,
+  "lax_p": jax.lax.add_p is xform.lax.add_p,
+}
+errors = {}
+for stmt in ("from jax._src import earray", "import jax._src.literals",
+             "from jax._src.interpreters import pxla", "from jax.extend import ifrt_programs",
+             "import jax._src.api"):
+    try:
+        exec(stmt, {"__name__": "some_library"})
+        errors[stmt] = None
+    except ImportError as e:
+        errors[stmt] = str(e)
+res["errors"] = errors
+# xform's own runtime keeps working under the alias
+res["jit"] = float(jax.jit(lambda x: x * 2)(3.0))
+xform.compat.unalias_jax()
+res["restored"] = builtins.__import__ is orig_import
+print(json.dumps(res))
+''')
+    res = json.loads(out.strip().splitlines()[-1])
+    errors = res.pop("errors")
+    assert res.pop("tu") == "xform._jax_src.traceback_util"
+    assert res.pop("jit") == 6.0
+    assert all(res.values()), res
+    for stmt, msg in errors.items():
+        assert msg is not None, stmt
+        # names what is missing
+        assert "jax._src." in msg or stmt.split()[-1] in msg, (stmt, msg)
+    assert "jax._src.earray is an internal module of JAX" in errors["from jax._src import earray"]
+    assert "aliased to xform" in errors["import jax._src.api"]
+    assert "jax._src.literals" in errors["import jax._src.literals"]
+
+
+LIBRARIES = ["equinox", "haiku", "flax.linen", "chex"]
+
+_LEAK_CHECK = r'''
+import importlib.util, json, os, sys, types
+import xform
+xform.compat.alias_jax()
+lib = sys.argv[1]
+importlib.import_module(lib)
+jax_dir = os.path.join(os.path.dirname(os.path.dirname(importlib.util.find_spec("jaxlib").origin)), "jax")
+top = lib.split(".")[0]
+leaks, checked = set(), 0
+for name, mod in list(sys.modules.items()):
+    if mod is None or not (name == top or name.startswith(top + ".")):
+        continue
+    checked += 1
+    for k, v in list(vars(mod).items()):
+        if isinstance(v, types.ModuleType):
+            f = getattr(v, "__file__", None) or ""
+            if f.startswith(jax_dir + os.sep):
+                leaks.add(f"{name}.{k} -> real module {v.__name__}")
+        else:
+            m = getattr(v, "__module__", None)
+            if isinstance(m, str) and m.startswith(("jax._src", "jax.extend", "jax.interpreters",
+                                                    "jax.core", "jax.api_util")):
+                leaks.add(f"{name}.{k} -> real {m}")
+print(json.dumps({"checked": checked, "leaks": sorted(leaks)}))
+'''
+
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+def test_no_real_jax_internals_reachable_from_aliased_library(lib):
+    """After importing the library under the alias, none of its modules holds a real JAX
+    module (``jax._src.*``, ``jax.extend.*``, ``jax.core``, ...) or an object defined in
+    JAX's tracing internals: what it reached of JAX's internals is xform's."""
+    pytest.importorskip(lib.split(".")[0])
+    code = _LEAK_CHECK.replace("sys.argv[1]", repr(lib))
+    res = json.loads(_run_aliased(code).strip().splitlines()[-1])
+    assert res["checked"] > 3
+    assert res["leaks"] == []
+
+
+def test_leak_check_detects_real_jax_modules():
+    """The check above can fail: without the alias, equinox holds real JAX internals."""
+    pytest.importorskip("equinox")
+    code = _LEAK_CHECK.replace("xform.compat.alias_jax()", "").replace(
+        "sys.argv[1]", repr("equinox"))
+    res = json.loads(_run_aliased(code).strip().splitlines()[-1])
+    assert any("jax._src.traceback_util" in x for x in res["leaks"])
+
+
+def test_program_and_trace_fields_libraries_read():
+    """What interpreters written against JAX read: ``get_bind_params`` (JAX 0.10: the
+    params), ``eqn.effects``/``jaxpr.effects``, ``trace.main``, rule arguments as tuples."""
+    jaxpr = xform.make_jaxpr(lambda x: xform.numpy.sin(x) * 2)(1.0)
+    for eqn in jaxpr.eqns:
+        params = eqn.primitive.get_bind_params(eqn.params)
+        assert params == eqn.params and eqn.effects == frozenset()
+    assert jaxpr.jaxpr.effects == frozenset()
+    # re-binding each equation as JAX-style interpreters do reproduces the program
+    env = dict(zip(jaxpr.jaxpr.invars, [np.float32(0.5)]))
+    for eqn in jaxpr.eqns:
+        args = [env[v] if isinstance(v, xform.extend.core.Var) else v.val for v in eqn.invars]
+        env[eqn.outvars[0]] = eqn.primitive.bind(*args, **eqn.primitive.get_bind_params(
+            eqn.params))
+    np.testing.assert_allclose(env[jaxpr.jaxpr.outvars[0]], 2 * np.sin(np.float32(0.5)))
+    mains = []
+
+    def f(x):
+        mains.append(xform.extend.core.find_top_trace([x]).main)
+        return x * x
+    xform.jvp(f, (1.0,), (1.0,))
+    xform.jvp(f, (1.0,), (1.0,))
+    assert mains[0] is not mains[1] and mains[0] is not None
+    ns = _namespace("xform")
+    p = ns.core.Primitive("tuple_args")
+    p.def_impl(lambda x: x)
+    p.def_abstract_eval(lambda x: x)
+    seen = []
+
+    def jvp(primals, tangents):
+        seen.append((type(primals), type(tangents)))
+        return p.bind(*primals), tangents[0]
+    ns.ad.primitive_jvps[p] = jvp
+
+    def batch(vals, dims):
+        seen.append((type(vals), type(dims)))
+        return p.bind(*vals), dims[0]
+    ns.batching.primitive_batchers[p] = batch
+    assert ns.ad.primitive_jvps[p] is not None and p in ns.ad.primitive_jvps
+    xform.vmap(xform.grad(lambda x: p.bind(x)))(np.ones(2, np.float32))
+    assert seen and all(t == (tuple, tuple) for t in seen)

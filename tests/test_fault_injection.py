@@ -391,3 +391,274 @@ def test_save_killed_mid_write_keeps_previous_and_next_save_cleans_up(tmp_path):
     # a live writer's temporary (this process) is left alone; the dead one's is removed
     ck.save(tmp_path / "other.ckpt", {"x": 1})
     assert sorted(os.listdir(tmp_path)) == ["model.ckpt", "other.ckpt"]
+
+
+# ----------------------------------------------------------------- export artifacts
+
+from xform import export as xexport  # noqa: E402
+
+_X8 = np.arange(1, 9, dtype=np.float32) / 7
+
+
+def _exported_fun(a, b):
+    return jnp.sin(a) * 2 + b, a.sum()
+
+
+@pytest.fixture(scope="module")
+def export_blob():
+    e = xexport.export(xform.jit(_exported_fun))(
+        xform.ShapeDtypeStruct((8,), np.float32), xform.ShapeDtypeStruct((), np.float32))
+    return e.serialize()
+
+
+def _export_outcome(blob):
+    """'refused' (ValueError from deserialize), 'same' (a harmless mutation: deserializes
+    and computes exactly what the original does) or 'call-refused' (deserializes, and the
+    call refuses with a ValueError/TypeError); 'different' fails the callers."""
+    try:
+        ex = xexport.deserialize(blob)
+    except ValueError:
+        return "refused"
+    try:
+        out = ex.call(_X8, np.float32(0.5))
+    except (ValueError, TypeError):
+        return "call-refused"
+    want = xform.jit(_exported_fun)(_X8, np.float32(0.5))
+    same = xform.tree_util.tree_structure(out) == xform.tree_util.tree_structure(want) and all(
+        np.array_equal(np.asarray(o), np.asarray(w)) for o, w in zip(out, want))
+    return "same" if same else "different"
+
+
+def _module_span(blob):
+    mod = bytes(xexport.deserialize(blob).mlir_module_serialized)
+    i = blob.find(mod)
+    assert i > 0
+    return range(i, i + len(mod))
+
+
+def test_export_reproducers_refused_at_deserialize(export_blob):
+    e = xexport.deserialize(export_blob)
+    mod = bytes(e.mlir_module_serialized)
+    cases = {"eight zeros": b"\0" * 8, "empty": b"", "zeros": bytes(len(export_blob)),
+             "zeroed module": export_blob.replace(mod, bytes(len(mod))),
+             "truncated": export_blob[:len(export_blob) // 2],
+             "garbage module": export_blob.replace(mod, b"ML\xefR" + bytes(len(mod) - 4))}
+    for name, blob in cases.items():
+        with pytest.raises(ValueError):
+            xexport.deserialize(blob)
+
+
+def _flip_each(blob, positions):
+    counts = {}
+    for i in positions:
+        b = bytearray(blob)
+        b[i] ^= 0xFF
+        r = _export_outcome(bytes(b))
+        counts[r] = counts.get(r, 0) + 1
+    return counts
+
+
+def test_export_byte_flips_are_refused_or_harmless(export_blob):
+    """Each byte of the FlatBuffer flipped in turn, plus a sample of the embedded module's
+    bytes (each a new module: one checking process each), in this process: deserialize
+    refuses or the call computes exactly the original's results."""
+    mod = _module_span(export_blob)
+    positions = [i for i in range(len(export_blob)) if i not in mod] + list(mod)[::97]
+    counts = _flip_each(export_blob, positions)
+    assert "different" not in counts, counts
+    assert counts.get("refused", 0) > len(positions) // 3, counts
+
+
+@pytest.mark.slow
+def test_export_every_single_byte_flip(export_blob):
+    """Every byte flipped in turn (this once ended in heap corruption inside jaxlib's
+    decoder, in the same process): refused or harmless, never a crash."""
+    counts = _flip_each(export_blob, range(len(export_blob)))
+    print("every-byte flips:", counts)
+    assert "different" not in counts, counts
+
+
+def test_calling_convention_versions_outside_the_range_are_refused(export_blob):
+    e = xexport.deserialize(export_blob)
+    for v in (0, 8, 11, 99):
+        e.calling_convention_version = v
+        with pytest.raises(ValueError, match=r"outside the range of supported versions \[9..10\]"):
+            xexport.deserialize(e.serialize())
+    e.calling_convention_version = 9
+    assert xexport.deserialize(e.serialize()).calling_convention_version == 9
+
+
+def test_module_that_crashes_the_decoder_is_a_value_error(export_blob, tmp_path, monkeypatch):
+    """A module whose decoding kills the checking process: a ValueError here, and this
+    process keeps working."""
+    from xform._src.lowering import export_check
+    crash = tmp_path / "crash.py"
+    crash.write_text("import os\nos.abort()\n")
+    monkeypatch.setattr(export_check, "_SCRIPT", str(crash))
+    monkeypatch.setattr(export_check, "_verdicts", {})
+    with pytest.raises(ValueError, match="crashed the checking process"):
+        xexport.deserialize(export_blob)
+    monkeypatch.undo()
+    np.testing.assert_allclose(xexport.deserialize(export_blob).call(_X8, np.float32(0))[1],
+                               _X8.sum(), rtol=1e-6)
+
+
+def test_jax_artifact_checked_once_then_cached():
+    import jax
+    import jax.numpy as jjnp
+    from xform._src.lowering import export_check
+    blob = jax.export.export(jax.jit(lambda a: jjnp.cos(a) - 3))(
+        jax.ShapeDtypeStruct((5,), np.float32)).serialize()
+    calls = []
+    real = export_check.subprocess.run
+    try:
+        export_check.subprocess.run = lambda *a, **k: calls.append(1) or real(*a, **k)
+        for _ in range(3):
+            ex = xexport.deserialize(blob)
+    finally:
+        export_check.subprocess.run = real
+    assert len(calls) == 1
+    np.testing.assert_allclose(ex.call(np.ones(5, np.float32)), np.cos(1) - 3 + np.zeros(5),
+                               rtol=1e-6)
+
+
+def test_module_disagreeing_with_the_calling_convention_is_refused(export_blob):
+    e = xexport.deserialize(export_blob)
+    other = xexport.export(xform.jit(lambda a: a * 3))(xform.ShapeDtypeStruct((8,), np.float32))
+    e.mlir_module_serialized = other.mlir_module_serialized     # main takes 1 argument, not 2
+    from xform._src.lowering import export_check
+    export_check._verdicts.pop(export_check._digest(other.mlir_module_serialized), None)
+    with pytest.raises(ValueError, match="calling convention says"):
+        xexport.deserialize(e.serialize())
+
+
+def test_mutated_export_blobs_only_raise_value_error(export_blob):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=int(os.environ.get("XFORM_FAULT_EXAMPLES", "15")), deadline=None)
+    @given(st.data())
+    def check(data):
+        assert _export_outcome(mutate(export_blob, _hyp_draw(data))) != "different"
+    check()
+
+
+@pytest.mark.slow
+def test_export_corruption_sweep(export_blob):
+    """>= 2000 random corruptions (seeded), all in this process: deserialize refuses them
+    with ValueError or they are harmless; the counts are printed (pytest -s)."""
+    rng = np.random.default_rng(2027)
+    counts = {}
+    for _ in range(2400):
+        r = _export_outcome(mutate(export_blob, _rng_draw(rng)))
+        counts[r] = counts.get(r, 0) + 1
+    print("export corruption sweep:", counts)
+    assert sum(counts.values()) == 2400 and "different" not in counts
+
+
+# ----------------------------------------------------------------- Ctrl-C and exit
+
+def test_deferred_holds_sigint_until_the_section_ends():
+    import signal
+    from xform._src.interpreters import interrupts
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):         # the handler runs between bytecodes: held here
+                steps.append(1)
+            with interrupts.deferred():   # nested sections deliver at the outermost end
+                steps.append(2)
+            steps.append(3)
+    assert steps[-2:] == [2, 3] and len(steps) == 1002
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    seen = []                              # a user's handler runs (once) instead
+    old = signal.signal(signal.SIGINT, lambda s, f: seen.append(s))
+    try:
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(1000))
+            assert seen == []
+        assert seen == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+_FIRST_JIT_SIGINT = """
+    import os, signal, sys, threading, time
+    import numpy as np
+    import xform, xform.numpy as jnp
+    delays = [float(d) for d in sys.argv[1:]]
+    threading.Timer(delays[0], os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        xform.jit(lambda a: jnp.sin(a) * 2)(np.ones(8, np.float32)).block_until_ready()
+        time.sleep(2)
+        where = "after"
+    except KeyboardInterrupt:
+        where = "inside"
+    x = np.arange(8, dtype=np.float32)
+    ok = (np.allclose(xform.jit(jnp.cos)(x), np.cos(x)) and
+          np.allclose(xform.jit(lambda a: jnp.sin(a) * 2)(x), np.sin(x) * 2) and
+          np.allclose(xform.grad(lambda a: jnp.sum(jnp.sin(a)))(x), np.cos(x), atol=1e-6) and
+          np.allclose(np.linalg.inv(np.eye(2) * 2), xform.jit(jnp.linalg.inv)(np.eye(2) * 2)))
+    print("RESULT", where, ok, flush=True)
+"""
+
+
+def _sigint_first_jit(delay):
+    p = run_python(_FIRST_JIT_SIGINT.replace("sys.argv[1:]", repr([str(delay)])), timeout=300)
+    got = lines_of(p)
+    assert len(got) == 1 and got[0].endswith(" True"), (delay, got, p.stderr[-2000:])
+    return got[0].split()[0]
+
+
+@pytest.mark.parametrize("delay", [0.02, 0.15, 0.4])
+def test_sigint_during_the_first_jit_leaves_the_process_usable(delay):
+    """Ctrl-C while the first jit imports jaxlib, creates the client, lowers or compiles:
+    a KeyboardInterrupt, then everything works (no ImportError, no crash)."""
+    _sigint_first_jit(delay)
+
+
+@pytest.mark.slow
+def test_fifty_sigints_at_random_points_of_a_first_jit():
+    rng = np.random.default_rng(7)
+    where = {}
+    for d in rng.uniform(0.0, 0.8, size=50):
+        w = _sigint_first_jit(round(float(d), 4))
+        where[w] = where.get(w, 0) + 1
+    print("SIGINT during the first jit:", where)
+    assert sum(where.values()) == 50
+
+
+_DAEMON_EXIT = """
+    import threading, time, sys
+    import numpy as np
+    %s
+    import xform, xform.numpy as jnp
+    f = xform.jit(lambda a: jnp.sin(a) @ jnp.cos(a).T)
+    x = np.ones((64, 64), np.float32)
+    f(x).block_until_ready()
+    def work():
+        while True:
+            try:
+                f(x).block_until_ready()
+                xform.device_put(x) + 1
+            except RuntimeError as e:
+                print("RESULT", "stopped" if "shutting down" in str(e) else repr(e), flush=True)
+                return
+    for _ in range(4):
+        threading.Thread(target=work, daemon=True).start()
+    time.sleep(0.3)
+"""
+
+
+@pytest.mark.parametrize("runtime", ["own", "jax"])
+def test_exit_while_daemon_threads_dispatch_is_clean(runtime):
+    """The main thread returns while four daemon threads are executing and waiting on
+    buffers: they get a RuntimeError and the process exits with status 0 (it aborted)."""
+    pre = "import jax" if runtime == "jax" else ""
+    for _ in range(3):
+        p = run_python(_DAEMON_EXIT % pre, env={"XFORM_RUNTIME": runtime})
+        assert p.returncode == 0, p.stderr[-2000:]
+        got = lines_of(p)
+        assert got and all(g == "stopped" for g in got), got

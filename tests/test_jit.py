@@ -425,6 +425,26 @@ def test_lower_compile_trace_eval_shape():
     assert "tensor<3x4xf32>" in jf.lower(xform.ShapeDtypeStruct((3, 4), np.float32), Y).as_text()
 
 
+def test_lowered_compiler_ir_objects_as_jax():
+    """compiler_ir('stablehlo') is an MLIR module and compiler_ir('hlo') an XLA computation,
+    the same kinds JAX returns; their HLO entry computations do the same operations
+    (optax's numerics tests compare them)."""
+    import re
+    xl, jl = xform.jit(fx).lower(X, Y), jax.jit(fj).lower(X, Y)
+    for d in (None, "stablehlo", "hlo"):
+        assert type(xl.compiler_ir(d)) is type(jl.compiler_ir(d)), d
+    m = xl.compiler_ir()
+    assert "func.func public @main" in str(m) and m.operation.verify()
+
+    def ops(lowered):
+        text = lowered.compiler_ir(dialect="hlo").as_hlo_text()
+        entry = re.search(r"ENTRY.*", text, re.DOTALL).group()
+        return sorted(re.findall(r"= \S+ (\w+)\(", entry))
+    assert ops(xl) == ops(jl)
+    with pytest.raises(ValueError, match="unknown dialect"):
+        xl.compiler_ir("mhlo")
+
+
 def test_disable_jit():
     def g(x):
         if float(xsum(x)) > 0:        # only works eagerly

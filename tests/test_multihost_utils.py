@@ -100,3 +100,21 @@ def test_two_processes():
                 p.communicate()
     for i, (rc, out, err) in enumerate(outs):
         assert rc == 0 and f"OK {i}" in out, f"process {i} failed (rc={rc}):\n{err[-3000:]}"
+
+
+def test_alias_serves_the_new_modules():
+    """Under compat.alias_jax, `import jax.experimental.layout` etc. are xform's."""
+    code = (
+        "import xform, xform.compat as c; c.alias_jax()\n"
+        "import jax.experimental.layout as L, jax.experimental.multihost_utils as M\n"
+        "import jax.scipy.fft as F, jax.scipy.sparse.linalg as S\n"
+        "from jax.sharding import AbstractMesh, AxisType\n"
+        "assert L is xform.experimental.layout and M is xform.experimental.multihost_utils\n"
+        "assert F is xform.scipy.fft and S is xform.scipy.sparse.linalg\n"
+        "assert AbstractMesh is xform.sharding.AbstractMesh\n"
+        "import jax; assert jax.config.x64_enabled is False\n"
+        "print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]

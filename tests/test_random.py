@@ -605,3 +605,23 @@ def test_key_array_conversions_refused_and_internals_never_convert_keys():
         _same(jr.split(jr.key(7)), xform.jit(lambda: xr.split(k))())
     jaxpr = str(xform.make_jaxpr(lambda: xr.split(k))())
     assert jaxpr.startswith("{ lambda a:key<fry>[]; .")   # a key constant, as JAX
+
+
+def test_key_dtype_type_is_prng_key_as_jax():
+    """A typed key's dtype.type is the abstract prng_key scalar class (jaxtyping's Key
+    check reads dtype.type.__name__; libraries test issubdtype(dtype, prng_key))."""
+    xk, jk = xform.random.key(0), jr.key(0)
+    assert xk.dtype.type is xform.dtypes.prng_key
+    assert xk.dtype.type.__name__ == jk.dtype.type.__name__ == "prng_key"
+    for xs, js in [(xk.dtype, jk.dtype), (xk.dtype.type, jk.dtype.type)]:
+        assert xform.dtypes.issubdtype(xs, xform.dtypes.prng_key) == \
+            jax.dtypes.issubdtype(js, jax.dtypes.prng_key) == True  # noqa: E712
+        assert xform.dtypes.issubdtype(xs, xform.dtypes.extended) == \
+            jax.dtypes.issubdtype(js, jax.dtypes.extended) == True  # noqa: E712
+    assert issubclass(xform.dtypes.prng_key, xform.dtypes.extended)
+    assert not xform.dtypes.issubdtype(np.float32, xform.dtypes.prng_key)
+    assert not xform.dtypes.issubdtype(xform.random.PRNGKey(0).dtype, xform.dtypes.prng_key)
+    # keys keep working under transformations with the new dtype.type
+    ks = xform.vmap(lambda k: xform.random.fold_in(k, 3))(xform.random.split(xk, 3))
+    assert ks.dtype.type is xform.dtypes.prng_key and ks.shape == (3,)
+

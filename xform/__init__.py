@@ -15,6 +15,7 @@ from xform._src.interpreters.errors import (ConcretizationTypeError, TracerArray
                                  UnexpectedTracerError)
 
 __version__ = "0.1.0"
+__version_info__ = tuple(int(p) for p in __version__.split("."))
 
 # Public modules; each defines ``__all__`` with what it contributes to the top level.  The
 # order matters: later modules add methods to ``Array`` that earlier ones define.

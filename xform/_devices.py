@@ -109,8 +109,10 @@ def block_until_ready(x):
     """Wait until every array in the pytree ``x`` is computed; returns ``x``."""
     bufs = []
     if _collect_bufs(x, bufs):       # Arrays in built-in containers: no generic flatten
-        for b in bufs:
-            b.block_until_ready()
+        if len(bufs) == 1:
+            bufs[0].block_until_ready()
+        elif bufs:
+            lowering.block_buffers(bufs)
         return x
     for leaf in _leaves(x):
         if isinstance(leaf, Array):

@@ -30,6 +30,7 @@ import weakref
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import core, errors, passes
 from xform._src.interpreters import staging as _staging_mod
 from xform._src.interpreters.config import config
@@ -953,6 +954,11 @@ class Lowered:
                                     donated_invars=donated, keep_unused=w._keep_unused,
                                     debug_info=debug_info)
 
+    def compiler_ir(self, dialect=None):
+        """The lowered program as an object: ``'stablehlo'`` (default) an MLIR module
+        (``jaxlib.mlir.ir.Module``), ``'hlo'`` an XLA computation (``as_hlo_text()``)."""
+        return _compiler_ir(self.as_text(), dialect)
+
     def compile(self, compiler_options=None):
         w, e = self._wrapped, self._entry
         if e.compiled is None:
@@ -1074,6 +1080,15 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
     return JitWrapped(fun, **kw)
 
 
+def _compiler_ir(text, dialect):
+    from xform._src.lowering import export_mlir
+    if dialect is None or dialect == "stablehlo":
+        return export_mlir.stablehlo_module(text)
+    if dialect == "hlo":
+        return export_mlir.hlo_computation(text)
+    raise ValueError(f"unknown dialect: {dialect}")
+
+
 def _default_sharding():
     return S.SingleDeviceSharding(_devices.local_devices()[0])
 
@@ -1140,7 +1155,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
         raise NotImplementedError("make_jaxpr(axis_env=...): wrap the function in "
                                   "xform.vmap(..., axis_name=...) instead.")
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def make(*args, **kwargs):
         # Equations staged on behalf of make_jaxpr itself (``make_jaxpr(jit(f))``'s jit)
         # have no user source, as in JAX: the caller's frame is not theirs.

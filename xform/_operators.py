@@ -109,8 +109,10 @@ def _install_operators(cls):
 def _varargs_shape(args, kw_shape=None):
     if kw_shape is not None:
         return kw_shape
-    if len(args) == 1 and (isinstance(args[0], (tuple, list)) or args[0] is None):
-        return args[0]
+    if len(args) == 1 and (isinstance(args[0], (tuple, list)) or args[0] is None or
+                           (np.ndim(args[0]) != 0 if hasattr(args[0], "ndim") else
+                            hasattr(args[0], "__len__"))):
+        return args[0]          # one argument that is a sequence of sizes: the shape
     return args
 
 

@@ -12,19 +12,27 @@ What it does:
 
 * ``sys.modules["jax"]`` becomes a proxy module whose attributes are xform's
   (``jax.jit`` is ``xform.jit``, ``jax.Array`` is ``xform.Array``, ``jax.__version__`` is
-  xform's version, so version-gated library code takes its conservative branch);
+  xform's version, so version-gated library code takes its conservative branch;
+  ``jax.__version_info__`` is the JAX release whose extension API xform serves, 0.10.2,
+  which libraries read to pick the signatures of ``jax.extend``/``jax.interpreters``);
 * ``import jax.X.Y`` for every public ``X.Y`` that xform has resolves to ``xform.X.Y``
   (the same module object): ``jax.numpy``, ``jax.lax``, ``jax.tree``, ``jax.tree_util``,
   ``jax.nn``, ``jax.scipy.*``, ``jax.random``, ``jax.sharding``, ``jax.export``,
   ``jax.dtypes``, ``jax.typing``, ``jax.flatten_util``, ``jax.experimental``,
-  ``jax.example_libraries.*``, ...;
+  ``jax.example_libraries.*``, and JAX's extension API ``jax.core``, ``jax.extend.*``,
+  ``jax.interpreters.*``, ``jax.api_util`` (docs/extending.md);
+* ``jax._src.*`` imported by library code (any module outside xform and JAX) is served by
+  ``xform._jax_src`` (``traceback_util``, ``dtypes``, ``core``, ``tree_util``,
+  ``dispatch``, ``compiler``, ``state``, ``checkify``: xform's objects under JAX's names)
+  or refused with an ImportError naming the internal, so that no real JAX internal meets
+  an xform value;
 * xform's own runtime keeps using the real jax/jaxlib runtime layer: it is loaded
-  *before* the alias is installed, its ``jax._src`` modules stay where they are, and the
-  real public ``jax`` modules are stashed (``unalias_jax()`` puts them back).
+  *before* the alias is installed, its ``jax._src`` modules stay where they are (xform's
+  and JAX's own imports of them are not redirected), and the real public ``jax`` modules
+  are stashed (``unalias_jax()`` puts them back).
 
 What it does not cover: anything xform does not implement raises ImportError /
-AttributeError naming the missing ``jax`` name (JAX's internals under ``jax._src``, for
-instance); code that already imported the real jax keeps it (install the alias first);
+AttributeError naming the missing ``jax`` name; code that already imported the real jax keeps it (install the alias first);
 real JAX and aliased libraries cannot share one process (run the JAX side in another
 process to compare).
 """
@@ -40,9 +48,12 @@ import types
 __all__ = ["alias_jax", "unalias_jax", "is_aliased"]
 
 # Real-jax module names left in sys.modules (xform's runtime layer lives on them).
-_KEEP_PREFIXES = ("jax._src", "jax.extend", "jax.lib", "jax.interpreters", "jax.core",
-                  "jax._")
+_KEEP_PREFIXES = ("jax._src", "jax.lib", "jax._")
+# JAX's private implementation, as library code sees it under the alias: served by
+# ``xform._jax_src`` (or refused there with an ImportError naming the internal).
+_INTERNAL = ("jax._src", "jax._src.")
 _stash: dict = {}
+JAX_API_VERSION = (0, 10, 2)   # the JAX release whose API the alias serves
 _finder = None
 
 
@@ -51,6 +62,9 @@ class _JaxProxy(types.ModuleType):
 
     def __getattr__(self, name):
         import xform  # deferred: import cycle
+        if name == "_src":          # JAX's internals as library code sees them
+            import xform._jax_src
+            return xform._jax_src
         try:
             return getattr(xform, name)
         except AttributeError:
@@ -107,6 +121,43 @@ class _JaxAliasFinder(importlib.abc.MetaPathFinder):
                                               is not None)
 
 
+def _importer_is_library(globals_) -> bool:
+    """Whether an import statement runs in library/user code (not in xform, whose
+    runtime uses the real ``jax._src``, nor in real JAX's own modules)."""
+    name = (globals_ or {}).get("__name__") or ""
+    return not (name == "jax" or name.startswith(("jax.", "jaxlib", "xform")))
+
+
+def _serve_internal(name: str, fromlist):
+    """The module ``xform._jax_src.*`` standing for ``jax._src.*`` (or ImportError)."""
+    from xform import _jax_src
+    xname = "xform._jax_src" + name[len("jax._src"):]
+    try:
+        mod = importlib.import_module(xname)
+    except ModuleNotFoundError as e:
+        if e.name and (xname == e.name or xname.startswith(e.name + ".")):
+            raise _jax_src.refused(name) from None
+        raise
+    for item in fromlist or ():
+        if item != "*" and not hasattr(mod, item):
+            try:
+                importlib.import_module(f"{xname}.{item}")
+            except ModuleNotFoundError:
+                raise _jax_src.refused(f"{name}.{item}") from None
+    return mod
+
+
+_orig_import = None
+
+
+def _aliased_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if (level == 0 and name.startswith("jax._src") and name[8:9] in ("", ".")
+            and _importer_is_library(globals)):
+        mod = _serve_internal(name, fromlist)
+        return mod if fromlist else sys.modules["jax"]
+    return _orig_import(name, globals, locals, fromlist, level)
+
+
 _PROXY = None
 
 
@@ -117,6 +168,9 @@ def _proxy():
         p = _JaxProxy("jax", "JAX's API, served by xform (xform.compat.alias_jax)")
         p.__path__ = []            # a package: `import jax.numpy` goes through the finder
         p.__version__ = xform.__version__
+        # Libraries read __version_info__ to pick which signature of JAX's extension API
+        # (jax.extend, jax.core, jax.interpreters) to call; xform serves JAX 0.10.2's.
+        p.__version_info__ = JAX_API_VERSION
         p.__xform_alias__ = True
         _PROXY = p
     return _PROXY
@@ -144,6 +198,11 @@ def alias_jax() -> types.ModuleType:
     _finder = _JaxAliasFinder()
     sys.meta_path.insert(0, _finder)
     sys.modules["jax"] = _proxy()
+    global _orig_import
+    if _orig_import is None:
+        import builtins
+        _orig_import = builtins.__import__
+        builtins.__import__ = _aliased_import
     return sys.modules["jax"]
 
 
@@ -154,6 +213,12 @@ def unalias_jax() -> None:
     if _finder is not None and _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
     _finder = None
+    global _orig_import
+    if _orig_import is not None:
+        import builtins
+        if builtins.__import__ is _aliased_import:
+            builtins.__import__ = _orig_import
+        _orig_import = None
     for name in list(sys.modules):
         if (name == "jax" or name.startswith("jax.")) and not name.startswith(_KEEP_PREFIXES):
             del sys.modules[name]

@@ -5,8 +5,10 @@ from xform import numpy as jnp
 from xform._src.interpreters import ad, core
 from xform.tree_util import tree_map
 
+from xform._src.primitives.custom import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
+
 __all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
-           "zero_from_primal"]
+           "custom_jvp_call_p", "custom_vjp_call_p", "zero_from_primal"]
 
 
 def zero_from_primal(val, symbolic_zeros=False):

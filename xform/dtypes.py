@@ -12,13 +12,7 @@ __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "
            "scalar_type_of"]
 
 
-class extended(np.generic):
-    """Abstract scalar type of JAX's *extended* dtypes (e.g. typed PRNG keys).  No NumPy
-    dtype is a subtype: ``issubdtype(np.float32, extended)`` is False."""
-
-
-class prng_key(extended):
-    """Abstract scalar type of typed PRNG key dtypes (``jax.dtypes.prng_key``)."""
+from xform._src.interpreters.dtypes import extended, prng_key  # noqa: E402,F401
 
 
 def _is_extended_abstract(t):

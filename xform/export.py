@@ -853,8 +853,9 @@ def _from_data(d: dict) -> Exported:
     v = d["calling_convention_version"]
     if not (minimum_supported_calling_convention_version <= v
             <= maximum_supported_calling_convention_version):
-        raise ValueError(f"The exported function uses calling convention version {v}, outside "
-                         f"the supported range [{minimum_supported_calling_convention_version}.."
+        raise ValueError(f"The exported function uses calling convention version {v}, which "
+                         "is outside the range of supported versions "
+                         f"[{minimum_supported_calling_convention_version}.."
                          f"{maximum_supported_calling_convention_version}]")
     if d["ordered_effects"]:
         raise ValueError(f"the exported function has ordered effects {d['ordered_effects']}, "
@@ -876,17 +877,94 @@ def _from_data(d: dict) -> Exported:
                              for x in d.get("in_shardings") or ()],
         _out_named_shardings=[None if x is None else _NamedSharding._from_data(x)
                               for x in d.get("out_shardings") or ()],
-        _get_vjp=(lambda _: _from_data(vjp())) if vjp is not None else None)
+        _get_vjp=(lambda _: _checked(lambda: vjp())) if vjp is not None else None)
+
+
+def _check_module(exp: Exported) -> None:
+    """The embedded module decodes and verifies (in a child process, cached by hash:
+    ``lowering/export_check.py``) and its ``main`` matches the calling convention."""
+    from xform._src.lowering import export_check
+    ins, outs = export_check.check_module(exp.mlir_module_serialized)
+    if ins is None:                   # a module this process serialized
+        return
+    n_plat = 1 if len(exp.platforms) > 1 else 0
+    n_tok = len(exp.ordered_effects)
+    want_in = n_plat + n_tok + len(exp.module_kept_var_idx)
+    want_out = n_tok + len(exp.out_avals)
+    if len(ins) != want_in or len(outs) != want_out:
+        raise ValueError(f"the exported module's main takes {len(ins)} arguments and returns "
+                         f"{len(outs)} results, but the calling convention says {want_in} "
+                         f"and {want_out} ({len(exp.module_kept_var_idx)} kept arguments of "
+                         f"{len(exp.in_avals)}, {len(exp.platforms)} platforms)")
+    kept = [exp.in_avals[i] for i in exp.module_kept_var_idx]
+    for what, avals, types in (("argument", kept, ins[n_plat + n_tok:]),
+                               ("result", exp.out_avals, outs[n_tok:])):
+        for i, (a, t) in enumerate(zip(avals, types)):
+            want = _mlir_tensor_type(a)
+            if want is not None and want != _strip_encoding(t):
+                raise ValueError(f"the exported module's main has {what} {i} of type {t}, but "
+                                 f"the Exported says {a.str_short()} ({want})")
+
+
+_MLIR_ELEMENT = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+                 "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
+                 "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+                 "complex64": "complex<f32>", "complex128": "complex<f64>"}
+
+
+def _mlir_tensor_type(aval):
+    """The MLIR type a static-shaped aval of a common dtype lowers to (None: not checked)."""
+    el = _MLIR_ELEMENT.get(getattr(aval.dtype, "name", None)) \
+        if isinstance(aval.dtype, np.dtype) else None
+    if el is None or not all(type(d) is int for d in aval.shape):
+        return None
+    return "tensor<" + "".join(f"{d}x" for d in aval.shape) + el + ">"
+
+
+def _strip_encoding(t):
+    """``tensor<8xf32, #enc>`` -> ``tensor<8xf32>``."""
+    if t.startswith("tensor<") and ", " in t:
+        depth = 0
+        for j, c in enumerate(t):
+            depth += c == "<"
+            depth -= c == ">"
+            if c == "," and depth == 1:
+                return t[:j] + ">"
+    return t
+
+
+_BAD_DATA_ERRORS = (TypeError, KeyError, IndexError, AttributeError, RecursionError,
+                    OverflowError, UnicodeDecodeError, MemoryError, ArithmeticError)
+
+
+def _checked(read):
+    """``read()`` (the plain data of a serialized Exported) as an Exported whose embedded
+    module has been checked; any malformation a ValueError."""
+    try:
+        exp = _from_data(read())
+    except ValueError:
+        raise
+    except _BAD_DATA_ERRORS as e:
+        raise ValueError(f"not a serialized Exported (inconsistent data: "
+                         f"{type(e).__name__}: {str(e)[:200]})") from None
+    _check_module(exp)
+    return exp
 
 
 def deserialize(blob) -> Exported:
     """An Exported from bytes written by ``Exported.serialize`` or ``jax.export``.
 
-    The bytes must be trusted input: the module may call any custom call jaxlib knows.
+    Untrusted bytes are refused with a ValueError here, not later: the FlatBuffer
+    structure is bounds-checked, the fields cross-checked, and the embedded StableHLO
+    module is decoded and verified in a separate process (once per distinct module per
+    process; modules this process exported need no check), so corrupted or crafted
+    bytes cannot crash or corrupt this process.  A valid module may still call any
+    custom call jaxlib knows: only run artifacts whose source you trust.
+    See docs/reliability.md.
     """
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise TypeError(f"deserialize() expects bytes or bytearray, got {type(blob).__name__}")
-    return _from_data(_fb.deserialize_exported(blob))
+    return _checked(lambda: _fb.deserialize_exported(blob))
 
 
 # ----------------------------------------------------------------- export

@@ -682,6 +682,26 @@ def _parse_signature(sig):
     return parse(ins), parse(outs)
 
 
+def _check_vectorize_rank_promotion(arrs, cores, signature):
+    """JAX: with jax_numpy_rank_promotion 'warn'/'raise', non-scalar operands whose loop
+    ranks differ warn/raise (rank promotion of the loop dimensions)."""
+    from xform._src.interpreters.config import config
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow":
+        return
+    ranks = {a.ndim - len(c) for a, c in zip(arrs, cores) if a.ndim != 0}
+    if len(ranks) > 1:
+        msg = (f"operands with shapes {[a.shape for a in arrs]} require rank promotion for "
+               f"jnp.vectorize function with signature {signature}. Set the "
+               "jax_numpy_rank_promotion config option to 'allow' to disable this message; "
+               "for more information, see "
+               "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+        if mode == "raise":
+            raise ValueError(msg)
+        import warnings
+        warnings.warn(msg)
+
+
 class vectorize:
     """``numpy.vectorize`` via ``vmap``: loop dimensions broadcast, core dimensions from
     ``signature`` (e.g. ``'(n),(n)->()'``) are passed whole to ``pyfunc``."""
@@ -691,8 +711,10 @@ class vectorize:
         self.excluded = set(excluded)
         self.signature = signature
         if any(not isinstance(e, (int, str)) for e in self.excluded):
-            raise TypeError(f"excluded must contain only integers or strings, got "
-                            f"{excluded!r}")
+            raise TypeError("jax.numpy.vectorize can only exclude integer or string "
+                            f"arguments, but excluded={excluded!r}")
+        if any(isinstance(e, int) and e < 0 for e in self.excluded):
+            raise ValueError(f"excluded={excluded!r} contains negative numbers")
         self.__doc__ = getattr(pyfunc, "__doc__", None)
         self.__name__ = getattr(pyfunc, "__name__", "vectorized")
         self.__wrapped__ = pyfunc
@@ -714,7 +736,7 @@ class vectorize:
         if none_pos:
             if any(in_core[i] != () for i in none_pos):
                 raise ValueError(f"Cannot pass None at locations {none_pos} with "
-                                 f"signature={self.signature}")
+                                 f"signature={self.signature!r}")
         pyfunc = self.pyfunc
         ndyn = len(dyn)
 
@@ -743,6 +765,7 @@ class vectorize:
                     raise ValueError(f"inconsistent size for core dimension {d!r}: {s} vs "
                                      f"{sizes[d]} (signature {self.signature})")
             loops.append(a.shape[:a.ndim - len(c)])
+        _check_vectorize_rank_promotion(arrs, cores, self.signature)
         bshape = U.broadcast_shapes(*loops, name="vectorize") if loops else ()
         arrs = [U.broadcast_to_shape(a, bshape + a.shape[a.ndim - len(c):])
                 for a, c in zip(arrs, cores)]

@@ -32,6 +32,18 @@ def _prep(name, a):
     return x
 
 
+def _check_where(name, where):
+    """JAX: ``where`` must be None or a boolean array (an integer mask is refused)."""
+    if where is None:
+        return None
+    U.check_arraylike(name, where)
+    w = U.to_array(where)
+    if w.dtype != dtypes.bool_:
+        raise ValueError(f"jnp.{name}: where must be None or a boolean array; "
+                         f"got where.dtype={w.dtype!r}.")
+    return w
+
+
 def _keep(out, x_shape, axes, keepdims):
     if not keepdims:
         return out
@@ -54,9 +66,11 @@ def _promoted_int(dt, promote_integers=True):
 def _reduction(name, a, axis, dtype, keepdims, initial, where, *, lax_fn, identity, binop,
                result_dtype, upcast_f16=True, has_identity=True):
     x = _prep(name, a)
+    where = _check_where(name, where)
     axes = U.canonicalize_axes(axis, x.ndim)
     out_dt = U.canonical_dtype(dtype) or result_dtype(x.dtype)
-    comp = dtypes.float32 if upcast_f16 and out_dt in _LOWP else out_dt
+    # JAX computes float16/bfloat16 sums in float32 unless a dtype is asked for
+    comp = dtypes.float32 if upcast_f16 and dtype is None and out_dt in _LOWP else out_dt
     x = U.to_array(x, comp, False)
     if where is not None:
         if identity is None and initial is None:
@@ -69,7 +83,11 @@ def _reduction(name, a, axis, dtype, keepdims, initial, where, *, lax_fn, identi
     # an empty reduction is the identity: elided eagerly, staged as JAX stages it
     out = lax_fn(x, axes) if axes or _staging() else x
     if initial is not None:
-        out = binop(U.to_array(initial, comp, False), out)   # JAX's op(initial, result)
+        init = U.to_array(initial, comp, False)
+        if init.shape != ():
+            raise ValueError(f"initial value must be a scalar. Got array of shape "
+                             f"{init.shape}")
+        out = binop(init, out)   # JAX's op(initial, result)
     out = _keep(out, x.shape, axes, keepdims)
     return U.to_array(out, out_dt, False)
 
@@ -126,6 +144,7 @@ amax, amin = max, min
 
 def _bool_reduce(name, a, axis, keepdims, where, fn, ident):
     x = _prep(name, a)
+    where = _check_where(name, where)
     if x.dtype != dtypes.bool_:
         x = F.not_equal(x, U.to_array(0, x.dtype, False))
     axes = U.canonicalize_axes(axis, x.ndim)
@@ -163,21 +182,43 @@ def _inexact_dt(dt):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _no_out(out, "mean")
     x = _prep("mean", a)
+    where = _check_where("mean", where)
     axes = U.canonicalize_axes(axis, x.ndim)
     out_dt = U.canonical_dtype(dtype) or _inexact_dt(x.dtype)
-    comp = dtypes.float32 if out_dt in _LOWP else _inexact_dt(out_dt)
+    comp = dtypes.float32 if dtype is None and out_dt in _LOWP else _inexact_dt(out_dt)
     s = sum(x, axis=axes, dtype=comp, keepdims=keepdims, where=where)
     n = _count(x, axes, where, keepdims, comp)
     return U.to_array(F.true_divide(s, n), out_dt, False)
 
 
+def _ddof(ddof, correction):
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
+        mean=None, correction=None):
     _no_out(out, "var")
-    if correction is not None:
-        ddof = correction
+    ddof = _ddof(ddof, correction)
     x = _prep("var", a)
+    where = _check_where("var", where)
+    return _var("var", x, axis, dtype, ddof, keepdims, where, mean)
+
+
+def _var(name, x, axis, dtype, ddof, keepdims, where, a_mean, nan_aware=False):
+    """JAX's var/nanvar: the mean (given or computed) subtracted, squared magnitudes
+    summed, divided by count - ddof; NaN where that count is not positive."""
     axes = U.canonicalize_axes(axis, x.ndim)
+    if dtype is not None and x.dtype.kind == "c" and U.canonical_dtype(dtype).kind != "c":
+        raise ValueError(
+            "jax.numpy.var does not yet support real dtype parameters when computing the "
+            "variance of an array of complex values. The semantics of numpy.var seem "
+            "unclear in this case. Please comment on "
+            "https://github.com/jax-ml/jax/issues/2283 if this behavior is important to "
+            "you.")
     out_dt = U.canonical_dtype(dtype) or _inexact_dt(x.dtype)
     if out_dt in dtypes._custom_floats or out_dt == dtypes.float16:
         comp = dtypes.float32
@@ -186,19 +227,36 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if x.dtype in (dtypes.complex64, dtypes.complex128):
         comp = x.dtype
     xc = U.to_array(x, comp, False)
-    m = mean(xc, axis=axes, keepdims=True, where=where)
+    ok = where
+    if nan_aware:
+        ok = F.logical_not(F.isnan(xc))
+        if where is not None:
+            ok = F.logical_and(ok, where)
+    if a_mean is None:
+        m = mean(xc, axis=axes, keepdims=True, where=ok)
+    else:
+        U.check_arraylike(name, a_mean)
+        m = U.to_array(U.to_array(a_mean), comp, False)
     c = F.subtract(xc, m)
+    if nan_aware:
+        c = F.where(ok, c, U.to_array(0, c.dtype, False))
     sq = F.real(F.multiply(c, F.conjugate(c))) if comp.kind == "c" else F.multiply(c, c)
-    s = sum(sq, axis=axes, keepdims=keepdims, where=where)
-    n = _count(x, axes, where, keepdims, s.dtype)
+    s = sum(sq, axis=axes, keepdims=keepdims, where=ok)
+    n = _count(x, axes, ok, keepdims, s.dtype)
     dof = F.subtract(n, U.to_array(ddof, s.dtype, True))
-    out_real = out_dt if out_dt.kind != "c" else F.real(U.to_array(0, out_dt)).dtype
-    return U.to_array(F.true_divide(s, dof), out_real, False)
+    positive = F.greater(dof, U.to_array(0, dof.dtype, False))
+    res = F.true_divide(s, F.where(positive, dof, U.to_array(1, dof.dtype, False)))
+    res = F.where(positive, res, U.to_array(np.nan, res.dtype, False))
+    if dtype is None and out_dt.kind == "c":        # complex input: a real variance
+        out_dt = res.dtype
+    return U.to_array(res, out_dt, False)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
-    v = var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)
+        mean=None, correction=None):
+    where = _check_where("std", where)
+    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+            correction=correction)
     return F.sqrt(v)
 
 
@@ -285,12 +343,12 @@ def _array_api_cumulative(name, what, x, axis, dtype, include_initial, lax_fn, i
     U.check_arraylike(name, x)
     a = U.to_array(x)
     if a.ndim == 0:
-        raise ValueError(f"{name}: the input must be non-scalar to take a cumulative "
-                         f"{what}, however a scalar value or scalar array was given.")
+        raise ValueError(f"The input must be non-scalar to take a cumulative {what}, "
+                         "however a scalar value or scalar array was given.")
     if axis is None:
         if a.ndim > 1:
             raise ValueError(
-                f"{name}: the input array has rank {a.ndim}, however axis was not set to "
+                f"The input array has rank {a.ndim}, however axis was not set to "
                 "an explicit value. The axis argument is only optional for one-dimensional "
                 "arrays.")
         axis = 0
@@ -331,32 +389,43 @@ def _nan_to(a, v):
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    where = _check_where("nansum", where)
     return sum(_nan_to(_prep("nansum", a), 0), axis, dtype, out, keepdims, initial, where)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    where = _check_where("nanprod", where)
     return prod(_nan_to(_prep("nanprod", a), 1), axis, dtype, out, keepdims, initial, where)
 
 
-def _nan_extreme(name, a, axis, keepdims, fill, fn):
+def _nan_extreme(name, a, axis, keepdims, fill, fn, initial=None, where=None):
+    """JAX's nanmax/nanmin: NaNs replaced by ``fill`` for ``fn`` (with ``initial`` and
+    ``where``); all-NaN slices give NaN unless ``initial`` is given."""
     x = _prep(name, a)
+    where = _check_where(name, where)
     if x.dtype.kind not in "fc" and x.dtype not in _LOWP:
-        return fn(x, axis=axis, keepdims=keepdims)
+        return fn(x, axis=axis, keepdims=keepdims, initial=initial, where=where)
     nan = F.isnan(x)
-    out = fn(F.where(nan, U.to_array(fill, x.dtype, False), x), axis=axis, keepdims=keepdims)
+    out = fn(F.where(nan, U.to_array(fill, x.dtype, False), x), axis=axis, keepdims=keepdims,
+             initial=initial, where=where)
+    if initial is not None:
+        return out
     return F.where(all(nan, axis=axis, keepdims=keepdims), U.to_array(np.nan, x.dtype), out)
 
 
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    return _nan_extreme("nanmax", a, axis, keepdims, -np.inf, max)
+    _no_out(out, "nanmax")
+    return _nan_extreme("nanmax", a, axis, keepdims, -np.inf, max, initial, where)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    return _nan_extreme("nanmin", a, axis, keepdims, np.inf, min)
+    _no_out(out, "nanmin")
+    return _nan_extreme("nanmin", a, axis, keepdims, np.inf, min, initial, where)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     x = _prep("nanmean", a)
+    where = _check_where("nanmean", where)
     if x.dtype.kind not in "fc" and x.dtype not in _LOWP:
         return mean(x, axis, dtype, keepdims=keepdims, where=where)
     ok = F.logical_not(F.isnan(x))
@@ -365,16 +434,19 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return mean(x, axis, dtype, keepdims=keepdims, where=ok)
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
+           mean=None):
+    _no_out(out, "nanvar")
     x = _prep("nanvar", a)
-    ok = F.logical_not(F.isnan(x))
-    if where is not None:
-        ok = F.logical_and(ok, where)
-    return var(_nan_to(x, 0), axis, dtype, ddof=ddof, keepdims=keepdims, where=ok)
+    where = _check_where("nanvar", where)
+    return _var("nanvar", x, axis, dtype, ddof, keepdims, where, mean, nan_aware=True)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    return F.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
+           mean=None):
+    where = _check_where("nanstd", where)
+    return F.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where,
+                         mean=mean))
 
 
 def nanargmax(a, axis=None, out=None, keepdims=None):

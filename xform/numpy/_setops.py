@@ -292,7 +292,9 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     size = _static_size("setdiff1d", size)
     if size is None:
         _concrete("setdiff1d", ar1)
-    a, b = _flat_pair("setdiff1d", ar1, ar2)
+    U.check_arraylike("setdiff1d", ar1, ar2)
+    # JAX: the result keeps ar1's dtype (ar2 is only compared against)
+    a, b = S.ravel(U.to_array(ar1)), S.ravel(U.to_array(ar2))
     fill = 0 if fill_value is None else fill_value
     if a.shape[0] == 0:
         return U.broadcast_to_shape(U.to_array(fill, a.dtype, False), (size or 0,))
@@ -345,6 +347,17 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     if size is None:
         _concrete("setxor1d", ar1, ar2)
     a, b = _flat_pair("setxor1d", ar1, ar2)
+    if assume_unique:
+        # JAX: the values that occur exactly once in the sorted concatenation
+        vals = S.sort(S.concatenate([a, b]))
+        n = vals.shape[0]
+        if n == 0:
+            return U.broadcast_to_shape(U.to_array(0 if fill_value is None else fill_value,
+                                                   a.dtype, False), (size or 0,))
+        differs = F.not_equal(vals[1:], vals[:-1])
+        edge = U.to_array(np.ones((1,), bool))
+        flag = S.concatenate([edge, differs, edge])
+        return _compact(vals, F.logical_and(flag[1:], flag[:-1]), size, fill_value)
     parts, keeps = [], []
     for x, y in ((a, b), (b, a)):
         if x.shape[0] == 0:

@@ -460,6 +460,8 @@ def _float_divmod(x1, x2):
 def remainder(x1, x2, /):
     """Python ``%``: the result has the sign of the divisor."""
     a, b = _lax_args("remainder", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype in _U or a.dtype in _I:     # JAX: an integer x % 0 is 0 (divides by 1)
+        b = where(equal(b, _zero(b)), _const(b, 1), b)
     if a.dtype in _U:
         return _bind("rem", a, b)
     if a.dtype in _C:
@@ -475,6 +477,8 @@ mod = remainder
 def fmod(x1, x2, /):
     """C ``fmod``: the result has the sign of the dividend."""
     a, b = _lax_args("fmod", *U.promote_dtypes_numeric(x1, x2))
+    if a.dtype in _U or a.dtype in _I:     # JAX: an integer fmod(x, 0) is 0
+        b = where(equal(b, _zero(b)), _const(b, 1), b)
     return _bind("rem", a, b)
 
 
@@ -743,7 +747,8 @@ def logaddexp2(x1, x2, /):
 
 def heaviside(x1, x2, /):
     a, b = U.promote_args_inexact_lax("heaviside", x1, x2)
-    return where(less(a, _zero(a)), _zero(a), where(greater(a, _zero(a)), _const(a, 1), b))
+    return where(less(a, _zero(a)), _zero(a),
+                 where(greater(a, _zero(a)), _const(a, 1), where(isnan(a), a, b)))
 
 
 def sinc(x, /):

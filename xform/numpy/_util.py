@@ -317,7 +317,7 @@ def canonicalize_axes(axis, ndim):
     if isinstance(axis, (tuple, list)):
         out = tuple(canonicalize_axis(a, ndim) for a in axis)
         if len(set(out)) != len(out):
-            raise ValueError(f"repeated axis in {tuple(axis)}")
+            raise ValueError(f"duplicate value in 'axis': {tuple(axis)}")
         return out
     return (canonicalize_axis(axis, ndim),)
 

@@ -247,6 +247,10 @@ class _LoweredSpmd:
     def compile(self, compiler_options=None):
         return self
 
+    def compiler_ir(self, dialect=None):
+        from xform._jit import _compiler_ir
+        return _compiler_ir(self._c.text, dialect)
+
     def compiled_text(self):
         return self._c.compiled_text()
 
