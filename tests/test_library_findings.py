@@ -48,3 +48,13 @@ def test_transformed_callable_wraps_like_jax(name, fun):
     x = np.arange(3.0, dtype=np.float32)
     for g, w in zip(jax.tree.leaves(got(x)), jax.tree.leaves(want(x))):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+def test_dtypes_bfloat16_is_the_scalar_type():
+    # equinox's tests build scalars with jax.dtypes.bfloat16(1)
+    assert xform.dtypes.bfloat16 is jax.dtypes.bfloat16
+    z = xform.dtypes.bfloat16(1)
+    assert type(z) is type(jax.dtypes.bfloat16(1)) and float(z) == 1.0
+    assert np.dtype(xform.dtypes.bfloat16) == np.dtype(jax.dtypes.bfloat16)
+    assert xform.numpy.zeros(2, xform.dtypes.bfloat16).dtype == jax.numpy.zeros(
+        2, jax.dtypes.bfloat16).dtype
