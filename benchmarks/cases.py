@@ -637,7 +637,8 @@ def _large_record(ctx, program, size, compile_why=None, steady_note=""):
 
         def run(r):
             make, _ = large.build(program, size, rng, variant=r)
-            (t_trace, t_lower), _, _ = large.trace_lower(L, make(L), dev_args[name])
+            (t_trace, t_lower), _, _ = large.trace_lower(L, make(L), dev_args[name],
+                                                         timing._steady_clock[0])
             return {"trace": t_trace, "lower": t_lower, "trace_lower": t_trace + t_lower}
         return run
 
@@ -693,6 +694,7 @@ def _large_record(ctx, program, size, compile_why=None, steady_note=""):
             except Exception as e:  # noqa: BLE001
                 eqns[name] = timing.reason_of(e)
     params = {"size": size, "staged_equations": eqns, "rounds": rounds,
+              "clock": "trace and lower: the run's --clock; compile: wall time",
               "lower": "xform: simplify passes + StableHLO text with locations (what a first "
                        "call compiles); JAX: Traced.lower() (its MLIR module)",
               "peak_host_memory": "peak RSS of trace + lower over the process's RSS before, "
@@ -772,7 +774,7 @@ def large_growth(ctx):
             out = {}
             for n in sizes:
                 make = large.loop_program(n // large.LOOP_EQNS_PER_ITER, variant=r)
-                (a, b), _, _ = large.trace_lower(L, make(L), dev[name])
+                (a, b), _, _ = large.trace_lower(L, make(L), dev[name], timing._steady_clock[0])
                 out[n] = a + b
             return out
         return run

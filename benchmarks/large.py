@@ -121,21 +121,24 @@ def to_lib(L, tree):
     return L.put(tree)
 
 
-def trace_lower(L, prog, args):
+def trace_lower(L, prog, args, clock=None):
     """Trace and lower ``prog`` once with ``L``; ((trace s, lower s), jitted, lowered).
 
     xform's lower is the StableHLO text its first call compiles (the simplify passes
-    and the text with locations); JAX's is ``Traced.lower()`` (its MLIR module)."""
+    and the text with locations); JAX's is ``Traced.lower()`` (its MLIR module).
+    ``clock``: ``time.perf_counter`` (default) or ``time.process_time`` (both phases run
+    on one thread: CPU time is robust on a loaded machine)."""
     import time
+    clock = clock or time.perf_counter
     jf = L.jit(prog)
-    t0 = time.perf_counter()
+    t0 = clock()
     traced = jf.trace(*args)
-    t1 = time.perf_counter()
+    t1 = clock()
     if L.name == "jax":
         lowered = traced.lower()
     else:
         lowered = traced.lower().as_text(debug_info=True)
-    t2 = time.perf_counter()
+    t2 = clock()
     return (t1 - t0, t2 - t1), jf, lowered
 
 

@@ -62,7 +62,16 @@ def test_abstract_mesh_matches_jax(sizes, names, types):
     assert x.abstract_mesh is x
     y = AbstractMesh(sizes, names, xt)
     assert x == y and hash(x) == hash(y) and pickle.loads(pickle.dumps(x)) == x
+    # interned as in JAX: equal arguments give the same object
+    assert (x is y) == (j is jax.sharding.AbstractMesh(sizes, names, jt)) == True  # noqa
     assert x != AbstractMesh(sizes + (2,), names + ("extra",))
+
+
+def test_sharding_module_names_match_jax():
+    # ManualAxisType describes shard_map's varying-manual-axes typing, which xform's
+    # shard_map does not have (docs/sharding.md)
+    missing = {n for n in dir(jax.sharding) if not n.startswith("_")} - set(dir(XS))
+    assert missing == {"ManualAxisType"}, missing
 
 
 def test_abstract_mesh_update_and_errors_match_jax():

@@ -697,8 +697,12 @@ def nonzero(a, *, size=None, fill_value=None):
     nz = np.nonzero(np.asarray(v))
     if size is not None:
         fv = 0 if fill_value is None else fill_value
-        nz = tuple(np.concatenate([z[:size], np.full(max(0, size - len(z)), fv, z.dtype)])
-                   for z in nz)
+        fvs = fv if isinstance(fv, (tuple, list)) else (fv,) * len(nz)
+        if len(fvs) != len(nz):
+            raise ValueError(f"fill_value must be a scalar or a tuple of length {len(nz)}; "
+                             f"got {fill_value}")
+        nz = tuple(np.concatenate([z[:size], np.full(max(0, size - len(z)), f, z.dtype)])
+                   for z, f in zip(nz, fvs))
     idt = dtypes.default_int_dtype()
     return tuple(Array(z.astype(idt)) for z in nz)
 

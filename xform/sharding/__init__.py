@@ -15,6 +15,7 @@ import enum
 import itertools
 import math
 import threading
+import weakref
 
 import numpy as np
 from xform._src.interpreters import core
@@ -121,6 +122,9 @@ class AbstractDevice:
         return f"AbstractDevice({self._repr()})"
 
 
+_interned_meshes = weakref.WeakValueDictionary()
+
+
 class AbstractMesh(_BaseMesh):
     """A mesh without devices: axis sizes, names and types (JAX's ``AbstractMesh``).
 
@@ -130,7 +134,7 @@ class AbstractMesh(_BaseMesh):
 
     __slots__ = ("axis_sizes", "axis_names", "axis_types", "abstract_device", "size")
 
-    def __init__(self, axis_sizes, axis_names, axis_types=None, *, abstract_device=None):
+    def __new__(cls, axis_sizes, axis_names, axis_types=None, *, abstract_device=None):
         if isinstance(axis_names, str):
             axis_names = (axis_names,)
         axis_sizes, axis_names = tuple(axis_sizes), tuple(axis_names)
@@ -143,12 +147,16 @@ class AbstractMesh(_BaseMesh):
                 raise TypeError(f"AbstractMesh axis names must be strings, got {n!r}")
         if len(set(axis_names)) != len(axis_names):
             raise ValueError(f"AbstractMesh axis names must be unique, got {axis_names}")
-        object.__setattr__(self, "axis_sizes", axis_sizes)
-        object.__setattr__(self, "axis_names", axis_names)
-        object.__setattr__(self, "axis_types",
-                           _normalize_axis_types(axis_names, axis_types, "AbstractMesh"))
-        object.__setattr__(self, "abstract_device", abstract_device)
-        object.__setattr__(self, "size", math.prod(axis_sizes) if axis_sizes else 0)
+        axis_types = _normalize_axis_types(axis_names, axis_types, "AbstractMesh")
+        key = (axis_sizes, axis_names, axis_types, abstract_device)
+        obj = _interned_meshes.get(key)      # equal arguments: the same object, as JAX
+        if obj is None:
+            obj = object.__new__(cls)
+            for k, v in zip(("axis_sizes", "axis_names", "axis_types", "abstract_device"), key):
+                object.__setattr__(obj, k, v)
+            object.__setattr__(obj, "size", math.prod(axis_sizes) if axis_sizes else 0)
+            _interned_meshes[key] = obj
+        return obj
 
     def __setattr__(self, name, value):
         raise AttributeError(f"AbstractMesh is immutable: cannot set {name!r}; use "
