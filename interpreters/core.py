@@ -22,6 +22,7 @@ import threading
 import numpy as np
 
 from xform._src.interpreters import errors
+from xform._src.interpreters import interrupts as _interrupts
 from xform._src.interpreters.config import config
 from xform._src.interpreters.dtypes import ExtendedDType, extended_by_struct
 from xform._src.interpreters.dtypes import canonicalize_dtype
@@ -268,6 +269,12 @@ class Primitive:
         impl_rules[self] = fn
         return fn
 
+    def get_bind_params(self, params):
+        """The params to re-bind an equation of this primitive with
+        (``prim.bind(*args, **prim.get_bind_params(eqn.params))``, JAX 0.10's interface:
+        xform's equations hold programs, never functions, so they are the params)."""
+        return params
+
     def def_abstract_eval(self, fn):
         self.abstract_eval = fn
         abstract_eval_rules[self] = fn
@@ -295,6 +302,12 @@ class Trace:
 
     def invalidate(self):
         self.valid = False
+
+    @property
+    def main(self):
+        """What identifies this transformation (JAX's name; libraries compare
+        ``tracer._trace.main is main`` to find their own tracers)."""
+        return self
 
     def check_foreign_tracer(self, x: "Tracer"):
         """A tracer not owned by this trace must belong to a live ancestor."""
@@ -645,6 +658,8 @@ class Array(ArrayOps):
         return (_rebuild_array, (np.asarray(self._value), self.weak_type))
 
     def block_until_ready(self):
+        if _closing[0]:
+            _interrupts.check_open("wait for an array")
         if self._deleted:
             raise self._deleted_error("block_until_ready()")
         if self._buf is not None:
@@ -763,6 +778,7 @@ class Array(ArrayOps):
 
 
 _new_array = object.__new__
+_closing = _interrupts.closing
 
 
 def _rebuild_array(value, weak_type):

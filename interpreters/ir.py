@@ -81,6 +81,16 @@ class Eqn:
         self.params = params
         self.source_info = source_info
 
+    @property
+    def effects(self):
+        """JAX's field: the equation's effects (a one-element set naming the primitive
+        when it is effectful, else empty)."""
+        return frozenset((self.primitive.name,)) if self.primitive.effectful else frozenset()
+
+    @property
+    def ctx(self):
+        return None
+
     def replace(self, **kw):
         new = Eqn(self.primitive, self.invars, self.outvars, self.params, self.source_info)
         for k, v in kw.items():
@@ -116,6 +126,14 @@ class Jaxpr:
     @property
     def in_avals(self):
         return [v.aval for v in self.invars]
+
+    @property
+    def effects(self):
+        """The union of the equations' effects (JAX's field)."""
+        out = frozenset()
+        for e in self.eqns:
+            out |= e.effects
+        return out
 
     @property
     def out_avals(self):

@@ -590,3 +590,46 @@ def test_leak_check_detects_real_jax_modules():
         "sys.argv[1]", repr("equinox"))
     res = json.loads(_run_aliased(code).strip().splitlines()[-1])
     assert any("jax._src.traceback_util" in x for x in res["leaks"])
+
+
+def test_program_and_trace_fields_libraries_read():
+    """What interpreters written against JAX read: ``get_bind_params`` (JAX 0.10: the
+    params), ``eqn.effects``/``jaxpr.effects``, ``trace.main``, rule arguments as tuples."""
+    jaxpr = xform.make_jaxpr(lambda x: xform.numpy.sin(x) * 2)(1.0)
+    for eqn in jaxpr.eqns:
+        params = eqn.primitive.get_bind_params(eqn.params)
+        assert params == eqn.params and eqn.effects == frozenset()
+    assert jaxpr.jaxpr.effects == frozenset()
+    # re-binding each equation as JAX-style interpreters do reproduces the program
+    env = dict(zip(jaxpr.jaxpr.invars, [np.float32(0.5)]))
+    for eqn in jaxpr.eqns:
+        args = [env[v] if isinstance(v, xform.extend.core.Var) else v.val for v in eqn.invars]
+        env[eqn.outvars[0]] = eqn.primitive.bind(*args, **eqn.primitive.get_bind_params(
+            eqn.params))
+    np.testing.assert_allclose(env[jaxpr.jaxpr.outvars[0]], 2 * np.sin(np.float32(0.5)))
+    mains = []
+
+    def f(x):
+        mains.append(xform.extend.core.find_top_trace([x]).main)
+        return x * x
+    xform.jvp(f, (1.0,), (1.0,))
+    xform.jvp(f, (1.0,), (1.0,))
+    assert mains[0] is not mains[1] and mains[0] is not None
+    ns = _namespace("xform")
+    p = ns.core.Primitive("tuple_args")
+    p.def_impl(lambda x: x)
+    p.def_abstract_eval(lambda x: x)
+    seen = []
+
+    def jvp(primals, tangents):
+        seen.append((type(primals), type(tangents)))
+        return p.bind(*primals), tangents[0]
+    ns.ad.primitive_jvps[p] = jvp
+
+    def batch(vals, dims):
+        seen.append((type(vals), type(dims)))
+        return p.bind(*vals), dims[0]
+    ns.batching.primitive_batchers[p] = batch
+    assert ns.ad.primitive_jvps[p] is not None and p in ns.ad.primitive_jvps
+    xform.vmap(xform.grad(lambda x: p.bind(x)))(np.ones(2, np.float32))
+    assert seen and all(t == (tuple, tuple) for t in seen)

@@ -554,3 +554,111 @@ def test_export_corruption_sweep(export_blob):
         counts[r] = counts.get(r, 0) + 1
     print("export corruption sweep:", counts)
     assert sum(counts.values()) == 2400 and "different" not in counts
+
+
+# ----------------------------------------------------------------- Ctrl-C and exit
+
+def test_deferred_holds_sigint_until_the_section_ends():
+    import signal
+    from xform._src.interpreters import interrupts
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):         # the handler runs between bytecodes: held here
+                steps.append(1)
+            with interrupts.deferred():   # nested sections deliver at the outermost end
+                steps.append(2)
+            steps.append(3)
+    assert steps[-2:] == [2, 3] and len(steps) == 1002
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    seen = []                              # a user's handler runs (once) instead
+    old = signal.signal(signal.SIGINT, lambda s, f: seen.append(s))
+    try:
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(1000))
+            assert seen == []
+        assert seen == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+_FIRST_JIT_SIGINT = """
+    import os, signal, sys, threading, time
+    import numpy as np
+    import xform, xform.numpy as jnp
+    delays = [float(d) for d in sys.argv[1:]]
+    threading.Timer(delays[0], os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        xform.jit(lambda a: jnp.sin(a) * 2)(np.ones(8, np.float32)).block_until_ready()
+        time.sleep(2)
+        where = "after"
+    except KeyboardInterrupt:
+        where = "inside"
+    x = np.arange(8, dtype=np.float32)
+    ok = (np.allclose(xform.jit(jnp.cos)(x), np.cos(x)) and
+          np.allclose(xform.jit(lambda a: jnp.sin(a) * 2)(x), np.sin(x) * 2) and
+          np.allclose(xform.grad(lambda a: jnp.sum(jnp.sin(a)))(x), np.cos(x), atol=1e-6) and
+          np.allclose(np.linalg.inv(np.eye(2) * 2), xform.jit(jnp.linalg.inv)(np.eye(2) * 2)))
+    print("RESULT", where, ok, flush=True)
+"""
+
+
+def _sigint_first_jit(delay):
+    p = run_python(_FIRST_JIT_SIGINT.replace("sys.argv[1:]", repr([str(delay)])), timeout=300)
+    got = lines_of(p)
+    assert len(got) == 1 and got[0].endswith(" True"), (delay, got, p.stderr[-2000:])
+    return got[0].split()[0]
+
+
+@pytest.mark.parametrize("delay", [0.02, 0.15, 0.4])
+def test_sigint_during_the_first_jit_leaves_the_process_usable(delay):
+    """Ctrl-C while the first jit imports jaxlib, creates the client, lowers or compiles:
+    a KeyboardInterrupt, then everything works (no ImportError, no crash)."""
+    _sigint_first_jit(delay)
+
+
+@pytest.mark.slow
+def test_fifty_sigints_at_random_points_of_a_first_jit():
+    rng = np.random.default_rng(7)
+    where = {}
+    for d in rng.uniform(0.0, 0.8, size=50):
+        w = _sigint_first_jit(round(float(d), 4))
+        where[w] = where.get(w, 0) + 1
+    print("SIGINT during the first jit:", where)
+    assert sum(where.values()) == 50
+
+
+_DAEMON_EXIT = """
+    import threading, time, sys
+    import numpy as np
+    %s
+    import xform, xform.numpy as jnp
+    f = xform.jit(lambda a: jnp.sin(a) @ jnp.cos(a).T)
+    x = np.ones((64, 64), np.float32)
+    f(x).block_until_ready()
+    def work():
+        while True:
+            try:
+                f(x).block_until_ready()
+                xform.device_put(x) + 1
+            except RuntimeError as e:
+                print("RESULT", "stopped" if "shutting down" in str(e) else repr(e), flush=True)
+                return
+    for _ in range(4):
+        threading.Thread(target=work, daemon=True).start()
+    time.sleep(0.3)
+"""
+
+
+@pytest.mark.parametrize("runtime", ["own", "jax"])
+def test_exit_while_daemon_threads_dispatch_is_clean(runtime):
+    """The main thread returns while four daemon threads are executing and waiting on
+    buffers: they get a RuntimeError and the process exits with status 0 (it aborted)."""
+    pre = "import jax" if runtime == "jax" else ""
+    for _ in range(3):
+        p = run_python(_DAEMON_EXIT % pre, env={"XFORM_RUNTIME": runtime})
+        assert p.returncode == 0, p.stderr[-2000:]
+        got = lines_of(p)
+        assert got and all(g == "stopped" for g in got), got

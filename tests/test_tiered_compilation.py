@@ -171,3 +171,12 @@ def test_interpreter_exit_during_background_compile_is_clean(tmp_path):
     assert np.isfinite(float(value))
     assert running == "1"                 # the compile was still running at exit ...
     assert len(entries(tmp_path)) == 1    # ... finished, and stored the optimized tier
+
+
+def test_eager_device_ops_are_not_tiered(tiered):
+    x, y = args()
+    before = rt.tier_stats()["quick_compiles"]
+    out = np.asarray(xnp.sin(x) * y + 3.5)
+    assert rt.tier_stats()["quick_compiles"] == before
+    want = np.asarray(xform.jit(lambda a, b: xnp.sin(a) * b + 3.5)(x, y))
+    np.testing.assert_allclose(out, want, rtol=1e-6)

@@ -30,6 +30,7 @@ import weakref
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import core, errors, passes
 from xform._src.interpreters import staging as _staging_mod
 from xform._src.interpreters.config import config
@@ -1171,7 +1172,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
         raise NotImplementedError("make_jaxpr(axis_env=...): wrap the function in "
                                   "xform.vmap(..., axis_name=...) instead.")
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def make(*args, **kwargs):
         # Equations staged on behalf of make_jaxpr itself (``make_jaxpr(jit(f))``'s jit)
         # have no user source, as in JAX: the caller's frame is not theirs.

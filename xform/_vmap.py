@@ -13,6 +13,7 @@ import inspect
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import batching, core
 from xform._src.interpreters.dtypes import canonicalize_dtype
 from xform import tree_util
@@ -22,6 +23,55 @@ __all__ = ["vmap"]
 
 def _none_leaf(x):
     return x is None
+
+
+# Types that vmap maps as a whole rather than leaf by leaf (JAX's
+# batching.register_vmappable), e.g. a BCOO array: its leaves (data, indices) are mapped
+# along the same axis and the object's own metadata (its shape) loses / gains that axis.
+#   type -> (in_axis(x, axis) -> canonical axis or raise,
+#            out_axis(elt, axis) -> canonical axis or raise,
+#            to_elt(x, axis) -> the per-element object (its leaves already per element),
+#            from_elt(elt, axis_size, axis) -> the batched object)
+_VMAPPABLE: dict = {}
+
+
+def register_vmappable(cls, in_axis, out_axis, to_elt, from_elt):
+    """Make ``vmap`` map instances of ``cls`` as a whole (see ``_VMAPPABLE``)."""
+    _VMAPPABLE[cls] = (in_axis, out_axis, to_elt, from_elt)
+
+
+def _is_vmappable(x):
+    return type(x) in _VMAPPABLE
+
+
+def _vmappable_axes(tree, dims, out):
+    """The vmappable nodes of ``tree`` as (coarse position, handler, axis), their leaves'
+    entries of ``dims`` set to the node's canonical axis."""
+    coarse = tree_util.tree_leaves(tree, is_leaf=_is_vmappable)
+    spec, i = [], 0
+    for pos, node in enumerate(coarse):
+        n = len(tree_util.tree_leaves(node))
+        if _is_vmappable(node):
+            handler = _VMAPPABLE[type(node)]
+            axes = set(dims[i:i + n])
+            if len(axes) > 1:
+                raise ValueError(f"vmap: a {type(node).__name__} must be mapped along one "
+                                 f"axis, got axes {sorted(axes, key=str)} for its leaves")
+            d = axes.pop() if axes else None
+            if d is not None:
+                d = (handler[1] if out else handler[0])(node, d)
+                dims[i:i + n] = [d] * n
+            spec.append((pos, handler, d))
+        i += n
+    return spec
+
+
+def _rebuild(tree, spec, fn):
+    coarse, ctree = tree_util.tree_flatten(tree, is_leaf=_is_vmappable)
+    for pos, handler, d in spec:
+        if d is not None:
+            coarse[pos] = fn(handler, coarse[pos], d)
+    return tree_util.tree_unflatten(ctree, coarse)
 
 
 def _check_axes_spec(name, spec, what):
@@ -168,7 +218,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                                   or isinstance(axis_size, bool) or axis_size < 0):
         raise TypeError(f"vmap axis_size must be a non-negative int, got {axis_size!r}.")
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def vmap_f(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
@@ -176,6 +226,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         leaves, in_tree = tree_util.tree_flatten((args, kwargs))
         dims = _flatten_axes("in_axes", (in_axes, 0), (args, kwargs), (in_axes, args))
+        in_spec = _vmappable_axes((args, kwargs), dims, False) if _VMAPPABLE else []
         dims, size = _mapped_size(fun, args, kwargs, leaves, dims, axis_size)
         leaves = [x if d is None else _as_value(x) for x, d in zip(leaves, dims)]
         axis_data = batching.AxisData(int(size), axis_name, spmd_axis_name)
@@ -183,6 +234,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
         def flat_fun(*flat):
             a, k = tree_util.tree_unflatten(in_tree, flat)
+            if in_spec:
+                a, k = _rebuild((a, k), in_spec, lambda h, x, d: h[2](x, d))
             out = fun(*a, **k)
             out_leaves, tree = tree_util.tree_flatten(out)
             for o in out_leaves:
@@ -193,9 +246,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             out_tree.append((out, tree))
             return out_leaves
 
+        out_spec = []
+
         def out_dims(n):
             out, _ = out_tree[0]
-            return _flatten_axes("out_axes", out_axes, out)
+            dims = _flatten_axes("out_axes", out_axes, out)
+            if _VMAPPABLE:
+                out_spec[:] = _vmappable_axes(out, dims, True)
+            return dims
 
         try:
             outs, _ = batching.batch_flat(flat_fun, axis_data, leaves, dims, out_dims)
@@ -207,7 +265,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             path = tree_util.tree_flatten_with_path(out)[0][e.index][0]
             raise ValueError(f"at vmap out_axes{tree_util.keystr(path)}, got axis spec "
                              f"{e.dst} but output was batched on axis {e.src}") from None
-        return tree_util.tree_unflatten(out_tree[0][1], outs)
+        res = tree_util.tree_unflatten(out_tree[0][1], outs)
+        if out_spec:
+            res = _rebuild(res, out_spec, lambda h, x, d: h[3](x, int(size), d))
+        return res
 
     doc = (f"Vectorized version of {getattr(fun, '__name__', fun)}. Takes similar arguments "
            f"as {getattr(fun, '__name__', fun)} but with additional array axes over which it "

@@ -1,7 +1,7 @@
 """``xform.interpreters.ad``: JVP and transpose rules (JAX's ``jax.interpreters.ad``).
 
-``primitive_jvps`` and ``primitive_transposes`` *are* xform's rule tables (the rules have
-JAX's signatures):
+``primitive_jvps`` and ``primitive_transposes`` read and write xform's rule tables (the
+rules have JAX's signatures):
 
 * ``primitive_jvps[p] = rule``: ``rule(primals, tangents, **params) -> (primal_out,
   tangent_out)``; a tangent may be the symbolic zero ``Zero(aval)``, and ``tangent_out``
@@ -26,7 +26,48 @@ __all__ = ["JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "add_jaxvals",
            "instantiate_zeros", "is_undefined_primal", "primitive_jvps",
            "primitive_transposes", "zeros_like_aval"]
 
-primitive_jvps: dict = _ad.jvp_rules
+class _JVPTable(dict):
+    """``primitive_jvps``: reads xform's JVP rule table; ``table[p] = rule`` registers
+    ``rule`` there, called as JAX calls it (primals and tangents as tuples)."""
+
+    def __getitem__(self, prim):
+        return _ad.jvp_rules[prim]
+
+    def get(self, prim, default=None):
+        return _ad.jvp_rules.get(prim, default)
+
+    def __contains__(self, prim):
+        return prim in _ad.jvp_rules
+
+    def __setitem__(self, prim, rule):
+        def jvp(primals, tangents, **params):
+            return rule(tuple(primals), tuple(tangents), **params)
+        jvp.__wrapped__ = rule
+        _ad.jvp_rules[prim] = jvp
+
+    def __delitem__(self, prim):
+        del _ad.jvp_rules[prim]
+
+    def __iter__(self):
+        return iter(_ad.jvp_rules)
+
+    def __len__(self):
+        return len(_ad.jvp_rules)
+
+    def keys(self):
+        return _ad.jvp_rules.keys()
+
+    def values(self):
+        return _ad.jvp_rules.values()
+
+    def items(self):
+        return _ad.jvp_rules.items()
+
+    def __repr__(self):
+        return f"<JVP rules of {len(self)} primitives>"
+
+
+primitive_jvps = _JVPTable()
 primitive_transposes: dict = _ad.transpose_rules
 
 

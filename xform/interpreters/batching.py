@@ -65,7 +65,7 @@ class _PrimitiveBatchers(_BatcherTable):
 
     def _adapt(self, prim, rule):
         def batch(axis_data, vals, dims, **params):
-            return rule(vals, dims, **params)
+            return rule(tuple(vals), tuple(dims), **params)
         batch.__wrapped__ = rule
         return batch
 
@@ -75,7 +75,8 @@ class _AxisPrimitiveBatchers(_BatcherTable):
 
     def _adapt(self, prim, rule):
         def batch(axis_data, vals, dims, **params):
-            return rule(axis_data.size, axis_data.name, None, vals, dims, **params)
+            return rule(axis_data.size, axis_data.name, None, tuple(vals), tuple(dims),
+                        **params)
         batch.__wrapped__ = rule
         return batch
 

@@ -198,7 +198,7 @@ def _reference_eval(jaxpr, consts, args, record=None):
 
 
 def _compile_and_run(closed, args):
-    compiled = lowering.compile_jaxpr(closed)
+    compiled = lowering.compile_jaxpr(closed, tier="optimized")   # XLA's default code
     return [np.asarray(o) for o in compiled(*args)]
 
 

@@ -147,9 +147,6 @@ class Primitive(_core.Primitive, metaclass=_PrimitiveType):
             "supported; register impl, abstract eval, JVP, transpose and batching rules "
             "instead (docs/extending.md).")
 
-    def get_bind_params(self, params):
-        return [], dict(params)
-
     def __repr__(self):
         return self.name
 
@@ -298,12 +295,9 @@ def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=
 
 
 def find_top_trace(xs):
-    """The innermost transformation owning one of ``xs`` (the current one if none)."""
-    top = None
-    for x in xs:
-        if isinstance(x, Tracer) and (top is None or x._trace.level > top.level):
-            top = x._trace
-    return top if top is not None else _core.current_trace()
+    """The current trace (as JAX 0.10.2, whatever ``xs`` holds: a tracer of an outer
+    transformation is a constant to the current one)."""
+    return _core.current_trace()
 
 
 set_current_trace = _core.set_current_trace
