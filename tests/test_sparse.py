@@ -498,3 +498,23 @@ def test_alias_jax_serves_sparse():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[1.0, 1.0, 1.0]"
+
+
+def test_vmap_bcoo_inside_pytrees_and_negative_axes():
+    rng = np.random.default_rng(19)
+    x = _sparse_array(rng, (2, 3, 4, 5))
+    v = rng.standard_normal((3, 5)).astype(np.float32)
+    S, J = _pair(x, n_batch=2)
+    f = lambda d: (d["m"] @ d["v"]).sum(-1)
+    # map axis 1 of the BCOO (a batch axis) inside a dict, the vector along axis 0
+    _same(xform.vmap(f, ({"m": 1, "v": 0},))({"m": S, "v": xnp.asarray(v)}),
+          jax.vmap(f, ({"m": 1, "v": 0},))({"m": J, "v": jnp.asarray(v)}))
+    # a negative axis counts from the BCOO's own rank
+    g = lambda m: m.todense()
+    _same(xform.vmap(g, in_axes=-3)(S), jnp.moveaxis(J.todense(), 1, 0))
+    with pytest.raises(ValueError, match="in_axis"):
+        xform.vmap(g, in_axes=2)(S)
+    # a BCOO returned by a function mapped with out_axes None must be unbatched
+    h = lambda m, _: m
+    out = xform.vmap(h, (None, 0), out_axes=None)(S, xnp.ones(3))
+    _same_bcoo(out, J)
