@@ -58,3 +58,18 @@ def test_dtypes_bfloat16_is_the_scalar_type():
     assert np.dtype(xform.dtypes.bfloat16) == np.dtype(jax.dtypes.bfloat16)
     assert xform.numpy.zeros(2, xform.dtypes.bfloat16).dtype == jax.numpy.zeros(
         2, jax.dtypes.bfloat16).dtype
+
+
+@pytest.mark.parametrize("make", ["host", "device"])
+def test_copy_of_device_array_survives_donating_the_copy(make):
+    # equinox's test_jit donates jnp.copy(a) and then reads a
+    def run(lib):
+        a = lib.numpy.arange(6.0).reshape(2, 3)
+        if make == "device":
+            a = lib.jit(lambda x: x * 2)(a)      # held on the device only
+        b = lib.numpy.copy(a)
+        assert b is not a
+        out = lib.jit(lambda x: x + 1, donate_argnums=0)(b)
+        return np.asarray(a), np.asarray(out), a.is_deleted()
+    for g, w in zip(run(xform), run(jax)):
+        np.testing.assert_array_equal(g, w)
