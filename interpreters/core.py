@@ -22,6 +22,7 @@ import threading
 import numpy as np
 
 from xform._src.interpreters import errors
+from xform._src.interpreters import interrupts as _interrupts
 from xform._src.interpreters.config import config
 from xform._src.interpreters.dtypes import ExtendedDType, extended_by_struct
 from xform._src.interpreters.dtypes import canonicalize_dtype
@@ -657,6 +658,8 @@ class Array(ArrayOps):
         return (_rebuild_array, (np.asarray(self._value), self.weak_type))
 
     def block_until_ready(self):
+        if _closing[0]:
+            _interrupts.check_open("wait for an array")
         if self._deleted:
             raise self._deleted_error("block_until_ready()")
         if self._buf is not None:
@@ -775,6 +778,7 @@ class Array(ArrayOps):
 
 
 _new_array = object.__new__
+_closing = _interrupts.closing
 
 
 def _rebuild_array(value, weak_type):

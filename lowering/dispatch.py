@@ -207,7 +207,10 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
         return put(javal, sh, [v], devlist, True, False, HBS, True)    # enable_x64
     w.ns.update(_host=host, _put=put, _HBS=HBS, _sh=sh, _dl=devlist)
 
+    from xform._src.interpreters import interrupts
+    w.ns.update(_down=interrupts.closing)
     w.lines.append("def call(args):")
+    w.emit("if _down[0]: return MISS")      # the interpreter is exiting: the general path says so
     leaves = []
     if in_tree is None:
         n = len(weak_types)

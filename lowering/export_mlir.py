@@ -38,15 +38,16 @@ def _ctx():
     from xform._src.lowering.runtime import _mlir_context  # deferred: keeps `import xform` light
     ctx = _mlir_context()
     if not _sdy_done:
-        from jaxlib.mlir.dialects import sdy
+        from xform._src.interpreters import interrupts
+        sdy = interrupts.import_module("jaxlib.mlir.dialects.sdy")
         sdy.register_dialect(ctx)
         _sdy_done.append(True)
     return ctx
 
 
 def _ir():
-    from jaxlib.mlir import ir
-    return ir
+    from xform._src.interpreters import interrupts
+    return interrupts.import_module("jaxlib.mlir.ir")
 
 
 def target_version() -> str:

@@ -115,9 +115,16 @@ _registered: set = set()
 
 
 def _ensure_targets(platform):
-    """Register jaxlib's LAPACK (CPU) / cusolver (CUDA) FFI targets with XLA once."""
+    """Register jaxlib's LAPACK (CPU) / cusolver (CUDA) FFI targets with XLA once (all of
+    them or, after a Ctrl-C held until the end, none: see ``interpreters.interrupts``)."""
     if platform in _registered:
         return
+    from xform._src.interpreters import interrupts
+    with interrupts.deferred():
+        _register_targets(platform)
+
+
+def _register_targets(platform):
     from jaxlib import xla_client as xc
     if platform == "cpu":
         from jaxlib.cpu import _lapack

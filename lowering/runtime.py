@@ -42,7 +42,17 @@ from xform._src.lowering.dispatch import make_caller
 from xform._src.primitives import prng
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
-from jaxlib import xla_client as xc  # noqa: E402
+import atexit  # noqa: E402
+
+from xform._src.interpreters import interrupts  # noqa: E402
+
+# jaxlib's extension modules initialise once per process: a Ctrl-C half way through
+# breaks them for good, so the first import holds SIGINT until it is done.
+xc = interrupts.import_module("jaxlib.xla_client")
+# At interpreter exit, threads still dispatching get a RuntimeError instead of being
+# stopped inside jaxlib's C++ frames (which aborts the process).
+atexit.register(interrupts.shutdown)
+_closing = interrupts.closing
 
 from xform._src.interpreters import core, staging  # noqa: E402
 from xform._src.interpreters.config import config  # noqa: E402
@@ -63,8 +73,9 @@ _runtime_lock = threading.RLock()
 
 def _jax_runtime():
     """JAX's runtime layer (imported here, lazily: only the "jax" runtime needs it)."""
-    import jax  # noqa: F401  (initialises jax's runtime state)
-    from jax._src import xla_bridge
+    with interrupts.deferred():
+        import jax  # noqa: F401  (initialises jax's runtime state)
+        from jax._src import xla_bridge
     return xla_bridge
 
 
@@ -73,8 +84,9 @@ def load_jax_runtime():
     (``compat.alias_jax`` calls it before ``import jax`` starts meaning xform): creates
     no client, decides nothing."""
     _jax_runtime()
-    import jax.extend.backend  # noqa: F401
-    from jax._src import core, distributed, mesh, partition_spec, sharding_impls  # noqa: F401
+    with interrupts.deferred():
+        import jax.extend.backend  # noqa: F401
+        from jax._src import core, distributed, mesh, partition_spec, sharding_impls  # noqa: F401
 
 
 def _forced_cpu_devices() -> int:
@@ -232,9 +244,10 @@ def _own_client(platform):
         with _runtime_lock:
             c = _own_clients.get(platform)
             if c is None:
-                c = xc.make_cpu_client(
-                    asynchronous=bool(config.read("jax_cpu_enable_async_dispatch")))
-                _own_clients[platform] = c
+                with interrupts.deferred():     # completes, or never starts: retryable
+                    c = xc.make_cpu_client(
+                        asynchronous=bool(config.read("jax_cpu_enable_async_dispatch")))
+                    _own_clients[platform] = c
     return c
 
 
@@ -261,7 +274,8 @@ def get_backend(backend=None):
         _sync_runtime_config()
     from jax._src.xla_bridge import get_backend as jax_get_backend
     try:
-        return jax_get_backend(backend)
+        with interrupts.deferred():          # JAX's backend initialisation
+            return jax_get_backend(backend)
     except RuntimeError as e:
         raise ValueError(f"backend {backend!r} is not available ({e}); available: "
                          f"{_available_platforms()}") from None
@@ -407,6 +421,8 @@ def _buffer_to_host(buf):
     else jaxlib's buffer protocol; dtypes that protocol refuses (bfloat16, float8, int4:
     NumPy then makes an object array) are copied out of the CPU buffer's memory, or -- on
     other layouts -- read by jaxlib's own copy, which loads JAX's runtime."""
+    if _closing[0]:
+        interrupts.check_open("copy an array to the host")
     v = np.asarray(buf)
     if v.dtype != object:
         return v
@@ -469,6 +485,8 @@ def device_put(x, device=None) -> Array:
 
     A no-op (returns ``x``) when ``x`` is already an Array on that device.
     """
+    if _closing[0]:
+        interrupts.check_open("device_put")
     if isinstance(x, Tracer):
         raise TypeError(f"device_put() of a traced array {x.aval.str_short()}: inside a "
                         "transformation values have no placement; call it outside.")
@@ -508,8 +526,7 @@ _cache_stats = {"hits": 0, "misses": 0}
 
 
 def _ir():
-    from jaxlib.mlir import ir
-    return ir
+    return interrupts.import_module("jaxlib.mlir.ir")
 
 
 _MLIR_CONTEXT = None
@@ -525,21 +542,26 @@ def _mlir_context():
     """
     global _MLIR_CONTEXT
     if _MLIR_CONTEXT is None:
-        ir = _ir()
-        from jaxlib.mlir.dialects import chlo, stablehlo
-        try:
-            from jaxlib.mlir._mlir_libs import _jax_mlir_ext as upstream
-        except ImportError:  # jaxlib <= 0.6
-            from jaxlib.mlir._mlir_libs import register_jax_dialects as upstream
-        ctx = ir.Context()
-        registry = ir.DialectRegistry()
-        upstream.register_dialects(registry)
-        ctx.append_dialect_registry(registry)
-        ctx.load_all_available_dialects()
-        stablehlo.register_dialect(ctx)
-        chlo.register_dialect(ctx)
-        _MLIR_CONTEXT = ctx
+        with interrupts.deferred():          # dialect registration happens once per process
+            _MLIR_CONTEXT = _new_mlir_context()
     return _MLIR_CONTEXT
+
+
+def _new_mlir_context():
+    ir = _ir()
+    from jaxlib.mlir.dialects import chlo, stablehlo
+    try:
+        from jaxlib.mlir._mlir_libs import _jax_mlir_ext as upstream
+    except ImportError:  # jaxlib <= 0.6
+        from jaxlib.mlir._mlir_libs import register_jax_dialects as upstream
+    ctx = ir.Context()
+    registry = ir.DialectRegistry()
+    upstream.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    stablehlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    return ctx
 
 
 # The quick tier: XLA's backend at optimization level 0 (LLVM without its expensive
@@ -616,6 +638,11 @@ def _client_compile(client, module, devices, opts, host_callbacks=()):
 
 
 def _compile_uncached(key, text, device, donated, host_callbacks, tier="optimized"):
+    with interrupts.deferred():   # a Ctrl-C lands after the compile (and caching) is done
+        return _compile_uncached_body(key, text, device, donated, host_callbacks, tier)
+
+
+def _compile_uncached_body(key, text, device, donated, host_callbacks, tier):
     with _cache_lock:
         _cache_stats["misses"] += 1
     client = device.client
@@ -781,6 +808,8 @@ class Compiled:
             t.watch(self, ns)
 
     def __call__(self, *args):
+        if _closing[0]:
+            interrupts.check_open("run a compiled program")
         if len(args) != self._n:
             raise TypeError(f"compiled program expects {self._n} arguments "
                             f"({', '.join(a.str_short() for a in self.in_avals)}), got {len(args)}")
@@ -1148,6 +1177,8 @@ def device_impl_hook(prim, args, params):
     single-primitive program.  Arrays committed to different devices are an
     error; uncommitted ones follow the committed one (or the first device seen).
     """
+    if _closing[0]:
+        interrupts.check_open(f"run {prim.name} on a device")
     device, committed = None, None
     for a in args:
         if type(a) is Array and a._buf is not None and len(a._buf._sharding.device_set) > 1:

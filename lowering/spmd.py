@@ -23,7 +23,9 @@ import numpy as np
 
 import types
 
-from jaxlib import xla_client as xc
+from xform._src.interpreters import interrupts
+
+xc = interrupts.import_module("jaxlib.xla_client")
 
 from xform._src.interpreters import core
 from xform._src.interpreters.core import Array, Tracer
@@ -439,6 +441,8 @@ class SpmdCompiled:
         return put_host(host, self.in_shardings[i])
 
     def __call__(self, *args):
+        if interrupts.closing[0]:
+            interrupts.check_open("run a compiled program")
         if len(args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} arguments, got {len(args)}")
         bufs = [self._arg(i, x) for i, x in enumerate(args)]

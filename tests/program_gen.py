@@ -14,7 +14,9 @@ Nodes (a program is a sequence of 1-3 nodes, each ``h -> h``):
   entries (clamped / filled / dropped: the same eager and under jit), traced
   indices, ``.at[]`` updates (add/mul/set/min/max, duplicates, modes), dynamic
   slices, ``custom_jvp`` and ``custom_vjp`` helpers, ``checkpoint_name``;
-* compound: ``cond``, ``switch``, ``fori_loop`` (static or traced bounds),
+* compound: ``cond``, ``switch`` (also ``cond_closure``/``switch_closure``, whose
+  branches read values computed outside them: plain ops and ``.at[].max`` /
+  ``.at[].set(mode="drop")`` scatters of the input), ``fori_loop`` (static or traced bounds),
   ``scan`` (forward/reverse, unrolled), ``while_loop``, ``map``, ``vmap``,
   ``checkpoint`` with a random policy, nested ``jit``; each holds sub-programs.
 
@@ -36,7 +38,9 @@ POLICIES = (None, "nothing_saveable", "dots_saveable", "everything_saveable",
 LEAVES = ("unary", "unary", "mix", "index", "dyn_index", "at", "dyn_at", "dyn_slice",
           "custom_jvp", "custom_vjp", "name", "stop_gradient")
 COMPOUND = ("cond", "switch", "fori", "scan", "while", "map", "vmap", "checkpoint", "jit",
-            "cond_int", "scan_int")
+            "cond_int", "scan_int", "cond_closure", "switch_closure")
+# what a closure branch reads from outside: (outer value, how it enters the branch)
+OUTER = ("sin", "at_max", "at_set_drop", "none")
 
 
 def namespace(api, np_mod, lax_mod, ckpt_mod):
@@ -75,6 +79,10 @@ def nodes(draw, depth):
     if kind == "switch":
         n = draw(st.integers(2, 3))
         return ("switch", seed, tuple(sub() for _ in range(n)))
+    if kind in ("cond_closure", "switch_closure"):
+        n = 2 if kind == "cond_closure" else draw(st.integers(2, 3))
+        reads = tuple(draw(st.sampled_from(OUTER)) for _ in range(n))
+        return (kind, seed, reads, tuple(sub() for _ in range(n)))
     if kind == "fori":
         return ("fori", draw(st.integers(0, 3)), draw(st.booleans()), sub())
     if kind == "scan":
@@ -323,6 +331,35 @@ def _build_node(node, ns):  # noqa: C901  (one case per node kind)
             i = (s > t1).astype(jnp.int32) + (s > t2).astype(jnp.int32)
             return lax.switch(i, fs, h)
         return switch
+    if kind in ("cond_closure", "switch_closure"):
+        reads, fs = node[2], [build(p, ns) for p in node[3]]
+        idx = rng.integers(-N - 1, N + 2, size=2).astype(np.int32)
+        t1, t2 = sorted(float(v) for v in rng.uniform(-1.5, 1.5, size=2))
+
+        def outer(h):
+            return {"sin": jnp.sin(h) * 0.5,
+                    "at_max": h.at[jnp.asarray(np.clip(idx, -N, N - 1))].max(
+                        jnp.cos(h[:2]) * 0.5),
+                    "at_set_drop": (h * 0.5).at[jnp.asarray(idx[:1])].set(
+                        jnp.tanh(h[0]), mode="drop")}
+
+        def branch(g, read):
+            def br(v, vals):
+                out = g(v)
+                return out if read == "none" else out * (0.5 + 0.25 * vals[read]) + vals[read]
+            return br
+
+        brs = [branch(g, r) for g, r in zip(fs, reads)]
+
+        def closure(h):
+            vals = outer(h)      # read by the branches as closed-over values
+            s = jnp.sum(h)
+            if kind == "cond_closure":
+                return lax.cond(s > t1, lambda v: brs[0](v, vals), lambda v: brs[1](v, vals),
+                                h)
+            i = (s > t1).astype(jnp.int32) + (s > t2).astype(jnp.int32)
+            return lax.switch(i, [lambda v, b=b: b(v, vals) for b in brs], h)
+        return closure
     if kind == "fori":
         n, dynamic, body = node[1], node[2], build(node[3], ns)
 

@@ -31,7 +31,7 @@ DOCUMENTED_EXCEPTIONS = {
     "debug_key_reuse": "random",
     # mutable array references: not implemented
     "Ref": "refs", "new_ref": "refs", "empty_ref": "refs", "free_ref": "refs",
-    "freeze": "refs", "ref": "refs", "ds": "refs",
+    "freeze": "refs", "ref": "refs",
     # JAX-internal modules (tracing internals, jaxlib, the C++ FFI)
     "ad": "internals", "lib": "internals", "ffi": "C++ FFI",
     "tools": "internals",   # in dir(jax) once something imports them

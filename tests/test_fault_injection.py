@@ -398,6 +398,7 @@ def test_save_killed_mid_write_keeps_previous_and_next_save_cleans_up(tmp_path):
 from xform import export as xexport  # noqa: E402
 
 _X8 = np.arange(1, 9, dtype=np.float32) / 7
+_ORIGINAL_MODULE = []
 
 
 def _exported_fun(a, b):
@@ -408,13 +409,20 @@ def _exported_fun(a, b):
 def export_blob():
     e = xexport.export(xform.jit(_exported_fun))(
         xform.ShapeDtypeStruct((8,), np.float32), xform.ShapeDtypeStruct((), np.float32))
+    _ORIGINAL_MODULE[:] = [bytes(e.mlir_module_serialized)]
     return e.serialize()
+
+
 
 
 def _export_outcome(blob):
     """'refused' (ValueError from deserialize), 'same' (a harmless mutation: deserializes
-    and computes exactly what the original does) or 'call-refused' (deserializes, and the
-    call refuses with a ValueError/TypeError); 'different' fails the callers."""
+    and computes exactly what the original does), 'call-refused' (deserializes, and the
+    call refuses with a ValueError/TypeError) or 'other-program' (the mutation hit the
+    embedded module and left valid StableHLO of the same signature -- a constant's bits,
+    say: a well-formed different program, which no format without a checksum, JAX's
+    included, can tell from a legitimate one).  'different' (same module, other results:
+    the metadata misled the call) fails the callers."""
     try:
         ex = xexport.deserialize(blob)
     except ValueError:
@@ -426,7 +434,10 @@ def _export_outcome(blob):
     want = xform.jit(_exported_fun)(_X8, np.float32(0.5))
     same = xform.tree_util.tree_structure(out) == xform.tree_util.tree_structure(want) and all(
         np.array_equal(np.asarray(o), np.asarray(w)) for o, w in zip(out, want))
-    return "same" if same else "different"
+    if same:
+        return "same"
+    return "other-program" if bytes(ex.mlir_module_serialized) != _ORIGINAL_MODULE[0] \
+        else "different"
 
 
 def _module_span(blob):
@@ -554,3 +565,111 @@ def test_export_corruption_sweep(export_blob):
         counts[r] = counts.get(r, 0) + 1
     print("export corruption sweep:", counts)
     assert sum(counts.values()) == 2400 and "different" not in counts
+
+
+# ----------------------------------------------------------------- Ctrl-C and exit
+
+def test_deferred_holds_sigint_until_the_section_ends():
+    import signal
+    from xform._src.interpreters import interrupts
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):         # the handler runs between bytecodes: held here
+                steps.append(1)
+            with interrupts.deferred():   # nested sections deliver at the outermost end
+                steps.append(2)
+            steps.append(3)
+    assert steps[-2:] == [2, 3] and len(steps) == 1002
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    seen = []                              # a user's handler runs (once) instead
+    old = signal.signal(signal.SIGINT, lambda s, f: seen.append(s))
+    try:
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(1000))
+            assert seen == []
+        assert seen == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+_FIRST_JIT_SIGINT = """
+    import os, signal, sys, threading, time
+    import numpy as np
+    import xform, xform.numpy as jnp
+    delays = [float(d) for d in sys.argv[1:]]
+    threading.Timer(delays[0], os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        xform.jit(lambda a: jnp.sin(a) * 2)(np.ones(8, np.float32)).block_until_ready()
+        time.sleep(2)
+        where = "after"
+    except KeyboardInterrupt:
+        where = "inside"
+    x = np.arange(8, dtype=np.float32)
+    ok = (np.allclose(xform.jit(jnp.cos)(x), np.cos(x)) and
+          np.allclose(xform.jit(lambda a: jnp.sin(a) * 2)(x), np.sin(x) * 2) and
+          np.allclose(xform.grad(lambda a: jnp.sum(jnp.sin(a)))(x), np.cos(x), atol=1e-6) and
+          np.allclose(np.linalg.inv(np.eye(2) * 2), xform.jit(jnp.linalg.inv)(np.eye(2) * 2)))
+    print("RESULT", where, ok, flush=True)
+"""
+
+
+def _sigint_first_jit(delay):
+    p = run_python(_FIRST_JIT_SIGINT.replace("sys.argv[1:]", repr([str(delay)])), timeout=300)
+    got = lines_of(p)
+    assert len(got) == 1 and got[0].endswith(" True"), (delay, got, p.stderr[-2000:])
+    return got[0].split()[0]
+
+
+@pytest.mark.parametrize("delay", [0.02, 0.15, 0.4])
+def test_sigint_during_the_first_jit_leaves_the_process_usable(delay):
+    """Ctrl-C while the first jit imports jaxlib, creates the client, lowers or compiles:
+    a KeyboardInterrupt, then everything works (no ImportError, no crash)."""
+    _sigint_first_jit(delay)
+
+
+@pytest.mark.slow
+def test_fifty_sigints_at_random_points_of_a_first_jit():
+    rng = np.random.default_rng(7)
+    where = {}
+    for d in rng.uniform(0.0, 0.8, size=50):
+        w = _sigint_first_jit(round(float(d), 4))
+        where[w] = where.get(w, 0) + 1
+    print("SIGINT during the first jit:", where)
+    assert sum(where.values()) == 50
+
+
+_DAEMON_EXIT = """
+    import threading, time, sys
+    import numpy as np
+    %s
+    import xform, xform.numpy as jnp
+    f = xform.jit(lambda a: jnp.sin(a) @ jnp.cos(a).T)
+    x = np.ones((64, 64), np.float32)
+    f(x).block_until_ready()
+    def work():
+        while True:
+            try:
+                f(x).block_until_ready()
+                xform.device_put(x) + 1
+            except RuntimeError as e:
+                print("RESULT", "stopped" if "shutting down" in str(e) else repr(e), flush=True)
+                return
+    for _ in range(4):
+        threading.Thread(target=work, daemon=True).start()
+    time.sleep(0.3)
+"""
+
+
+@pytest.mark.parametrize("runtime", ["own", "jax"])
+def test_exit_while_daemon_threads_dispatch_is_clean(runtime):
+    """The main thread returns while four daemon threads are executing and waiting on
+    buffers: they get a RuntimeError and the process exits with status 0 (it aborted)."""
+    pre = "import jax" if runtime == "jax" else ""
+    for _ in range(3):
+        p = run_python(_DAEMON_EXIT % pre, env={"XFORM_RUNTIME": runtime})
+        assert p.returncode == 0, p.stderr[-2000:]
+        got = lines_of(p)
+        assert got and all(g == "stopped" for g in got), got

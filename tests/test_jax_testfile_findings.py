@@ -246,3 +246,45 @@ def test_reshape_method_takes_any_sized_sequence_as_the_shape():
     assert xnp.arange(6).reshape(np.array([2, 3])).shape == (2, 3)
     assert xnp.arange(6).reshape(2, 3).shape == (2, 3)
     assert xnp.arange(6).reshape(6).shape == (6,)
+
+
+# ----------------------------------------------------------------- xform.ds
+
+def _ds_cases(m, ds):
+    return [lambda a, i: a[ds(i, 2)], lambda a, i: a[1, ds(i, 3)],
+            lambda a, i: a[ds(i, 2, 2)], lambda a, i: a[None, ..., ds(i, 3)],
+            lambda a, i: a.at[ds(i, 2)].set(0.0), lambda a, i: a.at[ds(i, 2)].add(1.0),
+            lambda a, i: a.at[1:, ds(i, 2, 2)].set(-1.0),
+            lambda a, i: a.at[ds(i, 2)].get(mode="fill", fill_value=-7)]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_ds_indexes_like_jax(case):
+    x = np.arange(20.0).reshape(4, 5)
+    fx, fj = _ds_cases(xnp, xform.ds)[case], _ds_cases(jnp, jax.ds)[case]
+    for i in (0, 1, 3, -1, -2, 7, -9):
+        want = jax.jit(fj)(x, i)
+        np.testing.assert_array_equal(xform.jit(fx)(x, i), want)
+        np.testing.assert_array_equal(fx(xnp.asarray(x), i), fj(jnp.asarray(x), i))
+
+
+def test_ds_constructor_like_jax():
+    assert xform.ds(None) == slice(None) == jax.ds(None)
+    for args in ((3,), (1, 3), (1, 3, 2)):
+        a, b = xform.ds(*args), jax.ds(*args)
+        assert (a.start, a.size, a.stride) == (b.start, b.size, b.stride)
+    with pytest.raises(ValueError):
+        xform.ds(1, 2, -1)
+    with pytest.raises(ValueError):
+        jax.ds(1, 2, -1)
+
+
+def test_einsum_refuses_a_path_contracting_three_operands_at_once():
+    a, b, c = np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 5))
+    for mod in (jnp, xnp):
+        with pytest.raises(NotImplementedError, match="does not support simultaneous "
+                                                      "contraction of 3 or more operands"):
+            mod.einsum("ij,ik,il->jkl", a, b, c, optimize=[(0, 1, 2)])
+    for opt in (False, True, "greedy", [(0, 1), (0, 1)]):
+        np.testing.assert_allclose(xnp.einsum("ij,ik,il->jkl", a, b, c, optimize=opt),
+                                   jnp.einsum("ij,ik,il->jkl", a, b, c, optimize=opt))

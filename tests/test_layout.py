@@ -94,3 +94,19 @@ def test_with_layout_constraint():
         xl.with_layout_constraint(xnp.asarray(v), xl.Layout((0,)))
     with pytest.raises(ValueError, match="must be of type `Layout`"):
         xl.with_layout_constraint(xnp.asarray(v), "row-major")
+
+
+def test_shape_dtype_struct_takes_a_format_as_jax():
+    xs, js = xnp.ones(2).sharding, jnp.ones(2).sharding
+    x = xform.ShapeDtypeStruct((2, 3), np.float32, sharding=xl.Format(xl.Layout((0, 1)), xs))
+    j = jax.ShapeDtypeStruct((2, 3), np.float32, sharding=jl.Format(jl.Layout((0, 1)), js))
+    assert repr(x) == repr(j)
+    assert repr(x.format) == repr(j.format) and repr(x.sharding) == repr(j.sharding)
+    plain_x = xform.ShapeDtypeStruct((2, 3), np.float32, sharding=xs)
+    plain_j = jax.ShapeDtypeStruct((2, 3), np.float32, sharding=js)
+    assert repr(plain_x.format) == repr(plain_j.format)
+    assert x != plain_x and repr(x.update(shape=(3, 2))) == repr(j.update(shape=(3, 2)))
+    out = xform.jit(lambda a: a * 2).lower(x).compile().output_formats
+    assert repr(out) == repr(jax.jit(lambda a: a * 2).lower(j).compile().output_formats)
+    with pytest.raises(ValueError, match="row-major"):
+        xform.ShapeDtypeStruct((2, 3), np.float32, sharding=xl.Format(xl.Layout((1, 0)), xs))

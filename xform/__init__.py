@@ -32,6 +32,7 @@ del _mod, _name
 # Public submodules.  ``export``, ``checkpointing`` and ``dlpack`` are pure Python at
 # import; jaxlib loads on first use.
 from xform import lax, numpy  # noqa: E402,F401
+from xform.numpy._indexing import ds  # noqa: E402,F401  (jax.ds: dynamic-start slices)
 from xform import tree_util, nn, scipy, random, debug, ad_checkpoint, testing  # noqa: E402,F401
 from xform import profile, dtypes, tree, flatten_util, test_util, custom_batching  # noqa: E402,F401,E501
 from xform import experimental, errors, typing, stages, monitoring, profiler  # noqa: E402,F401

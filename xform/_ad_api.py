@@ -14,6 +14,7 @@ import operator
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import ad, core, dtypes
 from xform._src.interpreters.ad import Zero, float0
 from xform._src.interpreters.core import Array, Tracer
@@ -476,7 +477,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
 
 def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, name):
-    @functools.wraps(fun)
+    @_wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         f_partial, dyn = _dyn_args(name, argnums, args, kwargs, fun)
         leaves, _ = tree_flatten(dyn)
@@ -504,7 +505,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     argnums = _norm_argnums(argnums, "grad")
     vg = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "grad")
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def grad_f(*args, **kwargs):
         (ans, g) = vg(*args, **kwargs)
         if has_aux:
@@ -599,6 +600,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     _check_callable(fun, "jacfwd")
     argnums = _norm_argnums(argnums, "jacfwd")
 
+    @_wraps(fun)
     def jacfun(*args, **kwargs):
         f_partial, dyn = _dyn_args("jacfwd", argnums, args, kwargs, fun)
         dyn_tree_arg = dyn[0] if isinstance(argnums, int) else dyn
@@ -647,6 +649,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     _check_callable(fun, "jacrev")
     argnums = _norm_argnums(argnums, "jacrev")
 
+    @_wraps(fun)
     def jacfun(*args, **kwargs):
         f_partial, dyn = _dyn_args("jacrev", argnums, args, kwargs, fun)
         dyn_tree_arg = dyn[0] if isinstance(argnums, int) else dyn

@@ -30,6 +30,7 @@ import threading
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import core, staging
 from xform._src.interpreters.config import config
 from xform._src.interpreters.dtypes import float0
@@ -87,7 +88,7 @@ def named_call(fun, *, name: str | None = None):
         raise TypeError(f"named_call: expected a callable, got {fun!r}")
     scope = name if name is not None else getattr(fun, "__name__", "named_call")
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def named(*args, **kwargs):
         with named_scope(scope):
             return fun(*args, **kwargs)

@@ -21,6 +21,7 @@ import inspect
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import ad, core, errors, ir
 from xform._src.interpreters.ad import Zero, float0
 from xform._src.primitives.custom import LazyPrimal, custom_jvp_call_p, custom_vjp_call_p, trace_flat
@@ -440,7 +441,7 @@ def custom_gradient(fun):
         return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
 
     wrapped.defvjp(fwd, bwd)
-    return functools.wraps(fun)(lambda *args: wrapped(*args))
+    return _wraps(fun)(lambda *args: wrapped(*args))
 
 
 class _Closure:

@@ -30,6 +30,7 @@ import weakref
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import core, errors, passes
 from xform._src.interpreters import staging as _staging_mod
 from xform._src.interpreters.config import config
@@ -95,9 +96,15 @@ class ShapeDtypeStruct:
     ``jit(f).lower``, ``make_jaxpr``, ``pure_callback`` result specs, and what
     ``eval_shape`` returns.  Immutable and hashable, like JAX's."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding", "is_ref")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "is_ref", "_layout")
 
     def __init__(self, shape, dtype, *, sharding=None, weak_type=False, is_ref=False):
+        layout = None
+        if type(sharding).__name__ == "Format":       # a layout.Format: layout + sharding
+            from xform.experimental.layout import Format, _check_supported
+            if isinstance(sharding, Format):
+                _check_supported(sharding.layout, "ShapeDtypeStruct")
+                layout, sharding = sharding.layout, sharding.sharding
         try:
             shape = tuple(d if getattr(type(d), "_is_symbolic_dim", False) else int(d)
                           for d in shape)   # symbolic dims: xform.export
@@ -109,8 +116,15 @@ class ShapeDtypeStruct:
         if not _dt.is_extended(dtype):        # typed PRNG key dtypes stay as they are
             dtype = np.dtype(dtype)
         for name, value in (("shape", shape), ("dtype", dtype), ("weak_type", bool(weak_type)),
-                            ("sharding", sharding), ("is_ref", bool(is_ref))):
+                            ("sharding", sharding), ("is_ref", bool(is_ref)),
+                            ("_layout", layout)):
             object.__setattr__(self, name, value)
+
+    @property
+    def format(self):
+        """The layout and sharding (``xform.experimental.layout.Format``)."""
+        from xform.experimental.layout import Format
+        return Format(self._layout, self.sharding)
 
     def __setattr__(self, name, value):
         raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable ShapeDtypeStruct "
@@ -137,6 +151,8 @@ class ShapeDtypeStruct:
                             f"{sorted(unknown)}")
         fields = {k: getattr(self, k) for k in ("shape", "dtype", "weak_type", "sharding",
                                                 "is_ref")}
+        if self._layout is not None and "sharding" not in kwargs:
+            fields["sharding"] = self.format
         fields.update(kwargs)
         return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
 
@@ -148,7 +164,8 @@ class ShapeDtypeStruct:
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding == other.sharding and self.is_ref == other.is_ref)
+                and self.sharding == other.sharding and self.is_ref == other.is_ref
+                and self._layout == other._layout)
 
     def __hash__(self):
         return hash((self.shape, self.dtype, self.weak_type, self.is_ref))
@@ -158,7 +175,8 @@ class ShapeDtypeStruct:
         sh = f", sharding={self.sharding}" if self.sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
         ref = ", is_ref=True" if self.is_ref else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={name}{sh}{weak}{ref})"
+        fmt = f", format={self._layout}" if self._layout is not None else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={name}{sh}{fmt}{weak}{ref})"
 
 
 def _sds(aval):
@@ -1154,7 +1172,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
         raise NotImplementedError("make_jaxpr(axis_env=...): wrap the function in "
                                   "xform.vmap(..., axis_name=...) instead.")
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def make(*args, **kwargs):
         # Equations staged on behalf of make_jaxpr itself (``make_jaxpr(jit(f))``'s jit)
         # have no user source, as in JAX: the caller's frame is not theirs.

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import types
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import ad, core
 from xform._src.interpreters.ir import Var
 from xform._src.interpreters.staging import trace_to_jaxpr
@@ -145,7 +146,7 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
         static_argnums = (static_argnums,)
     static_argnums = tuple(static_argnums)
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def fun_remat(*args, **kwargs):
         n = len(args)
         for i in static_argnums:

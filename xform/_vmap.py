@@ -13,6 +13,7 @@ import inspect
 
 import numpy as np
 
+from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import batching, core
 from xform._src.interpreters.dtypes import canonicalize_dtype
 from xform import tree_util
@@ -217,7 +218,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                                   or isinstance(axis_size, bool) or axis_size < 0):
         raise TypeError(f"vmap axis_size must be a non-negative int, got {axis_size!r}.")
 
-    @functools.wraps(fun)
+    @_wraps(fun)
     def vmap_f(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "

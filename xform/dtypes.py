@@ -74,8 +74,8 @@ def scalar_type_of(x) -> type:
 
 
 def __getattr__(name):
-    if name == "bfloat16":       # ml_dtypes' type: imported on first use (~0.5 s)
-        return _d.bfloat16
+    if name == "bfloat16":       # ml_dtypes' scalar type (as JAX's: callable, a
+        return _d.bfloat16.type  # dtype's .type); imported on first use (~0.5 s)
     raise AttributeError(f"module 'xform.dtypes' has no attribute {name!r}")
 
 

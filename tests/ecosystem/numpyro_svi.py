@@ -1,4 +1,9 @@
-"""numpyro's README usage: a model with plates; SVI with an AutoNormal guide, and NUTS."""
+"""numpyro's README usage: a model with plates; SVI with an AutoNormal guide, and NUTS;
+and the CAR distribution with a sparse (scipy) adjacency matrix, which numpyro evaluates
+with ``jax.experimental.sparse.BCOO``."""
+import numpy as np
+import scipy.sparse
+
 import jax
 import jax.numpy as jnp
 import numpyro
@@ -29,6 +34,20 @@ mcmc = MCMC(NUTS(eight_schools), num_warmup=100, num_samples=100, progress_bar=F
 mcmc.run(jax.random.PRNGKey(1), J, sigma, y=y)
 samples = mcmc.get_samples()
 logp = dist.Normal(0.0, 2.0).log_prob(jnp.linspace(-3, 3, 7))
-report(svi_losses=result.losses, svi_mu=result.params["mu_auto_loc"],
+
+ring = np.roll(np.eye(6, dtype=np.float32), 1, axis=1)
+adj = scipy.sparse.csr_matrix(ring + ring.T)
+phi = jnp.linspace(-1.0, 1.0, 12).reshape(2, 6)
+
+
+def car_logp(loc, correlation):
+    return dist.CAR(loc, correlation, 2.0, adj, is_sparse=True).log_prob(phi).sum()
+
+
+car_logp_sparse = jax.jit(car_logp)(jnp.zeros(6), 0.7)
+car_grad_loc, car_grad_corr = jax.grad(car_logp, argnums=(0, 1))(jnp.zeros(6), 0.7)
+report(car_logp_sparse=car_logp_sparse, car_grad_loc=car_grad_loc,
+       car_grad_corr=car_grad_corr,
+       svi_losses=result.losses, svi_mu=result.params["mu_auto_loc"],
        mcmc_mu_mean=jnp.mean(samples["mu"]), mcmc_tau_mean=jnp.mean(samples["tau"]),
        logp=logp)

@@ -53,7 +53,7 @@ def _site_root(dist):
     return Path(importlib.util.find_spec(name).origin).parents[1]
 
 
-def _checkout(lib, dist, tag_pattern, source, dest):
+def _checkout(lib, dist, tag_pattern, source, dest, files):
     version = importlib.metadata.version(dist)
     tag = tag_pattern.format(version=version)
     tags = subprocess.run(["git", "--git-dir", source, "tag"], capture_output=True,
@@ -69,8 +69,17 @@ def _checkout(lib, dist, tag_pattern, source, dest):
         print(f"note: {source} has no tag {tag}; using {older[-1]}", file=sys.stderr)
         tag = older[-1]
     archive = subprocess.run(["git", "--git-dir", source, "archive", tag],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+                             capture_output=True)
+    if archive.returncode:   # a mirror without some large blobs (LFS, data): take only
+        # the root's files and the folders holding the requested tests
+        tops = {f.split("/")[0] for f in files}
+        blobs = subprocess.run(["git", "--git-dir", source, "ls-tree", tag],
+                               capture_output=True, text=True, check=True).stdout
+        paths = sorted(tops | {l.split("\t")[1] for l in blobs.splitlines()
+                               if l.split()[1] == "blob"})
+        archive = subprocess.run(["git", "--git-dir", source, "archive", tag, *paths],
+                                 capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
 
 
@@ -80,7 +89,10 @@ def _run(backend, root, files, timeout, extra):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
            f"--junitxml={xml}", "--rootdir", str(root), *extra, *files]
     if backend == "xform":
-        env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+        # this checkout's xform (the tests run from the library's folder, where an
+        # editable install elsewhere would otherwise win)
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parents[1]),
+                                             env.get("PYTHONPATH", "")])
         cmd[3:3] = ["-p", "xform_alias_plugin"]
     try:
         subprocess.run(cmd, cwd=root, env=env, timeout=timeout, stdout=subprocess.DEVNULL,
@@ -118,7 +130,7 @@ def main(argv=None):
             if not source:
                 raise SystemExit(f"{a.library}'s tests are not in its wheel: pass --source "
                                  f"(a git directory of its repository)")
-            root = _checkout(a.library, dist, tag_pattern, source, Path(tmp))
+            root = _checkout(a.library, dist, tag_pattern, source, Path(tmp), files)
         backends = ["jax", "xform"] if a.backend == "both" else [a.backend]
         results = {b: _run(b, root, files, a.timeout, a.pytest_args.split()) for b in backends}
     by_file = {}

@@ -54,6 +54,15 @@ class _JVPTable(dict):
     def __len__(self):
         return len(_ad.jvp_rules)
 
+    def keys(self):
+        return _ad.jvp_rules.keys()
+
+    def values(self):
+        return _ad.jvp_rules.values()
+
+    def items(self):
+        return _ad.jvp_rules.items()
+
     def __repr__(self):
         return f"<JVP rules of {len(self)} primitives>"
 

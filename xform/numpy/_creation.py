@@ -237,7 +237,9 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     out = asarray(object, dtype, None if order == "K" else order)
     if isinstance(object, Array) and copy and dtype is None:
-        out = Array(np.array(object._value), object.weak_type) if object._npy is not None else out
+        # a new buffer, also for an array held only on a device (a jit output): donating
+        # the copy must leave the original alive
+        out = Array(np.array(object._value), object.weak_type)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out

@@ -40,6 +40,142 @@ from xform.numpy._creation import zeros
 from xform.numpy._index_tricks import nonzero_sized
 
 
+# ----------------------------------------------------------------- xform.ds
+
+
+class Slice:
+    """``xform.ds(start, size, stride)``: the ``size`` elements ``start, start + stride,
+    ...`` of an axis, where ``start`` may be traced (a dynamic slice, clamped to stay in
+    bounds, negative starts counting from the end) and ``size``/``stride`` are static."""
+
+    __slots__ = ("start", "size", "stride")
+
+    def __init__(self, start, size, stride=1):
+        if stride < 0:
+            raise ValueError("`stride` must be >= 0.")
+        self.start, self.size, self.stride = start, size, stride
+
+    def __repr__(self):
+        return f"Slice(start={self.start!r}, size={self.size!r}, stride={self.stride!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Slice) and all(
+            a is b or (not isinstance(a, ArrayOps) and a == b) for a, b in
+            zip((self.start, self.size, self.stride), (other.start, other.size, other.stride)))
+
+    __hash__ = None
+
+
+def ds(start, size=None, stride=None):
+    """JAX's ``jax.ds`` (``dslice``): ``ds(None)`` is ``:``, ``ds(j)`` is ``:j``,
+    ``ds(i, n)`` is ``i:i+n``, ``ds(i, n, s)`` takes ``n`` elements ``s`` apart; ``i`` may
+    be traced (``x[ds(i, 2)]`` under ``jit``)."""
+    if start is None:
+        return slice(None)
+    if stride is None:
+        stride = 1
+    if not isinstance(stride, int):
+        raise ValueError("Non-static stride in `dslice`")
+    if size is None:
+        start, size = 0, start
+    return Slice(start, size, stride)
+
+
+def _dslice_static(e, n):
+    """A Slice whose concrete start puts its whole window inside an axis of size ``n``
+    as a Python slice, else None (JAX clamps or drops the other ones)."""
+    v = _host_index(e.start)
+    if v is _TRACED or np.ndim(v) != 0:
+        return None
+    size = U.static_int(e.size, "ds size")
+    start = int(v)
+    window = (size - 1) * e.stride + 1 if size > 0 else 0
+    if start < 0 or start + window > n:
+        return None
+    return slice(start, start + window, e.stride or None)
+
+
+def _dslice_axes(raw, shape):
+    """(position in raw, axis of x) of each Slice entry (other entries basic or arrays)."""
+    exp_src = [e for e in raw]
+    n_real = sum(1 for e in exp_src if e is not None and e is not Ellipsis)
+    out, ax = [], 0
+    for k, e in enumerate(exp_src):
+        if e is None:
+            continue
+        if e is Ellipsis:
+            ax += len(shape) - n_real
+            continue
+        if isinstance(e, Slice):
+            if ax >= len(shape):
+                raise IndexError(f"too many indices for array: array is {len(shape)}-"
+                                 "dimensional")
+            out.append((k, ax))
+        ax += np.ndim(e) if isinstance(e, np.ndarray) and e.dtype == np.bool_ else 1
+    return out
+
+
+def _resolve_dslices(raw, shape, as_indices):
+    """Slices whose window is statically inside the axis become Python slices.  Others
+    stay (``as_indices`` None: getitem's dynamic_slice) or become integer index arrays,
+    as JAX indexes with them: for reads (``'gather'``) ``start + stride * k``, each
+    clamped into the axis; for updates (``'scatter'``) the positions ``start + stride * k``
+    without wrapping negative starts, out-of-range ones dropped -- a unit-stride window
+    that does not fit whole is dropped whole."""
+    raw = list(raw)
+    for k, ax in _dslice_axes(raw, shape):
+        e, n = raw[k], shape[ax]
+        static = _dslice_static(e, n)
+        if static is not None:
+            raw[k] = static
+        elif as_indices:
+            size = U.static_int(e.size, "ds size")
+            offs = U.to_array(np.arange(size, dtype=np.int32) * e.stride)
+            i = U.to_array(e.start)
+            if i.dtype.kind not in "iu" or i.ndim != 0:
+                raise IndexError(f"ds start must be an integer scalar, got {e.start!r}")
+            i = U.to_array(i, np.dtype(np.int32), False) if i.dtype != np.int32 else i
+            pos = F.add(i, offs)
+            zero, out = U.to_array(0, np.int32), U.to_array(n, np.int32)
+            if as_indices == "gather":
+                pos = lax.clamp(zero, pos, U.to_array(max(n - 1, 0), np.int32))
+            elif e.stride == 1:
+                fits = F.logical_and(F.greater_equal(i, zero),
+                                     F.less_equal(i, U.to_array(n - size, np.int32)))
+                pos = F.where(fits, pos, out)
+            else:
+                pos = F.where(F.less(pos, zero), out, pos)
+            raw[k] = pos
+    return tuple(raw)
+
+
+def _dslice_getitem(x, raw):
+    """``x[raw]`` where ``raw`` has Slices with traced starts: unit-stride ones alongside
+    basic entries are a clamped ``dynamic_slice`` on their axis (the rest of the index as
+    usual); others gather ``start + stride * k``, clamped, as JAX."""
+    if not all((isinstance(e, Slice) and e.stride == 1) or
+               (not isinstance(e, Slice) and _is_basic(e)) for e in raw):
+        return getitem(x, _resolve_dslices(raw, x.shape, "gather"))
+    keep = tuple(slice(None) if isinstance(e, Slice) else e for e in raw)
+    y = getitem(x, keep)
+    pos, plan = 0, []
+    for e in _expand(list(raw), x.ndim):
+        if e is None:
+            pos += 1
+        elif isinstance(e, Slice):
+            plan.append((pos, e))
+            pos += 1
+        elif isinstance(e, slice):
+            pos += 1
+    for p, e in plan:
+        size = U.static_int(e.size, "ds size")
+        i = U.to_array(e.start)
+        if i.dtype.kind not in "iu" or i.ndim != 0:
+            raise IndexError(f"ds start must be an integer scalar, got {e.start!r}")
+        y = lax.dynamic_slice_in_dim(y, i, size, axis=p)
+    return y
+
+
 # ----------------------------------------------------------------- classify the index
 
 
@@ -353,6 +489,10 @@ def getitem(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     x = U.to_array(x)
     m = _mode(mode, "x.at[...].get")
     raw = _as_tuple(idx)
+    if any(isinstance(i, Slice) for i in raw):
+        raw = _resolve_dslices(raw, x.shape, "gather" if m is not None else None)
+        if any(isinstance(i, Slice) for i in raw):
+            return _dslice_getitem(x, raw)
     for i in raw:
         _check_entry(i)
     entries = _entries(raw)
@@ -616,6 +756,9 @@ class _Update:
 
     def __init__(self, array, index):
         self.array = array
+        raw = _as_tuple(index)
+        if any(isinstance(i, Slice) for i in raw):
+            index = _resolve_dslices(raw, U.shape_of(array), "scatter")
         self.index = index
 
     def __repr__(self):

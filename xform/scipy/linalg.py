@@ -21,7 +21,10 @@ import xform.numpy as xnp
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
            "eigh_tridiagonal", "expm", "expm_frechet", "funm", "hessenberg", "hilbert", "inv",
            "lu", "lu_factor", "lu_solve", "polar", "qr", "rsf2csf", "schur", "solve",
-           "solve_triangular", "sqrtm", "svd", "toeplitz"]
+           "solve_triangular", "sqrtm", "svd", "toeplitz", "hankel", "circulant", "leslie",
+           "companion", "fiedler", "fiedler_companion", "convolution_matrix", "invhilbert",
+           "pascal", "invpascal", "helmert", "hadamard", "dft", "qr_multiply",
+           "solve_sylvester"]
 
 
 def _xnp():
@@ -522,3 +525,319 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
         keep = (w > lo) & (w <= hi)
         return w[keep] if eigvals_only else (w[keep], v[:, keep])
     raise ValueError(f"eigh_tridiagonal: select must be 'a', 'i' or 'v', got {select!r}")
+
+
+# ----------------------------------------------------------------- special matrices
+# (JAX 0.10.2's signatures, dtypes and batching: leading axes of vector arguments are
+# batch axes.)
+
+
+def _atleast_1d(name, a):
+    U.check_arraylike(name, a)
+    return _xnp().atleast_1d(U.to_array(a))
+
+
+def hankel(c, r=None):
+    """Hankel matrix with first column ``c`` and last row ``r`` (default zeros):
+    ``H[i, j] = v[i + j]`` for ``v = concatenate(c, r[1:])``."""
+    xnp = _xnp()
+    U.check_arraylike("hankel", c, *(() if r is None else (r,)))
+    c = U.to_array(c)
+    r = xnp.zeros_like(c) if r is None else U.to_array(r)
+    if c.ndim == 0:
+        raise ValueError("hankel: c must be at least 1-dimensional, got a scalar.")
+    if r.ndim == 0:
+        raise ValueError("hankel: r must be at least 1-dimensional, got a scalar.")
+    m, n = c.shape[-1], r.shape[-1]
+    dt = xnp.result_type(c, r)
+    batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
+    if m == 0 or n == 0:
+        return xnp.zeros(batch + (m, n), dt)
+    c = xnp.broadcast_to(c.astype(dt), batch + (m,))
+    r = xnp.broadcast_to(r.astype(dt), batch + (n,))
+    v = xnp.concatenate([c, r[..., 1:]], axis=-1)
+    idx = np.arange(m)[:, None] + np.arange(n)[None, :]
+    return xnp.take(v, xnp.asarray(idx), axis=-1)
+
+
+def circulant(c):
+    """Circulant matrix with first column ``c``: ``C[i, j] = c[(i - j) % n]``."""
+    c = _atleast_1d("circulant", c)
+    n = c.shape[-1]
+    idx = (np.arange(n)[:, None] - np.arange(n)[None, :]) % builtins.max(n, 1)
+    return _xnp().take(c, _xnp().asarray(idx), axis=-1)
+
+
+def leslie(f, s):
+    """Leslie matrix: fecundities ``f`` in the first row, survival rates ``s`` on the
+    first subdiagonal."""
+    xnp = _xnp()
+    U.check_arraylike("leslie", f, s)
+    f, s = xnp.atleast_1d(U.to_array(f)), xnp.atleast_1d(U.to_array(s))
+    if f.shape[-1] < 2:
+        raise ValueError("The length of f along the last axis must be at least 2; "
+                         f"got shape {f.shape}.")
+    if s.shape[-1] != f.shape[-1] - 1:
+        raise ValueError(
+            "Incorrect lengths for f and s. The length of s along the last axis must be one "
+            f"less than the length of f; got f shape {f.shape} and s shape {s.shape}.")
+    f, s = U.promote_dtypes(f, s)
+    n = f.shape[-1]
+    batch = np.broadcast_shapes(f.shape[:-1], s.shape[:-1])
+    f, s = xnp.broadcast_to(f, batch + (n,)), xnp.broadcast_to(s, batch + (n - 1,))
+    sub = (np.arange(n)[:, None] - 1 == np.arange(n)[None, :])
+    below = xnp.take(s, xnp.asarray(np.clip(np.arange(n) - 1, 0, n - 2)), axis=-1)
+    out = xnp.where(xnp.asarray(sub), below[..., :, None], xnp.zeros((), f.dtype))
+    first = xnp.asarray(np.arange(n)[:, None] == 0)
+    return xnp.where(first, f[..., None, :], out)
+
+
+def companion(a):
+    """Companion matrix of the polynomial with coefficients ``a`` (highest first)."""
+    xnp = _xnp()
+    U.check_arraylike("companion", a)
+    (a,) = U.promote_dtypes_inexact(U.to_array(a))
+    a = xnp.atleast_1d(a)
+    if a.shape[-1] < 2:
+        raise ValueError("The length of `a` along the last axis must be at least 2; "
+                         f"got shape {a.shape}.")
+    m = a.shape[-1] - 1
+    first = -a[..., 1:] / a[..., :1]
+    eye = xnp.eye(m, m, k=-1, dtype=first.dtype)
+    return xnp.where(xnp.asarray(np.arange(m)[:, None] == 0), first[..., None, :], eye)
+
+
+def fiedler(a):
+    """Fiedler matrix ``|a[i] - a[j]|``."""
+    a = _atleast_1d("fiedler", a)
+    return _xnp().abs(a[..., :, None] - a[..., None, :])
+
+
+def fiedler_companion(a):
+    """Fiedler's pentadiagonal companion matrix of the polynomial ``a`` (highest first)."""
+    xnp = _xnp()
+    U.check_arraylike("fiedler_companion", a)
+    (a,) = U.promote_dtypes_inexact(U.to_array(a))
+    a = xnp.atleast_1d(a)
+    if a.shape[-1] == 0:
+        raise ValueError("fiedler_companion requires the last axis of 'a' to have nonzero "
+                         f"length, but got an array of shape {a.shape}.")
+    n = a.shape[-1] - 1
+    if n == 0:
+        return xnp.zeros(a.shape[:-1] + (0, 0), a.dtype)
+    a = a / a[..., :1]
+    if n == 1:
+        return -a[..., 1:, None]
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    neg = -a
+    sup = xnp.take(neg, xnp.asarray(np.minimum(i + 2, n)[:, 0]), axis=-1)[..., :, None]
+    sub = xnp.take(neg, xnp.asarray(np.minimum(i + 1, n)[:, 0]), axis=-1)[..., :, None]
+    even, odd = i % 2 == 0, i % 2 == 1
+    one, zero = xnp.ones((), a.dtype), xnp.zeros((), a.dtype)
+    out = xnp.broadcast_to(zero, a.shape[:-1] + (n, n))
+    for cond, val in reversed([((i == 0) & (j == 0), neg[..., 1, None, None]),
+                               ((i == 1) & (j == 0), one),
+                               ((j == i + 1) & even, sup), ((j == i + 2) & even, one),
+                               ((j == i - 1) & even & (i >= 2), sub),
+                               ((j == i - 2) & odd & (i >= 3), one)]):
+        out = xnp.where(xnp.asarray(cond), val, out)
+    return out
+
+
+def convolution_matrix(a, n: int, mode: str = "full"):
+    """The Toeplitz matrix ``A`` with ``A @ v == convolve(a, v, mode)`` for ``len(v) == n``."""
+    import operator
+    xnp = _xnp()
+    n = operator.index(n)
+    if n <= 0:
+        raise ValueError(f"n must be a positive integer; got {n}.")
+    U.check_arraylike("convolution_matrix", a)
+    a = U.to_array(a)
+    if a.ndim == 0:
+        raise ValueError("convolution_matrix: a must be at least 1-dimensional, got a scalar.")
+    m = a.shape[-1]
+    if m < 1:
+        raise ValueError(f"len(a) must be at least 1; got shape {a.shape}.")
+    if mode not in ("full", "valid", "same"):
+        raise ValueError(f"mode must be one of 'full', 'valid', 'same'; got {mode!r}.")
+    pads = [(0, 0)] * (a.ndim - 1) + [(0, n - 1)]
+    az, raz = xnp.pad(a, pads), xnp.pad(xnp.flip(a, axis=-1), pads)
+    L = m + n - 1
+    if mode == "same":
+        trim = builtins.min(n, m) - 1
+        tb, te = trim // 2, trim - trim // 2
+    elif mode == "valid":
+        tb = te = builtins.min(n, m) - 1
+    else:
+        tb = te = 0
+    return toeplitz(az[..., tb:L - te], raz[..., L - n - tb:L - tb])
+
+
+def _lbinom(n, k):
+    """binom(n, k) through log-gamma, as JAX computes it (float results)."""
+    return _xnp().exp(lax.lgamma(n + 1.0) - lax.lgamma(n - k + 1.0) - lax.lgamma(k + 1.0))
+
+
+def invhilbert(n: int):
+    """Inverse of the n x n Hilbert matrix (default float dtype)."""
+    from xform.scipy.special import comb
+    xnp = _xnp()
+    a = xnp.arange(n, dtype=_float_dtype())
+    i, j = a[:, None], a[None, :]
+    s = i + j
+    return ((-1.0) ** s * (s + 1.0) * comb(n + i, n - j - 1) * comb(n + j, n - i - 1)
+            * comb(s, i) ** 2)
+
+
+def _float_dtype():
+    from xform._src.interpreters import dtypes as _dt
+    return _dt.default_float_dtype()
+
+
+def _kind(kind):
+    kind = "symmetric" if kind is None else kind
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"Expected kind to be on of: ['symmetric', 'lower', 'upper']; "
+                         f"got {kind}")
+    return kind
+
+
+def pascal(n: int, kind=None):
+    """Pascal matrix (float32, as JAX: binomials through log-gamma)."""
+    kind = _kind(kind)
+    xnp = _xnp()
+    a = xnp.arange(n, dtype=np.float32)
+    Ln = _lbinom(a[:, None], a[None, :])
+    if kind == "lower":
+        return Ln
+    if kind == "upper":
+        return Ln.T
+    return xnp.dot(Ln, Ln.T)
+
+
+def invpascal(n: int, kind=None):
+    """Inverse of the Pascal matrix (default float dtype)."""
+    kind = _kind(kind).replace("on of", "one of")
+    xnp = _xnp()
+    a = xnp.arange(n, dtype=_float_dtype())
+    i, j = a[:, None], a[None, :]
+    Linv = ((-1.0) ** (i - j)) * _lbinom(i, j)
+    if kind == "lower":
+        return Linv
+    if kind == "upper":
+        return Linv.T
+    return xnp.dot(Linv.T, Linv)
+
+
+def helmert(n: int, full: bool = False):
+    """Helmert matrix ((n-1) x n, or n x n with ``full``)."""
+    if n < 1:
+        raise ValueError(f"n must be a positive integer; got {n}.")
+    xnp = _xnp()
+    i, j = xnp.arange(n - 1)[:, None], xnp.arange(n)[None, :]
+    k = (i + 1).astype(_float_dtype())
+    denom = xnp.sqrt(k * (k + 1))
+    H = xnp.where(j <= i, 1.0 / denom, xnp.where(j == i + 1, -k / denom,
+                                                 xnp.zeros_like(denom)))
+    if full:
+        H = xnp.concatenate([xnp.full((1, n), 1.0 / xnp.sqrt(n), dtype=H.dtype), H], axis=0)
+    return H
+
+
+def hadamard(n: int, dtype=int):
+    """Sylvester's Hadamard matrix of order ``n`` (a power of 2)."""
+    import math
+    if n < 1 or not math.log2(n).is_integer():
+        raise ValueError(f"n must be a positive power of 2; got {n}.")
+    xnp = _xnp()
+    H = xnp.ones((1, 1), dtype=dtype)
+    for _ in range(int(math.log2(n))):
+        H = xnp.block([[H, H], [H, -H]])
+    return H
+
+
+def dft(n: int, scale=None, *, dtype=None):
+    """The n x n discrete Fourier transform matrix (``scale``: None, 'sqrtn' or 'n')."""
+    from xform._src.interpreters import dtypes as _dt
+    if scale is not None and scale not in ("sqrtn", "n"):
+        raise ValueError(f"scale must be None, 'sqrtn', or 'n'; got {scale!r}.")
+    if dtype is None:
+        dtype = _dt.default_complex_dtype()
+    else:
+        dtype = _dt.canonicalize_dtype(np.dtype(dtype))
+        if dtype.kind != "c":
+            raise ValueError(f"dtype must be a complex floating-point type; got {dtype}.")
+    xnp = _xnp()
+    a = xnp.arange(n, dtype=dtype)
+    w = xnp.exp(-2j * np.pi * a[:, None] * a[None, :] / n)
+    if scale == "sqrtn":
+        w = w / xnp.sqrt(n)
+    elif scale == "n":
+        w = w / n
+    return w
+
+
+# ----------------------------------------------------------------- qr_multiply, Sylvester
+
+
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False):
+    """``(Q @ c, R)`` (``mode='left'``) or ``(c @ Q, R)`` (``'right'``) for the economic QR
+    decomposition ``a = Q R`` (``conj(Q)`` with ``conjugate``; with ``pivoting`` also the
+    column permutation)."""
+    xnp = _xnp()
+    a, c = U.promote_dtypes_inexact(U.to_array(a), U.to_array(c))
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    onedim = c.ndim == 1
+    if onedim:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    if mode == "left" and c.shape[-2] != k:
+        raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {k} columns, but c has {c.shape[-2]} "
+                         f"rows (expected {k}).")
+    if mode == "right" and c.shape[-1] != m:
+        raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {m} rows, but c has {c.shape[-1]} "
+                         f"columns (expected {m}).")
+    res = qr(a, mode="economic", pivoting=pivoting)
+    q, r = res[0], res[1]
+    if conjugate:
+        q = _conj(q)
+    if mode == "left":
+        out = xnp.matmul(q, c)
+    else:
+        out = xnp.matmul(c, q)
+    if onedim:
+        out = out.ravel()
+    return (out, r, res[2]) if pivoting else (out, r)
+
+
+def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
+    """The ``X`` with ``A X + X B = C``; NaN where some eigenvalues of ``A`` and ``-B``
+    are closer than ``tol`` (no unique solution), as JAX.  Solved as the linear system
+    ``(I kron A + B^T kron I) vec(X) = vec(C)``, batched over leading axes."""
+    xnp = _xnp()
+    if method not in ("schur", "eigen"):
+        raise ValueError(f"Unrecognized method {method}. The two valid methods are either "
+                         "\"schur\" or \"eigen\".")
+    A, B, C = U.promote_dtypes_inexact(U.to_array(A), U.to_array(B), U.to_array(C))
+    m, n = C.shape[-2:]
+    if A.shape[-2:] != (m, m) or B.shape[-2:] != (n, n):
+        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {A.shape}\n"
+                         f"B: {B.shape}\nC: {C.shape}")
+    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2], C.shape[:-2])
+    A = xnp.broadcast_to(A, batch + (m, m))
+    B = xnp.broadcast_to(B, batch + (n, n))
+    C = xnp.broadcast_to(C, batch + (m, n))
+    Im, In = xnp.eye(m, dtype=A.dtype), xnp.eye(n, dtype=A.dtype)
+    # vec is row-major here: vec(A X) = (A kron I_n) vec(X), vec(X B) = (I_m kron B^T) vec(X)
+    K = (A[..., :, None, :, None] * In[:, None, :]
+         + Im[:, None, :, None] * xnp.swapaxes(B, -1, -2)[..., None, :, None, :])
+    K = K.reshape(batch + (m * n, m * n))
+    X = xnp.linalg.solve(K, C.reshape(batch + (m * n, 1))).reshape(batch + (m, n))
+    ea, eb = xnp.linalg.eigvals(A), xnp.linalg.eigvals(B)
+    bad = xnp.any(xnp.abs(ea[..., :, None] + eb[..., None, :]) < tol, axis=(-2, -1))
+    return xnp.where(bad[..., None, None], xnp.full_like(X, np.nan), X)

@@ -74,7 +74,10 @@ def _build():
     for sub in ("hijax", "indexing", "util", "lax_numpy"):
         setattr(np_pkg, sub, internal_module(f"jax._src.numpy.{sub}"))
     root.numpy = np_pkg
-    for sub in ("literals", "indexing", "interpreters", "api", "dispatch",
+    root.indexing = _lazy_module(
+        "jax._src.indexing", Slice=lambda: type(_jax().ds(0, 1)), ds=lambda: _jax().ds,
+        dslice=lambda: _jax().ds)
+    for sub in ("literals", "interpreters", "api", "dispatch",
                 "deprecations", "xla_bridge"):
         setattr(root, sub, internal_module(f"jax._src.{sub}"))
     return root
