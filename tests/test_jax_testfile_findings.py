@@ -277,3 +277,14 @@ def test_ds_constructor_like_jax():
         xform.ds(1, 2, -1)
     with pytest.raises(ValueError):
         jax.ds(1, 2, -1)
+
+
+def test_einsum_refuses_a_path_contracting_three_operands_at_once():
+    a, b, c = np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 5))
+    for mod in (jnp, xnp):
+        with pytest.raises(NotImplementedError, match="does not support simultaneous "
+                                                      "contraction of 3 or more operands"):
+            mod.einsum("ij,ik,il->jkl", a, b, c, optimize=[(0, 1, 2)])
+    for opt in (False, True, "greedy", [(0, 1), (0, 1)]):
+        np.testing.assert_allclose(xnp.einsum("ij,ik,il->jkl", a, b, c, optimize=opt),
+                                   jnp.einsum("ij,ik,il->jkl", a, b, c, optimize=opt))

@@ -326,6 +326,11 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
             ops[k] = (s, x)
     from xform.numpy._einsum_path import contraction_path  # deferred: keeps `import xform` light
     for group in contraction_path([o[0] for o in ops], out_sub, sizes, optimize):
+        if len(group) > 2:
+            raise NotImplementedError(
+                "jax.numpy.einsum does not support simultaneous contraction of 3 or more "
+                "operands. Typically this means you've passed an unsupported path to the "
+                "einsum optimize parameter.")
         members = [ops[k] for k in group]
         ops = [o for k, o in enumerate(ops) if k not in group]
         s_a, a = members[0]
