@@ -502,6 +502,12 @@ def lower_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names) -> list[st
 
 
 def _function_text(module, sym, closed_jaxpr, visibility, arg_attrs=None, result_attrs=None):
+    return "\n".join(_function_lines(module, sym, closed_jaxpr, visibility, arg_attrs,
+                                     result_attrs))
+
+
+def _function_lines(module, sym, closed_jaxpr, visibility, arg_attrs=None, result_attrs=None):
+    """The function's text as a list of lines (joined once, with the whole module)."""
     jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr
     ctx = LoweringContext(module)
     args, sig = [], []
@@ -519,8 +525,10 @@ def _function_text(module, sym, closed_jaxpr, visibility, arg_attrs=None, result
     for i, v in enumerate(jaxpr.outvars):
         attr = (result_attrs or {}).get(i)
         res.append(aval_type(v.aval) + (f" {{{attr}}}" if attr else ""))
-    return (f"  func.func {visibility} @{sym}({', '.join(sig)}) -> ({', '.join(res)}) {{\n"
-            + "\n".join(ctx.lines) + "\n  }")
+    lines = ctx.lines
+    lines.insert(0, f"  func.func {visibility} @{sym}({', '.join(sig)}) -> ({', '.join(res)}) {{")
+    lines.append("  }")
+    return lines
 
 
 def call_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names, name="fn") -> list[str]:
@@ -624,9 +632,14 @@ def lower_module(closed_jaxpr, *, name: str = "main", donated_invars=None,
                   "valid. Donate only arguments an output can reuse.", stacklevel=2)
     module = ModuleContext(platform, debug_info)
     with core.gc_paused():
-        main = _function_text(module, "main", closed_jaxpr, "public", arg_attrs)
+        main = _function_lines(module, "main", closed_jaxpr, "public", arg_attrs)
     mod_name = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "main"))
-    body = "\n".join([main] + module.functions)
-    text = (f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "
-            f"mhlo.num_replicas = 1 : i32}} {{\n{body}\n}}\n")
+    # One join for the whole module: large programs' text is tens of MB, and each
+    # intermediate concatenation would be another copy at the peak.
+    main.insert(0, f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "
+                   f"mhlo.num_replicas = 1 : i32}} {{")
+    main.extend(module.functions)
+    main.append("}\n")
+    text = "\n".join(main)
+    del main
     return LoweredModule(text, module.host_callbacks, unusable)
