@@ -100,3 +100,20 @@ def test_unusable_donations_warn_and_stay_alive_as_jax(fun, args):
     assert len(got[2]) == len(want[2])
     for g, w in zip(got[2], want[2]):           # JAX's first line, avals as JAX prints
         assert g.splitlines()[0] == w.splitlines()[0]
+
+
+@pytest.mark.parametrize("lib", [xform, jax], ids=["xform", "jax"])
+def test_donated_buffer_is_reused_by_the_output(lib):
+    # equinox's buffer-donation tests compare unsafe_buffer_pointer() before and after
+    x = lib.numpy.array(0.0)                       # held on the host in xform
+    p = x.unsafe_buffer_pointer()
+    assert isinstance(p, int) and p == x.unsafe_buffer_pointer()
+    y = lib.jit(lambda v: v + 1, donate_argnums=0)(x)
+    assert x.is_deleted() and y.unsafe_buffer_pointer() == p
+    with pytest.raises(RuntimeError, match="deleted"):
+        x.unsafe_buffer_pointer()
+    kept = lib.numpy.ones(3)
+    q = kept.unsafe_buffer_pointer()
+    z = lib.jit(lambda v: v * 2)(kept)             # not donated: a new buffer
+    assert not kept.is_deleted() and z.unsafe_buffer_pointer() != q
+    np.testing.assert_array_equal(np.asarray(kept), 1.0)
