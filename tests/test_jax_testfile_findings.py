@@ -314,3 +314,14 @@ def test_ufunc_reduceat_takes_traced_and_empty_indices(name):
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want)
             np.testing.assert_allclose(getattr(xnp, name).reduceat(x, i, axis=ax), want)
+
+
+def test_lax_dtype_is_the_canonical_dtype():
+    import ml_dtypes
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for v in (3, True, 3j, 1.0, np.array(3, np.int16), np.uint64, np.float64, "bfloat16",
+                  np.dtype("int8"), ml_dtypes.bfloat16, int, float, np.ones(2, "int8")):
+            assert xform.lax.dtype(v) == jax.lax.dtype(v), v
+    assert xform.lax.dtype(xnp.ones(2, "int8")) == np.int8
