@@ -115,6 +115,23 @@ def abstract_mesh_shardings_resolve_in_context():
             assert "out_sharding" in str(e)
 
 
+@case
+def shard_map_body_sees_manual_axes():
+    types = (JT.Auto,) * 2
+    jm = jax.make_mesh((2, 2), ("a", "b"), axis_types=types)
+    xm = xform.make_mesh((2, 2), ("a", "b"), axis_types=(XT.Auto,) * 2)
+    v = np.ones((4, 2), np.float32)
+    for names in (None, {"a"}):
+        jseen, xseen = [], []
+        kw = {} if names is None else {"axis_names": names}
+        jax.shard_map(lambda x: jseen.append(jax.sharding.get_abstract_mesh()) or x, mesh=jm,
+                      in_specs=JP("a"), out_specs=JP("a"), **kw)(v)
+        xform.shard_map(lambda x: xseen.append(XS.get_abstract_mesh()) or x, mesh=xm,
+                        in_specs=XP("a"), out_specs=XP("a"), **kw)(v)
+        same(xseen[0], jseen[0])
+    assert XS.get_abstract_mesh().empty
+
+
 def main():
     only = set(sys.argv[1:])
     run_cases([f for f in CASES if not only or f.__name__ in only])

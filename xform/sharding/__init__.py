@@ -470,12 +470,20 @@ def use_abstract_mesh(mesh):
     if not isinstance(mesh, AbstractMesh):
         raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got "
                          f"{type(mesh)}")
-    prev = getattr(_mesh_state, "abstract", None)
     cur = get_abstract_mesh()
     if not cur.empty and not mesh.empty and cur.size != mesh.size:
         raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: "
                          f"{mesh} with size={mesh.size} and prev mesh: {cur} with "
                          f"size={cur.size}")
+    with _abstract_mesh_scope(mesh):
+        yield
+
+
+@contextlib.contextmanager
+def _abstract_mesh_scope(mesh):
+    """``get_abstract_mesh()`` is ``mesh`` within (no size check: shard_map/pmap bodies
+    over a mesh of their own)."""
+    prev = getattr(_mesh_state, "abstract", None)
     _mesh_state.abstract = mesh
     try:
         yield

@@ -133,7 +133,12 @@ class _ShardMapped:
             out_leaves, store["tree"] = tree_flatten(out)
             return out_leaves
 
-        with batching.extend_axis_env(list(mesh.shape.items())):
+        # inside the body the mesh's axes in axis_names (all by default) are Manual, as
+        # get_abstract_mesh() reports in JAX
+        manual = self._axis_names or mesh.axis_names
+        inner = mesh.abstract_mesh.update_axis_types({a: S.AxisType.Manual for a in manual})
+        with batching.extend_axis_env(list(mesh.shape.items())), \
+                S._abstract_mesh_scope(inner):
             jaxpr, consts = trace_to_jaxpr(flat, avals, name=f"shard_map({self.__name__})")
         closed, const_args = _hoist(jaxpr, consts)
         out_tree = store["tree"]

@@ -7,12 +7,14 @@ elementwise ``*``/``/`` with scalars and dense arrays, ``*`` and ``+`` between B
 arrays, ``-x``, ``abs``; and the functions ``bcoo_fromdense``, ``bcoo_todense``,
 ``bcoo_extract``, ``bcoo_dot_general``, ``bcoo_transpose``, ``bcoo_reduce_sum``,
 ``bcoo_multiply_dense``, ``bcoo_multiply_sparse``, ``bcoo_sort_indices``,
-``bcoo_sum_duplicates``, ``bcoo_reshape``, ``todense``, ``empty``, ``eye``.
+``bcoo_sum_duplicates``, ``bcoo_reshape``, ``todense``, ``empty``, ``eye``; and
+``sparsify`` (a function written for dense arrays, run on BCOO arguments; the primitives
+it has sparse rules for are listed in ``transform.py``).
 
 The operations are built from xform's differentiable, batchable operations, so ``jit``,
 ``grad`` (with respect to ``data`` and dense operands), ``vmap`` (which maps a BCOO along
 a batch dimension and returns batched BCOO outputs) and their compositions work.  Not
-provided: ``sparsify``, BCSR/COO/CSR, sparse-sparse ``dot_general``, the sparse
+provided: BCSR/COO/CSR, sparse-sparse ``dot_general``, the sparse
 ``grad``/``jacfwd`` wrappers, ``bcoo_update_layout``, slicing and indexing of BCOO
 arrays (see docs/compatibility.md).
 """
@@ -23,10 +25,12 @@ from xform.experimental.sparse.bcoo import (  # noqa: F401
     bcoo_sum_duplicates, bcoo_todense, bcoo_transpose,
 )
 from xform.experimental.sparse.api import empty, eye, todense  # noqa: F401
+from xform.experimental.sparse.transform import sparsify  # noqa: F401
 
 __all__ = [
     "BCOO", "JAXSparse", "SparseEfficiencyError", "SparseEfficiencyWarning",
     "bcoo_dot_general", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
     "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape", "bcoo_sort_indices",
     "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty", "eye", "todense",
+    "sparsify",
 ]
