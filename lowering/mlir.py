@@ -19,6 +19,8 @@ constants make the text large; XLA folds them into the executable once.)
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from xform._src.interpreters import core, dtypes as _dtypes
@@ -500,6 +502,12 @@ def lower_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names) -> list[st
 
 
 def _function_text(module, sym, closed_jaxpr, visibility, arg_attrs=None, result_attrs=None):
+    return "\n".join(_function_lines(module, sym, closed_jaxpr, visibility, arg_attrs,
+                                     result_attrs))
+
+
+def _function_lines(module, sym, closed_jaxpr, visibility, arg_attrs=None, result_attrs=None):
+    """The function's text as a list of lines (joined once, with the whole module)."""
     jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr
     ctx = LoweringContext(module)
     args, sig = [], []
@@ -517,8 +525,10 @@ def _function_text(module, sym, closed_jaxpr, visibility, arg_attrs=None, result
     for i, v in enumerate(jaxpr.outvars):
         attr = (result_attrs or {}).get(i)
         res.append(aval_type(v.aval) + (f" {{{attr}}}" if attr else ""))
-    return (f"  func.func {visibility} @{sym}({', '.join(sig)}) -> ({', '.join(res)}) {{\n"
-            + "\n".join(ctx.lines) + "\n  }")
+    lines = ctx.lines
+    lines.insert(0, f"  func.func {visibility} @{sym}({', '.join(sig)}) -> ({', '.join(res)}) {{")
+    lines.append("  }")
+    return lines
 
 
 def call_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names, name="fn") -> list[str]:
@@ -540,11 +550,21 @@ def call_subjaxpr(ctx: LoweringContext, closed_jaxpr, operand_names, name="fn") 
 class LoweredModule:
     """MLIR text plus the host callbacks its custom calls refer to (by index)."""
 
-    __slots__ = ("text", "host_callbacks")
+    __slots__ = ("text", "host_callbacks", "unusable_donations")
 
-    def __init__(self, text, host_callbacks):
+    def __init__(self, text, host_callbacks, unusable_donations=()):
         self.text = text
         self.host_callbacks = tuple(host_callbacks)
+        # donated inputs no output can reuse: not donated (the caller keeps them)
+        self.unusable_donations = tuple(unusable_donations)
+
+
+def _aval_text(aval):
+    """``float32[2,3]``: an aval as JAX's messages print it."""
+    shape = getattr(aval, "shape", None)
+    if shape is None:
+        return str(aval)
+    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in shape)}]"
 
 
 def lower_jaxpr(closed_jaxpr, *, name: str = "main", donated_invars=None,
@@ -561,14 +581,18 @@ def lower_module(closed_jaxpr, *, name: str = "main", donated_invars=None,
 
     ``donated_invars[i]``: input i may be reused for an output of the same
     type: it gets ``tf.aliasing_output = k`` (first unclaimed matching output),
-    else ``jax.buffer_donor = true``.  Unused inputs always stay in the
-    signature (the executable's interface is the jaxpr's), whatever
-    ``keep_unused`` says; XLA drops them internally.
+    else, when an output not aliased has as many elements, ``jax.buffer_donor =
+    true`` (as JAX); a donated input no output can use is not donated, with JAX's
+    warning ("Some donated buffers were not usable"), and is listed in the result's
+    ``unusable_donations``.  Unused inputs always stay in the signature (the
+    executable's interface is the jaxpr's), whatever ``keep_unused`` says; XLA drops
+    them internally.
     """
     if isinstance(closed_jaxpr, Jaxpr):
         closed_jaxpr = ClosedJaxpr(closed_jaxpr, [])
     jaxpr = closed_jaxpr.jaxpr
     arg_attrs = {}
+    unusable = []
     if donated_invars is not None:
         donated_invars = tuple(donated_invars)
         if len(donated_invars) != len(jaxpr.invars):
@@ -576,21 +600,46 @@ def lower_module(closed_jaxpr, *, name: str = "main", donated_invars=None,
                              f"{len(jaxpr.invars)} inputs")
         out_types = [aval_type(v.aval) for v in jaxpr.outvars]
         claimed = set()
+        left = []
         for i, (d, v) in enumerate(zip(donated_invars, jaxpr.invars)):
             if not d:
                 continue
             t = aval_type(v.aval)
             k = next((k for k, ot in enumerate(out_types) if ot == t and k not in claimed), None)
             if k is None:
-                arg_attrs[i] = "jax.buffer_donor = true"
+                left.append(i)
             else:
                 claimed.add(k)
                 arg_attrs[i] = f"tf.aliasing_output = {k} : i32"
+        # what no output aliases goes to XLA as a buffer donor when an output left over
+        # has as many elements (each output serves one donor)
+        sizes = [getattr(v.aval, "size", None) for v in jaxpr.outvars]
+        for i in left:
+            size = getattr(jaxpr.invars[i].aval, "size", None)
+            k = next((k for k, n in enumerate(sizes) if n is not None and n == size
+                      and k not in claimed), None)
+            if k is None:
+                unusable.append(i)
+            else:
+                claimed.add(k)
+                arg_attrs[i] = "jax.buffer_donor = true"
+        if unusable:
+            warnings.warn(
+                "Some donated buffers were not usable: "
+                + ", ".join(_aval_text(jaxpr.invars[i].aval) for i in unusable)
+                + ".\nNo output of the computation has an input's shape and dtype (or "
+                  "its number of elements); those inputs are not donated and stay "
+                  "valid. Donate only arguments an output can reuse.", stacklevel=2)
     module = ModuleContext(platform, debug_info)
     with core.gc_paused():
-        main = _function_text(module, "main", closed_jaxpr, "public", arg_attrs)
+        main = _function_lines(module, "main", closed_jaxpr, "public", arg_attrs)
     mod_name = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "main"))
-    body = "\n".join([main] + module.functions)
-    text = (f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "
-            f"mhlo.num_replicas = 1 : i32}} {{\n{body}\n}}\n")
-    return LoweredModule(text, module.host_callbacks)
+    # One join for the whole module: large programs' text is tens of MB, and each
+    # intermediate concatenation would be another copy at the peak.
+    main.insert(0, f"module @{mod_name} attributes {{mhlo.num_partitions = 1 : i32, "
+                   f"mhlo.num_replicas = 1 : i32}} {{")
+    main.extend(module.functions)
+    main.append("}\n")
+    text = "\n".join(main)
+    del main
+    return LoweredModule(text, module.host_callbacks, unusable)

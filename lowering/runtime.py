@@ -978,6 +978,9 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
     lowered = lower_module(closed_jaxpr, name=name,
                            donated_invars=donated if any(donated) else None,
                            platform=device.platform)
+    if lowered.unusable_donations:    # not donated: the caller's arrays stay valid
+        donated = tuple(d and i not in lowered.unusable_donations
+                        for i, d in enumerate(donated))
     text = lowered.text
     if tier is None:
         tier = "tiered" if (config.read("xform_tiered_compilation")

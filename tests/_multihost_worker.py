@@ -48,5 +48,12 @@ np.testing.assert_allclose(np.asarray(total.addressable_data(0)), both.reshape(4
 back = mu.global_array_to_host_local_array(glob, mesh, P("p"))
 assert back.shape == (2, 3) and back.is_fully_addressable
 np.testing.assert_array_equal(np.asarray(back), mine)
+# typed key arrays live on one device in xform: spanning processes is refused clearly
+keys = xform.random.split(xform.random.key(pid), 2)
+try:
+    mu.host_local_array_to_global_array(keys, mesh, P("p"))
+    raise SystemExit("a key array over several devices was accepted")
+except NotImplementedError as e:
+    assert "key_data" in str(e)
 xform.distributed.shutdown()
 print("OK", pid, flush=True)

@@ -398,6 +398,7 @@ def test_save_killed_mid_write_keeps_previous_and_next_save_cleans_up(tmp_path):
 from xform import export as xexport  # noqa: E402
 
 _X8 = np.arange(1, 9, dtype=np.float32) / 7
+_ORIGINAL_MODULE = []
 
 
 def _exported_fun(a, b):
@@ -408,13 +409,20 @@ def _exported_fun(a, b):
 def export_blob():
     e = xexport.export(xform.jit(_exported_fun))(
         xform.ShapeDtypeStruct((8,), np.float32), xform.ShapeDtypeStruct((), np.float32))
+    _ORIGINAL_MODULE[:] = [bytes(e.mlir_module_serialized)]
     return e.serialize()
+
+
 
 
 def _export_outcome(blob):
     """'refused' (ValueError from deserialize), 'same' (a harmless mutation: deserializes
-    and computes exactly what the original does) or 'call-refused' (deserializes, and the
-    call refuses with a ValueError/TypeError); 'different' fails the callers."""
+    and computes exactly what the original does), 'call-refused' (deserializes, and the
+    call refuses with a ValueError/TypeError) or 'other-program' (the mutation hit the
+    embedded module and left valid StableHLO of the same signature -- a constant's bits,
+    say: a well-formed different program, which no format without a checksum, JAX's
+    included, can tell from a legitimate one).  'different' (same module, other results:
+    the metadata misled the call) fails the callers."""
     try:
         ex = xexport.deserialize(blob)
     except ValueError:
@@ -426,7 +434,10 @@ def _export_outcome(blob):
     want = xform.jit(_exported_fun)(_X8, np.float32(0.5))
     same = xform.tree_util.tree_structure(out) == xform.tree_util.tree_structure(want) and all(
         np.array_equal(np.asarray(o), np.asarray(w)) for o, w in zip(out, want))
-    return "same" if same else "different"
+    if same:
+        return "same"
+    return "other-program" if bytes(ex.mlir_module_serialized) != _ORIGINAL_MODULE[0] \
+        else "different"
 
 
 def _module_span(blob):

@@ -288,3 +288,40 @@ def test_einsum_refuses_a_path_contracting_three_operands_at_once():
     for opt in (False, True, "greedy", [(0, 1), (0, 1)]):
         np.testing.assert_allclose(xnp.einsum("ij,ik,il->jkl", a, b, c, optimize=opt),
                                    jnp.einsum("ij,ik,il->jkl", a, b, c, optimize=opt))
+
+
+def test_ufunc_outer_is_not_rank_promotion():
+    f = lambda a, b: a * b
+    a, b = np.arange(6.0).reshape(3, 2), np.arange(3.0)
+    for mod, lib in ((jnp, jax), (xnp, xform)):
+        u = mod.frompyfunc(f, nin=2, nout=1, identity=1)
+        with lib.numpy_rank_promotion("raise"):
+            out = u.outer(a, b)
+            np.testing.assert_allclose(out, np.multiply.outer(a, b))
+            np.testing.assert_allclose(mod.add.outer(a, b), np.add.outer(a, b))
+
+
+@pytest.mark.parametrize("name", ["add", "maximum", "subtract", "multiply"])
+def test_ufunc_reduceat_takes_traced_and_empty_indices(name):
+    x = np.arange(12.0).reshape(3, 4)
+    for idx in ([0, 2], [1, 1, 3], [3, 0], []):
+        for ax in (0, 1, -1):
+            i = np.array(idx, np.int32)
+            if len(idx) and max(idx) >= x.shape[ax]:
+                continue
+            want = getattr(jnp, name).reduceat(x, i, axis=ax)
+            got = xform.jit(lambda v, j: getattr(xnp, name).reduceat(v, j, axis=ax))(x, i)
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want)
+            np.testing.assert_allclose(getattr(xnp, name).reduceat(x, i, axis=ax), want)
+
+
+def test_lax_dtype_is_the_canonical_dtype():
+    import ml_dtypes
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for v in (3, True, 3j, 1.0, np.array(3, np.int16), np.uint64, np.float64, "bfloat16",
+                  np.dtype("int8"), ml_dtypes.bfloat16, int, float, np.ones(2, "int8")):
+            assert xform.lax.dtype(v) == jax.lax.dtype(v), v
+    assert xform.lax.dtype(xnp.ones(2, "int8")) == np.int8

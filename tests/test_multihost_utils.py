@@ -68,6 +68,17 @@ def test_host_local_global_round_trip_one_process():
         np.testing.assert_array_equal(np.asarray(g), np.asarray(jg))
         back = xmu.global_array_to_host_local_array(g, xm, spec)
         np.testing.assert_array_equal(np.asarray(back), v)
+    # typed key arrays (their key data is converted)
+    keys = xform.random.split(xform.random.key(3), 4)
+    jkeys = jax.random.split(jax.random.key(3), 4)
+    g = xmu.host_local_array_to_global_array(keys, xm, P("d"))
+    jg = jmu.host_local_array_to_global_array(jkeys, jm, jax.sharding.PartitionSpec("d"))
+    assert g.dtype == keys.dtype and g.shape == jg.shape
+    np.testing.assert_array_equal(np.asarray(xform.random.key_data(g)),
+                                  np.asarray(jax.random.key_data(jg)))
+    back = xmu.global_array_to_host_local_array(g, xm, P("d"))
+    np.testing.assert_array_equal(np.asarray(xform.random.key_data(back)),
+                                  np.asarray(xform.random.key_data(keys)))
     with pytest.raises(ValueError, match="`None` is not a valid input"):
         xmu.host_local_array_to_global_array(v, xm, None)
     # under jit and grad (one process: the host-local and global shapes coincide)

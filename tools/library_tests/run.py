@@ -47,10 +47,16 @@ LIBRARIES = {
 }
 
 
-def _site_root(dist):
-    top = importlib.metadata.distribution(dist).read_text("top_level.txt")
-    name = (top.split()[0] if top else dist.replace("-", "_"))
-    return Path(importlib.util.find_spec(name).origin).parents[1]
+def _site_root(dist, files):
+    top = (importlib.metadata.distribution(dist).read_text("top_level.txt") or "").split()
+    # the package holding the tests (dm-haiku's top_level.txt lists docs/ and examples/
+    # before haiku/)
+    first = [f.split("/")[0] for f in files[:1]]
+    for name in first + top + [dist.replace("-", "_")]:
+        spec = importlib.util.find_spec(name) if name.isidentifier() else None
+        if spec is not None and spec.origin:
+            return Path(spec.origin).parents[1]
+    raise SystemExit(f"cannot find where {dist} is installed")
 
 
 def _checkout(lib, dist, tag_pattern, source, dest, files):
@@ -124,7 +130,7 @@ def main(argv=None):
     files = a.files or default_files
     with tempfile.TemporaryDirectory() as tmp:
         if where == "package":
-            root = _site_root(dist)
+            root = _site_root(dist, files)
         else:
             source = a.source or os.environ.get(f"XFORM_LIBTESTS_{a.library.upper()}")
             if not source:

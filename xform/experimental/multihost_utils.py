@@ -175,6 +175,28 @@ def _check_traced(x, global_mesh, pspec, who):
     return False
 
 
+def _is_key(x):
+    from xform import dtypes
+    dt = getattr(x, "dtype", None)
+    return dt is not None and dtypes.issubdtype(dt, dtypes.prng_key)
+
+
+def _via_key_data(convert, x, pspec):
+    """``convert`` applied to a typed key array's words (one trailing axis, not split),
+    re-wrapped as keys."""
+    xf = _xf()
+    out = convert(xf.random.key_data(x), S.PartitionSpec(*(tuple(pspec) + (None,) * (
+        x.ndim - len(pspec))), None))
+    sh = getattr(out, "sharding", None)
+    if sh is not None and len(sh.device_set) > 1:
+        raise NotImplementedError(
+            "xform's typed key arrays live on one device: a key array cannot be laid out "
+            f"over {len(sh.device_set)} devices. Convert its words instead "
+            "(xform.random.key_data(keys), then xform.random.wrap_key_data where the keys "
+            "are used on one device).")
+    return xf.random.wrap_key_data(out)
+
+
 def host_local_array_to_global_array(local_inputs, global_mesh, pspecs):
     """A global Array over ``global_mesh`` laid out as ``pspecs`` (a prefix pytree of
     PartitionSpecs) from each process's host-local part of it: this process's block,
@@ -189,6 +211,10 @@ def host_local_array_to_global_array(local_inputs, global_mesh, pspecs):
     for x, pspec in zip(leaves, specs):
         if _is_global_array(x):
             out.append(x)
+            continue
+        if _is_key(x):
+            out.append(_via_key_data(lambda d, p: host_local_array_to_global_array(
+                d, global_mesh, p), x, pspec))
             continue
         sharding = S.NamedSharding(global_mesh, pspec)
         if _check_traced(x, global_mesh, pspec, "host_local_array_to_global_array"):
@@ -218,6 +244,10 @@ def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
     from xform._src.lowering import spmd  # deferred: keeps `import xform` light
     out = []
     for x, pspec in zip(leaves, specs):
+        if _is_key(x):
+            out.append(_via_key_data(lambda d, p: global_array_to_host_local_array(
+                d, global_mesh, p), x, pspec))
+            continue
         if _check_traced(x, global_mesh, pspec, "global_array_to_host_local_array"):
             out.append(x)
             continue

@@ -21,3 +21,12 @@ from xform.lax import linalg  # noqa: F401
 from xform.lax._solves import custom_linear_solve, custom_root  # noqa: F401
 from xform.sharding._jit import with_sharding_constraint  # noqa: F401
 from xform.lax._primitives import *  # noqa: F401,F403  (the engine's primitives, JAX's names)
+
+
+def dtype(x):
+    """JAX's ``lax.dtype``: the canonical dtype (64-bit types narrowed without x64) of an
+    array, a scalar, a scalar type or a dtype name."""
+    from xform._src.interpreters import core as _core, dtypes as _dtypes
+    if isinstance(x, _core.ArrayOps):
+        return x.dtype
+    return _dtypes.dtype_of(x)

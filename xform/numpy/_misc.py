@@ -854,8 +854,10 @@ class ufunc:
         if self.nin != 2:
             raise ValueError("outer only supported for binary ufuncs")
         a, b = _arr("outer", A), _arr("outer", B)
+        # both operands brought to the full rank: an outer product is no rank promotion
         a2 = lax.reshape(a, a.shape + (1,) * b.ndim)
-        return self(a2, b, **kwargs)
+        b2 = lax.reshape(b, (1,) * a.ndim + b.shape)
+        return self(a2, b2, **kwargs)
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
                where=None):
@@ -980,24 +982,35 @@ class ufunc:
         x = _arr(f"{self.__name__}.reduceat", a)
         if dtype is not None:
             x = U.to_array(x, U.canonical_dtype(dtype), False)
+        if x.ndim == 0:
+            raise ValueError(f"reduceat: a must have 1 or more dimension, got {x.shape=}")
         ax = U.canonicalize_axis(axis, x.ndim)
-        idx = _concrete_np(indices, f"{self.__name__}.reduceat: indices must be static")
+        U.check_arraylike(f"{self.__name__}.reduceat", indices)
+        idx = U.to_array(indices)
         if idx.ndim != 1:
-            raise ValueError("reduceat requires a 1D indices array")
+            raise ValueError(f"reduceat: indices must be one-dimensional, got {idx.shape=}")
+        from xform.numpy._indexing import getitem
         n = x.shape[ax]
-        parts = []
-        for k, i in enumerate(idx):
-            i = int(i)
-            j = int(idx[k + 1]) if k + 1 < len(idx) else n
-            if not 0 <= i < n:
-                raise IndexError(f"index {i} out-of-bounds in reduceat for axis {ax} of "
-                                 f"size {n}")
-            if i < j:
-                seg = lax.slice_in_dim(x, i, j, 1, ax)
-                parts.append(S.expand_dims(self._reduce_axis(seg, ax, None), ax))
-            else:
-                parts.append(lax.slice_in_dim(x, i, i + 1, 1, ax))
-        return S.concatenate(parts, axis=ax)
+        sel = (slice(None),) * ax
+        # out[k] starts as x[idx[k]]; element i is folded into every out[k] whose segment
+        # idx[k] < i < idx[k+1] holds it (a segment with idx[k] >= idx[k+1] is x[idx[k]]),
+        # so traced indices work
+        out = getitem(x, sel + (idx,))
+        bounds = S.concatenate([U.to_array(idx, idx.dtype, False),
+                                U.to_array(np.array([n]), idx.dtype, False)])
+        shape = [1] * out.ndim
+        shape[ax] = idx.shape[0]
+        lo = lax.reshape(bounds[:-1], tuple(shape))
+        hi = lax.reshape(bounds[1:], tuple(shape))
+        fn = self._call
+
+        def body(i, acc):
+            xi = S.expand_dims(lax.dynamic_index_in_dim(x, i, ax, False), ax)
+            new = U.to_array(U.to_array(fn(acc, xi)), acc.dtype, False)
+            ii = U.to_array(i, idx.dtype, False)
+            inside = F.logical_and(F.greater(ii, lo), F.less(ii, hi))
+            return F.where(inside, new, acc)
+        return fori_loop(0, n, body, out)
 
 
 def frompyfunc(func, /, nin, nout, *, identity=None):
