@@ -720,6 +720,14 @@ class Array(ArrayOps):
     def __dlpack_device__(self):
         return _placement().dlpack_device(self)
 
+    def unsafe_buffer_pointer(self):
+        """The address of the array's device buffer, as JAX's (an array held on the host
+        is placed on the default device first and keeps that buffer)."""
+        self._refuse_key_conversion()
+        if self._deleted:
+            raise self._deleted_error("unsafe_buffer_pointer()")
+        return _placement().unsafe_buffer_pointer(self)
+
     def is_deleted(self):
         return bool(self._deleted)
 

@@ -104,6 +104,15 @@ class Placement:
                               "pass stream=None")
         return arr._npy.__dlpack__(**kw)
 
+    def unsafe_buffer_pointer(self, arr):
+        if self._sharded(arr):
+            raise ValueError("unsafe_buffer_pointer() is supported only for unsharded arrays; "
+                             "use x.addressable_shards[i].data.unsafe_buffer_pointer() for "
+                             "one shard's buffer.")
+        if arr._buf is None:    # held on the host: give it its device buffer for good
+            arr._buf = _lowering().device_put(arr)._buf
+        return arr._buf.unsafe_buffer_pointer()
+
     def dlpack_device(self, arr):
         if arr._buf is not None and hasattr(type(arr._buf), "__dlpack_device__"):
             return arr._buf.__dlpack_device__()
