@@ -28,7 +28,6 @@ import xform.lax as xl
 import xform.numpy as xnp
 from xform import tree_util
 from xform._src.interpreters import core
-from xform._src.interpreters.errors import ConcretizationTypeError
 from xform import _vmap
 
 __all__ = [
@@ -102,10 +101,8 @@ def _validate(data, indices, shape):
 
 
 def _concrete_int(x, what):
-    try:
-        v = core.concrete_or_error(x, what)
-    except ConcretizationTypeError:
-        raise
+    """``x`` as a Python int (ConcretizationTypeError naming ``what`` if it is traced)."""
+    v = core.concrete_or_error(x, what)
     return operator.index(np.asarray(v).item() if np.ndim(v) == 0 else v)
 
 
