@@ -374,3 +374,21 @@ def test_array_byteswap_contains_compress_argpartition_itemsize():
                                   np.sort(np.asarray(jnp.asarray(v).argpartition(2))[:2]))
     sizes = xform.jit(lambda t: t * 0 + t.itemsize + t.nbytes)(np.ones(3, np.float32))
     np.testing.assert_array_equal(sizes, np.full(3, 4 + 12, np.float32))
+
+
+@pytest.mark.parametrize("op", ["get", "set", "add", "multiply", "min", "max"])
+@pytest.mark.parametrize("mode", [None, "fill", "clip", "drop"])
+def test_at_wrap_negative_indices_false(op, mode):
+    x = np.arange(1.0, 6.0)
+    for idx in (np.array([-1, 2, -5]), -1, (np.array([-2]),)):
+        args = () if op == "get" else (10.0,)
+        kw = {"mode": mode}
+        if op == "get" and mode == "fill":
+            kw["fill_value"] = -9.0
+        want = getattr(jnp.asarray(x).at[idx], op)(*args, wrap_negative_indices=False, **kw)
+        got = getattr(xnp.asarray(x).at[idx], op)(*args, wrap_negative_indices=False, **kw)
+        np.testing.assert_array_equal(got, want)
+    i = np.array([-1, 3], np.int32)
+    f = lambda m: lambda v, j: getattr(m.asarray(v).at[j], op)(
+        *(() if op == "get" else (10.0,)), wrap_negative_indices=False, mode=mode)
+    np.testing.assert_array_equal(xform.jit(f(xnp))(x, i), jax.jit(f(jnp))(x, i))
