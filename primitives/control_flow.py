@@ -30,6 +30,7 @@ program-to-program (``interpreters.jaxpr_transforms``):
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 
@@ -826,7 +827,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
         pred = ew.ne_p.bind(pred, np.zeros((), pa.dtype)) if not isinstance(
             pred, (bool, int, float)) else bool(pred)
     index = ew.convert_element_type(pred, np.int32)
-    return _switch(index, [false_fun, true_fun], operands, ("false_fun", "true_fun"), "cond")
+    return _switch(index, [false_fun, true_fun], operands, ("false_fun", "true_fun"), "cond",
+                   check_order=(1, 0))
 
 
 def switch(index, branches, *operands, operand=_no_operand):
@@ -848,24 +850,78 @@ def switch(index, branches, *operands, operand=_no_operand):
     if len(branches) == 1:
         return branches[0](*operands)
     return _switch(idx, branches, operands,
-                   tuple(f"branches[{i}]" for i in range(len(branches))), "switch")
+                   ("branch 0",) + tuple(f"branch{i}" for i in range(1, len(branches))),
+                   "switch")
 
 
-def _switch(index, funs, operands, names, what):
+def _fun_sourceinfo(fun):
+    """``name at file:line`` of a branch function (as JAX's messages name it)."""
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    try:
+        fun = inspect.unwrap(fun)
+        code = fun.__code__
+        return f"{fun.__name__} at {code.co_filename}:{code.co_firstlineno}"
+    except (AttributeError, ValueError):
+        return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _aval_words(a):
+    """``float32[2,3]``: an aval as JAX's branch messages print it."""
+    return f"{np.dtype(a.dtype).name}[{','.join(str(d) for d in a.shape)}]" \
+        if hasattr(a, "shape") else str(a)
+
+
+def _check_branch_outputs(what, name1, name2, f1, f2, t1, t2):
+    """JAX's errors for branches whose outputs differ in structure or in type."""
+    (j1, _, tree1), (j2, _, tree2) = t1, t2
+    where = f"{name1} is {_fun_sourceinfo(f1)}\n{name2} is {_fun_sourceinfo(f2)}\n\n"
+    if tree1 != tree2:
+        raise TypeError(
+            f"{what} branch outputs must have the same pytree structure, but they differ:\n\n"
+            f"{where}{name1} output is {tree1} but {name2} output is {tree2}, so their "
+            f"structures differ.\n\nRevise {name1} and/or {name2} so that they have the "
+            "same pytree structure.")
+    if all(_typematch(a, b) for a, b in zip(j1.out_avals, j2.out_avals)):
+        return
+    try:
+        paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
+            tree_util.tree_unflatten(tree1, list(range(len(j1.out_avals)))))[0]]
+    except Exception:      # a custom node that cannot be rebuilt around indices
+        paths = [""] * len(j1.out_avals)
+    diffs = []
+    for p, a1, a2 in zip(paths, j1.out_avals, j2.out_avals):
+        if _typematch(a1, a2):
+            continue
+        why = [w for w, bad in (("the dtypes do not match", a1.dtype != a2.dtype),
+                                ("the shapes do not match", a1.shape != a2.shape)) if bad]
+        diffs.append(f"the output of {name1}{f' at path {p}' if p else ''} has type "
+                     f"{_aval_words(a1)} but the corresponding output of {name2} has type "
+                     f"{_aval_words(a2)}" + (", so " + ", and ".join(why) if why else ""))
+    differences = (f"{diffs[0][0].upper()}{diffs[0][1:]}.\n" if len(diffs) == 1 else
+                   "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
+    raise TypeError(f"{what} branches must have equal output types but they differ.\n\n"
+                    f"{where}{differences}\nRevise {name1} and/or {name2} so that all output "
+                    "types match.")
+
+
+def _switch(index, funs, operands, names, what, check_order=None):
     tu = _tu()
     leaves, in_tree = _flatten_args(operands, f"lax.{what} operands")
     avals = [core.get_aval(x) for x in leaves]
-    traced = [_trace(f, in_tree, avals, f"lax.{what} {n}") for f, n in zip(funs, names)]
+    # as JAX: a branch function given several times is traced once
+    by_id = {}
+    traced = []
+    for f, n in zip(funs, names):
+        t = by_id.get(id(f))
+        if t is None:
+            t = by_id[id(f)] = _trace(f, in_tree, avals, f"lax.{what} {n}")
+        traced.append(t)
+    first, *rest = check_order or range(len(funs))
+    for k in rest:
+        _check_branch_outputs(what, names[first], names[k], funs[first], funs[k],
+                              traced[first], traced[k])
     t0 = traced[0]
-    for (j, consts, tree), n in zip(traced[1:], names[1:]):
-        if tree != t0[2]:
-            raise TypeError(f"lax.{what}: {names[0]} and {n} outputs must have the same pytree "
-                            f"structure, got {t0[2]} and {tree}")
-        if not all(_typematch(a, b) for a, b in zip(t0[0].out_avals, j.out_avals)):
-            a0 = tu.tree_unflatten(t0[2], [a.str_short() for a in t0[0].out_avals])
-            a1 = tu.tree_unflatten(tree, [a.str_short() for a in j.out_avals])
-            raise TypeError(f"lax.{what}: {names[0]} and {n} outputs must have identical types, "
-                            f"got {names[0]} -> {a0} and {n} -> {a1}")
     # As JAX: constants closed over by several branches are passed once (by identity),
     # every branch takes all of them, and an output that every branch forwards from the
     # same input is taken from that input instead of being a cond output.

@@ -488,10 +488,10 @@ def test_python_control_flow_on_tracer_suggests_primitives():
 
 
 def test_branch_type_mismatch_shows_both():
-    with pytest.raises(TypeError, match="identical types") as e:
+    with pytest.raises(TypeError, match="cond branches must have equal output types") as e:
         xl.cond(True, lambda x: x, lambda x: xnp.stack([x, x]), 1.0)
-    assert "f32[]" in str(e.value) and "f32[2]" in str(e.value)
-    with pytest.raises(TypeError, match=r"(?s)identical types.*i32.*f32"):
+    assert "float32[]" in str(e.value) and "float32[2]" in str(e.value)
+    with pytest.raises(TypeError, match=r"(?s)equal output types.*int32.*float32"):
         xl.switch(0, [lambda x: xnp.int32(1), lambda x: x], 1.0)
     with pytest.raises(TypeError, match="pytree structure"):
         xl.cond(True, lambda x: (x, x), lambda x: x, 1.0)

@@ -117,3 +117,50 @@ def test_donated_buffer_is_reused_by_the_output(lib):
     z = lib.jit(lambda v: v * 2)(kept)             # not donated: a new buffer
     assert not kept.is_deleted() and z.unsafe_buffer_pointer() != q
     np.testing.assert_array_equal(np.asarray(kept), 1.0)
+
+
+_BRANCH_ERRORS = [
+    lambda lib: lib.lax.cond(True, lambda x: (x, x), lambda x: x, 1.0),
+    lambda lib: lib.lax.switch(1, [lambda x: x, lambda x: {"a": x}, lambda x: [x]], 1.0),
+    lambda lib: lib.lax.cond(True, lambda x: x, lambda x: x.astype(int), 1.0),
+    lambda lib: lib.lax.cond(True, lambda x: (x, x), lambda x: (x.astype(int),
+                             lib.numpy.stack([x, x]).astype(int)), 1.0),
+    lambda lib: lib.lax.switch(0, [lambda x: x, lambda x: lib.numpy.stack([x, x])], 1.0),
+]
+
+
+def _branch_error(lib, make):
+    with pytest.raises(TypeError) as e:
+        make(lib)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("make", _BRANCH_ERRORS)
+def test_branch_output_errors_read_as_jax(make):
+    # haiku's stateful tests match "cond branch outputs must have the same pytree structure"
+    got, want = _branch_error(xform, make), _branch_error(jax, make)
+    g, w = got.split("\n"), want.split("\n")
+    assert g[0] == w[0]                                   # the headline
+    assert [l.split(" is ")[0] for l in g[2:4]] == [l.split(" is ")[0] for l in w[2:4]]
+    assert g[-1] == w[-1]                                 # what to revise
+    if "output types" in w[0]:       # the per-output differences, word for word
+        assert g[5:-2] == w[5:-2]
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_branch_functions_given_twice_are_traced_once(n):
+    def count(lib):
+        calls = {"f": 0, "g": 0}
+
+        def f(x):
+            calls["f"] += 1
+            return x ** 2
+
+        def g(x):
+            calls["g"] += 1
+            return x + 1
+
+        out = lib.lax.switch(1, [f, g] * n, 2.0)
+        lib.lax.cond(False, f, f, 1.0)
+        return float(out), calls
+    assert count(xform) == count(jax)
