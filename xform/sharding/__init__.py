@@ -810,7 +810,7 @@ def _type_sharding(aval):
     return NamedSharding(get_abstract_mesh(), PartitionSpec(*(None,) * len(aval.shape)))
 
 
-def typeof_sharding(x, aval):
+def _typeof_sharding(x, aval):
     """``typeof(x)`` for a concrete array laid out over a mesh with Explicit axes: its
     type carries the array's sharding over those axes (``float32[8@x,4]``)."""
     js = getattr(getattr(x, "_buf", None), "_sharding", None)     # the runtime's sharding
