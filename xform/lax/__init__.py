@@ -30,3 +30,13 @@ def dtype(x):
     if isinstance(x, _core.ArrayOps):
         return x.dtype
     return _dtypes.dtype_of(x)
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """JAX's ``lax.scatter_sub``: ``operand`` with ``updates`` subtracted at the scattered
+    positions (a ``scatter_add`` of the negated updates)."""
+    from xform._src.primitives import elementwise as _ew
+    return scatter_add(operand, scatter_indices, _ew.neg(updates), dimension_numbers,  # noqa: F405
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       mode=mode)
