@@ -624,7 +624,7 @@ COUNTED_MODULES = [
 SUBMODULE_MISSING = {
     "numpy": {"fromfile": "file I/O", "fromiter": "iterator input"},
     "lax": {n: "not implemented" for n in (
-        "DotDimensionNumbers PrecisionLike RaggedDotDimensionNumbers after_all_p "
+        "DotDimensionNumbers PrecisionLike after_all_p "
         "approx_top_k_p broadcast_like collapse copy_p create_token_p dce_sink dce_sink_p "
         "device_put_p eq_to_p le_to_p lt_to_p mulhi mulhi_p pcast platform_dependent "
         "precv psend ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general "

@@ -405,3 +405,14 @@ def test_lax_scatter_sub():
     np.testing.assert_array_equal(
         xform.grad(lambda u: xform.lax.scatter_sub(x, idx, u, dx).sum())(up),
         jax.grad(lambda u: jax.lax.scatter_sub(x, idx, u, dj).sum())(up))
+
+
+def test_ragged_dot_dimension_numbers_record():
+    args = ([[[1], [0]], [[], []]], [0], [0])
+    x, j = xform.lax.RaggedDotDimensionNumbers(*args), jax.lax.RaggedDotDimensionNumbers(*args)
+    for f in ("dot_dimension_numbers", "lhs_ragged_dimensions", "rhs_group_dimensions"):
+        assert getattr(x, f) == getattr(j, f)
+    assert x == xform.lax.RaggedDotDimensionNumbers(*args) and hash(x) == hash(
+        xform.lax.RaggedDotDimensionNumbers(*args))
+    with pytest.raises(AttributeError):
+        x.lhs_ragged_dimensions = (1,)
