@@ -39,6 +39,7 @@ _DEFAULTS = {
     "jax_compilation_cache_max_size": 1 << 30,
     "jax_num_cpu_devices": -1,
     "jax_cpu_collectives_implementation": None,   # 'gloo' for multi-process CPU
+    "jax_enable_preemption_service": True,        # multihost_utils.reached_preemption_...
     "jax_cpu_enable_async_dispatch": True,
     "jax_dynamic_shapes": False,
     "jax_legacy_prng_key": "allow",
@@ -90,7 +91,6 @@ _INERT = {
     'jax_dump_ir_to': '',
     'jax_embedded_constants_max_bytes': 32,
     'jax_enable_pgle': False,
-    'jax_enable_preemption_service': True,
     'jax_enable_recoverability': False,
     'jax_exec_time_optimization_effort': 0.0,
     'jax_experimental_unsafe_xla_runtime_errors': False,

@@ -166,6 +166,37 @@ class _PolicyState(threading.local):
 _policy_state = _PolicyState()
 
 
+# What a policy may answer besides True/False, with JAX's names: ``Recompute`` (do not
+# save), ``Saveable`` (save), ``Offloadable(src, dst)`` (save in another memory; xform
+# has one memory space per device, so the value is saved where it is).
+class RecomputeType:
+    def __repr__(self):
+        return "Recompute"
+
+
+class SaveableType:
+    def __repr__(self):
+        return "Saveable"
+
+
+Recompute = RecomputeType()
+Saveable = SaveableType()
+
+
+class Offloadable(__import__("typing").NamedTuple):
+    src: str
+    dst: str
+
+
+def policy_saves(answer) -> bool:
+    """A policy's answer as save (True) or recompute (False)."""
+    if isinstance(answer, RecomputeType):
+        return False
+    if isinstance(answer, (SaveableType, Offloadable)):
+        return True
+    return bool(answer)
+
+
 def current_policy():
     """The remat policy sub-program splits must apply (``None`` outside ``checkpoint``)."""
     return _policy_state.policy
@@ -386,7 +417,8 @@ def _rematerialize(kjaxpr, ujaxpr, n_known_outs, nres, policy, chosen, recompute
         e = producer.get(v)
         if v not in recompute_vars and (
                 v in free or v in chosen or passes.eqn_effectful(e)
-                or policy(e.primitive, *[a.aval for a in e.invars], **e.params)):
+                or policy_saves(policy(e.primitive, *[a.aval for a in e.invars],
+                                       **e.params))):
             saved.append(v)
             saved_set.add(v)
         else:

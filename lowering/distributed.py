@@ -29,6 +29,8 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
         cpu_collectives = config.jax_cpu_collectives_implementation
     if cpu_collectives is not None:
         _jcfg.config.update("jax_cpu_collectives_implementation", cpu_collectives)
+    _jcfg.config.update("jax_enable_preemption_service",
+                        bool(config.jax_enable_preemption_service))
     _jd.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
                    process_id=process_id, local_device_ids=local_device_ids,
                    cluster_detection_method=cluster_detection_method,
@@ -42,3 +44,16 @@ def shutdown():
 
 def is_initialized() -> bool:
     return _jd.is_initialized()
+
+
+def reached_preemption_sync_point(step_id: int) -> bool:
+    """Whether every process has reached the step at which to save after a preemption
+    notice (the runtime's preemption sync manager); False when not distributed."""
+    gs = _jd.global_state
+    if gs.client is None:
+        return False
+    manager = gs.preemption_sync_manager
+    if manager is None:
+        raise RuntimeError("Preemption sync manager has not been initialized. Make sure the "
+                           "'jax_enable_preemption_service' config is enabled.")
+    return bool(manager.reached_sync_point(int(step_id)))

@@ -10,14 +10,14 @@ from __future__ import annotations
 from xform._src.primitives.callbacks import debug_callback_p
 from xform._src.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 from xform._src.primitives.debug_print import debug_print_p
-from xform._src.primitives.jit import jit_p
+from xform._src.primitives.jit import closed_call_p, jit_p
 from xform._src.primitives.remat import remat_p
 from xform._src.lowering.mlir import call_subjaxpr, lower_subjaxpr, register
 from xform._src.interpreters import core
 from xform._src.primitives.debug_print import print_now
 
 
-@register(jit_p, custom_jvp_call_p, custom_vjp_call_p, remat_p)
+@register(jit_p, closed_call_p, custom_jvp_call_p, custom_vjp_call_p, remat_p)
 def _call(ctx, eqn, *args):
     p = eqn.params
     closed = p.get("jaxpr") or p.get("call_jaxpr") or p.get("fun_jaxpr")

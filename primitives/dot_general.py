@@ -21,7 +21,8 @@ from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.structural import as_operand, checked_bind, transpose_p
 from xform._src.primitives import elementwise
 
-__all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
+__all__ = ["dot_general", "dot", "batch_matmul", "Precision", "DotAlgorithm",
+           "DotAlgorithmPreset"]
 
 
 class Precision:
@@ -29,6 +30,44 @@ class Precision:
     DEFAULT = "DEFAULT"
     HIGH = "HIGH"
     HIGHEST = "HIGHEST"
+
+
+class DotAlgorithm(__import__("typing").NamedTuple):
+    """A dot algorithm given by its operand/accumulation types (JAX's ``lax.DotAlgorithm``),
+    accepted as ``precision=``. Like a ``Precision``, it requests how the backend may
+    compute the product; the reference computes it exactly in the result type."""
+    lhs_precision_type: object
+    rhs_precision_type: object
+    accumulation_type: object
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
+
+
+class DotAlgorithmPreset(__import__("enum").Enum):
+    """JAX's named dot algorithms (``lax.DotAlgorithmPreset``), accepted as ``precision=``."""
+    DEFAULT = __import__("enum").auto()
+    ANY_F8_ANY_F8_F32 = __import__("enum").auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = __import__("enum").auto()
+    ANY_F8_ANY_F8_ANY = __import__("enum").auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = __import__("enum").auto()
+    F16_F16_F16 = __import__("enum").auto()
+    F16_F16_F32 = __import__("enum").auto()
+    BF16_BF16_BF16 = __import__("enum").auto()
+    BF16_BF16_F32 = __import__("enum").auto()
+    BF16_BF16_F32_X3 = __import__("enum").auto()
+    BF16_BF16_F32_X6 = __import__("enum").auto()
+    BF16_BF16_F32_X9 = __import__("enum").auto()
+    TF32_TF32_F32 = __import__("enum").auto()
+    TF32_TF32_F32_X3 = __import__("enum").auto()
+    F32_F32_F32 = __import__("enum").auto()
+    F64_F64_F64 = __import__("enum").auto()
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
 
 
 def _free(ndim, contract, batch):
@@ -251,6 +290,9 @@ batching.batch_rules[dot_general_p] = _dot_batch
 def _canon_precision(precision):
     if precision is None or isinstance(precision, str):
         return precision
+    if isinstance(precision, DotAlgorithm):
+        return "DotAlgorithm(" + ", ".join(str(getattr(f, "__name__", f))
+                                           for f in precision) + ")"
     if isinstance(precision, (tuple, list)):
         return tuple(_canon_precision(p) for p in precision)
     return str(getattr(precision, "name", precision))

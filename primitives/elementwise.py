@@ -1310,6 +1310,38 @@ def _doc(fn, name, doc):
     return fn
 
 
+class AccuracyMode(__import__("enum").Enum):
+    """Requested accuracy of a transcendental function (JAX's ``lax.AccuracyMode``)."""
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+class Tolerance:
+    """Requested error bounds of a transcendental function (JAX's ``lax.Tolerance``)."""
+    __slots__ = ("atol", "rtol", "ulps")
+
+    def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+        self.atol, self.rtol, self.ulps = atol, rtol, ulps
+
+    def __repr__(self):
+        return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
+# The functions that take JAX's ``accuracy=`` argument.  It is a request to the compiler
+# about the approximation it may use; xform's reference implementations are exact to the
+# dtype and its lowering keeps XLA's default, which meets both modes on CPU, so the
+# argument is checked and has no further effect.
+_ACCURACY_FNS = frozenset({"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic",
+                           "sin", "cos", "tan", "sqrt", "rsqrt", "cbrt"})
+
+
+def _check_accuracy(name, accuracy):
+    if accuracy is None or isinstance(accuracy, (AccuracyMode, Tolerance)):
+        return
+    raise TypeError(f"lax.{name}: accuracy must be None, a lax.AccuracyMode or a "
+                    f"lax.Tolerance, got {accuracy!r}")
+
+
 def _unop(prim, name, doc):
     acc = _ACCEPTS[prim]
     ok = acc[0].dtypes
@@ -1320,6 +1352,13 @@ def _unop(prim, name, doc):
         if x.dtype not in ok:
             _check_dtypes(prim.name, acc, [x.dtype])
         return prim.bind(x)
+    if name in _ACCURACY_FNS:
+        plain = fn
+
+        def fn(x, accuracy=None):   # noqa: F811
+            if accuracy is not None:
+                _check_accuracy(name, accuracy)
+            return plain(x)
     return _doc(fn, name, doc)
 
 
@@ -1533,5 +1572,6 @@ def stop_gradient(x):
 
 __all__ = [n for n, *_ in _UNARY_FNS] + [n for n, *_ in _BINARY_FNS] + [
     "pow", "integer_pow", "reciprocal", "round", "RoundingMethod", "select_n", "select",
-    "clamp", "convert_element_type", "bitcast_convert_type", "stop_gradient"]
+    "clamp", "convert_element_type", "bitcast_convert_type", "stop_gradient",
+    "AccuracyMode", "Tolerance"]
 del _n, _p, _d, _tip

@@ -424,3 +424,63 @@ def _jit_forward(eqn):
 
 passes.call_dce_rules[jit_p] = _jit_dce
 passes.forwarding_rules[jit_p] = _jit_forward
+
+
+# ----------------------------------------------------------------- closed_call / call
+# JAX's call primitives.  xform's own transformations never bind them (``xform.jit``
+# stages ``jit_p``), but libraries bind them or match equations against them, so they are
+# real primitives: ``closed_call_p.bind(*args, call_jaxpr=closed)`` calls a closed program
+# with no compilation boundary (inlined where it is staged, like ``jit(..., inline=True)``),
+# and ``call_p.bind(fun, *args)`` traces ``fun`` and binds ``closed_call_p``.
+
+closed_call_p = Primitive("closed_call", multiple_results=True)
+
+
+def _as_inline_jit(call_jaxpr):
+    return dict(jaxpr=call_jaxpr, name="closed_call", inline=True, keep_unused=False,
+                donated_invars=(False,) * len(call_jaxpr.in_avals))
+
+
+def _closed_call_staging(trace, args, params):
+    closed = params["call_jaxpr"]
+    return staging.inline_jaxpr(trace, closed.jaxpr, closed.consts, args)
+
+
+closed_call_p.def_impl(lambda *args, call_jaxpr: eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts,
+                                                            *args))
+closed_call_p.def_abstract_eval(lambda *avals, call_jaxpr: list(call_jaxpr.out_avals))
+staging.staging_rules[closed_call_p] = _closed_call_staging
+ad.jvp_rules[closed_call_p] = (
+    lambda primals, tangents, *, call_jaxpr: _jit_jvp(primals, tangents,
+                                                      **_as_inline_jit(call_jaxpr)))
+ad.transpose_rules[closed_call_p] = (
+    lambda cts, *args, call_jaxpr: _jit_transpose(cts, *args, **_as_inline_jit(call_jaxpr)))
+batching.batch_rules[closed_call_p] = (
+    lambda axis_data, vals, dims, *, call_jaxpr: _jit_batch(axis_data, vals, dims,
+                                                            **_as_inline_jit(call_jaxpr)))
+ad.partial_eval_rules[closed_call_p] = (
+    lambda trace, args, params: _jit_partial_eval(trace, args,
+                                                  _as_inline_jit(params["call_jaxpr"])))
+
+
+class _CallPrimitive(Primitive):
+    """``call_p``: ``bind(fun, *args)`` takes the function first (a callable, or a
+    ``linear_util.WrappedFun``), stages it for the arguments' types and binds
+    ``closed_call_p`` on the program, so no interpreter ever sees ``call_p`` itself."""
+
+    def bind(self, fun, *args, **params):
+        if params:
+            raise TypeError(f"call_p.bind takes no parameters besides the function; got "
+                            f"{sorted(params)}")
+        f = getattr(fun, "call_wrapped", fun)
+        if not callable(f):
+            raise TypeError(f"call_p.bind expects a function first, got {type(fun).__name__}")
+        avals = [core.get_aval(a) for a in args]
+        closed = staging.trace_to_closed_jaxpr(lambda *xs: list(f(*xs)), avals, name="call")
+        return closed_call_p.bind(*args, call_jaxpr=closed)
+
+
+call_p = _CallPrimitive("call", multiple_results=True)
+for _kind in ("jvp", "batching", "lowering"):
+    call_p.missing_rules[_kind] = ("call_p.bind stages its function and binds closed_call_p; "
+                                   "call_p itself never reaches an interpreter")

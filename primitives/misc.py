@@ -26,7 +26,7 @@ from xform._src.primitives.structural import full
 
 __all__ = ["clz", "reduce_precision", "optimization_barrier", "approx_max_k", "approx_min_k",
            "index_take", "broadcast_shapes", "empty", "clz_p", "reduce_precision_p",
-           "optimization_barrier_p"]
+           "optimization_barrier_p", "create_token", "after_all", "composite"]
 
 # ----------------------------------------------------------------- clz
 
@@ -345,3 +345,59 @@ def empty(shape, dtype, *, out_sharding=None):
     shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
         operator.index(d) for d in shape)
     return full(shape, 0, dtypes.canonicalize_dtype(dtype))
+
+
+# ----------------------------------------------------------------- tokens, composite
+
+class Token:
+    """An ordering token (JAX's ``lax.create_token`` / ``after_all``). xform orders side
+    effects by program order, so a token carries no data: it is a pytree with no leaves,
+    passing unchanged through jit, vmap and the differentiation transformations."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "Token"
+
+    def __eq__(self, other):
+        return isinstance(other, Token)
+
+    def __hash__(self):
+        return hash(Token)
+
+
+def _register_token():
+    from xform._src.interpreters.tree_util import register_pytree_node
+    register_pytree_node(Token, lambda t: ((), None), lambda _, __: Token())
+
+
+_register_token()
+
+
+def create_token(_=None):
+    """A new ordering token (the argument is ignored, as JAX's)."""
+    return Token()
+
+
+def after_all(*operands):
+    """A token ordered after ``operands`` (tokens)."""
+    for t in operands:
+        if not isinstance(t, Token):
+            raise TypeError(f"after_all: expected tokens, got {type(t).__name__}")
+    return Token()
+
+
+def composite(decomposition, name: str, version: int = 0):
+    """JAX's ``lax.composite``: ``decomposition`` marked as the named operation ``name``
+    (a hint for compilers that recognise it). Its semantics, and every transformation
+    rule, are the decomposition's; keyword arguments are its static attributes."""
+    if not callable(decomposition):
+        raise TypeError(f"composite: decomposition must be callable, got {decomposition!r}")
+    if not isinstance(name, str):
+        raise TypeError(f"composite: name must be a string, got {name!r}")
+    import functools
+
+    @functools.wraps(decomposition)
+    def composite_fn(*args, **kwargs):
+        return decomposition(*args, **kwargs)
+    composite_fn.composite_name, composite_fn.composite_version = name, version
+    return composite_fn

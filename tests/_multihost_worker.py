@@ -31,6 +31,7 @@ b = mu.broadcast_one_to_all(mine, is_source=pid == 1)
 np.testing.assert_array_equal(b, both[1])
 
 mu.sync_global_devices("step 1")
+assert mu.reached_preemption_sync_point(0) is False     # no preemption notice
 mu.assert_equal(np.arange(4))
 try:
     mu.assert_equal(np.int32(pid), "differs")

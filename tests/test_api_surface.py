@@ -29,9 +29,6 @@ DOCUMENTED_EXCEPTIONS = {
     "default_prng_impl": "random", "enable_custom_prng": "random",
     "legacy_prng_key": "random", "threefry_partitionable": "random",
     "debug_key_reuse": "random",
-    # mutable array references: not implemented
-    "Ref": "refs", "new_ref": "refs", "empty_ref": "refs", "free_ref": "refs",
-    "freeze": "refs", "ref": "refs",
     # JAX-internal modules (tracing internals, jaxlib, the C++ FFI)
     "ad": "internals", "lib": "internals", "ffi": "C++ FFI",
     "tools": "internals",   # in dir(jax) once something imports them
@@ -609,3 +606,79 @@ def test_version_info():
     assert xform.__version_info__ == tuple(int(p) for p in xform.__version__.split("."))
     assert type(xform.__version_info__) is type(jax.__version_info__)
     assert all(type(p) is int for p in jax.__version_info__ + xform.__version_info__)
+
+
+# ----------------------------------------------------------------- public names, all modules
+
+# The JAX 0.10.2 modules whose public names are counted ("jax" is the top level).
+COUNTED_MODULES = [
+    "", "numpy", "numpy.linalg", "numpy.fft", "lax", "random", "nn", "nn.initializers",
+    "scipy.linalg", "scipy.special", "scipy.stats", "scipy.signal", "scipy.optimize",
+    "scipy.integrate", "scipy.ndimage", "scipy.fft", "scipy.sparse.linalg", "scipy.cluster.vq",
+    "scipy.interpolate", "scipy.spatial.transform", "tree_util", "tree", "dtypes", "debug",
+    "ad_checkpoint", "custom_derivatives", "custom_batching", "dlpack", "flatten_util",
+    "errors", "sharding", "stages", "typing", "test_util", "export", "profiler",
+    "experimental", "experimental.checkify", "image", "ffi", "distributed", "monitoring", "ops"]
+
+# Names of those modules (beyond the top level, listed above) xform does not have, and why.
+SUBMODULE_MISSING = {
+    "numpy": {"fromfile": "file I/O", "fromiter": "iterator input"},
+    "lax": {n: "not implemented" for n in (
+        "DotDimensionNumbers PrecisionLike after_all_p "
+        "approx_top_k_p broadcast_like collapse copy_p create_token_p dce_sink dce_sink_p "
+        "device_put_p eq_to_p le_to_p lt_to_p mulhi mulhi_p pcast platform_dependent "
+        "precv psend ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general "
+        "scaled_dot scatter_apply scatter_sub_p select_and_scatter_p "
+        "shape_as_value split_p stack stack_p stage stage_p tile tile_p unstack "
+        "unstack_p").split()},
+    "random": {"random_gamma_p": "a JAX-internal primitive"},
+    "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
+    "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types",
+              "breakpoint": "interactive debugger", "inspect_array_sharding": "sharding",
+              "log": "not implemented", "visualize_sharding": "sharding"},
+    "custom_derivatives": {"CustomVJPPrimal": "internals",
+                           "custom_vjp_primal_tree_values": "internals",
+                           "linear_call": "not implemented", "remat_opt_p": "internals"},
+    "sharding": {"ManualAxisType": "sharding in types"},
+    "profiler": {n: "device profiling server" for n in (
+        "ProfileData ProfileEvent ProfileOptions ProfilePlane device_memory_profile "
+        "register_subprocess save_device_memory_profile start_server stop_server").split()},
+    "experimental": {"EArray": "internals", "compilation_cache": "xform's own cache module",
+                     "primal_tangent_dtype": "internals"},
+    "image": {n: "jax.image: not implemented" for n in ("ResizeMethod", "resize",
+                                                        "scale_and_translate")},
+    "ffi": {n: "the C++ FFI" for n in (
+        "build_ffi_lowering_function ffi_call ffi_lowering include_dir pycapsule "
+        "register_ffi_target register_ffi_target_as_batch_partitionable register_ffi_type "
+        "register_ffi_type_id").split()},
+}
+
+
+def _public_name_coverage():
+    import importlib
+    total, have, undocumented, stale = 0, 0, [], []
+    for m in COUNTED_MODULES:
+        jm = importlib.import_module("jax" + ("." + m if m else ""))
+        try:
+            xm = importlib.import_module("xform" + ("." + m if m else ""))
+        except ImportError:
+            xm = None
+        documented = DOCUMENTED_EXCEPTIONS if not m else SUBMODULE_MISSING.get(m, {})
+        for n in sorted(x for x in dir(jm) if not x.startswith("_")):
+            total += 1
+            if xm is not None and hasattr(xm, n):
+                have += 1
+                if m and n in documented:
+                    stale.append(f"{m}.{n}")
+            elif n not in documented:
+                undocumented.append(f"{m or 'jax'}.{n}")
+    return have, total, undocumented, stale
+
+
+def test_public_name_coverage():
+    """xform has 1337 of JAX 0.10.2's 1436 public names in the counted modules (93.1%);
+    every missing one is listed with its reason, and none listed is present."""
+    have, total, undocumented, stale = _public_name_coverage()
+    assert not undocumented, f"missing without a listed reason: {undocumented}"
+    assert not stale, f"listed as missing but present: {stale}"
+    assert have / total >= 0.92, (have, total)

@@ -200,3 +200,30 @@ def test_remat_alias_and_decorator_form():
         return xl.sin(x)
     close(xform.grad(f)(f32(1)), np.cos(1))
     close(xform.grad(g)(f32(1)), np.cos(1))
+
+
+def test_policies_answering_recompute_saveable_offloadable_as_jax():
+    """A policy may answer JAX's Recompute / Saveable / Offloadable(src, dst) objects
+    (Recompute is truthy in JAX but means: do not save)."""
+    import jax
+    import jax.ad_checkpoint as JA
+    import xform.ad_checkpoint as XA
+
+    def f(lib, x):
+        return lib.numpy.sin(lib.numpy.sin(x) * 2.0).sum()
+
+    x = np.linspace(0.1, 1.0, 4).astype(np.float32)
+    for xans, jans in [(XA.Recompute, JA.Recompute), (XA.Saveable, JA.Saveable),
+                       (XA.Offloadable("device", "pinned_host"),
+                        JA.Offloadable("device", "pinned_host"))]:
+        xres = XA.saved_residuals(xform.checkpoint(lambda x: f(xform, x),
+                                                   policy=lambda *_, **__: xans), x)
+        from jax._src.ad_checkpoint import saved_residuals as jax_saved_residuals
+        jres = jax_saved_residuals(jax.checkpoint(lambda x: f(jax, x),
+                                                 policy=lambda *_, **__: jans), x)
+        assert len(xres) == len(jres), (xans, xres, jres)
+        g = xform.grad(xform.checkpoint(lambda x: f(xform, x), policy=lambda *_, **__: xans))
+        np.testing.assert_allclose(np.asarray(g(x)), np.asarray(jax.grad(lambda x: f(jax, x))(x)),
+                                   rtol=1e-5)
+    assert repr(XA.Offloadable("device", "pinned_host")) == \
+        "Offloadable(src='device', dst='pinned_host')"

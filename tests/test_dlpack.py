@@ -62,3 +62,15 @@ def test_errors():
     x = xnp.ones(3)
     with pytest.raises(BufferError):
         x.__dlpack__(stream=5)
+
+
+def test_is_supported_dtype_matches_jax():
+    import jax
+    import jax.numpy as jnp
+    import ml_dtypes
+    import xform.dlpack as xd
+    for dt in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+               np.uint32, np.uint64, np.float16, np.float32, np.float64, np.complex64,
+               np.complex128, ml_dtypes.bfloat16, ml_dtypes.int4, ml_dtypes.float8_e4m3fn,
+               ml_dtypes.float8_e5m2, jnp.float32, "float32", np.dtype("int8")):
+        assert xd.is_supported_dtype(dt) == jax.dlpack.is_supported_dtype(dt), dt

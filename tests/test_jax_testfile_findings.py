@@ -325,3 +325,94 @@ def test_lax_dtype_is_the_canonical_dtype():
                   np.dtype("int8"), ml_dtypes.bfloat16, int, float, np.ones(2, "int8")):
             assert xform.lax.dtype(v) == jax.lax.dtype(v), v
     assert xform.lax.dtype(xnp.ones(2, "int8")) == np.int8
+
+
+# ----------------------------------------------------------------- Array methods
+
+_VIEW_DTYPES = ["bool", "int8", "uint8", "int16", "float16", "bfloat16", "int32", "uint32",
+                "float32", "complex64"]
+
+
+@pytest.mark.parametrize("src", _VIEW_DTYPES)
+def test_array_view_reinterprets_bits_like_jax(src):
+    rng = np.random.RandomState(0)
+    # the bytes of finite float32 values: every float32/complex64 view of them is finite
+    raw = rng.randn(64 * 2).astype(np.float32)
+    x = (rng.rand(64) < 0.5) if src == "bool" else \
+        np.frombuffer(raw.tobytes(), dtype=jnp.dtype(src))[:64]
+    x = x.reshape(2, -1)
+    for dst in _VIEW_DTYPES:
+        if src == "bool" and dst == "complex64":
+            continue        # subnormal float pairs: XLA's CPU complex() may flush them
+        want = np.asarray(jnp.asarray(x).view(dst))
+        for got in (xnp.asarray(x).view(dst), xform.jit(lambda v: v.view(dst))(x)):
+            got = np.asarray(got)
+            assert (got.shape, got.dtype) == (want.shape, want.dtype), (src, dst)
+            assert got.tobytes() == want.tobytes(), (src, dst)
+
+
+def test_array_byteswap_contains_compress_argpartition_itemsize():
+    x = np.arange(12, dtype=np.int32).reshape(3, 4) * 1000 + 7
+    for dt in ("int32", "float32", "int16", "uint8", "bool", "complex64"):
+        v = x.astype(dt)
+        np.testing.assert_array_equal(xnp.asarray(v).byteswap(), jnp.asarray(v).byteswap())
+    a, j = xnp.arange(4), jnp.arange(4)
+    assert (1 in a) == (1 in j) and (100 in a) == (100 in j)
+    for bad, exc in ((xnp.array(1), ValueError), (None, TypeError), ("abc", TypeError)):
+        with pytest.raises(exc, match="Array.__contains__"):
+            if exc is ValueError:
+                1 in bad
+            else:
+                bad in a
+    with pytest.raises(ValueError, match="query value must be a scalar"):
+        xnp.arange(2) in a
+    cond = np.array([True, False, True])
+    np.testing.assert_array_equal(xnp.asarray(x).compress(cond, axis=0),
+                                  jnp.asarray(x).compress(cond, axis=0))
+    v = np.array([5, 1, 4, 2, 3])
+    np.testing.assert_array_equal(np.sort(np.asarray(xnp.asarray(v).argpartition(2))[:2]),
+                                  np.sort(np.asarray(jnp.asarray(v).argpartition(2))[:2]))
+    sizes = xform.jit(lambda t: t * 0 + t.itemsize + t.nbytes)(np.ones(3, np.float32))
+    np.testing.assert_array_equal(sizes, np.full(3, 4 + 12, np.float32))
+
+
+@pytest.mark.parametrize("op", ["get", "set", "add", "multiply", "min", "max"])
+@pytest.mark.parametrize("mode", [None, "fill", "clip", "drop"])
+def test_at_wrap_negative_indices_false(op, mode):
+    x = np.arange(1.0, 6.0)
+    for idx in (np.array([-1, 2, -5]), -1, (np.array([-2]),)):
+        args = () if op == "get" else (10.0,)
+        kw = {"mode": mode}
+        if op == "get" and mode == "fill":
+            kw["fill_value"] = -9.0
+        want = getattr(jnp.asarray(x).at[idx], op)(*args, wrap_negative_indices=False, **kw)
+        got = getattr(xnp.asarray(x).at[idx], op)(*args, wrap_negative_indices=False, **kw)
+        np.testing.assert_array_equal(got, want)
+    i = np.array([-1, 3], np.int32)
+    f = lambda m: lambda v, j: getattr(m.asarray(v).at[j], op)(
+        *(() if op == "get" else (10.0,)), wrap_negative_indices=False, mode=mode)
+    np.testing.assert_array_equal(xform.jit(f(xnp))(x, i), jax.jit(f(jnp))(x, i))
+
+
+def test_lax_scatter_sub():
+    x = np.arange(10.0)
+    idx, up = np.array([[1], [3], [3]]), np.array([1.0, 2.0, 3.0])
+    kw = dict(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+    dj = jax.lax.ScatterDimensionNumbers(**kw)
+    dx = xform.lax.ScatterDimensionNumbers(**kw)
+    np.testing.assert_array_equal(xform.lax.scatter_sub(x, idx, up, dx),
+                                  jax.lax.scatter_sub(x, idx, up, dj))
+    np.testing.assert_array_equal(
+        xform.grad(lambda u: xform.lax.scatter_sub(x, idx, u, dx).sum())(up),
+        jax.grad(lambda u: jax.lax.scatter_sub(x, idx, u, dj).sum())(up))
+
+
+def test_ragged_dot_dimension_numbers_record():
+    args = ([[[1], [0]], [[], []]], [0], [0])
+    x, j = xform.lax.RaggedDotDimensionNumbers(*args), jax.lax.RaggedDotDimensionNumbers(*args)
+    for f in ("dot_dimension_numbers", "lhs_ragged_dimensions", "rhs_group_dimensions"):
+        assert getattr(x, f) == getattr(j, f)
+    assert x == xform.lax.RaggedDotDimensionNumbers(*args) and hash(x) == hash(
+        xform.lax.RaggedDotDimensionNumbers(*args))
+    with pytest.raises(AttributeError):
+        x.lhs_ragged_dimensions = (1,)

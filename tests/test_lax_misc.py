@@ -200,3 +200,42 @@ def test_approx_k_without_aggregation_matches_jax_shapes_and_values():
             want = getattr(jax.lax, name)(x, k, recall_target=r, aggregate_to_topk=False)
             for a, b in zip(ours, want):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_dot_algorithms_accuracy_tokens_and_composite_as_jax():
+    import jax
+    from xform import lax as xl
+    assert list(xl.DotAlgorithmPreset.__members__) == list(jax.lax.DotAlgorithmPreset.__members__)
+    assert xl.DotAlgorithm._fields == jax.lax.DotAlgorithm._fields
+    assert list(xl.AccuracyMode.__members__) == list(jax.lax.AccuracyMode.__members__)
+    import inspect
+    assert str(inspect.signature(xl.Tolerance)) == str(inspect.signature(jax.lax.Tolerance))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    # (JAX's CPU backend refuses an explicit DotAlgorithm; xform computes the product)
+    np.testing.assert_array_equal(
+        np.asarray(xl.dot(x, x.T, precision=xl.DotAlgorithm(np.float32, np.float32,
+                                                             np.float32))), x @ x.T)
+    for xp, jp in [(xl.DotAlgorithmPreset.F32_F32_F32, jax.lax.DotAlgorithmPreset.F32_F32_F32),
+                   (xl.DotAlgorithmPreset.DEFAULT, jax.lax.DotAlgorithmPreset.DEFAULT)]:
+        want = jax.lax.dot(x, x.T, precision=jp)
+        np.testing.assert_array_equal(np.asarray(xl.dot(x, x.T, precision=xp)), want)
+        np.testing.assert_array_equal(
+            np.asarray(xform.jit(lambda a: xl.dot(a, a.T, precision=xp))(x)), want)
+    for xa, ja in [(xl.AccuracyMode.HIGHEST, jax.lax.AccuracyMode.HIGHEST),
+                   (xl.Tolerance(atol=1e-3), jax.lax.Tolerance(atol=1e-3))]:
+        np.testing.assert_allclose(np.asarray(xl.exp(x, accuracy=xa)),
+                                   jax.lax.exp(x, accuracy=ja), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(xform.grad(lambda v: xl.tanh(v, accuracy=xa).sum())(x * 0.2)),
+                                   jax.grad(lambda v: jax.lax.tanh(v, accuracy=ja).sum())(x * 0.2),
+                                   rtol=1e-6)
+    with pytest.raises(TypeError):
+        xl.exp(x, accuracy="high")
+    t = xl.create_token()
+    out = xform.jit(lambda t, v: (xl.after_all(t, t), v * 2))(t, x)
+    assert isinstance(out[0], type(t)) and np.asarray(out[1]).sum() == 30
+    f = xl.composite(lambda v, *, k: v * k, "my.scale")
+    g = jax.lax.composite(lambda v, *, k: v * k, "my.scale")
+    np.testing.assert_array_equal(np.asarray(f(x, k=3.0)), g(x, k=3.0))
+    # JAX 0.10.2 has no JVP rule for composite; xform differentiates the decomposition
+    np.testing.assert_array_equal(np.asarray(xform.grad(lambda v: f(v, k=3.0).sum())(x)),
+                                  jax.grad(lambda v: (v * 3.0).sum())(x))

@@ -50,6 +50,7 @@ def test_broadcast_one_to_all_one_process():
 
 
 def test_barrier_and_assert_equal_one_process():
+    assert xmu.reached_preemption_sync_point(3) is jmu.reached_preemption_sync_point(3) is False
     xmu.sync_global_devices("here")
     xmu.assert_equal(TREE)
     xmu.assert_equal(xform.numpy.arange(3), "same")

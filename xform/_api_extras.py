@@ -42,7 +42,7 @@ from xform._src import lowering
 from xform._src.interpreters import ad
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.primitives import jit as pjit
-from xform.sharding import typeof_sharding
+from xform.sharding import _typeof_sharding
 from xform.tree_util import register_pytree_node
 from xform.tree_util import tree_leaves
 
@@ -134,7 +134,7 @@ def typeof(x):
         raise TypeError(f"typeof: {x!r} of type {type(x).__name__} is not an xform array "
                         "type") from None
     if type(x) is core.Array and x._buf is not None:
-        return typeof_sharding(x, aval)
+        return _typeof_sharding(x, aval)
     return aval
 
 

@@ -158,6 +158,106 @@ def _argsort(self, axis=-1, *, kind=None, order=None, stable=True, descending=Fa
     return xnp.argsort(self, axis, kind=kind, order=order, stable=stable, descending=descending)
 
 
+_NIBBLE = ("int4", "uint4")
+
+
+def _bits(dt):
+    dt = np.dtype(dt)
+    return 4 if dt.name in _NIBBLE else dt.itemsize * 8
+
+
+def _view(self, dtype=None, type=None):
+    """JAX's ``Array.view(dtype)``: the same bits read as ``dtype`` (the last axis grows
+    or shrinks by the ratio of the item sizes)."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    from xform import lax
+    from xform.numpy import _util as U
+    dt = U.canonical_dtype(dtype)
+    x = self
+    if x.dtype == dt:
+        return x
+    if x.dtype == np.bool_:
+        x = xnp.astype(x, np.uint8)
+    if dt == np.bool_:
+        return xnp.not_equal(_view(x, np.uint8), 0)
+    if x.dtype.kind == "c":          # complex items are (real, imag) pairs of floats
+        if x.ndim == 0:
+            x = lax.reshape(x, (1,))
+        parts = xnp.stack([xnp.real(x), xnp.imag(x)], axis=-1)
+        x = lax.reshape(parts, x.shape[:-1] + (x.shape[-1] * 2,))
+        if x.dtype == dt:
+            return x
+    if dt.kind == "c":
+        half = np.dtype(np.float32 if dt == np.complex64 else np.float64)
+        f = _view(x, half)
+        f = lax.reshape(f, f.shape[:-1] + (f.shape[-1] // 2, 2))
+        return lax.complex(f[..., 0], f[..., 1])
+    b_in, b_out = _bits(x.dtype), _bits(dt)
+    if b_in == b_out:
+        return lax.bitcast_convert_type(x, dt)
+    if x.ndim == 0:
+        raise ValueError("Changing the dtype of a 0d array is only supported if the "
+                         "itemsize is unchanged")
+    if b_in > b_out:                 # each item becomes several: merge the new last axis
+        y = lax.bitcast_convert_type(x, dt)
+        return lax.reshape(y, x.shape[:-1] + (x.shape[-1] * (b_in // b_out),))
+    r = b_out // b_in
+    if x.shape[-1] % r:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of "
+                         "the total size in bytes of the last axis of the array.")
+    y = lax.reshape(x, x.shape[:-1] + (x.shape[-1] // r, r))
+    return lax.bitcast_convert_type(y, dt)
+
+
+def _byteswap(self, inplace=False):
+    """JAX's ``Array.byteswap()``: each item's bytes in reverse order."""
+    if inplace:
+        raise ValueError("Inplace byteswapping is not supported in xform (arrays are "
+                         "immutable).")
+    from xform import lax
+    if self.dtype.kind == "c":       # each float of the (real, imag) pair swapped
+        return lax.complex(_byteswap(xnp.real(self)), _byteswap(xnp.imag(self)))
+    n = self.dtype.itemsize
+    if n == 1:
+        return self
+    if n not in (2, 4, 8):
+        raise ValueError(f"byteswap: unsupported item size {n} of dtype {self.dtype}")
+    per_byte = lax.bitcast_convert_type(self, np.uint8)
+    return lax.bitcast_convert_type(lax.rev(per_byte, (per_byte.ndim - 1,)), self.dtype)
+
+
+def _contains(self, other):
+    """``v in x``: whether any element of the 1-D array ``x`` equals the scalar ``v``."""
+    if self.ndim != 1:
+        raise ValueError(f"Array.__contains__: search array must be one-dimensional; got "
+                         f"array of shape {self.shape}")
+    from xform.numpy import _util as U
+    if other is None or not U.is_arraylike(other):
+        raise TypeError(f"Array.__contains__: unsupported operand type "
+                        f"{builtins_type(other).__name__!r}")
+    if np.ndim(other) != 0:
+        raise ValueError(f"Array.__contains__: query value must be a scalar; got shape "
+                         f"{np.shape(other)}")
+    return xnp.any(xnp.equal(self, other))
+
+
+builtins_type = type
+
+
+def _compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+    return xnp.compress(condition, self, axis=axis, out=out, size=size,
+                        fill_value=fill_value)
+
+
+def _argpartition(self, kth, axis=-1, kind="introselect", order=None):
+    if kind != "introselect" or order is not None:
+        raise ValueError("argpartition: 'kind' and 'order' are not supported")
+    return xnp.argpartition(self, kth, axis=axis)
+
+
 def _install_methods(cls):
     for name, fn in _METHODS.items():
         if fn is not None:
@@ -173,6 +273,15 @@ def _install_methods(cls):
     cls.imag = property(lambda self: F.imag(self))
     cls.at = property(lambda self: _indexing._IndexUpdateHelper(self))
     cls.flat = property(lambda self: xnp.ravel(self))
+    cls.view = _view
+    cls.byteswap = _byteswap
+    cls.__contains__ = _contains
+    cls.compress = _compress
+    cls.argpartition = _argpartition
+    if not hasattr(cls, "itemsize"):
+        cls.itemsize = property(lambda self: self.dtype.itemsize)
+    if not hasattr(cls, "nbytes"):
+        cls.nbytes = property(lambda self: self.size * self.dtype.itemsize)
 
 
 _install_operators(ArrayOps)

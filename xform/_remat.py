@@ -107,7 +107,9 @@ def save_anything_except_these_names(*names):
 def save_from_both_policies(policy_1, policy_2):
     """Saveable iff either policy says so."""
     def policy(prim, *args, **params):
-        return bool(policy_1(prim, *args, **params)) or bool(policy_2(prim, *args, **params))
+        from xform._src.interpreters.jaxpr_transforms import policy_saves
+        return policy_saves(policy_1(prim, *args, **params)) or \
+            policy_saves(policy_2(prim, *args, **params))
     return policy
 
 

@@ -7,5 +7,8 @@ from xform._remat import (everything_saveable, nothing_saveable,  # noqa: F401
                                save_any_names_but_these, save_anything_except_these_names,
                                save_from_both_policies)
 
-__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "print_saved_residuals",
+from xform._src.interpreters.jaxpr_transforms import (  # noqa: F401,E402
+    Offloadable, Recompute, Saveable)
+
+__all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name", "checkpoint_policies", "print_saved_residuals",
            "remat", "saved_residuals"]

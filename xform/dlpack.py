@@ -16,7 +16,23 @@ from xform._src.interpreters.core import Array
 from xform._src import lowering
 from xform._src.interpreters.dtypes import canonicalize_dtype
 
-__all__ = ["from_dlpack", "to_dlpack"]
+__all__ = ["from_dlpack", "to_dlpack", "is_supported_dtype"]
+
+_DLPACK_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                  "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
+                  "complex128")
+
+
+def is_supported_dtype(dtype) -> bool:
+    """Whether arrays of ``dtype`` can be exchanged through DLPack (JAX's set: bool,
+    8- to 64-bit integers, float16/bfloat16/float32/float64, complex64/complex128)."""
+    if dtype is None:
+        raise TypeError("is_supported_dtype: dtype must not be None")
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = getattr(dtype, "name", str(dtype))
+    return name in _DLPACK_DTYPES
 
 _kDLCPU = 1
 

@@ -24,7 +24,7 @@ import xform
 
 __all__ = ["broadcast_one_to_all", "process_allgather", "sync_global_devices",
            "assert_equal", "host_local_array_to_global_array",
-           "global_array_to_host_local_array"]
+           "global_array_to_host_local_array", "reached_preemption_sync_point"]
 
 
 def _xf():
@@ -137,6 +137,15 @@ def sync_global_devices(name: str):
     with the same ``name`` (a different name on some process raises AssertionError)."""
     h = np.uint32(zlib.crc32(name.encode()))
     assert_equal(h, f"sync_global_devices name mismatch ('{name}')")
+
+
+def reached_preemption_sync_point(step_id: int) -> bool:
+    """True at the step where every process should save a checkpoint after a preemption
+    notice (SIGTERM) reached some process: call it at every step from the same starting
+    step on all processes.  False when not running as several processes; RuntimeError
+    if the preemption service is off (``jax_enable_preemption_service``)."""
+    from xform._src.lowering import distributed
+    return distributed.reached_preemption_sync_point(step_id)
 
 
 def _pspecs_per_leaf(name, tree, pspecs):

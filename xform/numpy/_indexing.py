@@ -764,59 +764,90 @@ class _Update:
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
+    def _idx(self, wrap_negative_indices):
+        """The index; with ``wrap_negative_indices=False`` (JAX), negative integer
+        entries are left out of range (handled by ``mode``) instead of counting from the
+        end."""
+        if wrap_negative_indices:
+            return self.index
+        raw = _as_tuple(self.index)
+        shape = U.shape_of(self.array)
+        n_real = sum(1 for e in raw if e is not None and e is not Ellipsis)
+        out, ax = [], 0
+        for e in raw:
+            if e is None or e is Ellipsis:
+                if e is Ellipsis:
+                    ax += len(shape) - n_real
+                out.append(e)
+                continue
+            is_int = (isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_))
+                      ) or ((isinstance(e, (np.ndarray, ArrayOps))) and e.dtype.kind in "iu")
+            if is_int and ax < len(shape):
+                v = U.to_array(e) if isinstance(e, ArrayOps) else np.asarray(e)
+                if isinstance(v, np.ndarray):
+                    out.append(np.where(v < 0, v - shape[ax], v))
+                else:
+                    n = U.to_array(shape[ax], v.dtype, False)
+                    out.append(F.where(F.less(v, U.to_array(0, v.dtype, False)),
+                                       F.subtract(v, n), v))
+            else:
+                out.append(e)
+            ax += np.ndim(e) if isinstance(e, np.ndarray) and e.dtype == np.bool_ else 1
+        return tuple(out)
+
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None, out_sharding=None):
-        return getitem(self.array, self.index, mode=mode, fill_value=fill_value,
+            fill_value=None, wrap_negative_indices=True, out_sharding=None):
+        return getitem(self.array, self._idx(wrap_negative_indices), mode=mode, fill_value=fill_value,
                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None):
-        return _apply(self.array, self.index, values, "set", mode,
+            wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), values, "set", mode,
                       indices_are_sorted, unique_indices)
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None):
-        return _apply(self.array, self.index, values, "add", mode,
+            wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), values, "add", mode,
                       indices_are_sorted, unique_indices)
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 out_sharding=None):
-        return _apply(self.array, self.index, F.negative(U.to_array(values)), "add", mode,
+                 wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), F.negative(U.to_array(values)), "add", mode,
                       indices_are_sorted, unique_indices)
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 out_sharding=None):
-        return _apply(self.array, self.index, values, "multiply", mode,
+                 wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), values, "multiply", mode,
                       indices_are_sorted, unique_indices)
 
     mul = multiply
 
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               out_sharding=None):
-        return _apply(self.array, self.index, values, "divide", mode,
+               wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), values, "divide", mode,
                       indices_are_sorted, unique_indices)
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-              out_sharding=None):
-        return _apply(self.array, self.index, values, "power", mode,
+              wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), values, "power", mode,
                       indices_are_sorted, unique_indices)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None):
-        return _apply(self.array, self.index, values, "min", mode,
+            wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), values, "min", mode,
                       indices_are_sorted, unique_indices)
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None):
-        return _apply(self.array, self.index, values, "max", mode,
+            wrap_negative_indices=True, out_sharding=None):
+        return _apply(self.array, self._idx(wrap_negative_indices), values, "max", mode,
                       indices_are_sorted, unique_indices)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
-              out_sharding=None):
+              wrap_negative_indices=True, out_sharding=None):
         x = U.to_array(self.array)
         gmode = "clip" if mode is not None and _mode(mode, "x.at[...].apply").name == "CLIP" \
             else None
-        return _apply(x, self.index, func(getitem(x, self.index, mode=gmode)), "set", mode,
+        return _apply(x, self._idx(wrap_negative_indices), func(getitem(x, self._idx(wrap_negative_indices), mode=gmode)), "set", mode,
                       indices_are_sorted, unique_indices)
 
 

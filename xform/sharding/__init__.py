@@ -810,10 +810,13 @@ def _type_sharding(aval):
     return NamedSharding(get_abstract_mesh(), PartitionSpec(*(None,) * len(aval.shape)))
 
 
-def typeof_sharding(x, aval):
+def _typeof_sharding(x, aval):
     """``typeof(x)`` for a concrete array laid out over a mesh with Explicit axes: its
     type carries the array's sharding over those axes (``float32[8@x,4]``)."""
-    sh = getattr(x, "sharding", None) if type(x).__name__ == "Array" else None
+    js = getattr(getattr(x, "_buf", None), "_sharding", None)     # the runtime's sharding
+    if type(js).__name__ != "NamedSharding":        # one device, no mesh: the type is plain
+        return aval
+    sh = x.sharding
     if not isinstance(sh, NamedSharding) or not isinstance(sh.mesh, Mesh) or \
             not sh.mesh._any_axis_explicit:
         return aval

@@ -1,8 +1,9 @@
 """``xform.extend.core.primitives``: JAX's ``jax.extend.core.primitives``, the primitive
 objects xform's engine binds (``jit_p`` is the equation ``xform.jit`` stages, ``remat_p``
-``xform.checkpoint``'s, ``add_jaxvals_p`` the tangent sum).  Names JAX has and xform's
-engine never binds (``call_p``, ``device_put_p``, ``random_bits_p``, ...) are absent:
-``from ... import`` them raises ImportError.
+``xform.checkpoint``'s, ``add_jaxvals_p`` the tangent sum), and ``call_p``/``closed_call_p``,
+which xform's own transformations never bind but which work when a library binds them.
+Names JAX has and xform has no primitive for (``device_put_p``, ``random_bits_p``, ...) are
+absent: ``from ... import`` them raises ImportError.
 """
 
 from xform._src.primitives.collectives import (  # noqa: F401
@@ -35,7 +36,7 @@ from xform._src.primitives.indexing import (  # noqa: F401
     gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p,
 )
 from xform._src.primitives.jit import (  # noqa: F401
-    jit_p,
+    call_p, closed_call_p, jit_p,
 )
 from xform._src.primitives.dot_general import (  # noqa: F401
     dot_general_p,
