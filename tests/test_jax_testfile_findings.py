@@ -392,3 +392,27 @@ def test_at_wrap_negative_indices_false(op, mode):
     f = lambda m: lambda v, j: getattr(m.asarray(v).at[j], op)(
         *(() if op == "get" else (10.0,)), wrap_negative_indices=False, mode=mode)
     np.testing.assert_array_equal(xform.jit(f(xnp))(x, i), jax.jit(f(jnp))(x, i))
+
+
+def test_lax_scatter_sub():
+    x = np.arange(10.0)
+    idx, up = np.array([[1], [3], [3]]), np.array([1.0, 2.0, 3.0])
+    kw = dict(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+    dj = jax.lax.ScatterDimensionNumbers(**kw)
+    dx = xform.lax.ScatterDimensionNumbers(**kw)
+    np.testing.assert_array_equal(xform.lax.scatter_sub(x, idx, up, dx),
+                                  jax.lax.scatter_sub(x, idx, up, dj))
+    np.testing.assert_array_equal(
+        xform.grad(lambda u: xform.lax.scatter_sub(x, idx, u, dx).sum())(up),
+        jax.grad(lambda u: jax.lax.scatter_sub(x, idx, u, dj).sum())(up))
+
+
+def test_ragged_dot_dimension_numbers_record():
+    args = ([[[1], [0]], [[], []]], [0], [0])
+    x, j = xform.lax.RaggedDotDimensionNumbers(*args), jax.lax.RaggedDotDimensionNumbers(*args)
+    for f in ("dot_dimension_numbers", "lhs_ragged_dimensions", "rhs_group_dimensions"):
+        assert getattr(x, f) == getattr(j, f)
+    assert x == xform.lax.RaggedDotDimensionNumbers(*args) and hash(x) == hash(
+        xform.lax.RaggedDotDimensionNumbers(*args))
+    with pytest.raises(AttributeError):
+        x.lhs_ragged_dimensions = (1,)

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as hst
+from hypothesis import given, settings, strategies as hst
 
 import jax
 import jax.numpy as jnp
@@ -92,7 +92,14 @@ def test_fromdense_roundtrip_property(shape, data):
     seed = data.draw(hst.integers(0, 2 ** 16))
     nse = data.draw(hst.none() | hst.integers(0, 8))
     x = _sparse_array(np.random.default_rng(seed), shape, density)
-    S, J = _pair(x, n_batch=n_batch, n_dense=n_dense, nse=nse)
+    try:
+        J = jsp.BCOO.fromdense(jnp.asarray(x), n_batch=n_batch, n_dense=n_dense, nse=nse)
+    except TypeError:
+        # JAX rejects a gather from an empty axis (nse > 0 slots of a size-0 array)
+        with pytest.raises(TypeError, match="gather"):
+            xsp.BCOO.fromdense(xnp.asarray(x), n_batch=n_batch, n_dense=n_dense, nse=nse)
+        return
+    S = xsp.BCOO.fromdense(xnp.asarray(x), n_batch=n_batch, n_dense=n_dense, nse=nse)
     _same_bcoo(S, J)
     _same(S.todense(), J.todense(), exact=True)
 
@@ -469,6 +476,7 @@ def test_vmap_of_sparse_constant_times_batch_and_grad():
     _same(px, pj)
 
 
+@settings(max_examples=10)   # each example runs JAX's and xform's grads eagerly
 @given(hst.integers(1, 5), hst.integers(1, 5), hst.integers(1, 4), hst.integers(0, 12),
        hst.integers(0, 2 ** 16))
 def test_matmul_and_grad_property(n, m, k, nse, seed):
@@ -542,6 +550,10 @@ def _sparsify_both(f, *args, sparse_args=(0,)):
     ("adddense", lambda np_: lambda M, d: M + d, [(3, 4), (3, 4)]),
     ("astype", lambda np_: lambda M: M.astype(np_.int32) * 2, [(3, 4)]),
     ("reshape", lambda np_: lambda M: M.reshape(12), [(3, 4)]),
+    ("identity", lambda np_: lambda M: M, [(3, 4)]),
+    ("todense", lambda np_: lambda M: (xsp if np_ is xnp else jsp).todense(M.T) * 2, [(3, 4)]),
+    ("todense_dense", lambda np_: lambda M, d: (xsp if np_ is xnp else jsp).todense(d) @ M,
+     [(3, 4), (2, 3)]),
 ])
 def test_sparsify_matches_jax(name, f, shapes):
     rng = np.random.default_rng(20)

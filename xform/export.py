@@ -578,98 +578,58 @@ _AXIS_TYPE_CODES = {"Auto": _fb.AXIS_TYPE_AUTO, "Explicit": _fb.AXIS_TYPE_EXPLIC
 _AXIS_TYPE_NAMES = {v: k for k, v in _AXIS_TYPE_CODES.items()}
 
 
-class _AbstractMesh:
-    """A mesh without devices (JAX's ``AbstractMesh``): axis names, sizes and types, plus
-    the kind of device it was made of.  Exports record their shardings over one."""
-    __slots__ = ("axis_sizes", "axis_names", "axis_types", "_device")
-
-    def __init__(self, axis_sizes, axis_names, axis_types=None, device=None):
-        self.axis_sizes = tuple(int(n) for n in axis_sizes)
-        self.axis_names = tuple(axis_names)
-        self.axis_types = tuple(getattr(t, "name", t) for t in axis_types) if axis_types \
-            else ("Auto",) * len(self.axis_names)        # AxisType member names
-        self._device = device         # (device_kind, num_cores or None, platform) or None
-
-    @classmethod
-    def of(cls, mesh):
-        d = mesh.devices.flat[0]
-        return cls(mesh.axis_sizes, mesh.axis_names, mesh.axis_types,
-                   (str(getattr(d, "device_kind", d.platform)), None, str(d.platform)))
-
-    @property
-    def shape(self):
-        return dict(zip(self.axis_names, self.axis_sizes))
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.axis_sizes:
-            n *= s
-        return n
-
-    @property
-    def empty(self):
-        return not self.axis_names
-
-    def _data(self):
-        return (self.axis_sizes, self.axis_names,
-                tuple(_AXIS_TYPE_CODES.get(str(t), _fb.AXIS_TYPE_AUTO) for t in self.axis_types),
-                self._device)
-
-    @classmethod
-    def _from_data(cls, d):
-        sizes, names, types, device = d
-        return cls(sizes, names, [_AXIS_TYPE_NAMES.get(t, "Auto") for t in types], device)
-
-    def __eq__(self, other):
-        return isinstance(other, _AbstractMesh) and self._data() == other._data()
-
-    def __hash__(self):
-        return hash(self._data())
-
-    def __repr__(self):
-        return "AbstractMesh(" + ", ".join(f"'{n}': {s}" for n, s in self.shape.items()) + ")"
+def _abstract_mesh_of(mesh):
+    """``mesh``'s abstract form as exports record it: axes plus the kind of its devices."""
+    S = _xs()
+    d = mesh.devices.flat[0]
+    return S.AbstractMesh(mesh.axis_sizes, mesh.axis_names, mesh.axis_types,
+                          abstract_device=S.AbstractDevice(
+                              str(getattr(d, "device_kind", d.platform)), None,
+                              str(d.platform)))
 
 
-class _NamedSharding:
-    """A sharding as an export records it: a PartitionSpec over an abstract mesh."""
-    __slots__ = ("mesh", "spec", "memory_kind")
+def _mesh_to_data(am):
+    dev = am.abstract_device
+    return (tuple(am.axis_sizes), tuple(am.axis_names),
+            tuple(_AXIS_TYPE_CODES.get(t.name, _fb.AXIS_TYPE_AUTO) for t in am.axis_types),
+            None if dev is None else (dev.device_kind, dev.num_cores, dev.platform))
 
-    def __init__(self, mesh, spec, memory_kind=None):
-        self.mesh = mesh
-        self.spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
-        self.memory_kind = memory_kind
 
-    def _data(self):
-        spec = tuple(() if p is None else ((p,) if isinstance(p, str) else tuple(p))
-                     for p in self.spec)
-        return (self.mesh._data(), spec, (), (), self.memory_kind)
+def _mesh_from_data(d):
+    S = _xs()
+    sizes, names, types, device = d
+    return S.AbstractMesh(sizes, names,
+                          tuple(S.AxisType[_AXIS_TYPE_NAMES.get(t, "Auto")] for t in types),
+                          abstract_device=None if device is None else S.AbstractDevice(*device))
 
-    @classmethod
-    def _from_data(cls, d):
-        mesh, spec, reduced, unreduced, memory_kind = d
-        if reduced or unreduced:
-            raise ValueError(f"the serialized Exported has a sharding with reduced {reduced} / "
-                             f"unreduced {unreduced} mesh axes, which xform does not support")
-        parts = [None if not p else (p[0] if len(p) == 1 else tuple(p)) for p in spec]
-        return cls(_AbstractMesh._from_data(mesh), parts, memory_kind)
 
-    def _on(self, mesh):
-        """This sharding over the concrete ``mesh`` (same axis names and sizes)."""
-        if tuple(mesh.axis_names) != self.mesh.axis_names or \
-                tuple(mesh.axis_sizes) != self.mesh.axis_sizes:
-            raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
-                             f"export {self.mesh}.")
-        return NamedSharding(mesh, self.spec)
+def _sharding_to_data(ns):
+    spec = tuple(() if p is None else ((p,) if isinstance(p, str) else tuple(p))
+                 for p in ns.spec)
+    return (_mesh_to_data(ns.mesh), spec, (), (), ns.memory_kind)
 
-    def __eq__(self, other):
-        return isinstance(other, _NamedSharding) and self._data() == other._data()
 
-    def __hash__(self):
-        return hash(self._data())
+def _sharding_from_data(d):
+    """A recorded sharding: a ``NamedSharding`` over the export's ``AbstractMesh``."""
+    mesh, spec, reduced, unreduced, memory_kind = d
+    if reduced or unreduced:
+        raise ValueError(f"the serialized Exported has a sharding with reduced {reduced} / "
+                         f"unreduced {unreduced} mesh axes, which xform does not support")
+    parts = [None if not p else (p[0] if len(p) == 1 else tuple(p)) for p in spec]
+    S = _xs()
+    return S.NamedSharding(_mesh_from_data(mesh), S.PartitionSpec(*parts),
+                           memory_kind=memory_kind)
 
-    def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+def _on_mesh(ns, mesh):
+    """The recorded sharding ``ns`` over the concrete ``mesh`` (same axis names and sizes)."""
+    if ns is None:
+        return None
+    if tuple(mesh.axis_names) != tuple(ns.mesh.axis_names) or \
+            tuple(mesh.axis_sizes) != tuple(ns.mesh.axis_sizes):
+        raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
+                         f"export {ns.mesh}.")
+    return NamedSharding(mesh, ns.spec)
 
 
 def _export_mesh(exported):
@@ -755,11 +715,11 @@ class Exported:
     def in_shardings_jax(self, mesh):
         """The input shardings as ``NamedSharding``s over ``mesh`` (a mesh with the axis
         names and sizes of the export's), for ``device_put`` or ``jit``; None: unspecified."""
-        return tuple(None if s is None else s._on(mesh) for s in self._in_named_shardings)
+        return tuple(_on_mesh(s, mesh) for s in self._in_named_shardings)
 
     def out_shardings_jax(self, mesh):
         """The output shardings as ``NamedSharding``s over ``mesh`` (see in_shardings_jax)."""
-        return tuple(None if s is None else s._on(mesh) for s in self._out_named_shardings)
+        return tuple(_on_mesh(s, mesh) for s in self._out_named_shardings)
 
     def has_vjp(self) -> bool:
         return self._get_vjp is not None
@@ -843,8 +803,8 @@ def _to_data(e: Exported) -> dict:
         "calling_convention_version": e.calling_convention_version,
         "module_kept_var_idx": list(e.module_kept_var_idx),
         "uses_global_constants": e.uses_global_constants,
-        "in_shardings": [None if x is None else x._data() for x in e._in_named_shardings],
-        "out_shardings": [None if x is None else x._data() for x in e._out_named_shardings],
+        "in_shardings": [None if x is None else _sharding_to_data(x) for x in e._in_named_shardings],
+        "out_shardings": [None if x is None else _sharding_to_data(x) for x in e._out_named_shardings],
         "vjp": (lambda: _to_data(e.vjp())) if e.has_vjp() else None,
     }
 
@@ -873,9 +833,9 @@ def _from_data(d: dict) -> Exported:
         mlir_module_serialized=d["mlir_module_serialized"],
         calling_convention_version=v, module_kept_var_idx=d["module_kept_var_idx"],
         uses_global_constants=d["uses_global_constants"],
-        _in_named_shardings=[None if x is None else _NamedSharding._from_data(x)
+        _in_named_shardings=[None if x is None else _sharding_from_data(x)
                              for x in d.get("in_shardings") or ()],
-        _out_named_shardings=[None if x is None else _NamedSharding._from_data(x)
+        _out_named_shardings=[None if x is None else _sharding_from_data(x)
                               for x in d.get("out_shardings") or ()],
         _get_vjp=(lambda _: _checked(lambda: vjp())) if vjp is not None else None)
 
@@ -1066,10 +1026,14 @@ def _spmd_text(closed, mesh, in_specs, out_specs, name, platform, debug_info=Tru
 def _sharded_exported(mesh, in_specs, out_specs, **fields) -> Exported:
     """An Exported whose shardings are ``in_specs``/``out_specs`` over ``mesh``'s
     abstract form (None: unspecified)."""
-    amesh = _AbstractMesh.of(mesh)
+    S = _xs()
+    amesh = _abstract_mesh_of(mesh)
 
     def named(p):
-        return None if p is None else _NamedSharding(amesh, p, "device")
+        if p is None:
+            return None
+        return S.NamedSharding(amesh, p if isinstance(p, S.PartitionSpec) else
+                               S.PartitionSpec(*p), memory_kind="device")
     return Exported(nr_devices=mesh.size, _in_named_shardings=[named(p) for p in in_specs],
                     _out_named_shardings=[named(p) for p in out_specs], **fields)
 
@@ -1360,7 +1324,7 @@ def _export_vjp(flat_primal, name, primal, platforms, disabled_checks, mesh=None
     else:      # a sharded primal: the VJP takes the primal's (in + out) shardings, returns
         # cotangents laid out as the primal inputs (JAX's convention)
         def on(s):
-            return None if s is None else s._on(mesh)
+            return _on_mesh(s, mesh)
         jitted = jit(fun_vjp, in_shardings=tuple(
             on(s) for s in primal._in_named_shardings + primal._out_named_shardings),
             out_shardings=[on(s) for s in primal._in_named_shardings])
@@ -1542,7 +1506,7 @@ def _run_mesh(exported, mesh):
         return mesh
     S = _xs()
     devs = np.array(list(mesh.devices.flat), dtype=object).reshape(am.axis_sizes)
-    return S.Mesh(devs, am.axis_names, tuple(S.AxisType[t] for t in am.axis_types))
+    return S.Mesh(devs, am.axis_names, am.axis_types)
 
 
 def _call_sharded(args, exported):

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import operator
+import threading
 
+import xform
 from xform._src.interpreters import core
 from xform.experimental.sparse.bcoo import BCOO, JAXSparse
 
@@ -11,9 +13,22 @@ __all__ = ["todense", "empty", "eye"]
 _FORMATS = {"bcoo": BCOO}
 
 
+def _sparse_todense(x):
+    return x
+
+
+_SPARSIFY_TRACING = threading.local()
+
+
 def todense(arr):
     """A dense array from a sparse one; a dense input is returned as is."""
-    return arr.todense() if isinstance(arr, JAXSparse) else arr
+    if isinstance(arr, JAXSparse):
+        return arr.todense()
+    if getattr(_SPARSIFY_TRACING, "depth", 0):
+        # inside sparsify's trace a sparse argument is a dense stand-in: leave a marker
+        # (an identity jit named _sparse_todense) that sparsify densifies
+        return xform.jit(_sparse_todense)(arr)
+    return arr
 
 
 def _format(sparse_format):

@@ -9,7 +9,8 @@ naming it.  Rules: dot_general (one sparse operand), transpose, reduce_sum,
 multiplication and division by dense values, sparse+sparse and sparse+dense addition,
 sparse-sparse subtraction and multiplication, zero-preserving unary operations (``neg``,
 ``abs``, ``sin``, ``sqrt``, ``log1p``, ``tanh``, ``convert_element_type``, positive
-``integer_pow`` ...), reshape/squeeze (no batch or dense dimensions) and nested ``jit``.
+``integer_pow`` ...), reshape/squeeze (no batch or dense dimensions), nested ``jit`` and
+``sparse.todense``.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import numpy as np
 import xform
 from xform import tree_util
 from xform._src.interpreters.ir import Literal
+from xform.experimental.sparse import api as _api
 from xform.experimental.sparse import bcoo as _b
 from xform.experimental.sparse.bcoo import BCOO
 from xform.extend.core import primitives as P
@@ -114,7 +116,9 @@ def _squeeze(x, *, dimensions):
                                               if i not in dims))
 
 
-def _jit(*args, jaxpr, **_):
+def _jit(*args, jaxpr, name=None, **_):
+    if name == "_sparse_todense":
+        return [a.todense() if _is_sparse(a) else a for a in args]
     return _eval_sparse(jaxpr.jaxpr, jaxpr.consts, list(args))
 
 
@@ -203,7 +207,11 @@ def sparsify(f, use_tracer=False):
             out_tree.append(tree)
             return flat
 
-        closed = xform.make_jaxpr(flat_fun)(*[_standin(x) for x in arrays])
+        _api._SPARSIFY_TRACING.depth = getattr(_api._SPARSIFY_TRACING, "depth", 0) + 1
+        try:
+            closed = xform.make_jaxpr(flat_fun)(*[_standin(x) for x in arrays])
+        finally:
+            _api._SPARSIFY_TRACING.depth -= 1
         outs = _eval_sparse(closed.jaxpr, closed.consts, arrays)
         return tree_util.tree_unflatten(out_tree[0], outs)
     return wrapped
