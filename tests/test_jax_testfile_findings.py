@@ -454,3 +454,21 @@ def test_cov_corrcoef_dtype_weights_and_empty_inputs():
             x, j = xnp.cov(a, rowvar=rv), jnp.cov(a, rowvar=rv)
             assert x.shape == j.shape
             np.testing.assert_array_equal(x, j)
+
+
+def test_lax_tile_stack_unstack():
+    x = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(xform.lax.tile(x, (2, 3)), jax.lax.tile(x, (2, 3)))
+    for ax in (0, 1, 2, -1):
+        np.testing.assert_array_equal(xform.lax.stack([x, x + 1], ax),
+                                      jax.lax.stack([x, x + 1], ax))
+    for ax in (0, 1, -1):
+        for a, b in zip(xform.lax.unstack(x, ax), jax.lax.unstack(x, ax), strict=True):
+            np.testing.assert_array_equal(a, b)
+    batched = np.arange(24.0).reshape(4, 2, 3)
+    np.testing.assert_array_equal(xform.vmap(lambda v: xform.lax.tile(v, (2, 1)))(batched),
+                                  jax.vmap(lambda v: jax.lax.tile(v, (2, 1)))(batched))
+    with pytest.raises(TypeError, match="reps length must be equal"):
+        xform.lax.tile(x, (2,))
+    with pytest.raises(ValueError, match="same shape"):
+        xform.lax.stack([x, x[:1]])
