@@ -629,7 +629,7 @@ SUBMODULE_MISSING = {
         "device_put_p eq_to_p le_to_p lt_to_p mulhi mulhi_p pcast platform_dependent "
         "precv psend ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general "
         "scaled_dot scatter_apply scatter_sub_p select_and_scatter_p "
-        "shape_as_value split_p stack stack_p stage stage_p tile tile_p unstack "
+        "shape_as_value split_p stack_p stage stage_p tile_p "
         "unstack_p").split()},
     "random": {"random_gamma_p": "a JAX-internal primitive"},
     "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
