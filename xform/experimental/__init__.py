@@ -1,11 +1,12 @@
 """``xform.experimental``: JAX's experimental names that xform provides
-(``io_callback``; ``enable_x64``/``disable_x64`` contexts)."""
+(``io_callback``; ``enable_x64``/``disable_x64`` contexts; ``cur_qdd``, which
+refuses: see ``xform.experimental.hijax``)."""
 import contextlib as _contextlib
 
 from xform._callbacks import io_callback  # noqa: F401
 from xform._src.interpreters.config import config
 
-__all__ = ["io_callback", "enable_x64", "disable_x64"]
+__all__ = ["io_callback", "enable_x64", "disable_x64", "cur_qdd"]
 
 
 @_contextlib.contextmanager
@@ -20,3 +21,11 @@ def disable_x64():
     """Inside this context 64-bit dtypes are disabled."""
     with enable_x64(False):
         yield
+
+
+def cur_qdd(x):
+    """JAX's ``jax.experimental.cur_qdd`` (the quasi-dynamic data of a high-level
+    value): refused with ``NotImplementedError``, as xform has no high-level types
+    (``xform.experimental.hijax``)."""
+    from xform.experimental import hijax
+    return hijax.cur_qdd(x)

@@ -31,6 +31,15 @@ def _lazy_module(name, **lazy):
     return mod
 
 
+def _primitive_type():
+    """The public ``jax.extend.core.Primitive`` of the library under test."""
+    ext = getattr(_jax(), "extend", None)
+    if ext is None:
+        ext = importlib.import_module("jax.extend")
+        importlib.import_module("jax.extend.core")
+    return ext.core.Primitive
+
+
 def _shaped_array_type():
     jax = _jax()
     return type(jax.typeof(jax.numpy.zeros((), "float32")))
@@ -47,7 +56,8 @@ def _build():
     root.core = _lazy_module(
         "jax._src.core", ShapedArray=_shaped_array_type,
         ConcretizationTypeError=lambda: _jax().errors.ConcretizationTypeError,
-        typeof=lambda: _jax().typeof)
+        typeof=lambda: _jax().typeof,
+        Primitive=_primitive_type)
     root.array = _lazy_module("jax._src.array", ArrayImpl=lambda: _jax().Array)
     root.errors = _lazy_module(
         "jax._src.errors",

@@ -1,10 +1,3 @@
-"""``jax._src.state.types`` under the alias."""
-
-
-class AbstractRef:
-    """The abstract value of a mutable array reference.  xform has no references, so
-    no xform value or abstract value is an ``AbstractRef``."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("mutable array references (jax.Ref) are not "
-                                  "implemented by xform")
+"""``jax._src.state.types`` under the alias.  xform has no array references (see
+``xform.ref``): ``AbstractRef`` exists for type checks, and no xform value is one."""
+from xform.ref import AbstractRef  # noqa: F401

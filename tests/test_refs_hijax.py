@@ -1,0 +1,91 @@
+"""Mutable array references (``jax.Ref``/``new_ref``/...) and ``jax.experimental.hijax``:
+xform has neither capability.  The names exist with JAX's signatures so libraries that
+name them import (flax.nnx defines hijax types and primitives at import), no xform value
+is a reference, and every use that would need the capability raises
+``NotImplementedError`` naming it (never a made-up answer)."""
+import inspect
+
+import jax
+import jax.experimental.hijax as jhjx
+import numpy as np
+import pytest
+
+import xform
+import xform.experimental.hijax as hjx
+import xform.ref as xref
+import xform.numpy as xnp
+
+
+@pytest.mark.parametrize("name", ["new_ref", "empty_ref", "freeze", "free_ref"])
+def test_ref_functions_have_jax_signature_and_refuse(name):
+    xf, jf = getattr(xform, name), getattr(jax, name)
+    assert list(inspect.signature(xf).parameters) == list(inspect.signature(jf).parameters)
+    with pytest.raises(NotImplementedError, match=rf"jax\.{name}.*not implemented"):
+        xf(xnp.ones(3)) if name != "empty_ref" else xf(xform.typeof(xnp.ones(3)))
+
+
+@pytest.mark.parametrize("name", ["get", "set", "swap", "addupdate"])
+def test_ref_module_functions_refuse(name):
+    import jax.ref as jref
+    xf, jf = getattr(xref, name), getattr(jref, name)
+    assert list(inspect.signature(xf).parameters) == list(inspect.signature(jf).parameters)
+    args = [None] * sum(p.default is inspect.Parameter.empty
+                        for p in inspect.signature(xf).parameters.values())
+    with pytest.raises(NotImplementedError, match=rf"jax\.ref\.{name}"):
+        xf(*args)
+
+
+def test_no_array_is_a_ref():
+    # JAX: an ordinary array is not a Ref and its type is not an AbstractRef
+    ja = jax.numpy.ones(3)
+    assert not isinstance(ja, jax.Ref)
+    assert not isinstance(jax.typeof(ja), jhjx.AbstractRef)
+    xa = xnp.ones(3)
+    assert not isinstance(xa, xform.Ref)
+    assert not isinstance(xform.typeof(xa), hjx.AbstractRef)
+    assert xform.ref.Ref is xform.Ref and xform.ref.new_ref is xform.new_ref
+    with pytest.raises(NotImplementedError, match="jax.Ref"):
+        xform.Ref()
+
+
+def test_hijax_names_match_jax():
+    assert sorted(hjx.__all__) == sorted(n for n in dir(jhjx) if not n.startswith("_"))
+    # the shared ones are xform's own objects
+    assert hjx.ShapedArray is xform.core.ShapedArray
+    assert hjx.Zero is xform.interpreters.ad.Zero
+    assert hjx.instantiate_zeros is xform.interpreters.ad.instantiate_zeros
+    assert hjx.is_undefined_primal is xform.interpreters.ad.is_undefined_primal
+
+
+def test_hijax_definitions_work_and_binding_refuses():
+    class MyType(hjx.MutableHiType):
+        method = hjx.aval_method(lambda self: 1)
+        prop = hjx.aval_property(fget=lambda self: 2)
+
+    class MyPrim(hjx.HiPrimitive):
+        def is_high(self, *a, **k):
+            return True
+
+    class MyEffect(xform.extend.core.Effect):
+        pass
+
+    hjx.control_flow_allowed_effects.add_type(MyEffect)
+    assert hjx.control_flow_allowed_effects.contains(MyEffect())
+    hjx.register_hitype(MyType, lambda x: x)
+    assert isinstance(MyType(), xform.core.AbstractValue)
+    p = MyPrim("my_prim")
+    assert p.name == "my_prim"
+    with pytest.raises(NotImplementedError, match="my_prim.*hijax.*not implemented"):
+        p.bind(xnp.ones(2))
+    with pytest.raises(NotImplementedError, match="cur_qdd"):
+        xform.experimental.cur_qdd(xnp.ones(2))
+    for cls in (hjx.VJPHiPrimitive, hjx.HiPspec, hjx.TransformedRef):
+        with pytest.raises(NotImplementedError, match=cls.__name__):
+            cls()
+
+
+def test_instantiate_zeros_as_jax():
+    z = hjx.Zero(xform.core.ShapedArray((2,), np.float32))
+    np.testing.assert_array_equal(hjx.instantiate_zeros(z), np.zeros(2, np.float32))
+    x = xnp.ones(2)
+    assert hjx.instantiate_zeros(x) is x
