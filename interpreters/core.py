@@ -666,6 +666,16 @@ class Array(ArrayOps):
             self._buf.block_until_ready()
         return self
 
+    def copy_to_host_async(self):
+        """Start copying the array to host memory without waiting (a later
+        ``np.asarray(x)`` then finds it there).  Returns None."""
+        self._refuse_key_conversion()
+        if self._deleted:
+            raise self._deleted_error("copy_to_host_async()")
+        start = getattr(self._buf, "copy_to_host_async", None)
+        if start is not None:
+            start()
+
     # -- placement (JAX's names).  The engine knows no devices: the runtime above it
     #    answers these through the placement it installs (``set_placement``).
     def devices(self):

@@ -57,3 +57,9 @@ def reached_preemption_sync_point(step_id: int) -> bool:
         raise RuntimeError("Preemption sync manager has not been initialized. Make sure the "
                            "'jax_enable_preemption_service' config is enabled.")
     return bool(manager.reached_sync_point(int(step_id)))
+
+
+def runtime_state():
+    """The distributed runtime's state: ``client`` (None unless initialized),
+    ``process_id``, ``num_processes``, ``coordinator_address``, ``service``."""
+    return _jd.global_state

@@ -248,6 +248,26 @@ REGRESSIONS = [
 ]
 
 
+# switch/cond branches reading values computed outside them (plain ops and
+# .at[].max / .at[].set(mode="drop") scatters), under grad(checkpoint) with every policy
+CLOSURE_PROGRAMS = [
+    (("switch_closure", 5, ("at_max", "at_set_drop", "sin"),
+      ((("unary", "sin"),), (("at", 3, "max", "drop"),), (("mix", 2),))),),
+    (("mix", 7), ("cond_closure", 11, ("at_set_drop", "at_max"),
+                  ((("at", 4, "set", "drop"),), (("checkpoint", "dots_saveable", True,
+                                                   (("mix", 1), ("unary", "tanh"))),))),),
+    (("checkpoint", "nothing_saveable", False,
+      (("switch_closure", 2, ("sin", "none"), ((("dyn_at", 5, "set", "drop"),),
+                                               (("at", 8, "max", None),))),)),),
+]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("k", range(len(CLOSURE_PROGRAMS)))
+def test_branches_closing_over_outer_values_under_checkpoint(k, policy):
+    check_program(CLOSURE_PROGRAMS[k], policy, k, ("grad(checkpoint)", "jit(grad)", "eval"))
+
+
 @pytest.mark.parametrize("desc,policy,only", REGRESSIONS)
 def test_regressions(desc, policy, only):
     check_program(desc, policy, 0, only)

@@ -38,7 +38,6 @@ def _run(script, under_xform):
 
 # What still stops a library on xform (strict: once it runs and agrees, the entry must go).
 BLOCKED = {
-    "orbax_roundtrip.py": "jax.experimental.colocated_python",
 }
 
 

@@ -53,7 +53,11 @@ def _put_leaf(x, device):
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Place every leaf of the pytree ``x`` on ``device`` (default device if None)."""
+    """Place every leaf of the pytree ``x`` on ``device`` (default device if None): a
+    device, a sharding or a ``Format`` (layout and sharding), or a pytree of those."""
+    if _has_format(device):
+        from xform.experimental.layout import strip_formats   # deferred: import cycle
+        device = strip_formats(device, "device_put")
     if isinstance(device, _S.Sharding) or (
             isinstance(device, (list, tuple, dict)) and any(
                 isinstance(d, _S.Sharding) for d in _leaves_of_shardings(device))):
@@ -62,6 +66,17 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         raise TypeError("device_put: pass one device (multi-device shardings are not "
                         "supported); use device_put_replicated-style loops instead.")
     return tree_map(lambda leaf: _put_leaf(leaf, device), x)
+
+
+def _has_format(device) -> bool:
+    if device is None or type(device).__name__ not in ("Format", "list", "tuple", "dict"):
+        return False
+    from xform.experimental.layout import Format   # deferred: import cycle
+    return any(isinstance(d, Format) for d in _leaves_of_formats(device, Format))
+
+
+def _leaves_of_formats(tree, fmt):
+    return tree_leaves(tree, is_leaf=lambda s: s is None or isinstance(s, fmt))
 
 
 def _get_leaf(x):

@@ -65,6 +65,8 @@ class _JaxProxy(types.ModuleType):
         if name == "_src":          # JAX's internals as library code sees them
             import xform._jax_src
             return xform._jax_src
+        if name == "version":       # the alias's versions, not xform.version's
+            return _version_module()
         try:
             return getattr(xform, name)
         except AttributeError:
@@ -103,6 +105,8 @@ class _JaxAliasFinder(importlib.abc.MetaPathFinder):
                                                   is_package=True)
         if fullname.startswith(_KEEP_PREFIXES):
             return None            # the real module (already imported by the runtime)
+        if fullname == "jax.version":
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_version_module))
         xname = "xform" + fullname[len("jax"):]
         if xname in sys.modules:
             mod = sys.modules[xname]
@@ -174,6 +178,22 @@ def _proxy():
         p.__xform_alias__ = True
         _PROXY = p
     return _PROXY
+
+
+_VERSION = None
+
+
+def _version_module():
+    """``jax.version`` under the alias: the same two versions as the proxy's
+    ``__version__`` (xform's) and ``__version_info__`` (the JAX API served)."""
+    global _VERSION
+    if _VERSION is None:
+        import xform  # deferred: import cycle
+        m = types.ModuleType("jax.version", "The versions behind `jax` under the alias.")
+        m.__version__ = m._version = xform.__version__
+        m.__version_info__ = JAX_API_VERSION
+        _VERSION = m
+    return _VERSION
 
 
 def is_aliased() -> bool:

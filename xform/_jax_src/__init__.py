@@ -9,7 +9,8 @@ runtime layer keeps using the real ``jax._src`` (it never goes through this pack
 Served (the names libraries use): ``traceback_util`` (equinox, flax, jaxtyping),
 ``dtypes`` (``TypePromotionError``, ``extended``, ...), ``core`` (``jax.core``'s names
 plus ``trace_state_clean``, ``physical_aval``), ``tree_util`` (``xform.tree_util`` plus
-the node registry), ``dispatch`` (``wait_for_tokens``), ``compiler``
+the node registry), ``dispatch`` (``wait_for_tokens``), ``distributed``
+(``global_state``: the runtime's client and process id), ``compiler``
 (``backend_compile_and_load``, which every xform compilation calls), ``state.types``
 (``AbstractRef``: xform has no array references, so no value is one), ``checkify``
 (``xform.experimental.checkify`` and its error classes).
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 
-SERVED = ("checkify", "compiler", "core", "dispatch", "dtypes", "state", "traceback_util", "tree_util")
+SERVED = ("checkify", "compiler", "core", "dispatch", "distributed", "dtypes", "state", "traceback_util", "tree_util")
 
 
 def refused(fullname: str) -> ImportError:
