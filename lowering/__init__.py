@@ -20,7 +20,7 @@ _MLIR_NAMES = frozenset({"lower_jaxpr", "lower_module", "LoweredModule", "lower_
 _RUNTIME_NAMES = frozenset({"compile_jaxpr", "compile_text", "Compiled", "devices",
                             "local_devices", "default_backend", "device_put", "get_device",
                             "device_impl_hook", "get_backend", "clear_caches", "cache_info",
-                            "block_buffers"})
+                            "block_buffers", "compiler_options"})
 
 __all__ = sorted(_MLIR_NAMES | _RUNTIME_NAMES)
 

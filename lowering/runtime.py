@@ -30,6 +30,8 @@ here, so version churn stays in one file.  The facts about jaxlib it relies on:
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import os
 import sys
 import threading
@@ -54,7 +56,7 @@ xc = interrupts.import_module("jaxlib.xla_client")
 atexit.register(interrupts.shutdown)
 _closing = interrupts.closing
 
-from xform._src.interpreters import core, staging  # noqa: E402
+from xform._src.interpreters import core, errors, staging  # noqa: E402
 from xform._src.interpreters.config import config  # noqa: E402
 from xform._src.interpreters.core import Array, ShapedArray, Tracer  # noqa: E402
 from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr  # noqa: E402
@@ -570,6 +572,30 @@ def _new_mlir_context():
 QUICK_TIER_OPTIONS = (("xla_backend_optimization_level", "0"),)
 
 
+# XLA options the user asked for (``Lowered.compile(compiler_options=...)``): the
+# compilations inside ``compiler_options(...)`` use them (and cache under them).
+_user_options = contextvars.ContextVar("xform_compiler_options", default=())
+_BUILD_OPTIONS = ("exec_time_optimization_effort", "memory_fitting_effort")
+
+
+@contextlib.contextmanager
+def compiler_options(options):
+    """Compile the programs inside with XLA's ``options`` (name -> str/bool/int/float),
+    as JAX's ``Lowered.compile(compiler_options=...)``: XLA rejects an unknown name
+    with a JaxRuntimeError."""
+    items = []
+    for k, v in dict(options or {}).items():
+        if not isinstance(k, str) or not isinstance(v, (str, bool, int, float)):
+            raise TypeError(f"compiler_options: expected str names and str/bool/int/float "
+                            f"values, got {k!r}: {v!r}")
+        items.append((k, v))
+    token = _user_options.set(tuple(sorted(items, key=lambda kv: kv[0])))
+    try:
+        yield
+    finally:
+        _user_options.reset(token)
+
+
 def _compile_options(device, tier="optimized"):
     opts = xc.CompileOptions()   # the device list alone does not pick the replica's device
     opts.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
@@ -577,6 +603,13 @@ def _compile_options(device, tier="optimized"):
         opts.env_option_overrides = list(QUICK_TIER_OPTIONS)
     elif tier != "optimized":
         raise ValueError(f"unknown compilation tier {tier!r}: 'quick' or 'optimized'")
+    user = _user_options.get()
+    if user:
+        for k, v in user:
+            if k in _BUILD_OPTIONS:
+                setattr(opts.executable_build_options, k, v)
+        opts.env_option_overrides = list(opts.env_option_overrides) + [
+            (k, v) for k, v in user if k not in _BUILD_OPTIONS]
     return opts
 
 
@@ -591,6 +624,10 @@ def compile_text(text: str, device=None, donated=(), host_callbacks=(), tier="op
     device = device if device is not None else _default_device()
     host_callbacks = tuple(host_callbacks)
     key = (text, device, tuple(donated), host_callbacks)
+    user = _user_options.get()
+    if user:                # the user's XLA options: the optimizing compiler, own entry
+        tier = "optimized"
+        key = key + (("compiler_options",) + user,)
     if tier != "optimized":
         key = key + (tier,)
     with _cache_lock:
@@ -665,6 +702,9 @@ def _compile_uncached_body(key, text, device, donated, host_callbacks, tier):
                 _tier_stats["quick_compiles"] += 1
                 _tier_stats["quick_seconds"] += time.perf_counter() - start
     except Exception as e:
+        if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError") and _user_options.get():
+            # the user's compiler options may be the cause: XLA's message, JAX's type
+            raise errors.JaxRuntimeError(str(e)) from None
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
                              "This is a bug in a lowering rule; please report it.") from None
@@ -984,7 +1024,8 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
     text = lowered.text
     if tier is None:
         tier = "tiered" if (config.read("xform_tiered_compilation")
-                            and not lowered.host_callbacks) else "optimized"
+                            and not lowered.host_callbacks
+                            and not _user_options.get()) else "optimized"
     if tier == "tiered":
         exe = _optimized_if_cached(text, device, donated)
         if exe is None:

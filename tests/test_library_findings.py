@@ -164,3 +164,15 @@ def test_branch_functions_given_twice_are_traced_once(n):
         lib.lax.cond(False, f, f, 1.0)
         return float(out), calls
     assert count(xform) == count(jax)
+
+
+@pytest.mark.parametrize("lib", [xform, jax], ids=["xform", "jax"])
+def test_lowered_compile_passes_compiler_options_to_xla(lib):
+    # equinox's test_jit: a known option compiles, an unknown one is XLA's error
+    lowered = lib.jit(lambda x, y: 2 * x + y).lower(lib.numpy.array(3), 4)
+    out = lowered.compile(compiler_options={"xla_cpu_enable_fast_math": False})(
+        lib.numpy.array(3), 4)
+    assert int(out) == 10
+    with pytest.raises(lib.errors.JaxRuntimeError, match="No such compile option"):
+        lowered.compile(compiler_options={"an option that does not make sense": "bad"})
+    assert int(lowered.compile()(lib.numpy.array(3), 5)) == 11

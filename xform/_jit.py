@@ -978,6 +978,12 @@ class Lowered:
 
     def compile(self, compiler_options=None):
         w, e = self._wrapped, self._entry
+        if compiler_options:   # XLA options: a separate executable, not the cached one
+            own = _Entry(e.closed, e.const_args, e.out_tree, e.donated, e.in_avals, e.key,
+                         e.names)
+            with lowering.compiler_options(compiler_options):
+                w._compile(own)
+            return CompiledCall(w, own)
         if e.compiled is None:
             w._compile(e)
         return CompiledCall(w, e)

@@ -28,8 +28,7 @@ NonConcreteBooleanIndexError = _get("NonConcreteBooleanIndexError",
                                                      "mask (the result shape is unknown)."}))
 
 
-class JaxRuntimeError(RuntimeError):
-    """An error raised while running a compiled program."""
+JaxRuntimeError = _e.JaxRuntimeError
 
 
 JaxprTypeError = _e.JaxprTypeError
