@@ -416,3 +416,59 @@ def test_ragged_dot_dimension_numbers_record():
         xform.lax.RaggedDotDimensionNumbers(*args))
     with pytest.raises(AttributeError):
         x.lhs_ragged_dimensions = (1,)
+
+
+# ----------------------------------------------------------------- keyword arguments
+
+def test_dtype_and_size_keywords_like_jax():
+    a = np.array([3, 1, 2])
+    for mod in (xnp, jnp):
+        assert mod.argsort(a, dtype="int16").dtype == np.int16
+    np.testing.assert_array_equal(xnp.argsort(a, dtype="int16"), jnp.argsort(a, dtype="int16"))
+    mi = (np.array([1, 2]), np.array([0, 1]))
+    x, j = (m.ravel_multi_index(mi, (3, 4), dtype="int16") for m in (xnp, jnp))
+    assert x.dtype == j.dtype
+    np.testing.assert_array_equal(x, j)
+    c = np.array([0, 1, 1, 0])
+    np.testing.assert_array_equal(xnp.where(c, size=3, fill_value=-1)[0],
+                                  jnp.where(c, size=3, fill_value=-1)[0])
+    with pytest.raises(ValueError):
+        xnp.where(c, 1, 2, size=3)
+
+
+def test_cov_corrcoef_dtype_weights_and_empty_inputs():
+    m = np.random.RandomState(0).randn(3, 5)
+    for dt in (None, "float32"):
+        for f in ("cov", "corrcoef"):
+            x, j = getattr(xnp, f)(m, dtype=dt), getattr(jnp, f)(m, dtype=dt)
+            assert x.dtype == j.dtype
+            np.testing.assert_allclose(x, j, rtol=1e-5)
+    fw, aw = np.array([1, -2, 3, 1, 1]), np.array([0.5, 1, -2, 1, 1])
+    np.testing.assert_allclose(xnp.cov(m, fweights=fw, aweights=aw),
+                               jnp.cov(m, fweights=fw, aweights=aw), rtol=1e-5)
+    with pytest.raises(ValueError):
+        xnp.cov(m, dtype="int32")
+    for shp in [(0,), (3, 0), (0, 5), (1, 0)]:
+        for rv in (True, False):
+            a = np.zeros(shp, np.float32)
+            x, j = xnp.cov(a, rowvar=rv), jnp.cov(a, rowvar=rv)
+            assert x.shape == j.shape
+            np.testing.assert_array_equal(x, j)
+
+
+def test_lax_tile_stack_unstack():
+    x = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(xform.lax.tile(x, (2, 3)), jax.lax.tile(x, (2, 3)))
+    for ax in (0, 1, 2, -1):
+        np.testing.assert_array_equal(xform.lax.stack([x, x + 1], ax),
+                                      jax.lax.stack([x, x + 1], ax))
+    for ax in (0, 1, -1):
+        for a, b in zip(xform.lax.unstack(x, ax), jax.lax.unstack(x, ax), strict=True):
+            np.testing.assert_array_equal(a, b)
+    batched = np.arange(24.0).reshape(4, 2, 3)
+    np.testing.assert_array_equal(xform.vmap(lambda v: xform.lax.tile(v, (2, 1)))(batched),
+                                  jax.vmap(lambda v: jax.lax.tile(v, (2, 1)))(batched))
+    with pytest.raises(TypeError, match="reps length must be equal"):
+        xform.lax.tile(x, (2,))
+    with pytest.raises(ValueError, match="same shape"):
+        xform.lax.stack([x, x[:1]])

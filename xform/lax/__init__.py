@@ -73,3 +73,49 @@ class RaggedDotDimensionNumbers:
                 f"{self.dot_dimension_numbers!r}, lhs_ragged_dimensions="
                 f"{self.lhs_ragged_dimensions!r}, rhs_group_dimensions="
                 f"{self.rhs_group_dimensions!r})")
+
+
+def tile(operand, reps):
+    """JAX's ``lax.tile``: ``operand`` repeated ``reps[i]`` times along each axis (``reps``
+    has one entry per axis)."""
+    from xform.numpy import _util as _U
+    x = _U.to_array(operand)
+    reps = tuple(int(r) for r in reps)
+    if len(reps) != x.ndim:
+        raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)="
+                        f"{len(reps)} and x.ndim={x.ndim}.")
+    # broadcast a new axis of size r before each axis, then merge the pairs
+    shape, dims = [], []
+    for i, (r, d) in enumerate(zip(reps, x.shape)):
+        shape += [r, d]
+        dims.append(2 * i + 1)
+    y = broadcast_in_dim(x, tuple(shape), tuple(dims))  # noqa: F405
+    return reshape(y, tuple(r * d for r, d in zip(reps, x.shape)))  # noqa: F405
+
+
+def stack(operands, axis=0):
+    """JAX's ``lax.stack``: same-shaped arrays joined along a new axis ``axis``."""
+    from xform.numpy import _util as _U
+    ops = [_U.to_array(o) for o in operands]
+    if not ops:
+        raise ValueError("Need at least one array to stack.")
+    shape = ops[0].shape
+    if any(o.shape != shape for o in ops):
+        raise ValueError("All input arrays must have the same shape. Got "
+                         + ", ".join(str(o.shape) for o in ops) + ".")
+    nd = len(shape) + 1
+    ax = axis + nd if axis < 0 else axis
+    if not 0 <= ax < nd:
+        raise ValueError(f"axis {axis} is out of bounds for the stacked result of rank {nd}")
+    new = shape[:ax] + (1,) + shape[ax:]
+    return concatenate([reshape(o, new) for o in ops], ax)  # noqa: F405
+
+
+def unstack(x, axis=0):
+    """JAX's ``lax.unstack``: the slices of ``x`` along ``axis``, as a tuple."""
+    from xform.numpy import _util as _U
+    x = _U.to_array(x)
+    ax = axis + x.ndim if axis < 0 else axis
+    if not 0 <= ax < x.ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {x.ndim}")
+    return tuple(index_in_dim(x, i, ax, keepdims=False) for i in range(x.shape[ax]))  # noqa

@@ -320,8 +320,15 @@ def mask_indices(n, mask_func, k=0, *, size=None):
 # ----------------------------------------------------------------- flat <-> multi index
 
 
-def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
-    """Flat indices from a tuple of coordinate arrays."""
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+    """Flat indices from a tuple of coordinate arrays (of ``dtype`` when given)."""
+    out = _ravel_multi_index(multi_index, dims, mode, order)
+    if dtype is not None:
+        out = U.to_array(out, U.canonical_dtype(dtype), False)
+    return out
+
+
+def _ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     if len(multi_index) != len(dims):
         raise ValueError(f"ravel_multi_index: len(multi_index)={len(multi_index)} != "
                          f"len(dims)={len(dims)}")

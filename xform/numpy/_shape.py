@@ -801,7 +801,18 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return flip(out, ax) if descending else out
 
 
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+    """Indices that sort ``a`` along ``axis`` (of ``dtype``, default the default integer)."""
+    out = _argsort(a, axis, kind=kind, order=order, stable=stable, descending=descending)
+    if dtype is not None:
+        dt = U.canonical_dtype(dtype)
+        if dt.kind not in "iu":
+            raise ValueError(f"argsort: dtype must be an integer dtype, got {dt}")
+        out = U.to_array(out, dt, False)
+    return out
+
+
+def _argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     x = _arr(a, "argsort")
     if order is not None:
         raise ValueError("'order' argument to argsort is not supported.")

@@ -410,16 +410,21 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
 # ----------------------------------------------------------------- covariance
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
-    """Covariance matrix of the variables in the rows (``rowvar``) of ``m``."""
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """Covariance matrix of the variables in the rows (``rowvar``) of ``m`` (computed in
+    ``dtype`` when given, which must be inexact)."""
     U.check_arraylike("cov", m)
     x = U.to_array(m)
     if x.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
     if ddof is not None and not isinstance(ddof, int):
         raise ValueError("ddof must be integer")
+    if dtype is not None and U.canonical_dtype(dtype).kind not in "fc":
+        raise ValueError(f"cov: dtype must be a subclass of float or complex; got {dtype=}")
+    m_ndim = x.ndim
     x = S.atleast_2d(x)
-    if not rowvar and x.shape[0] != 1:
+    if not rowvar and m_ndim != 1:
         x = S.transpose(x)
     if x.shape[0] == 0:
         return zeros((0, 0), U.result_dtype(x, 0.0)[0])
@@ -434,6 +439,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         x = S.concatenate([x, yy], axis=0)
     (x,) = U.promote_dtypes_inexact(x)
     x = U.to_array(x, x.dtype, False)
+    if x.shape[1] == 0:       # no observations: NaN, as JAX
+        from xform.numpy._creation import full
+        return full(() if x.shape[0] == 1 else (x.shape[0], x.shape[0]), np.nan, x.dtype)
     if ddof is None:
         ddof = 0 if bias else 1
     n = x.shape[1]
@@ -447,7 +455,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             raise RuntimeError("incompatible numbers of samples and fweights")
         if fw.dtype.kind not in "iub":
             raise TypeError("fweights must be integer.")
-        w = U.to_array(fw, x.dtype, False)
+        w = U.to_array(F.absolute(fw), x.dtype, False)
     if aweights is not None:
         U.check_arraylike("cov", aweights)
         aw = U.to_array(aweights)
@@ -455,8 +463,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             raise RuntimeError("cannot handle multidimensional aweights")
         if aw.shape[0] != n:
             raise RuntimeError("incompatible numbers of samples and aweights")
-        aw = U.to_array(aw, x.dtype, False)
+        aw = U.to_array(F.absolute(aw), x.dtype, False)
         w = aw if w is None else F.multiply(w, aw)
+    if dtype is not None:
+        dt = U.canonical_dtype(dtype)
+        x = U.to_array(x, dt, False)
+        w = None if w is None else U.to_array(w, dt, False)
+        aw = None if aweights is None else U.to_array(aw, dt, False)
     if w is None:
         avg = R.mean(x, axis=1)
         fact = U.to_array(n - ddof, x.dtype, False)
@@ -477,9 +490,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return S.squeeze(F.true_divide(c, fact))
 
 
-def corrcoef(x, y=None, rowvar=True):
+def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients (``cov`` normalised, clipped to [-1, 1])."""
-    c = cov(x, y, rowvar)
+    U.check_arraylike("corrcoef", x)
+    if dtype is not None and U.canonical_dtype(dtype).kind not in "fc":
+        raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got "
+                         f"{dtype=}")
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return F.true_divide(c, c)
     d = diagonal(c)

@@ -672,11 +672,15 @@ def copysign(x1, x2, /):
 
 # ----------------------------------------------------------------- composites
 
-def where(condition, x=None, y=None, /):
-    """``select(condition, x, y)`` with broadcasting; the one-argument form is ``nonzero``."""
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``select(condition, x, y)`` with broadcasting; the one-argument form is ``nonzero``
+    (``size``/``fill_value`` as there)."""
     if x is None and y is None:
         from xform.numpy._indexing import nonzero  # deferred: import cycle
-        return nonzero(condition)
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term "
+                         "where function.")
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
                          "to xform.numpy.where.")
