@@ -636,9 +636,7 @@ SUBMODULE_MISSING = {
     "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types",
               "breakpoint": "interactive debugger", "inspect_array_sharding": "sharding",
               "visualize_sharding": "sharding"},
-    "custom_derivatives": {"CustomVJPPrimal": "internals",
-                           "custom_vjp_primal_tree_values": "internals",
-                           "linear_call": "not implemented", "remat_opt_p": "internals"},
+    "custom_derivatives": {"linear_call": "not implemented", "remat_opt_p": "internals"},
     "sharding": {"ManualAxisType": "sharding in types"},
     "profiler": {n: "device profiling server" for n in (
         "ProfileData ProfileEvent ProfileOptions ProfilePlane device_memory_profile "
