@@ -624,12 +624,12 @@ COUNTED_MODULES = [
 SUBMODULE_MISSING = {
     "numpy": {"fromfile": "file I/O", "fromiter": "iterator input"},
     "lax": {n: "not implemented" for n in (
-        "DotDimensionNumbers PrecisionLike after_all_p "
-        "approx_top_k_p broadcast_like collapse copy_p create_token_p dce_sink dce_sink_p "
-        "device_put_p eq_to_p le_to_p lt_to_p mulhi mulhi_p pcast platform_dependent "
-        "precv psend ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general "
+        "after_all_p "
+        "approx_top_k_p copy_p create_token_p dce_sink dce_sink_p "
+        "device_put_p eq_to_p le_to_p lt_to_p mulhi_p pcast "
+        "precv psend ragged_all_to_all ragged_all_to_all_p "
         "scaled_dot scatter_apply scatter_sub_p select_and_scatter_p "
-        "shape_as_value split_p stack_p stage stage_p tile_p "
+        "split_p stack_p stage stage_p tile_p "
         "unstack_p").split()},
     "random": {"random_gamma_p": "a JAX-internal primitive"},
     "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
@@ -672,9 +672,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1346 of JAX 0.10.2's 1436 public names in the counted modules (93.7%);
+    """xform has 1357 of JAX 0.10.2's 1436 public names in the counted modules (94.5%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.937, (have, total)
+    assert have / total >= 0.945, (have, total)
