@@ -32,8 +32,8 @@ DOCUMENTED_EXCEPTIONS = {
     # JAX-internal modules (tracing internals, jaxlib, the C++ FFI)
     "ad": "internals", "lib": "internals", "ffi": "C++ FFI",
     "tools": "internals",   # in dir(jax) once something imports them
-    # image resizing and memory spaces: not implemented
-    "image": "jax.image", "memory": "memory spaces",
+    # memory spaces: not implemented
+    "memory": "memory spaces",
     # configuration flags for features xform does not have
     "allow_f16_reductions": "flag", "array_garbage_collection_guard": "flag",
     "jax2tf_associative_scan_reductions": "flag", "softmax_custom_jvp": "flag",
@@ -636,17 +636,13 @@ SUBMODULE_MISSING = {
     "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types",
               "breakpoint": "interactive debugger", "inspect_array_sharding": "sharding",
               "visualize_sharding": "sharding"},
-    "custom_derivatives": {"CustomVJPPrimal": "internals",
-                           "custom_vjp_primal_tree_values": "internals",
-                           "linear_call": "not implemented", "remat_opt_p": "internals"},
+    "custom_derivatives": {"linear_call": "not implemented", "remat_opt_p": "internals"},
     "sharding": {"ManualAxisType": "sharding in types"},
     "profiler": {n: "device profiling server" for n in (
         "ProfileData ProfileEvent ProfileOptions ProfilePlane device_memory_profile "
         "register_subprocess save_device_memory_profile start_server stop_server").split()},
     "experimental": {"EArray": "internals", "compilation_cache": "xform's own cache module",
                      "primal_tangent_dtype": "internals"},
-    "image": {n: "jax.image: not implemented" for n in ("ResizeMethod", "resize",
-                                                        "scale_and_translate")},
     "ffi": {n: "the C++ FFI" for n in (
         "build_ffi_lowering_function ffi_call ffi_lowering include_dir pycapsule "
         "register_ffi_target register_ffi_target_as_batch_partitionable register_ffi_type "
@@ -676,9 +672,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1342 of JAX 0.10.2's 1436 public names in the counted modules (93.5%);
+    """xform has 1346 of JAX 0.10.2's 1436 public names in the counted modules (93.7%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.92, (have, total)
+    assert have / total >= 0.937, (have, total)
