@@ -9,7 +9,8 @@ import numpy as np
 from xform._src.primitives import dot_general as _dg
 
 __all__ = ["collapse", "broadcast_like", "mulhi", "shape_as_value", "platform_dependent",
-           "ragged_dot", "ragged_dot_general", "DotDimensionNumbers", "PrecisionLike"]
+           "ragged_dot", "ragged_dot_general", "DotDimensionNumbers", "PrecisionLike",
+           "scatter_apply"]
 
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
@@ -205,3 +206,36 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     dn = RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), (0,), (0,))
     return ragged_dot_general(lhs, rhs, group_sizes, dn, precision, preferred_element_type,
                               group_offset, out_sharding)
+
+
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted=False, unique_indices=False, mode=None):
+    """``operand`` with ``func`` applied to each element a scatter with these indices and
+    ``update_shape`` updates would write (once per time it is written: an element hit by
+    ``k`` index tuples gets ``func`` applied ``k`` times).  ``func`` maps an array to one of
+    the same shape and dtype elementwise."""
+    import xform.numpy as xnp
+    L = _L()
+    x = _arr(operand)
+    ones = xnp.ones(tuple(update_shape), np.int32)
+    hits = L.scatter_add(xnp.zeros(x.shape, np.int32), scatter_indices, ones,
+                         dimension_numbers, indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
+
+    def once(v, k):
+        fv = _arr(func(v))
+        if fv.shape != v.shape or fv.dtype != v.dtype:
+            raise TypeError(f"scatter_apply: func must keep the shape and dtype "
+                            f"{v.shape} {v.dtype}, it returned {fv.shape} {fv.dtype}")
+        return xnp.where(hits > k, fv, v)
+
+    y = once(x, 0)
+    if unique_indices:
+        return y
+    # elements written more than once (duplicate indices): apply func again per write
+    top = xnp.max(hits) if hits.size else 0
+
+    def body(carry):
+        k, v = carry
+        return k + 1, once(v, k)
+    return L.while_loop(lambda c: c[0] < top, body, (np.int32(1), y))[1]
