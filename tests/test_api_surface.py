@@ -634,8 +634,7 @@ SUBMODULE_MISSING = {
     "random": {"random_gamma_p": "a JAX-internal primitive"},
     "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
     "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types",
-              "breakpoint": "interactive debugger", "inspect_array_sharding": "sharding",
-              "visualize_sharding": "sharding"},
+              "breakpoint": "interactive debugger"},
     "custom_derivatives": {"linear_call": "not implemented", "remat_opt_p": "internals"},
     "sharding": {"ManualAxisType": "sharding in types"},
     "profiler": {n: "device profiling server" for n in (
@@ -672,9 +671,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1358 of JAX 0.10.2's 1436 public names in the counted modules (94.6%);
+    """xform has 1360 of JAX 0.10.2's 1436 public names in the counted modules (94.7%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.945, (have, total)
+    assert have / total >= 0.947, (have, total)
