@@ -768,8 +768,8 @@ def _custom_vjp_rule(error, enabled, *args, call_jaxpr, fwd, bwd, num_consts, sy
     consts = list(args[:num_consts])
     err_avals = _avals(leaves)
 
-    def new_fwd(xs):
-        outs, res = fwd(list(xs[n:]))
+    def new_fwd(xs, perturbed=None):
+        outs, res = fwd(list(xs[n:]), None if perturbed is None else list(perturbed[n:]))
         return [*xs[:n], *outs], res
 
     def new_bwd(res, cts):

@@ -297,11 +297,13 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise TypeError(CLOSED_OVER_MSG)
     args, targs = list(primals[num_consts:]), list(tangents[num_consts:])
-    outs, res = fwd(args)
+    nz = tuple(type(t) is not Zero for t in targs)
+    # ``fwd(args, perturbed)``: which arguments have a tangent (a rule defined with
+    # symbolic_zeros=True sees them as CustomVJPPrimal(value, perturbed))
+    outs, res = fwd(args, list(nz))
     primal_avals = ([core.get_aval(o) for o in outs] if _is_lazy(call_jaxpr)
                     else call_jaxpr.out_avals)
     out_avals = tuple(ad.tangent_aval(a) for a in primal_avals)
-    nz = tuple(type(t) is not Zero for t in targs)
     live = [t for t in targs if type(t) is not Zero]
     touts = custom_lin_p.bind(*res, *live, num_res=len(res), bwd=bwd, out_avals=out_avals,
                               nz=nz, symbolic_zeros=symbolic_zeros)
@@ -330,14 +332,17 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_c
         closed, consts = hoist_consts(new_jaxpr.jaxpr, new_jaxpr.consts)
         n_out_cell[:] = [len(call_jaxpr.out_avals)]
 
+    perturbed_cell = [None]
+
     def fwd_flat(*xs):
-        outs, res = fwd(list(xs))
+        outs, res = fwd(list(xs), perturbed_cell[0])
         n_res[:] = [len(res)]
         n_out_cell[:] = [len(outs)]
         return list(outs) + list(res)
     fwd_lifted = batch_at_front(fwd_flat, axis_data)
 
-    def batched_fwd(args):
+    def batched_fwd(args, perturbed=None):
+        perturbed_cell[0] = perturbed
         outs = fwd_lifted(*args)
         n_out = n_out_cell[0]
         return outs[:n_out], outs[n_out:]

@@ -32,8 +32,8 @@ DOCUMENTED_EXCEPTIONS = {
     # JAX-internal modules (tracing internals, jaxlib, the C++ FFI)
     "ad": "internals", "lib": "internals", "ffi": "C++ FFI",
     "tools": "internals",   # in dir(jax) once something imports them
-    # image resizing and memory spaces: not implemented
-    "image": "jax.image", "memory": "memory spaces",
+    # memory spaces: not implemented
+    "memory": "memory spaces",
     # configuration flags for features xform does not have
     "allow_f16_reductions": "flag", "array_garbage_collection_guard": "flag",
     "jax2tf_associative_scan_reductions": "flag", "softmax_custom_jvp": "flag",
@@ -624,29 +624,25 @@ COUNTED_MODULES = [
 SUBMODULE_MISSING = {
     "numpy": {"fromfile": "file I/O", "fromiter": "iterator input"},
     "lax": {n: "not implemented" for n in (
-        "DotDimensionNumbers PrecisionLike after_all_p "
-        "approx_top_k_p broadcast_like collapse copy_p create_token_p dce_sink dce_sink_p "
-        "device_put_p eq_to_p le_to_p lt_to_p mulhi mulhi_p pcast platform_dependent "
-        "precv psend ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general "
-        "scaled_dot scatter_apply scatter_sub_p select_and_scatter_p "
-        "shape_as_value split_p stack_p stage stage_p tile_p "
+        "after_all_p "
+        "approx_top_k_p copy_p create_token_p dce_sink dce_sink_p "
+        "device_put_p eq_to_p le_to_p lt_to_p mulhi_p pcast "
+        "precv psend ragged_all_to_all ragged_all_to_all_p "
+        "scaled_dot scatter_sub_p select_and_scatter_p "
+        "split_p stack_p stage stage_p tile_p "
         "unstack_p").split()},
     "random": {"random_gamma_p": "a JAX-internal primitive"},
     "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
     "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types",
               "breakpoint": "interactive debugger", "inspect_array_sharding": "sharding",
-              "log": "not implemented", "visualize_sharding": "sharding"},
-    "custom_derivatives": {"CustomVJPPrimal": "internals",
-                           "custom_vjp_primal_tree_values": "internals",
-                           "linear_call": "not implemented", "remat_opt_p": "internals"},
+              "visualize_sharding": "sharding"},
+    "custom_derivatives": {"linear_call": "not implemented", "remat_opt_p": "internals"},
     "sharding": {"ManualAxisType": "sharding in types"},
     "profiler": {n: "device profiling server" for n in (
         "ProfileData ProfileEvent ProfileOptions ProfilePlane device_memory_profile "
         "register_subprocess save_device_memory_profile start_server stop_server").split()},
     "experimental": {"EArray": "internals", "compilation_cache": "xform's own cache module",
                      "primal_tangent_dtype": "internals"},
-    "image": {n: "jax.image: not implemented" for n in ("ResizeMethod", "resize",
-                                                        "scale_and_translate")},
     "ffi": {n: "the C++ FFI" for n in (
         "build_ffi_lowering_function ffi_call ffi_lowering include_dir pycapsule "
         "register_ffi_target register_ffi_target_as_batch_partitionable register_ffi_type "
@@ -676,9 +672,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1337 of JAX 0.10.2's 1436 public names in the counted modules (93.1%);
+    """xform has 1358 of JAX 0.10.2's 1436 public names in the counted modules (94.6%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.92, (have, total)
+    assert have / total >= 0.945, (have, total)

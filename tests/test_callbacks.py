@@ -176,3 +176,15 @@ def test_io_callback_unordered_vmap_matches_jax():
         outs.append((np.asarray(out), sorted(seen)))
     np.testing.assert_allclose(outs[1][0], outs[0][0])
     assert outs[1][1] == outs[0][1]
+
+
+def test_debug_log_goes_through_logging_as_jax(caplog, capsys):
+    import logging
+    import xform
+    with caplog.at_level(logging.INFO):
+        xform.debug.log("x={x}", x=1.0)
+        xform.jit(lambda v: xform.debug.log("y={}", v))(2.0)
+        xform.vmap(lambda v: xform.debug.log("z={}", v))(np.arange(2.0, dtype=np.float32))
+    msgs = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert msgs[:2] == ["x=1.0", "y=2.0"] and len(msgs) == 4, msgs
+    assert capsys.readouterr().out == ""

@@ -176,3 +176,34 @@ def test_lowered_compile_passes_compiler_options_to_xla(lib):
     with pytest.raises(lib.errors.JaxRuntimeError, match="No such compile option"):
         lowered.compile(compiler_options={"an option that does not make sense": "bad"})
     assert int(lowered.compile()(lib.numpy.array(3), 5)) == 11
+
+
+def _symbolic_vjp(lib):
+    seen = []
+
+    @lib.custom_vjp
+    def f(x, y):
+        return x * y
+
+    def fwd(x, y):
+        cd = lib.custom_derivatives
+        seen.append((type(x) is cd.CustomVJPPrimal, x.perturbed, y.perturbed))
+        x, y = cd.custom_vjp_primal_tree_values((x, y))
+        return x * y, (x, y)
+
+    def bwd(res, g):
+        x, y = res
+        return (g * y, g * x)
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    x, y = np.float32(2.0), np.float32(3.0)
+    g1 = lib.grad(f)(x, y)                                   # only x perturbed
+    g2 = lib.grad(f, argnums=(0, 1))(x, y)
+    g3 = lib.jit(lib.vmap(lib.grad(f, argnums=1)))(np.arange(3.0, dtype=np.float32),
+                                                    np.ones(3, np.float32))
+    return [float(g1)] + [float(v) for v in g2] + list(np.asarray(g3)), seen
+
+
+def test_custom_vjp_symbolic_zeros_fwd_sees_perturbation_as_jax():
+    # equinox's filter_custom_vjp reads CustomVJPPrimal.perturbed
+    assert _symbolic_vjp(xform) == _symbolic_vjp(jax)

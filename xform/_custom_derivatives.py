@@ -292,6 +292,26 @@ def _check_jvp_out(name, out, flat):
 # ----------------------------------------------------------------- custom_vjp
 
 
+class CustomVJPPrimal:
+    """A primal argument of a ``custom_vjp``'s forward rule when the rule was defined with
+    ``symbolic_zeros=True``: ``value`` and whether it is ``perturbed`` (has a tangent)."""
+
+    __slots__ = ("value", "perturbed")
+
+    def __init__(self, value, perturbed):
+        self.value = value
+        self.perturbed = perturbed
+
+    def __repr__(self):
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed!r})"
+
+
+def custom_vjp_primal_tree_values(tree):
+    """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its ``value``."""
+    return tree_map(lambda x: x.value if type(x) is CustomVJPPrimal else x, tree,
+                    is_leaf=lambda x: type(x) is CustomVJPPrimal)
+
+
 class custom_vjp:
     """A function with a user-defined VJP: ``defvjp(fwd, bwd)``.
 
@@ -330,7 +350,10 @@ class custom_vjp:
         nondiff = [v for _, v in static]
         res_tree_cell = {}
 
-        def fwd_flat(primals):
+        def fwd_flat(primals, perturbed=None):
+            if symbolic:      # as JAX: each leaf a CustomVJPPrimal(value, perturbed)
+                flags = perturbed if perturbed is not None else [True] * len(primals)
+                primals = [CustomVJPPrimal(v, bool(f)) for v, f in zip(primals, flags)]
             res = fwd(*_merge(static, tree_unflatten(in_tree, primals)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(

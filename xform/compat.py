@@ -23,7 +23,8 @@ What it does:
   ``jax.interpreters.*``, ``jax.api_util`` (docs/extending.md);
 * ``jax._src.*`` imported by library code (any module outside xform and JAX) is served by
   ``xform._jax_src`` (``traceback_util``, ``dtypes``, ``core``, ``tree_util``,
-  ``dispatch``, ``compiler``, ``state``, ``checkify``: xform's objects under JAX's names)
+  ``dispatch``, ``distributed``, ``compiler``, ``state``, ``checkify``: xform's objects under
+  JAX's names)
   or refused with an ImportError naming the internal, so that no real JAX internal meets
   an xform value;
 * xform's own runtime keeps using the real jax/jaxlib runtime layer: it is loaded

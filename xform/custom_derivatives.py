@@ -1,14 +1,16 @@
 """``xform.custom_derivatives``: JAX's module of the same name."""
-from xform._custom_derivatives import (SymbolicZero, closure_convert, custom_gradient,  # noqa
-                                       custom_jvp, custom_vjp)
+from xform._custom_derivatives import (CustomVJPPrimal, SymbolicZero, closure_convert,  # noqa
+                                       custom_gradient, custom_jvp, custom_vjp,
+                                       custom_vjp_primal_tree_values)
 from xform import numpy as jnp
 from xform._src.interpreters import ad, core
 from xform.tree_util import tree_map
 
 from xform._src.primitives.custom import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
 
-__all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
-           "custom_jvp_call_p", "custom_vjp_call_p", "zero_from_primal"]
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
+           "custom_jvp_call_p", "custom_vjp_call_p", "custom_vjp_primal_tree_values",
+           "zero_from_primal"]
 
 
 def zero_from_primal(val, symbolic_zeros=False):

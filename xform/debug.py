@@ -27,7 +27,7 @@ from xform._src.interpreters import errors
 from xform.sharding._api import visualize_array_sharding as _v
 from xform.tree_util import tree_flatten
 
-__all__ = ["print", "callback", "debug_callback_p", "visualize_array_sharding"]
+__all__ = ["print", "log", "callback", "debug_callback_p", "visualize_array_sharding"]
 
 _print = print
 
@@ -103,3 +103,11 @@ def _user_frame():
 def visualize_array_sharding(arr, **kwargs):
     """Print which devices hold which block of a 1-D or 2-D array."""
     return _v(arr, **kwargs)
+
+
+def log(fmt=None, *args, ordered: bool = False, partitioned: bool = False,
+        skip_format_check: bool = False, _use_logging: bool = True, **kwargs):
+    """``debug.print`` through Python's ``logging`` (level INFO, logger ``xform``) instead
+    of stdout, as JAX's ``jax.debug.log``: eagerly and when the staged program runs."""
+    return print(fmt, *args, ordered=ordered, partitioned=partitioned,
+                 skip_format_check=skip_format_check, _use_logging=_use_logging, **kwargs)

@@ -60,32 +60,39 @@ def is_tensorstore_spec_leaf(leaf: Any) -> bool:
     return leaf is None or (isinstance(leaf, dict) and ("driver" in leaf or "kvstore" in leaf))
 
 
-def _smallest_factor(n: int) -> int:
-    for p in range(2, int(math.isqrt(n)) + 1):
-        if n % p == 0:
-            return p
-    return n
+def _prime_factors(n: int) -> list:
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
 
 
 @functools.lru_cache(maxsize=1024)
 def _compute_chunk_shape(local_shape: tuple, dtype, file_size_target: int = _FILE_SIZE_TARGET):
-    """A chunk dividing ``local_shape`` of at most ~``file_size_target`` bytes: repeatedly
-    divide the axis with the smallest prime factor by that factor."""
+    """A chunk dividing ``local_shape`` of at most ~``file_size_target`` bytes (10% slack):
+    repeatedly divide, by its smallest remaining prime factor, the axis whose smallest
+    remaining factor is smallest (the first such axis), never splitting an axis down to
+    its last prime factor."""
     shape = list(local_shape)
     if not shape or math.prod(shape) == 0:
         return [max(z, 1) for z in shape]
     size = math.prod(shape) * np.dtype(dtype).itemsize
+    factors = [_prime_factors(z) for z in shape]
     while size > 1.1 * file_size_target:
         best = None
-        for i, z in enumerate(shape):
-            if z > 1:
-                f = _smallest_factor(z)
-                if best is None or f < best[1]:
-                    best = (i, f)
+        for i, f in enumerate(factors):
+            if len(f) > 1 and (best is None or f[0] < factors[best][0]):
+                best = i
         if best is None:
             break
-        shape[best[0]] //= best[1]
-        size //= best[1]
+        d = factors[best].pop(0)
+        shape[best] //= d
+        size //= d
     return shape
 
 
