@@ -624,18 +624,17 @@ COUNTED_MODULES = [
 SUBMODULE_MISSING = {
     "numpy": {"fromfile": "file I/O", "fromiter": "iterator input"},
     "lax": {n: "not implemented" for n in (
-        "DotDimensionNumbers PrecisionLike after_all_p "
-        "approx_top_k_p broadcast_like collapse copy_p create_token_p dce_sink dce_sink_p "
-        "device_put_p eq_to_p le_to_p lt_to_p mulhi mulhi_p pcast platform_dependent "
-        "precv psend ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general "
-        "scaled_dot scatter_apply scatter_sub_p select_and_scatter_p "
-        "shape_as_value split_p stack_p stage stage_p tile_p "
+        "after_all_p "
+        "approx_top_k_p copy_p create_token_p dce_sink dce_sink_p "
+        "device_put_p eq_to_p le_to_p lt_to_p mulhi_p pcast "
+        "precv psend ragged_all_to_all ragged_all_to_all_p "
+        "scaled_dot scatter_sub_p select_and_scatter_p "
+        "split_p stack_p stage stage_p tile_p "
         "unstack_p").split()},
     "random": {"random_gamma_p": "a JAX-internal primitive"},
     "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
     "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types",
-              "breakpoint": "interactive debugger", "inspect_array_sharding": "sharding",
-              "visualize_sharding": "sharding"},
+              "breakpoint": "interactive debugger"},
     "custom_derivatives": {"linear_call": "not implemented", "remat_opt_p": "internals"},
     "sharding": {"ManualAxisType": "sharding in types"},
     "profiler": {n: "device profiling server" for n in (
@@ -672,9 +671,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1346 of JAX 0.10.2's 1436 public names in the counted modules (93.7%);
+    """xform has 1360 of JAX 0.10.2's 1436 public names in the counted modules (94.7%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.937, (have, total)
+    assert have / total >= 0.947, (have, total)

@@ -168,3 +168,20 @@ def test_limit_in_flight_bytes_rejects_oversized_requests():
     lim = xts._LimitInFlightBytes(10)
     with pytest.raises(ValueError, match="more bytes"):
         asyncio.run(lim.wait_for_bytes(11))
+
+
+from _multidevice import HERE, case_names, run_case_script  # noqa: E402
+
+SCRIPT = os.path.join(HERE, "_array_serialization_cases.py")
+
+
+@pytest.fixture(scope="module")
+def multidevice_results():
+    return run_case_script(SCRIPT)
+
+
+@pytest.mark.parametrize("name", case_names(SCRIPT))
+def test_multidevice(multidevice_results, name):
+    r = multidevice_results.get(name)
+    assert r is not None, f"case {name} did not run"
+    assert r["ok"], r["err"]

@@ -119,3 +119,4 @@ def unstack(x, axis=0):
     if not 0 <= ax < x.ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {x.ndim}")
     return tuple(index_in_dim(x, i, ax, keepdims=False) for i in range(x.shape[ax]))  # noqa
+from xform.lax._composites import *  # noqa: F401,F403
