@@ -616,7 +616,6 @@ COUNTED_MODULES = [
 
 # Names of those modules (beyond the top level, listed above) xform does not have, and why.
 SUBMODULE_MISSING = {
-    "numpy": {"fromfile": "file I/O", "fromiter": "iterator input"},
     "lax": {n: "not implemented" for n in (
         "after_all_p "
         "approx_top_k_p copy_p create_token_p dce_sink dce_sink_p "
@@ -665,9 +664,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1372 of JAX 0.10.2's 1436 public names in the counted modules (95.5%);
+    """xform has 1374 of JAX 0.10.2's 1436 public names in the counted modules (95.7%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.955, (have, total)
+    assert have / total >= 0.956, (have, total)
