@@ -24,10 +24,11 @@ from xform._src.primitives.callbacks import DebugCallback, debug_callback_p
 from xform._src.primitives.debug_print import FormatChecker, debug_print_p
 from xform._ad_api import as_value
 from xform._src.interpreters import errors
-from xform.sharding._api import visualize_array_sharding as _v
+from xform.sharding._api import visualize_array_sharding as _v, visualize_sharding
 from xform.tree_util import tree_flatten
 
-__all__ = ["print", "log", "callback", "debug_callback_p", "visualize_array_sharding"]
+__all__ = ["print", "log", "callback", "debug_callback_p", "visualize_array_sharding",
+           "visualize_sharding", "inspect_array_sharding"]
 
 _print = print
 
@@ -111,3 +112,37 @@ def log(fmt=None, *args, ordered: bool = False, partitioned: bool = False,
     of stdout, as JAX's ``jax.debug.log``: eagerly and when the staged program runs."""
     return print(fmt, *args, ordered=ordered, partitioned=partitioned,
                  skip_format_check=skip_format_check, _use_logging=_use_logging, **kwargs)
+
+
+def _staged_sharding(x):
+    """The sharding a staged value will have: its type's sharding when a mesh is in
+    context, else replicated over the devices the program runs on."""
+    import numpy as np
+    import xform
+    from xform import sharding as S
+    t = xform.typeof(x).sharding
+    mesh = getattr(t, "mesh", None)
+    if mesh is not None and getattr(mesh, "shape_tuple", ()) and hasattr(mesh, "devices"):
+        return t
+    devs = xform.devices()
+    if len(devs) == 1:
+        return S.SingleDeviceSharding(devs[0])
+    return S.NamedSharding(S.Mesh(np.array(devs), ("d",)), S.PartitionSpec())
+
+
+def inspect_array_sharding(value, *, callback):
+    """Call ``callback`` with the sharding of each array in ``value`` (a pytree).  On
+    concrete arrays that is their ``.sharding``; under ``jit`` it is called once, when
+    the function is traced, with the sharding the staged value gets (as JAX calls it
+    once per compilation).  Returns None."""
+    if not callable(callback):
+        raise TypeError(f"inspect_array_sharding: callback must be callable, got {callback!r}")
+    leaves, _ = tree_flatten(value)
+    for leaf in leaves:
+        if isinstance(leaf, core.Tracer):
+            callback(_staged_sharding(leaf))
+        elif hasattr(leaf, "sharding"):
+            callback(leaf.sharding)
+        else:
+            import xform.numpy as xnp
+            callback(xnp.asarray(leaf).sharding)

@@ -1739,30 +1739,8 @@ def _keys_equal(a, b, negate=False):
 
 
 # ----------------------------------------------------------------- out_sharding
-# JAX's samplers take ``out_sharding=``: the result laid out with that sharding (None:
-# the default layout).  Each public sampler here gets the keyword, applied with
-# ``xform.sharding.reshard`` (a copy eagerly, a sharding constraint under jit).  A
-# sharding over a mesh with no axes (what ``typeof(x).sharding`` is outside any mesh,
-# as flax passes it) lays nothing out, as in JAX.
-
-def _with_out_sharding(fn):
-    import functools
-    import inspect
-
-    @functools.wraps(fn)
-    def sampler(*args, out_sharding=None, **kwargs):
-        out = fn(*args, **kwargs)
-        mesh = getattr(out_sharding, "mesh", None)
-        if out_sharding is None or (mesh is not None and not tuple(mesh.axis_names)):
-            return out
-        from xform.sharding import reshard
-        return reshard(out, out_sharding)
-
-    sig = inspect.signature(fn)
-    sampler.__signature__ = sig.replace(parameters=[*sig.parameters.values(),
-        inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)])
-    return sampler
-
+# JAX's samplers take ``out_sharding=`` (see ``xform._out_sharding``).
+from xform._out_sharding import with_out_sharding as _with_out_sharding  # noqa: E402
 
 for _name in ("ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
               "dirichlet", "exponential", "f", "gamma", "generalized_normal", "geometric",

@@ -227,3 +227,12 @@ _jitted.install(_sys.modules[__name__])
 # ---- the functions that are jnp.ufunc objects in JAX (jnp.add, jnp.multiply, ...)
 from xform.numpy import _ufunc_methods as _ufunc_methods  # noqa: E402
 _ufunc_methods.install_ufunc_objects(_sys.modules[__name__])
+
+# ---- JAX's out_sharding= keyword (see xform._out_sharding)
+from xform._out_sharding import with_out_sharding as _with_out_sharding  # noqa: E402
+
+for _name in ("arange", "array", "asarray", "bincount", "broadcast_to", "dot", "einsum",
+              "empty", "full", "full_like", "matmul", "ones", "ones_like", "percentile",
+              "ravel", "repeat", "reshape", "tensordot", "zeros", "zeros_like"):
+    globals()[_name] = _with_out_sharding(globals()[_name])
+del _name

@@ -135,6 +135,10 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
             if a.dtype not in fast:
+                if name in ("equal", "not_equal") and dtypes.is_extended(a.dtype):
+                    # typed PRNG keys compare (all key words equal), as in JAX
+                    from xform.random import _keys_equal
+                    return _keys_equal(x1, x2, negate=name == "not_equal")
                 _reject(name, a.dtype, fast)
             if p is None:
                 p = prim(pname)

@@ -168,11 +168,22 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
 def visualize_array_sharding(arr, *, use_color=False, scale=1.0, min_width=9, max_width=80,
                              color_map=None):
     """Print which devices hold which block of a 1-D or 2-D array."""
-    shape = tuple(arr.shape)
+    visualize_sharding(arr.shape, arr.sharding, use_color=use_color, scale=scale,
+                       min_width=min_width, max_width=max_width, color_map=color_map)
+
+
+def visualize_sharding(shape, sharding, *, use_color=False, scale=1.0, min_width=9,
+                       max_width=80, color_map=None):
+    """Print which devices ``sharding`` puts each block of a 1-D or 2-D ``shape`` on (a
+    text grid: one cell per block, labelled with its devices' ids)."""
+    shape = tuple(int(d) for d in shape)
     if len(shape) not in (1, 2):
-        raise ValueError(f"visualize_array_sharding only supports 1-D and 2-D arrays, got shape "
+        raise ValueError(f"visualize_sharding only supports 1-D and 2-D shapes, got shape "
                          f"{shape}")
-    sh = arr.sharding
+    if not is_sharding(sharding):
+        raise TypeError(f"visualize_sharding needs an xform.sharding.Sharding, got "
+                        f"{sharding!r}")
+    sh = sharding
     m = sh.devices_indices_map(shape)
     shape2 = shape if len(shape) == 2 else (1,) + shape
     blocks = {}
