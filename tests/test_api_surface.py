@@ -625,7 +625,6 @@ SUBMODULE_MISSING = {
         "split_p stack_p stage stage_p tile_p "
         "unstack_p").split()},
     "random": {"random_gamma_p": "a JAX-internal primitive"},
-    "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
     "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types"},
     "custom_derivatives": {"remat_opt_p": "internals"},
     "sharding": {"ManualAxisType": "sharding in types"},
@@ -663,9 +662,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1375 of JAX 0.10.2's 1436 public names in the counted modules (95.8%);
+    """xform has 1377 of JAX 0.10.2's 1436 public names in the counted modules (95.9%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.956, (have, total)
+    assert have / total >= 0.958, (have, total)
