@@ -54,7 +54,11 @@ __all__ = ["float0", "named_call", "named_scope", "ensure_compile_time_eval", "t
            "enable_checks", "transfer_guard", "transfer_guard_host_to_device",
            "transfer_guard_device_to_host", "transfer_guard_device_to_device",
            "effects_barrier", "copy_to_host_async", "process_count", "process_index",
-           "process_indices", "host_count", "host_id", "host_ids", "fwd_and_bwd", "no_tracing"]
+           "process_indices", "host_count", "host_id", "host_ids", "fwd_and_bwd", "no_tracing",
+           "default_prng_impl", "enable_custom_prng", "legacy_prng_key",
+           "threefry_partitionable", "debug_key_reuse", "allow_f16_reductions",
+           "array_garbage_collection_guard", "jax2tf_associative_scan_reductions",
+           "softmax_custom_jvp", "no_execution", "thread_guard"]
 
 _log = logging.getLogger("xform")
 
@@ -257,7 +261,7 @@ def _config_context(option, doc, convert=lambda v: v):
     def ctx(new_val=True):
         with config.override(option, convert(new_val)):
             yield
-    ctx.__name__ = option[len("jax_"):]
+    ctx.__name__ = option[len("jax_"):] if option.startswith("jax_") else option
     ctx.__doc__ = f"Context manager for the ``{option}`` option: {doc}"
     return ctx
 
@@ -280,6 +284,26 @@ check_tracer_leaks = _config_context("jax_check_tracer_leaks",
                                      "check for leaked tracers.", bool)
 checking_leaks = functools.partial(check_tracer_leaks, True)
 enable_checks = _config_context("jax_enable_checks", "type-check staged programs.", bool)
+# JAX's context managers for the rest of its options: each sets the option for its block
+# through config.update, so a value xform does not support raises NotImplementedError
+# there, as xform.config.update does (see docs/compatibility.md).
+default_prng_impl = _config_context("jax_default_prng_impl", "the default PRNG implementation.")
+enable_custom_prng = _config_context("jax_enable_custom_prng", "custom PRNG implementations.",
+                                     bool)
+legacy_prng_key = _config_context("jax_legacy_prng_key",
+                                  "'allow', 'warn' or 'error' on raw uint32 keys.")
+threefry_partitionable = _config_context("jax_threefry_partitionable",
+                                         "partitionable threefry bits.", bool)
+debug_key_reuse = _config_context("jax_debug_key_reuse", "key-reuse checking.", bool)
+allow_f16_reductions = _config_context("jax_allow_f16_reductions",
+                                       "reductions in 16-bit floats.", bool)
+array_garbage_collection_guard = _config_context("jax_array_garbage_collection_guard",
+                                                 "what to do when an array is collected.")
+jax2tf_associative_scan_reductions = _config_context(
+    "jax2tf_associative_scan_reductions", "jax2tf's reduction lowering.", bool)
+softmax_custom_jvp = _config_context("jax_softmax_custom_jvp", "softmax's custom JVP.", bool)
+no_execution = _config_context("jax_no_execution", "refuse to execute computations.", bool)
+thread_guard = _config_context("jax_thread_guard", "a multi-process thread check.", bool)
 
 
 @contextlib.contextmanager

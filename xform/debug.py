@@ -26,9 +26,10 @@ from xform._ad_api import as_value
 from xform._src.interpreters import errors
 from xform.sharding._api import visualize_array_sharding as _v, visualize_sharding
 from xform.tree_util import tree_flatten
+from xform._debugger import breakpoint  # noqa: A004
 
 __all__ = ["print", "log", "callback", "debug_callback_p", "visualize_array_sharding",
-           "visualize_sharding", "inspect_array_sharding"]
+           "visualize_sharding", "inspect_array_sharding", "breakpoint"]
 
 _print = print
 

@@ -1024,3 +1024,22 @@ __all__ = ["ComplexWarning", "array_repr", "array_str", "iterable", "object_", "
            "choose", "piecewise", "compress", "extract", "place", "put", "put_along_axis",
            "delete", "insert", "matvec", "vecmat", "packbits", "unpackbits",
            "apply_along_axis", "apply_over_axes", "vectorize", "ufunc", "frompyfunc"]
+
+
+def _impure(name, what):
+    def f(*args, **kwargs):
+        raise NotImplementedError(
+            f"jnp.{name}() is not implemented because it may be non-pure and thus unsafe "
+            f"for use with JIT and other transformations (it consumes the {what}). Read "
+            f"it with NumPy outside the transformed function: "
+            f"xform.numpy.asarray(np.{name}(...)).")
+    f.__name__ = name
+    f.__doc__ = (f"Deliberately not implemented, as in JAX: reading a {what} is a side "
+                 f"effect. Use ``xform.numpy.asarray(np.{name}(...))`` outside transformed "
+                 "functions.")
+    return f
+
+
+fromfile = _impure("fromfile", "file object")
+fromiter = _impure("fromiter", "iterable object")
+__all__ += ["fromfile", "fromiter"]
