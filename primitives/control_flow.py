@@ -500,10 +500,13 @@ def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unr
     if reverse:
         ys.reverse()
     y_avals = out_avals[num_carry:]
-    stacked = [Array(np.stack([y[j] for y in ys]).astype(a.dtype) if ys
-                     else np.zeros(a.shape, a.dtype), a.weak_type)
+
+    def np_dtype(dt):   # typed PRNG keys are held as NumPy structured values
+        return dt.struct if isinstance(dt, dtypes.ExtendedDType) else dt
+    stacked = [Array(np.stack([y[j] for y in ys]).astype(np_dtype(a.dtype)) if ys
+                     else np.zeros(a.shape, np_dtype(a.dtype)), a.weak_type)
                for j, a in enumerate(y_avals)]
-    carry = [c if isinstance(c, Array) else Array(np.asarray(c, a.dtype), a.weak_type)
+    carry = [c if isinstance(c, Array) else Array(np.asarray(c, np_dtype(a.dtype)), a.weak_type)
              for c, a in zip(carry, out_avals)]
     return carry + stacked
 

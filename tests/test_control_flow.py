@@ -563,3 +563,19 @@ def test_scan_unroll_under_jit_matches_jax_and_copies_the_body(unroll, reverse):
                      "20": (0, 10)}[repr(unroll)]   # (True == 1 as a dict key)
     assert text.count('"stablehlo.while"') == loops
     assert text.count('"stablehlo.dynamic_slice"') == bodies
+
+
+def test_eager_scan_stacks_typed_keys_as_jax():
+    # scan (run eagerly) whose per-step outputs and carry are typed PRNG keys
+
+    def run(lib, jnp, n):
+        k = lib.random.key(0)
+
+        def f(c, x):
+            return lib.random.fold_in(c, x), lib.random.fold_in(k, x)
+        c, ys = lib.lax.scan(f, k, jnp.arange(n))
+        return np.asarray(lib.random.key_data(c)), np.asarray(lib.random.key_data(ys))
+
+    for n in (3, 0):
+        for got, want in zip(run(xform, xnp, n), run(jax, jax.numpy, n)):
+            np.testing.assert_array_equal(got, want)

@@ -517,7 +517,7 @@ res = {
 }
 errors = {}
 for stmt in ("from jax._src import earray", "import jax._src.literals",
-             "from jax._src.interpreters import pxla", "from jax.extend import ifrt_programs",
+             "from jax._src.interpreters import pxla", "from jax.extend import backend",
              "import jax._src.api"):
     try:
         exec(stmt, {"__name__": "some_library"})
@@ -525,6 +525,18 @@ for stmt in ("from jax._src import earray", "import jax._src.literals",
     except ImportError as e:
         errors[stmt] = str(e)
 res["errors"] = errors
+# IFRT programs: importable (libraries import them at module level), refused when used
+from jax.extend import ifrt_programs
+from jax.interpreters import pxla
+refused = []
+for use in (lambda: ifrt_programs.ifrt_programs.make_plugin_program("p"),
+            lambda: pxla.global_avals_to_results_handler((), (), True)):
+    try:
+        use()
+        refused.append(False)
+    except NotImplementedError as e:
+        refused.append("IFRT" in str(e))
+res["ifrt_refused"] = refused == [True, True]
 # xform's own runtime keeps working under the alias
 res["jit"] = float(jax.jit(lambda x: x * 2)(3.0))
 xform.compat.unalias_jax()
