@@ -618,7 +618,7 @@ COUNTED_MODULES = [
 SUBMODULE_MISSING = {
     "lax": {n: "not implemented" for n in (
         "after_all_p "
-        "approx_top_k_p copy_p create_token_p dce_sink dce_sink_p "
+        "approx_top_k_p copy_p create_token_p "
         "device_put_p eq_to_p le_to_p lt_to_p mulhi_p pcast "
         "precv psend ragged_all_to_all ragged_all_to_all_p "
         "scaled_dot scatter_sub_p select_and_scatter_p "
@@ -662,9 +662,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1377 of JAX 0.10.2's 1436 public names in the counted modules (95.9%);
+    """xform has 1379 of JAX 0.10.2's 1436 public names in the counted modules (96.0%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.958, (have, total)
+    assert have / total >= 0.96, (have, total)
