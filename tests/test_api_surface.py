@@ -631,7 +631,7 @@ SUBMODULE_MISSING = {
     "profiler": {n: "device profiling server" for n in (
         "ProfileData ProfileEvent ProfileOptions ProfilePlane device_memory_profile "
         "register_subprocess save_device_memory_profile start_server stop_server").split()},
-    "experimental": {"EArray": "internals", "compilation_cache": "xform's own cache module",
+    "experimental": {"EArray": "internals",
                      "primal_tangent_dtype": "internals"},
     "ffi": {n: "the C++ FFI" for n in (
         "build_ffi_lowering_function ffi_call ffi_lowering include_dir pycapsule "
@@ -662,7 +662,7 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1379 of JAX 0.10.2's 1436 public names in the counted modules (96.0%);
+    """xform has 1380 of JAX 0.10.2's 1436 public names in the counted modules (96.1%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
