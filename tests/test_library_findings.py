@@ -207,3 +207,33 @@ def _symbolic_vjp(lib):
 def test_custom_vjp_symbolic_zeros_fwd_sees_perturbation_as_jax():
     # equinox's filter_custom_vjp reads CustomVJPPrimal.perturbed
     assert _symbolic_vjp(xform) == _symbolic_vjp(jax)
+
+
+def test_eval_shape_takes_avals_as_flax_linen_does():
+    """flax.linen's ConvLocal calls eval_shape with a ``jax.core.ShapedArray`` argument."""
+    import jax
+    import jax.core
+
+    def f(lib, aval_cls):
+        return lib.eval_shape(lambda a, b: lib.numpy.tanh(a @ b), lib.numpy.ones((2, 3)),
+                              aval_cls((3, 4), np.float32))
+    got, want = f(xform, xform.core.ShapedArray), f(jax, jax.core.ShapedArray)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype) == ((2, 4), np.float32)
+
+
+def test_einsum_private_dot_general_hook_as_flax_uses_it():
+    """flax's Einsum/attention pass ``_dot_general=`` to jnp.einsum: it does every
+    pairwise contraction."""
+    import jax
+    calls = []
+
+    def run(lib):
+        def dg(a, b, dimension_numbers, precision=None, preferred_element_type=None):
+            calls.append(lib.__name__)
+            return lib.lax.dot_general(a, b, dimension_numbers, precision=precision,
+                                       preferred_element_type=preferred_element_type) * 2
+        x, y, z = (lib.numpy.arange(float(n)).reshape(s) for n, s in
+                   ((6, (2, 3)), (12, (3, 4)), (8, (4, 2))))
+        return lib.numpy.einsum("ij,jk,kl->il", x, y, z, _dot_general=dg)
+    np.testing.assert_allclose(run(xform), run(jax))
+    assert calls.count("xform") == calls.count("jax") == 2

@@ -48,7 +48,7 @@ from xform._src import lowering
 from xform._src.interpreters import dtypes as _dt
 from xform._src.primitives.jit import check_outputs_or_rerun
 from xform.sharding._jit import ShardedJit
-from xform.tree_util import tree_leaves
+from xform.tree_util import tree_leaves, tree_map
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -1198,8 +1198,17 @@ def eval_shape(fun, *args, **kwargs):
     """The output shapes/dtypes of ``fun(*args)`` as ShapeDtypeStructs, without running it."""
     if not callable(fun):
         raise TypeError(f"eval_shape: expected a callable, got {fun!r}")
+    args, kwargs = tree_map(_as_shape_dtype, (args, kwargs))
     closed, out_tree = _abstract_trace(fun, args, kwargs, (), name="eval_shape")
     return out_tree.unflatten([_sds(a) for a in closed.out_avals])
+
+
+def _as_shape_dtype(x):
+    """eval_shape takes anything with a shape and a dtype (an aval such as ``ShapedArray``
+    included, as JAX's does), not only arrays and ShapeDtypeStructs."""
+    if isinstance(x, ShapedArray):
+        return ShapeDtypeStruct(x.shape, x.dtype, weak_type=x.weak_type)
+    return x
 
 
 def _compile_with_xla(closed, **kwargs):

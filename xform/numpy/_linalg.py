@@ -23,17 +23,22 @@ from xform.numpy._util import lax
 from xform.numpy._creation import zeros
 
 
-def _dot_general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
+def _dot_general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None,
+                 dot_general=None):
     pet = U.canonical_dtype(preferred_element_type)
     a, b = U.promote_dtypes(a, b)
     out_dt = pet or a.dtype
     if a.weak_type and pet is None:
         pass
-    out = lax.dot_general(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))),
-                            precision=precision, preferred_element_type=out_dt)
+    out = (dot_general or lax.dot_general)(
+        a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))), precision=precision,
+        preferred_element_type=out_dt)
     if a.weak_type and b.weak_type and pet is None and not out.weak_type:
         out = U.convert(out, out.dtype, True)
     return out
+
+
+_contract = _dot_general   # einsum's name for it (its `_dot_general` parameter shadows it)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
@@ -289,7 +294,9 @@ def _parse_einsum(subscripts, shapes):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, _dot_general=None):
+    """NumPy's einsum. ``_dot_general`` (JAX's private hook, which flax uses to inject its
+    own contraction) replaces ``lax.dot_general`` for every pairwise contraction."""
     subscripts, operands = _einsum_subscripts(subscripts, operands)
     xs = [U.to_array(o) for o in operands]
     if not xs:
@@ -339,10 +346,11 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
             shared = [c for c in s_a if c in s_b]
             batch = [c for c in shared if c in later]
             contract = [c for c in shared if c not in later]
-            a = _dot_general(a, b, (tuple(s_a.index(c) for c in contract),
+            a = _contract(a, b, (tuple(s_a.index(c) for c in contract),
                                     tuple(s_b.index(c) for c in contract)),
                              (tuple(s_a.index(c) for c in batch),
-                              tuple(s_b.index(c) for c in batch)), precision, pet)
+                              tuple(s_b.index(c) for c in batch)), precision, pet,
+                             _dot_general)
             s_a = ("".join(batch) + "".join(c for c in s_a if c not in shared)
                    + "".join(c for c in s_b if c not in shared))
         ops.append((s_a, a))
