@@ -618,21 +618,20 @@ COUNTED_MODULES = [
 SUBMODULE_MISSING = {
     "lax": {n: "not implemented" for n in (
         "after_all_p "
-        "approx_top_k_p copy_p create_token_p dce_sink dce_sink_p "
+        "approx_top_k_p copy_p create_token_p "
         "device_put_p eq_to_p le_to_p lt_to_p mulhi_p pcast "
         "precv psend ragged_all_to_all ragged_all_to_all_p "
         "scaled_dot scatter_sub_p select_and_scatter_p "
         "split_p stack_p stage stage_p tile_p "
         "unstack_p").split()},
     "random": {"random_gamma_p": "a JAX-internal primitive"},
-    "scipy.spatial.transform": {"Rotation": "not implemented", "Slerp": "not implemented"},
     "debug": {"DebugEffect": "JAX's effect types", "OrderedDebugEffect": "JAX's effect types"},
     "custom_derivatives": {"remat_opt_p": "internals"},
     "sharding": {"ManualAxisType": "sharding in types"},
     "profiler": {n: "device profiling server" for n in (
         "ProfileData ProfileEvent ProfileOptions ProfilePlane device_memory_profile "
         "register_subprocess save_device_memory_profile start_server stop_server").split()},
-    "experimental": {"EArray": "internals", "compilation_cache": "xform's own cache module",
+    "experimental": {"EArray": "internals",
                      "primal_tangent_dtype": "internals"},
     "ffi": {n: "the C++ FFI" for n in (
         "build_ffi_lowering_function ffi_call ffi_lowering include_dir pycapsule "
@@ -663,9 +662,9 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1375 of JAX 0.10.2's 1436 public names in the counted modules (95.8%);
+    """xform has 1380 of JAX 0.10.2's 1436 public names in the counted modules (96.1%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"
     assert not stale, f"listed as missing but present: {stale}"
-    assert have / total >= 0.956, (have, total)
+    assert have / total >= 0.96, (have, total)

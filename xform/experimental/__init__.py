@@ -29,3 +29,5 @@ def cur_qdd(x):
     (``xform.experimental.hijax``)."""
     from xform.experimental import hijax
     return hijax.cur_qdd(x)
+from xform.experimental import compilation_cache  # noqa: E402,F401  (JAX names it here)
+from xform.experimental import multihost_utils  # noqa: E402,F401  (in dir(jax.experimental) once imported)

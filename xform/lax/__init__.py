@@ -16,6 +16,7 @@ from xform._src.primitives.sorting import *  # noqa: F401,F403
 from xform._src.primitives.special import *  # noqa: F401,F403
 from xform._src.primitives.structural import *  # noqa: F401,F403
 from xform._src.primitives.windowed import *  # noqa: F401,F403
+from xform._src.primitives.dce_sink import *  # noqa: F401,F403
 from xform._src.primitives.spmd import all_to_all, pbroadcast, ppermute, pshuffle, pswapaxes  # noqa: F401
 from xform.lax import linalg  # noqa: F401
 from xform.lax._solves import custom_linear_solve, custom_root  # noqa: F401

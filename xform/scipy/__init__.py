@@ -15,3 +15,5 @@ from xform.scipy import fft  # noqa: F401,E402
 __all__ += ["fft"]
 from xform.scipy import sparse  # noqa: F401,E402
 __all__ += ["sparse"]
+from xform.scipy import spatial  # noqa: F401,E402
+__all__ += ["spatial"]
