@@ -20,7 +20,6 @@ from xform._src.interpreters.core import Array
 from xform._src.interpreters.core import Tracer
 from xform.sharding._api import make_array_from_single_device_arrays
 from xform.sharding._jit import _broadcast_prefix
-import xform
 
 __all__ = ["broadcast_one_to_all", "process_allgather", "sync_global_devices",
            "assert_equal", "host_local_array_to_global_array",
@@ -28,6 +27,8 @@ __all__ = ["broadcast_one_to_all", "process_allgather", "sync_global_devices",
 
 
 def _xf():
+    """The xform package (its public names), which imports this module itself."""
+    import xform  # deferred: import cycle (xform/__init__ imports xform.experimental)
     return xform
 
 
