@@ -6,8 +6,10 @@ import json
 import logging
 import operator
 import os
+import types
 
 import numpy as np
+
 import pytest
 
 import jax
@@ -650,7 +652,10 @@ def _public_name_coverage():
         except ImportError:
             xm = None
         documented = DOCUMENTED_EXCEPTIONS if not m else SUBMODULE_MISSING.get(m, {})
-        for n in sorted(x for x in dir(jm) if not x.startswith("_")):
+        # submodules are left out: whether JAX's appear in dir() depends on what the
+        # process imported before (test order); the counted ones are listed above
+        for n in sorted(x for x in dir(jm) if not x.startswith("_")
+                        and not isinstance(getattr(jm, x), types.ModuleType)):
             total += 1
             if xm is not None and hasattr(xm, n):
                 have += 1
@@ -662,7 +667,8 @@ def _public_name_coverage():
 
 
 def test_public_name_coverage():
-    """xform has 1380 of JAX 0.10.2's 1436 public names in the counted modules (96.1%);
+    """xform has 1321 of JAX 0.10.2's 1375 public names (submodules left out) in the counted
+    modules (96.1%);
     every missing one is listed with its reason, and none listed is present."""
     have, total, undocumented, stale = _public_name_coverage()
     assert not undocumented, f"missing without a listed reason: {undocumented}"

@@ -650,7 +650,8 @@ def _catalogue():
 
 def test_every_primitive_has_a_batching_rule():
     missing = sorted(f"{n} ({m})" for n, (p, m) in _catalogue().items()
-                     if p not in batching.batch_rules and n not in _NO_RULE_NEEDED)
+                     if p not in batching.batch_rules and n not in _NO_RULE_NEEDED
+                     and not p.missing_rules.get("batching"))   # a declared reason
     assert not missing, f"primitives without a batching rule: {missing}"
 
 

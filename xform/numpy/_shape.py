@@ -279,6 +279,9 @@ def concat(arrays, /, *, axis=0):
 
 
 def stack(arrays, axis=0, dtype=None):
+    if isinstance(arrays, ArrayOps) and arrays.ndim == 0:
+        raise TypeError("stack: expected a sequence of arrays or an array with at least one "
+                        "dimension to stack along, got a 0-d array (len() of unsized object)")
     xs = [_asarr(a) for a in arrays] if not isinstance(arrays, ArrayOps) else \
         [arrays[i] for i in range(arrays.shape[0])]
     if not xs:
