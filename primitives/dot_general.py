@@ -18,7 +18,7 @@ from xform._src.interpreters import ad, batching, core, dtypes, ir
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
-from xform._src.primitives.structural import as_operand, checked_bind, transpose_p
+from xform._src.primitives.structural import as_operand, transpose_p
 from xform._src.primitives import elementwise
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision", "DotAlgorithm",
@@ -278,8 +278,6 @@ def _dot_batch(axis_data, vals, dims, *, dimension_numbers, **params):
 
 dot_general_p.def_abstract_eval(_dot_abstract)
 dot_general_p.def_impl(_dot_impl)
-dot_general_p.weak_rule = lambda args, params: (core.is_weak(args[0]) and core.is_weak(args[1])
-                                                and params["preferred_element_type"] is None)
 ad.jvp_rules[dot_general_p] = _dot_jvp
 ad.transpose_rules[dot_general_p] = _dot_transpose
 batching.batch_rules[dot_general_p] = _dot_batch
@@ -320,7 +318,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (_index_tuple(lb, "batch dims"), _index_tuple(rb, "batch dims")))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return checked_bind(dot_general_p, lhs, rhs, dimension_numbers=dn,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                         precision=_canon_precision(precision), preferred_element_type=pet)
 
 
