@@ -23,17 +23,28 @@ __all__: list = []
 _ARRAYLIKE = (ArrayOps, np.ndarray, np.generic, int, float, complex, bool)
 
 
+def _foreign(other):
+    """An operand that is not array-like: its ``__jax_array__`` value when it has one (as
+    JAX's operators accept), else None (the operator answers NotImplemented)."""
+    m = getattr(other, "__jax_array__", None)
+    return None if m is None else m()
+
+
 def _binop(fn, reflected=False):
     if reflected:
         def op(self, other):
             t = type(other)
             if t is not float and t is not int and not isinstance(other, _ARRAYLIKE):
-                return NotImplemented
+                other = _foreign(other)
+                if other is None:
+                    return NotImplemented
             return fn(other, self)
     else:
         def op(self, other):
             if not isinstance(other, _ARRAYLIKE):
-                return NotImplemented
+                other = _foreign(other)
+                if other is None:
+                    return NotImplemented
             return fn(self, other)
     op.__name__ = fn.__name__
     return op
@@ -46,7 +57,8 @@ def _fast_binop(fn):
         t = type(other)
         if t is Array or t is float or t is int or isinstance(other, _ARRAYLIKE):
             return fn(self, other)
-        return NotImplemented
+        other = _foreign(other)
+        return NotImplemented if other is None else fn(self, other)
     op.__name__ = fn.__name__
     return op
 
@@ -146,7 +158,7 @@ _METHODS = {
     "conjugate": xnp.conjugate, "ravel": xnp.ravel, "flatten": xnp.ravel, "squeeze": xnp.squeeze,
     "swapaxes": xnp.swapaxes, "repeat": xnp.repeat, "take": xnp.take,
     "diagonal": xnp.diagonal, "trace": xnp.trace, "ptp": xnp.ptp, "nonzero": xnp.nonzero,
-    "searchsorted": None,
+    "searchsorted": xnp.searchsorted,
 }
 
 
