@@ -102,11 +102,30 @@ def _result_dtype(lhs, rhs, preferred):
 dot_general_p = Primitive("dot_general")
 
 
+_PRECISION_ALIASES = {"BFLOAT16": "DEFAULT", "TENSORFLOAT32": "HIGH", "FLOAT32": "HIGHEST"}
+
+
+def _pp_precision(precision):
+    """A ``precision`` param as JAX prints it: a named precision for each operand,
+    ``(Precision.HIGHEST, Precision.HIGHEST)``; dot algorithms as they are."""
+    def one(p):
+        name = _PRECISION_ALIASES.get(p.upper(), p.upper())
+        return f"Precision.{name}" if name in ("DEFAULT", "HIGH", "HIGHEST") else None
+    if isinstance(precision, str) and one(precision):
+        return f"({one(precision)}, {one(precision)})"
+    if (isinstance(precision, tuple) and len(precision) == 2
+            and all(isinstance(q, str) and one(q) for q in precision)):
+        return f"({one(precision[0])}, {one(precision[1])})"
+    return precision
+
+
 def _pp_dot_general(eqn, names):
     p = {k: v for k, v in eqn.params.items() if v is not None}
     p.pop("out_sharding", None)
     (lc, rc), (lb, rb) = p["dimension_numbers"]
     p["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    if "precision" in p:
+        p["precision"] = _pp_precision(p["precision"])
     return sorted(p.items())
 
 
