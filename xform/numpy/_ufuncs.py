@@ -511,6 +511,11 @@ def power(x1, x2, /):
         else:
             (a,) = U.promote_dtypes_numeric(x1)
             return lax.integer_pow(a, n)
+    a, b = U.to_array(x1), U.to_array(x2)
+    if a.dtype.kind in "fc" and b.dtype.kind in "iu":
+        # an inexact base with an integer exponent binds pow without promoting the
+        # exponent (JAX's case): its derivative in x is then defined at x = 0 (0 for y = 0)
+        return _bind("pow", *U.promote_shapes_lax("power", a, b))
     a, b = U.promote_dtypes_numeric(x1, x2)
     if a.dtype in _I | _U or a.dtype == np.bool_:
         return _int_pow(*U.promote_args("power", a, b))
