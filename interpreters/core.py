@@ -845,10 +845,22 @@ def get_aval(x) -> ShapedArray:
             rule = pytype_aval_mappings.get(base)
             if rule is not None:
                 return rule(x)
+    if getattr(x, "__jax_array__", None) is not None:
+        raise jax_array_error()
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
                     "Use an xform Array, a NumPy array or a Python scalar.")
+
+
+def jax_array_error():
+    """JAX's error for an object with ``__jax_array__`` where an array's abstract value is
+    needed (a primitive's operand, a transformation's argument): only the ``numpy``
+    functions (and ``convert_element_type``) convert such objects."""
+    return ValueError(
+        "Triggering __jax_array__() during abstractification is no longer supported. To "
+        "avoid this error, either explicitly convert your object using xform.numpy.array(), "
+        "or register your object as a pytree.")
 
 
 # ----------------------------------------------------------------- eager evaluation

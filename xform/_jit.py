@@ -215,8 +215,9 @@ def _leaf_key_slow(x):
     for t, k in _scalar_keys.items():      # subclasses of Python scalars (IntEnum, ...)
         if isinstance(x, t):
             return k
-    if hasattr(x, "__jax_array__") or (hasattr(x, "shape") and hasattr(x, "dtype")
-                                       and hasattr(x, "__array__")):
+    if getattr(x, "__jax_array__", None) is not None:
+        raise core.jax_array_error()       # as JAX: register such a class as a pytree
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__array__"):
         return (tuple(x.shape), canonicalize_dtype(np.dtype(x.dtype)),
                 bool(getattr(x, "weak_type", False)))
     raise _InvalidLeaf(None, x)

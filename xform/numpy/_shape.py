@@ -27,20 +27,20 @@ from xform.numpy._ufuncs import subtract
 
 
 def _arr(x, name):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     return U.to_array(x)
 
 
 def shape(a):
-    return U.aval(a).shape
+    return U.aval(U.from_jax_array(a)).shape
 
 
 def ndim(a):
-    return len(U.aval(a).shape)
+    return len(U.aval(U.from_jax_array(a)).shape)
 
 
 def size(a, axis=None):
-    s = U.aval(a).shape
+    s = U.aval(U.from_jax_array(a)).shape
     if axis is None:
         return int(np.prod(s, dtype=np.int64))
     return s[U.canonicalize_axis(axis, len(s))]
@@ -650,7 +650,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     the axis (shape (1,) included); with ``total_repeat_length`` the output length is
     static, so ``repeats`` may be traced (the last block runs on, or the output is
     truncated).  ``a`` and ``repeats`` are arrays or scalars (lists are refused, as JAX)."""
-    U.check_arraylike("repeat", a, repeats)
+    a, repeats = U.ensure_arraylike("repeat", a, repeats)
     x = _arr(a, "repeat")
     if axis is None:
         x, axis = ravel(x), 0
