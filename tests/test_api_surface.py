@@ -694,3 +694,13 @@ def test_missing_backend_raises_runtime_error_as_jax(backend):
         xform.device_count(backend)
     with pytest.raises(RuntimeError):
         xform.devices(backend)
+
+
+def test_jitted_function_type_name_and_repr_are_jaxs():
+    import pickle
+
+    def f(x):
+        return x
+    assert type(xform.jit(f)).__name__ == type(jax.jit(f)).__name__
+    assert repr(xform.jit(f)) == repr(jax.jit(f))
+    assert pickle.loads(pickle.dumps(type(xform.jit(f)))) is type(xform.jit(f))
