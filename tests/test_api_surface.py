@@ -681,3 +681,26 @@ def test_lib_version_is_jaxlibs():
     assert xform.lib.__version__ == jax.lib.__version__
     with pytest.raises(AttributeError, match="jax.lib.__version__ only"):
         xform.lib.xla_client
+
+
+@pytest.mark.parametrize("backend", ["gpu", "tpu"])
+def test_missing_backend_raises_runtime_error_as_jax(backend):
+    # chex's DevicesAssertTest counts devices with `except RuntimeError: 0`
+    if backend in {d.platform for d in jax.devices()}:
+        pytest.skip(f"this machine has a {backend}")
+    with pytest.raises(RuntimeError):
+        jax.device_count(backend)
+    with pytest.raises(RuntimeError, match=f"Unknown backend.*{backend}.*cpu"):
+        xform.device_count(backend)
+    with pytest.raises(RuntimeError):
+        xform.devices(backend)
+
+
+def test_jitted_function_type_name_and_repr_are_jaxs():
+    import pickle
+
+    def f(x):
+        return x
+    assert type(xform.jit(f)).__name__ == type(jax.jit(f)).__name__
+    assert repr(xform.jit(f)) == repr(jax.jit(f))
+    assert pickle.loads(pickle.dumps(type(xform.jit(f)))) is type(xform.jit(f))
