@@ -273,8 +273,7 @@ def get_backend(backend=None):
     if runtime_kind() == "own":
         if backend in (None, "cpu"):
             return _own_client("cpu")
-        raise ValueError(f"backend {backend!r} is not available (no PJRT plugin for it is "
-                         "installed); available: ['cpu']")
+        raise _unknown_backend(backend, ["cpu"], "no PJRT plugin for it is installed")
     if not _synced[0]:
         _sync_runtime_config()
     from jax._src.xla_bridge import get_backend as jax_get_backend
@@ -282,8 +281,17 @@ def get_backend(backend=None):
         with interrupts.deferred():          # JAX's backend initialisation
             return jax_get_backend(backend)
     except RuntimeError as e:
-        raise ValueError(f"backend {backend!r} is not available ({e}); available: "
-                         f"{_available_platforms()}") from None
+        raise RuntimeError(str(e)) from None     # JAX's own words
+
+
+def _unknown_backend(backend, present, why):
+    """JAX's error (type and wording) for a backend that is not there, and why."""
+    if backend in ("gpu", "cuda", "rocm"):
+        msg = (f"Unknown backend: {backend!r} requested, but no platforms that are instances "
+               f"of {backend} are present. Platforms present are: {','.join(present)}")
+    else:
+        msg = f"Unknown backend {backend}. Available backends are {list(present)}"
+    return RuntimeError(f"{msg} ({why})")
 
 
 _synced = [False]

@@ -139,8 +139,8 @@ def swapaxes(a, axis1, axis2):
 
 def moveaxis(a, source, destination):
     x = _arr(a, "moveaxis")
-    src = (source,) if not isinstance(source, (tuple, list)) else tuple(source)
-    dst = (destination,) if not isinstance(destination, (tuple, list)) else tuple(destination)
+    src = U.axis_tuple(source)
+    dst = U.axis_tuple(destination)
     if len(src) != len(dst):
         raise ValueError("Inconsistent number of elements: "
                          f"{len(src)} vs {len(dst)}")
@@ -154,7 +154,7 @@ def moveaxis(a, source, destination):
 
 def expand_dims(a, axis):
     x = _arr(a, "expand_dims")
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = U.axis_tuple(axis)
     nd = x.ndim + len(axes)
     axes = sorted(U.canonicalize_axis(ax, nd) for ax in axes)
     if len(set(axes)) != len(axes):
@@ -569,7 +569,7 @@ def roll(a, shift, axis=None):
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), x.shape)
     shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = U.axis_tuple(axis)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     if len(axes) == 1 and len(shifts) > 1:

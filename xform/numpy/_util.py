@@ -9,6 +9,8 @@ this module: the ufunc wrappers test for it first.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
@@ -334,7 +336,7 @@ def promote_args_inexact(name, *args):
 
 def canonicalize_axis(axis, ndim, name="axis"):
     try:
-        a = int(axis) if not isinstance(axis, ArrayOps) else int(core.concrete_or_error(
+        a = operator.index(axis) if not isinstance(axis, ArrayOps) else int(core.concrete_or_error(
             axis, "an axis argument must be a static Python int"))
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {axis!r}") from None
@@ -343,10 +345,29 @@ def canonicalize_axis(axis, ndim, name="axis"):
     return a % ndim if ndim else a
 
 
+def axis_tuple(axis):
+    """An axis argument as a tuple: an integer (anything with ``__index__``) is one axis,
+    any other iterable (tuple, list, range, a 1-d integer array) a sequence of them, as
+    JAX's ``jax.numpy`` reads ``axis`` arguments."""
+    if isinstance(axis, (tuple, list)):
+        return tuple(axis)
+    if isinstance(axis, ArrayOps) and axis.ndim == 0:
+        return (axis,)
+    try:
+        return (operator.index(axis),)
+    except TypeError:
+        pass
+    if isinstance(axis, (str, bytes)) or not hasattr(axis, "__iter__"):
+        return (axis,)        # canonicalize_axis names the bad value
+    return tuple(axis)
+
+
 def canonicalize_axes(axis, ndim):
     """``None`` -> all axes; int or sequence -> sorted tuple of unique non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
+    if not isinstance(axis, (tuple, list)):
+        axis = axis_tuple(axis)
     if isinstance(axis, (tuple, list)):
         out = tuple(canonicalize_axis(a, ndim) for a in axis)
         if len(set(out)) != len(out):
