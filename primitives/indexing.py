@@ -367,7 +367,9 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
                          GatherScatterMode.CLIP)
     g = x[tuple(_coords(starts, waxes, [slice_sizes[a] for a in waxes]))]
     if mode == GatherScatterMode.FILL_OR_DROP:
-        if x.dtype.kind == "V":   # typed PRNG keys: every word the uint32 maximum, as JAX
+        if x.dtype.names is not None:
+            # typed PRNG keys (structured words, not bfloat16's kind "V"): every word the
+            # uint32 maximum, as JAX
             fv = np.zeros((), x.dtype)
             fv[x.dtype.names[0]] = np.iinfo(np.uint32).max
         else:

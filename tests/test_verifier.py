@@ -36,7 +36,8 @@ NO_LOWERING_ALLOWED = {
 EFFECTS = {"debug_callback", "pure_callback", "io_callback",   # + tests/test_callbacks.py
            "debug_print",   # xform.debug.print; tested in test_jit.py / test_debug_print.py
            "rng_uniform",   # rng_uniform: stateful, bits unspecified (test_random.py)
-           "check"}         # checkify's check: lowering refuses it (test_checkify.py)
+           "check",         # checkify's check: lowering refuses it (test_checkify.py)
+           "ffi_call"}      # a compiled C++ handler, no reference: tests/test_ffi.py
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                 "checkpoint", "remat", "cond", "while", "scan",
