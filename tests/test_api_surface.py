@@ -27,8 +27,8 @@ DOCUMENTED_EXCEPTIONS = {
     "smap": "partially manual shard_map",
     "remove_size_one_mesh_axis_from_type": "sharding in types",
     "auto_pcast": "sharding in types",
-    # JAX-internal modules (tracing internals, jaxlib, the C++ FFI)
-    "ad": "internals", "ffi": "C++ FFI",
+    # JAX-internal modules (tracing internals, jaxlib)
+    "ad": "internals",
     "tools": "internals",   # in dir(jax) once something imports them
     # memory spaces: not implemented
     "memory": "memory spaces",
@@ -635,10 +635,6 @@ SUBMODULE_MISSING = {
         "register_subprocess save_device_memory_profile start_server stop_server").split()},
     "experimental": {"EArray": "internals",
                      "primal_tangent_dtype": "internals"},
-    "ffi": {n: "the C++ FFI" for n in (
-        "build_ffi_lowering_function ffi_call ffi_lowering include_dir pycapsule "
-        "register_ffi_target register_ffi_target_as_batch_partitionable register_ffi_type "
-        "register_ffi_type_id").split()},
 }
 
 
