@@ -419,8 +419,16 @@ class Tracer(ArrayOps):
         return self._concrete(errors.ConcretizationTypeError, ".item() of a traced array").item()
 
     def tolist(self):
-        return np.asarray(self._concrete(errors.ConcretizationTypeError,
-                                         ".tolist() of a traced array")).tolist()
+        return np.asarray(self._concrete(
+            errors.ConcretizationTypeError,
+            "The tolist() method was called on traced array: .tolist() of a traced "
+            "array")).tolist()
+
+    def tobytes(self, order="C"):
+        return np.asarray(self._concrete(
+            errors.ConcretizationTypeError,
+            "The tobytes() method was called on traced array: .tobytes() of a traced "
+            "array")).tobytes(order)
 
     def __array__(self, dtype=None, copy=None):
         v = self.to_concrete_value()
@@ -644,6 +652,10 @@ class Array(ArrayOps):
     def tolist(self):
         self._refuse_key_conversion()
         return np.asarray(self._value).tolist()
+
+    def tobytes(self, order="C"):
+        self._refuse_key_conversion()
+        return np.asarray(self._value).tobytes(order)
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'. Arrays are mutable-looking values; use a "
