@@ -388,3 +388,65 @@ def test_tobytes_tolist_and_searchsorted_methods():
     a = np.sort(np.random.default_rng(3).standard_normal(9).astype(np.float32))
     _same(xnp.asarray(a).searchsorted(a[3], side="right"),
           jnp.asarray(a).searchsorted(a[3], side="right"))
+
+
+# ----------------------------------------------------------------- indexing errors and updates
+
+
+@pytest.mark.parametrize("shape,idx,msg", [
+    ((2,), -4, "index -4 out of bounds for axis 0 with size 2"),
+    ((2, 3), np.index_exp[..., -4], "index -4 out of bounds for axis 1 with size 3"),
+    ((2, 3, 5), np.index_exp[:, [1, 2], 6], "index 6 out of bounds for axis 2 with size 5"),
+    ((2, 3, 5), np.index_exp[np.arange(3), 6, None],
+     "index 6 out of bounds for axis 1 with size 3"),
+    ((2, 3), (1, 2, 3), "Too many indices: array is 2-dimensional, but 3 were indexed")])
+def test_check_static_indices_option(shape, idx, msg):
+    xform.config.update("jax_check_static_indices", True)
+    jax.config.update("jax_check_static_indices", True)
+    try:
+        for lib, make in ((xform, xnp), (jax, jnp)):
+            arr = make.zeros(shape)
+            for f in (lambda: arr[idx], lambda: lib.jit(lambda x: x[idx])(arr),
+                      lambda: arr.at[idx].get()):
+                with pytest.raises(IndexError, match=re.escape(msg)):
+                    f()
+    finally:
+        xform.config.update("jax_check_static_indices", False)
+        jax.config.update("jax_check_static_indices", False)
+
+
+def test_bad_index_types_are_type_errors():
+    for idx in [0.0, (0, 0.0), (np.arange(2), 1 + 1j)]:
+        _raises_alike(lambda: xnp.zeros((2, 2))[idx], lambda: jnp.zeros((2, 2))[idx],
+                      TypeError, "Indexer must have integer or boolean type, got indexer "
+                                 "with type")
+    _raises_alike(lambda: xnp.zeros(2).at[0.0].set(1.0), lambda: jnp.zeros(2).at[0.0].set(1.0),
+                  TypeError, "Indexer must have integer or boolean type")
+    _raises_alike(lambda: xnp.zeros((2, 3))[:, "abc"], lambda: jnp.zeros((2, 3))[:, "abc"],
+                  TypeError, "JAX does not support string indexing")
+    _raises_alike(lambda: xform.jit(lambda x, a: x[a:3])(xnp.ones(5), 1),
+                  lambda: jax.jit(lambda x, a: x[a:3])(jnp.ones(5), 1), IndexError,
+                  "Slice entries must be static integers")
+    for idx, use in [([0, 0], r"arr\[array\(seq\)\]"), ([0, slice(None)], r"arr\[tuple\(seq\)\]")]:
+        _raises_alike(lambda: xnp.zeros((3, 2))[idx], lambda: jnp.zeros((3, 2))[idx],
+                      TypeError, "Using a non-tuple sequence for multidimensional indexing "
+                                 f"is not allowed.*{use}")
+
+
+@pytest.mark.parametrize("idx", [np.index_exp[True], np.index_exp[False],
+                                 np.index_exp[:2, np.array([0, 2]), True],
+                                 np.index_exp[np.array([1, 0]), :, True],
+                                 np.index_exp[True, :, True, :, np.array(True)]])
+def test_update_with_scalar_boolean_index(idx):
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    u = np.arange(100, 100 + np.zeros((3, 4))[idx][..., :1].size, dtype=np.int32)
+    u = u.reshape(np.zeros((3, 4))[idx][..., :1].shape)
+    _same(xnp.asarray(x).at[idx].set(u), jnp.asarray(x).at[idx].set(u))
+    _same(xnp.asarray(x).at[idx].add(u), jnp.asarray(x).at[idx].add(u))
+
+
+def test_update_with_python_int_beyond_int32():
+    _same(xnp.zeros(1, np.uint32).at[0].set(2**32 - 1), jnp.zeros(1, np.uint32).at[0].set(2**32 - 1))
+    _same(xnp.zeros(3, np.int8).at[0].set(300), jnp.zeros(3, np.int8).at[0].set(300))
+    _raises_alike(lambda: xnp.zeros(3, np.int32).at[0].set(2**32 - 1),
+                  lambda: jnp.zeros(3, np.int32).at[0].set(2**32 - 1), OverflowError, "")
