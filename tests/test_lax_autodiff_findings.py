@@ -106,3 +106,29 @@ def test_reduce_differentiates_in_its_initial_value():
     check_grads(f, (x, np.float32(1.3)), order=2, atol=1e-2, rtol=1e-2)
     np.testing.assert_allclose(np.asarray(xform.grad(lambda c: f(x, c).sum())(np.float32(2.0))),
                                np.prod(x, axis=1).sum(), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- gather of bfloat16, filled
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_gather_fill_or_drop_of_low_precision_floats_matches_jax(dtype):
+    # ml_dtypes' bfloat16 has NumPy kind "V", like the structured words of typed PRNG keys
+    import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+    x = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5).astype(dtype)
+    dn = dict(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+
+    def f(lib, x, idx=np.array([[0], [2], [7], [-1]], np.int32)):   # two out of bounds
+        return lib.lax.gather(x, idx, lib.lax.GatherDimensionNumbers(**dn), (1, 4),
+                              mode=lib.lax.GatherScatterMode.FILL_OR_DROP)
+    got, want = f(xform, x), f(jax, x)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got).astype(np.float32),
+                                  np.asarray(want).astype(np.float32))
+    ct = np.ones(want.shape, dtype)
+    gx = xform.vjp(lambda x: f(xform, x), x)[1](ct)[0]
+    gj = jax.vjp(lambda x: f(jax, x), x)[1](ct)[0]
+    np.testing.assert_array_equal(np.asarray(gx).astype(np.float32),
+                                  np.asarray(gj).astype(np.float32))
+    # (the filled rows are NaN, so finite differences only through in-bounds indices)
+    check_grads(lambda x: f(xform, x, np.array([[2], [0], [2]], np.int32)), (x,), order=2,
+                eps=1.0)

@@ -36,14 +36,16 @@ NO_LOWERING_ALLOWED = {
 EFFECTS = {"debug_callback", "pure_callback", "io_callback",   # + tests/test_callbacks.py
            "debug_print",   # xform.debug.print; tested in test_jit.py / test_debug_print.py
            "rng_uniform",   # rng_uniform: stateful, bits unspecified (test_random.py)
-           "check"}         # checkify's check: lowering refuses it (test_checkify.py)
+           "check",         # checkify's check: lowering refuses it (test_checkify.py)
+           "ffi_call"}      # a compiled C++ handler, no reference: tests/test_ffi.py
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                 "checkpoint", "remat", "cond", "while", "scan",
                 "call_exported",   # inlines a serialized module; tested in test_export.py
                 "custom_vmap_call",
                 "linear_call",   # tests/test_linear_call.py
-                "dce_sink"}      # no value; tests/test_dce_sink.py
+                "dce_sink",      # no value; tests/test_dce_sink.py
+                "composite"}     # stablehlo.composite of its decomposition; test_composite.py
 # Typed-key boundary primitives (uint32[..., 2] <-> key<fry>): no arithmetic to compare;
 # their lowering is the identity on the physical words, checked bit for bit against JAX
 # eager, under jit and vmap in tests/test_random.py.

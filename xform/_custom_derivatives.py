@@ -442,10 +442,13 @@ def _check_bwd_out(name, out, dyn, in_tree, in_avals):
         if c_tree != arg_tree:   # None for an array argument: a zero cotangent
             c_leaves, c_tree = tree_flatten(ct, is_leaf=_is_zero_leaf)
         if c_tree != arg_tree:
-            raise TypeError(
-                f"Custom VJP bwd rule for function {name} must produce an output with the same "
-                f"container (pytree) structure as the args tuple of the primal function, but "
-                f"for argument {i} it produced {c_tree} where the argument has {arg_tree}.")
+            c_leaves = _broadcast_prefix_cotangent(ct, arg)
+            if c_leaves is None:
+                raise TypeError(
+                    f"Custom VJP bwd rule for function {name} must produce an output with the "
+                    f"same container (pytree) structure as the args tuple of the primal "
+                    f"function, but for argument {i} it produced {c_tree} where the argument "
+                    f"has {arg_tree}.")
         for cl, a in zip(c_leaves, avals):
             v = _to_flat_tangent(cl, a, "custom VJP bwd output")
             if isinstance(v, _TypeMismatch):
@@ -456,6 +459,23 @@ def _check_bwd_out(name, out, dyn, in_tree, in_avals):
                     f"corresponding to an input of shape/dtype {v.primal.str_short()} "
                     f"(expected {v.expected.str_short()}).")
             flat.append(v)
+    return flat
+
+
+def _broadcast_prefix_cotangent(ct, arg):
+    """The flat cotangents of ``arg``'s leaves when the bwd output ``ct`` is a pytree prefix
+    of ``arg`` (as JAX allows): a leaf of ``ct`` stands for every leaf of the subtree of
+    ``arg`` it meets, None for zeros there (e.g. flax.nnx returns a plain array where the
+    argument held a Variable node around one array). None when ``ct`` is no prefix."""
+    flat = []
+
+    def append(c, sub):
+        flat.extend([c] * len(tree_flatten(sub)[0]))
+
+    try:
+        tree_map(append, ct, arg, is_leaf=lambda x: x is None)
+    except (ValueError, TypeError):
+        return None
     return flat
 
 
