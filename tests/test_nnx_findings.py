@@ -58,3 +58,20 @@ def test_custom_vjp_bwd_output_that_is_no_prefix_raises_as_jax():
         _custom_vjp_grads(jax, jnp, bad)
     with pytest.raises(TypeError, match="same container"):
         _custom_vjp_grads(xform, xnp, bad)
+
+
+@pytest.mark.parametrize("fun", [
+    lambda lib, k: lib.random.normal(k, (2,)),
+    lambda lib, k: lib.random.split(k),
+    lambda lib, k: k,
+], ids=["normal", "split", "identity"])
+def test_pmap_over_typed_key_arrays_as_jax(fun):
+    # (nnx.pmap splits Rngs into typed key arrays, one per device)
+    def run(lib):
+        ks = lib.random.split(lib.random.key(0), 1)
+        out = lib.pmap(lambda k: fun(lib, k))(ks)
+        if lib.dtypes.issubdtype(out.dtype, lib.dtypes.prng_key):
+            out = lib.random.key_data(out)
+        return np.asarray(out)
+
+    np.testing.assert_array_equal(run(xform), run(jax))

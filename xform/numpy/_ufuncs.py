@@ -136,6 +136,8 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                     return NotImplemented
                 x2 = m()
             x1, x2 = U.ensure_arraylike(name, x1, x2)
+            if operator:     # (the ufunc objects check their own calls)
+                U.check_rank_promotion(name, (np.shape(x1), np.shape(x2)))
             a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
@@ -715,6 +717,12 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     min = a_min if min is None else min
     max = a_max if max is None else max
     arr = U.ensure_arraylike("clip", arr)
+    if any(iscomplexobj(t) for t in (arr, min, max) if t is not None):
+        raise ValueError("Clip received a complex value either through the input or the "
+                         "min/max keywords. Complex values have no ordering and cannot be "
+                         "clipped. Please convert to a real value or array by taking the "
+                         "real or imaginary components via jax.numpy.real/imag "
+                         "respectively.")
     out = U.to_array(arr)
     if min is not None:
         out = maximum(min, out)
@@ -736,6 +744,10 @@ def fmin(x1, x2, /):
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without overflow: scale by the larger magnitude."""
     a, b = U.promote_args_inexact_lax("hypot", x1, x2)
+    if a.dtype.kind == "c":
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                         "convert to real values first, such as by using jnp.real or "
+                         "jnp.imag to take the real or imaginary components respectively.")
     a, b = absolute(a), absolute(b)
     inf_ = logical_or(isinf(a), isinf(b))
     hi, lo = maximum(a, b), minimum(a, b)
@@ -807,7 +819,16 @@ def angle(z, deg=False):
 
 
 def iscomplexobj(x):
-    return U.dtype_of(x) in _C
+    if x is None:
+        return False
+    dt = getattr(x, "dtype", None)
+    if dt is None:   # a Python value or a (nested) list: its dtype as NumPy infers it
+        if isinstance(x, (list, tuple)):
+            from xform.numpy._creation import asarray   # deferred: import cycle
+            dt = asarray(x).dtype
+        else:
+            dt = U.dtype_of(x)
+    return np.dtype(dt).kind == "c"
 
 
 def isrealobj(x):
