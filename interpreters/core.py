@@ -843,6 +843,16 @@ def is_weak(x) -> bool:
 pytype_aval_mappings: dict = {}
 
 
+def registered_aval(x):
+    """The abstract value ``pytype_aval_mappings`` gives ``x`` (by its type's MRO), or
+    None if its type is not registered."""
+    for base in type(x).__mro__:
+        rule = pytype_aval_mappings.get(base)
+        if rule is not None:
+            return rule(x)
+    return None
+
+
 def get_aval(x) -> ShapedArray:
     """The abstract value of any array-like the engine accepts as an argument."""
     if isinstance(x, (Tracer, Array)):
@@ -852,11 +862,9 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), dtype_of(x), t is not bool)
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
-    if pytype_aval_mappings:
-        for base in t.__mro__:
-            rule = pytype_aval_mappings.get(base)
-            if rule is not None:
-                return rule(x)
+    aval = registered_aval(x)
+    if aval is not None:
+        return aval
     if getattr(x, "__jax_array__", None) is not None:
         raise jax_array_error()
     if hasattr(x, "shape") and hasattr(x, "dtype"):

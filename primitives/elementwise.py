@@ -1482,6 +1482,20 @@ for _n, _p, _d in _UNARY_FNS:
 for _n, _p, _d, _tip in _BINARY_FNS:
     globals()[_n] = _binop(_p, _n, _d, _tip)
 
+_mul_same = mul  # noqa: F821  (made just above)
+
+
+def mul(x, y, *, out_dtype=None):  # noqa: F811
+    """Elementwise multiplication x * y.  ``out_dtype``: the product's dtype (JAX's keyword);
+    the operands, of any numeric dtypes then, are converted to it first (as JAX computes
+    it on CPU and GPU)."""
+    if out_dtype is None:
+        return _mul_same(x, y)
+    dt = D.canonicalize_dtype(out_dtype)
+    x, y = _as_operand(x, "mul"), _as_operand(y, "mul")
+    _check_dtypes("mul", _ACCEPTS[mul_p], [core.get_aval(x).dtype, core.get_aval(y).dtype])
+    return _mul_same(convert_element_type(x, dt), convert_element_type(y, dt))
+
 
 _mul_plain = mul   # noqa: F821  (made by the _BINARY_FNS loop above)
 

@@ -143,6 +143,14 @@ def test_rank_promotion_raise_leaves_internal_broadcasts_alone():
         _same(xnp.triu(x, -1), jnp.triu(x, -1))
         dx = np.arange(1.0, 10.0, dtype=np.float32).reshape(3, 3)
         _same(xnp.trapezoid(x, dx=dx), jnp.trapezoid(x, dx=dx))
+        mask = np.array([True, False, True, True])
+        _same(xnp.sum(x, where=mask), jnp.sum(x, where=mask))
+        _same(xnp.max(x, axis=1, where=mask, initial=0.0),
+              jnp.max(x, axis=1, where=mask, initial=0.0))
+        _same(xnp.cov(x[0]), jnp.cov(x[0]))
+        w = np.arange(1.0, 5.0, dtype=np.float32)
+        _same(xnp.average(x, axis=2, weights=w), jnp.average(x, axis=2, weights=w))
+        _same(xnp.add(x[0], 1.0), jnp.add(x[0], 1.0))
 
 
 def test_isclose_integers_compare_as_floats():

@@ -859,6 +859,8 @@ class ufunc:
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional arguments but "
                             f"{len(args)} were given")
+        if len(args) > 1:
+            U.check_rank_promotion(self.__name__, [np.shape(a) for a in args])
         return self._call(*args)
 
     def _binary_check(self, method):

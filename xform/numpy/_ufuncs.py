@@ -136,6 +136,8 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                     return NotImplemented
                 x2 = m()
             x1, x2 = U.ensure_arraylike(name, x1, x2)
+            if operator:     # (the ufunc objects check their own calls)
+                U.check_rank_promotion(name, (np.shape(x1), np.shape(x2)))
             a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)

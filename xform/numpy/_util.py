@@ -270,7 +270,9 @@ def broadcast_to_shape(x, shape):
 
 def check_rank_promotion(name, shapes):
     """JAX's ``jax_numpy_rank_promotion``: operands of different non-zero ranks broadcast
-    silently ('allow'), with a warning ('warn') or not at all ('raise': ValueError)."""
+    silently ('allow'), with a warning ('warn') or not at all ('raise': ValueError).
+    Checked where users call a binary ufunc (``xnp.add``, ``x + y``); xform's own
+    functions broadcast through the ufunc functions underneath, unchecked."""
     mode = config.jax_numpy_rank_promotion
     if mode == "allow" or len({len(s) for s in shapes if s}) < 2:
         return
@@ -294,7 +296,6 @@ def promote_shapes(name, *args):
     s0 = shapes[0]
     if all(s == s0 for s in shapes):
         return list(args)
-    check_rank_promotion(name, shapes)
     out = broadcast_shapes_or_none(*shapes)
     if out is None:
         # As in JAX: operands of different (non-scalar) ranks are broadcast by jnp first
@@ -317,7 +318,6 @@ def promote_shapes_lax(name, *args):
     s0 = shapes[0]
     if all(s == s0 for s in shapes):
         return list(args)
-    check_rank_promotion(name, shapes)
     if len({len(s) for s in shapes if s}) < 2:
         broadcast_shapes(*shapes, name=name)    # incompatible sizes: the lax TypeError
         return list(args)
