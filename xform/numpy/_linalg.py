@@ -67,6 +67,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         if x.ndim == 0:
             raise ValueError(f"matmul: operand {n} must have at least 1 dimension, got shape ()")
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if (a_vec or b_vec) and a.shape[-1] == b.shape[0 if b_vec else -2]:
+        # a vector contracts directly with the other operand's dimension (one dot_general,
+        # as JAX emits): the other operand's leading dimensions lead the result
+        return _dot_general(a, b, ((a.ndim - 1,), (0 if b_vec else b.ndim - 2,)),
+                            ((), ()), precision, preferred_element_type)
     if a_vec:
         a = lax.reshape(a, (1,) + a.shape)
     if b_vec:
