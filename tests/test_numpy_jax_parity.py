@@ -450,3 +450,56 @@ def test_update_with_python_int_beyond_int32():
     _same(xnp.zeros(3, np.int8).at[0].set(300), jnp.zeros(3, np.int8).at[0].set(300))
     _raises_alike(lambda: xnp.zeros(3, np.int32).at[0].set(2**32 - 1),
                   lambda: jnp.zeros(3, np.int32).at[0].set(2**32 - 1), OverflowError, "")
+
+
+# ----------------------------------------------------------------- more values
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_complex(name):
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal(6) + 1j * rng.standard_normal(6)).astype(np.complex64)
+    b = (3 * rng.standard_normal(6) + 4j * rng.standard_normal(6)).astype(np.complex64)
+    want = getattr(jnp, name)(a, b)
+    np.testing.assert_allclose(getattr(xnp, name)(a, b), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(xform.jit(getattr(xnp, name))(a, b), want, rtol=1e-5, atol=1e-5)
+    gx = xform.grad(lambda x, y: getattr(xnp, name)(x, y).real.sum(), (0, 1))(a, b)
+    gj = jax.grad(lambda x, y: getattr(jnp, name)(x, y).real.sum(), (0, 1))(a, b)
+    for g, w in zip(gx, gj):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_histogram2d_integer_weights_under_strict_promotion():
+    a = np.arange(5, dtype=np.int16)
+    b = (2 * np.arange(5)).astype(np.int16)
+    w = np.ones(5, np.int16)
+    with xform.numpy_dtype_promotion("strict"), jax.numpy_dtype_promotion("strict"):
+        for kw in [dict(bins=2, weights=w), dict(bins=[2, 3], weights=w, density=True,
+                                                  range=[(-1, 1), (-2, 2)])]:
+            got, want = xnp.histogram2d(a, b, **kw), jnp.histogram2d(a, b, **kw)
+            for g, x in zip(got, want):
+                np.testing.assert_allclose(g, x, rtol=1e-6)
+        got, want = xnp.histogramdd(np.stack([a, b], 1), 3, weights=w), \
+            jnp.histogramdd(np.stack([a, b], 1), 3, weights=w)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16, np.float32])
+def test_ldexp_extreme_exponents(dtype):
+    info = jnp.finfo(dtype)
+    span = int(np.log2(float(info.max)) - np.log2(float(info.tiny))) - 1
+    x = np.array([info.tiny, info.max, 0.5, -3.0, 1e-3, 0, np.inf, np.nan], dtype=dtype)
+    e = np.array([span, -span, 1 << (info.nexp - 1), 5, -7, 3, 2, 1], np.int32)
+    want = np.asarray(jnp.ldexp(x, e)).astype(np.float64)
+    for got in (xnp.ldexp(x, e), xform.jit(xnp.ldexp)(x, e)):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(got).astype(np.float64), want)
+
+
+def test_take_from_empty_axis_and_split_by_concrete_float():
+    _raises_alike(lambda: xnp.take(xnp.ones((2, 0, 4)), xnp.array([0]), axis=1),
+                  lambda: jnp.take(jnp.ones((2, 0, 4)), jnp.array([0]), axis=1),
+                  IndexError, "non-empty jnp.take")
+    got = xform.jvp(lambda i: xnp.split(xnp.zeros((12, 2)), i), (2.0,), (1.0,))[0]
+    want = jax.jvp(lambda i: jnp.split(jnp.zeros((12, 2)), i), (2.0,), (1.0,))[0]
+    assert [g.shape for g in got] == [w.shape for w in want]

@@ -689,7 +689,8 @@ def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
     out_shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
     if int(np.prod(out_shape, dtype=np.int64)) == 0 or x.shape[axis] == 0:
         if x.shape[axis] == 0 and idx.size:
-            raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+            raise IndexError(f"Cannot do a non-empty jnp.take() from an empty axis: index is "
+                             f"out of bounds for axis {axis} with size 0")
         return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
     ii = lax.reshape(idx, idx.shape + (1,))
     offset = tuple(range(axis)) + tuple(range(axis + idx.ndim, x.ndim - 1 + idx.ndim))

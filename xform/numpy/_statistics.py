@@ -333,6 +333,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """D-dimensional histogram of ``sample`` of shape (N, D); returns (hist, edges list)."""
     sample = U.ensure_arraylike("histogramdd", sample)
+    if weights is not None:   # sample and weights promote together (int16 and int16: float)
+        weights = U.ensure_arraylike("histogramdd", weights)
+        sample, weights = U.promote_dtypes_inexact(U.to_array(sample), U.to_array(weights))
     s = _inexact("histogramdd", sample)
     if s.ndim == 1:
         s = lax.reshape(s, (s.shape[0], 1))
@@ -394,7 +397,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     if xx.shape != yy.shape or xx.ndim != 1:
         raise ValueError(f"histogram2d: x and y must be 1-D of the same length; got "
                          f"{xx.shape} and {yy.shape}")
-    xx, yy = U.promote_dtypes_inexact(xx, yy)
+    xx, yy = U.promote_dtypes(xx, yy)     # (histogramdd makes them inexact, with weights)
     try:
         nb = len(bins)
     except TypeError:
