@@ -72,7 +72,7 @@ class ConcretizationTypeError(XformTypeError):
     def __init__(self, tracer, context: str = "", suggestion: str | None = None):
         where = user_location(2)
         aval = getattr(tracer, "aval", None)
-        msg = (f"Abstract tracer value encountered where a concrete value is expected: "
+        msg = (f"Abstract tracer value encountered where concrete value is expected: "
                f"{context or 'a Python value was needed'} at {where}.\n"
                f"The value is {aval.str_short() if aval is not None else tracer} traced by "
                f"{type(getattr(tracer, '_trace', None)).__name__}; its value is only known "
@@ -103,12 +103,6 @@ class UnexpectedTracerError(Exception):
 
 class JaxprTypeError(TypeError):
     """The IR type checker found an ill-typed program."""
-
-
-class JaxRuntimeError(RuntimeError):
-    """An error XLA raised compiling or running a program (``jax.errors.JaxRuntimeError``):
-    the runtime re-raises jaxlib's under this type where the cause is the user's (their
-    compiler options, ...)."""
 
 
 class KeyReuseError(RuntimeError):

@@ -58,6 +58,8 @@ def eqn_effectful(eqn) -> bool:
     if getattr(eqn.primitive, "effectful", False):
         return True
     params = eqn.params
+    if params.get("has_side_effect", False) is True:   # per call (an FFI call's param)
+        return True
     return holds_programs(params) and any(has_effects(j) for j in _subjaxprs(params))
 
 
@@ -230,7 +232,8 @@ def forward_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 def _cse_ok(eqn) -> bool:
     prim = eqn.primitive
     params = eqn.params
-    if prim.effectful or not prim.cse or params.get("prevent_cse", False):
+    if (prim.effectful or not prim.cse or params.get("prevent_cse", False)
+            or params.get("has_side_effect", False) is True):
         return False
     return not (holds_programs(params) and any(has_effects(j) for j in _subjaxprs(params)))
 

@@ -38,6 +38,10 @@ _ELEMENT_TYPES = {
     np.dtype(np.uint64): "ui64",
     np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
     np.dtype(np.complex64): "complex<f32>", np.dtype(np.complex128): "complex<f64>",
+    # the tangent type of integers and bools holds no data: XLA carries it as booleans
+    # (always false), as JAX does; compiled programs take and give back float0 values
+    # at their interface (``runtime.compile_jaxpr``)
+    _dtypes.float0: "i1",
 }
 # ml_dtypes' narrow types join once ml_dtypes is imported (no value of them can exist before;
 # importing it costs ~0.5 s): see ``_add_ml_dtypes``.
@@ -238,8 +242,11 @@ class ModuleContext:
         self.host_callbacks.append(fn)
         return len(self.host_callbacks) - 1
 
-    def fresh_symbol(self, base: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in (base or "fn"))
+    def fresh_symbol(self, base: str, keep: str = "") -> str:
+        """An unused symbol name from ``base`` (characters other than letters, digits, "_"
+        and those in ``keep`` replaced by "_")."""
+        base = "".join(c if c.isalnum() or c == "_" or c in keep else "_"
+                       for c in (base or "fn"))
         sym, i = base, 0
         while sym in self.symbols or sym == "main":
             i += 1
@@ -346,6 +353,8 @@ class LoweringContext:
     def constant(self, value, dtype=None, shape=None) -> str:
         """A constant tensor of ``dtype`` (broadcast to ``shape`` as a splat)."""
         v = np.asarray(value, dtype=dtype)
+        if v.dtype == _dtypes.float0:
+            v = np.zeros(v.shape, np.bool_)
         t = tensor_type(v.shape if shape is None else shape, v.dtype)
         if shape is not None and tuple(shape) != v.shape:
             if v.size != 1:
@@ -355,6 +364,8 @@ class LoweringContext:
 
     def full_like(self, value, aval) -> str:
         """``value`` broadcast to ``aval`` (via a splat constant)."""
+        if aval.dtype == _dtypes.float0:
+            return self.constant(False, np.bool_, shape=aval.shape)
         return self.constant(np.asarray(value).astype(aval.dtype), shape=aval.shape)
 
     def ret(self, names, op="stablehlo.return"):

@@ -110,16 +110,15 @@ def isdtype(dtype, kind):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
     x, y = _util.promote_args_lax("isclose", a, b)
-    if x.dtype.kind not in "fc" and not _dtypes.is_bfloat16(x.dtype):
+    if _dtypes.is_extended(x.dtype):        # typed keys: equality
         return _F.equal(x, y)
-    (x, y) = _util.promote_args_inexact_lax("isclose", x, y)
+    (x, y) = _util.promote_args_inexact_lax("isclose", x, y)   # integers compare as floats
     rt = _util.to_array(rtol, x.dtype, True) if x.dtype.kind != "c" else \
         _util.to_array(rtol, _F.real(x).dtype, True)
     at = _util.to_array(atol, rt.dtype, True)
-    close = _F.less_equal(_F.absolute(_F.subtract(x, y)),
-                          _F.add(at, _F.multiply(rt, _F.absolute(y))))
-    finite = _F.logical_and(_F.isfinite(x), _F.isfinite(y))
-    out = _F.where(finite, close, _F.equal(x, y))
+    in_range = _F.less_equal(_F.absolute(_F.subtract(x, y)),
+                             _F.add(at, _F.multiply(rt, _F.absolute(y))))
+    out = _F.logical_or(_F.equal(x, y), _F.logical_and(_F.isfinite(y), in_range))
     if equal_nan:
         out = _F.logical_or(out, _F.logical_and(_F.isnan(x), _F.isnan(y)))
     return out
@@ -148,7 +147,7 @@ def array_equiv(a1, a2):
 
 def astype(x, dtype, /, *, copy=False, device=None):
     """Cast to ``dtype`` (the result is never weakly typed)."""
-    _util.check_arraylike("astype", x)
+    x = _util.ensure_arraylike("astype", x)
     dt = _util.canonical_dtype(dtype)
     a = _util.to_array(x)
     if dt is None:
