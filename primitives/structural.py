@@ -119,24 +119,39 @@ passes.forwarding_rules[broadcast_in_dim_p] = passes.identity_when_same_type(
     lambda p: True)
 
 
+def check_broadcast_in_dim(x, shape, bd):
+    """JAX's broadcast_in_dim shape checks, in its order and words (``bd`` in any order)."""
+    if len(bd) != x.ndim:
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
+                        f"operand ndim; got broadcast_dimensions {bd} for operand ndim "
+                        f"{x.ndim}.")
+    if len(shape) < x.ndim:
+        raise TypeError(f"broadcast_in_dim target broadcast shape must have equal or higher "
+                        f"rank to the operand shape; got operand ndim {x.ndim} and target "
+                        f"broadcast ndim {len(shape)}.")
+    if any(not 0 <= b < len(shape) for b in bd):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be a subset of output "
+                        f"dimensions, got {bd} for operand ndim {x.ndim} and shape {shape}.")
+    if any(x.shape[i] not in (1, shape[b]) for i, b in enumerate(bd)):
+        raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
+                        f"equal to their corresponding dimensions in the target broadcast "
+                        f"shape; got operand of shape {tuple(x.shape)}, target broadcast shape "
+                        f"{shape}, broadcast_dimensions {bd} ")
+    if len(set(bd)) != len(bd):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must not contain duplicates, "
+                        f"got broadcast_dimensions {bd}")
+
+
 def _bid_abstract(x, *, shape, broadcast_dimensions):
     bd = broadcast_dimensions
-    if len(bd) != x.ndim:
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must have length equal to "
-                        f"the operand rank {x.ndim} (operand {_shape_str(x)}, target shape "
-                        f"{shape})")
-    if any(not 0 <= b < len(shape) for b in bd):
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} out of range for target "
-                        f"shape {shape}")
-    if any(b1 >= b2 for b1, b2 in zip(bd, bd[1:])):
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must be strictly increasing")
-    for i, b in enumerate(bd):
-        if x.shape[i] != 1 and x.shape[i] != shape[b]:
-            raise TypeError(f"broadcast_in_dim: operand {_shape_str(x)} dimension {i} (size "
-                            f"{x.shape[i]}) must be 1 or equal target dimension {b} (size "
-                            f"{shape[b]}) of shape {shape}")
     if any(s < 0 for s in shape):
-        raise TypeError(f"broadcast_in_dim: negative dimension in target shape {shape}")
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{shape}.")
+    check_broadcast_in_dim(x, shape, bd)
+    # The primitive keeps its dimensions sorted (lax.broadcast_in_dim transposes first).
+    if any(b1 >= b2 for b1, b2 in zip(bd, bd[1:])):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must be strictly "
+                        "increasing")
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -255,12 +270,13 @@ passes.forwarding_rules[squeeze_p] = passes.identity_when_same_type(
 
 
 def _squeeze_abstract(x, *, dimensions):
-    for d in dimensions:
-        if not 0 <= d < x.ndim:
-            raise ValueError(f"squeeze: dimension {d} out of range for operand {_shape_str(x)}")
-        if x.shape[d] != 1:
-            raise ValueError(f"squeeze: cannot squeeze dimension {d} of operand {_shape_str(x)}: "
-                             f"its size is {x.shape[d]}, not 1")
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"dimensions are not unique: {dimensions}")
+    if not all(0 <= d < x.ndim for d in dimensions):
+        raise ValueError(f"dimensions outside range [0, ndim): {dimensions}")
+    if any(x.shape[d] != 1 for d in dimensions):
+        raise ValueError("cannot select an axis to squeeze out which has size not equal to "
+                         f"one, got shape={tuple(x.shape)} and dimensions={dimensions}")
     shape = tuple(s for i, s in enumerate(x.shape) if i not in dimensions)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -731,6 +747,14 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
     a = core.get_aval(operand)
     if a.shape == shape and bd == tuple(range(a.ndim)):
         return operand
+    if any(b1 >= b2 for b1, b2 in zip(bd, bd[1:])):
+        # JAX accepts the operand's axes in any order: transpose them into target order
+        if any(sz < 0 for sz in shape):
+            raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, "
+                            f"got {shape}.")
+        check_broadcast_in_dim(a, shape, bd)
+        perm = tuple(sorted(range(len(bd)), key=lambda i: bd[i]))
+        operand, bd = transpose(operand, perm), tuple(sorted(bd))
     return checked_bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
 
 
@@ -778,8 +802,13 @@ def transpose(operand, permutation):
 def squeeze(array, dimensions):
     array = as_operand(array)
     nd = core.get_aval(array).ndim
-    dims = tuple(sorted({canonicalize_axis(d, nd, "squeeze: dimension")
-                         for d in _ints(dimensions, "squeeze", "dimensions")}))
+    dims = []
+    for d in dimensions:
+        d = operator.index(d)       # JAX's TypeError for a non-integer
+        if not -nd <= d < nd:
+            raise ValueError(f"axis {d} is out of bounds for array of dimension {nd}")
+        dims.append(d % nd)
+    dims = tuple(sorted(dims))       # repeats are the shape rule's error, as in JAX
     if not dims:
         return array
     return checked_bind(squeeze_p, array, dimensions=dims)
