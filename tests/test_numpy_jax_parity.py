@@ -388,3 +388,138 @@ def test_tobytes_tolist_and_searchsorted_methods():
     a = np.sort(np.random.default_rng(3).standard_normal(9).astype(np.float32))
     _same(xnp.asarray(a).searchsorted(a[3], side="right"),
           jnp.asarray(a).searchsorted(a[3], side="right"))
+
+
+# ----------------------------------------------------------------- indexing errors and updates
+
+
+@pytest.mark.parametrize("shape,idx,msg", [
+    ((2,), -4, "index -4 out of bounds for axis 0 with size 2"),
+    ((2, 3), np.index_exp[..., -4], "index -4 out of bounds for axis 1 with size 3"),
+    ((2, 3, 5), np.index_exp[:, [1, 2], 6], "index 6 out of bounds for axis 2 with size 5"),
+    ((2, 3, 5), np.index_exp[np.arange(3), 6, None],
+     "index 6 out of bounds for axis 1 with size 3"),
+    ((2, 3), (1, 2, 3), "Too many indices: array is 2-dimensional, but 3 were indexed")])
+def test_check_static_indices_option(shape, idx, msg):
+    xform.config.update("jax_check_static_indices", True)
+    jax.config.update("jax_check_static_indices", True)
+    try:
+        for lib, make in ((xform, xnp), (jax, jnp)):
+            arr = make.zeros(shape)
+            for f in (lambda: arr[idx], lambda: lib.jit(lambda x: x[idx])(arr),
+                      lambda: arr.at[idx].get()):
+                with pytest.raises(IndexError, match=re.escape(msg)):
+                    f()
+    finally:
+        xform.config.update("jax_check_static_indices", False)
+        jax.config.update("jax_check_static_indices", False)
+
+
+def test_bad_index_types_are_type_errors():
+    for idx in [0.0, (0, 0.0), (np.arange(2), 1 + 1j)]:
+        _raises_alike(lambda: xnp.zeros((2, 2))[idx], lambda: jnp.zeros((2, 2))[idx],
+                      TypeError, "Indexer must have integer or boolean type, got indexer "
+                                 "with type")
+    _raises_alike(lambda: xnp.zeros(2).at[0.0].set(1.0), lambda: jnp.zeros(2).at[0.0].set(1.0),
+                  TypeError, "Indexer must have integer or boolean type")
+    _raises_alike(lambda: xnp.zeros((2, 3))[:, "abc"], lambda: jnp.zeros((2, 3))[:, "abc"],
+                  TypeError, "JAX does not support string indexing")
+    _raises_alike(lambda: xform.jit(lambda x, a: x[a:3])(xnp.ones(5), 1),
+                  lambda: jax.jit(lambda x, a: x[a:3])(jnp.ones(5), 1), IndexError,
+                  "Slice entries must be static integers")
+    for idx, use in [([0, 0], r"arr\[array\(seq\)\]"), ([0, slice(None)], r"arr\[tuple\(seq\)\]")]:
+        _raises_alike(lambda: xnp.zeros((3, 2))[idx], lambda: jnp.zeros((3, 2))[idx],
+                      TypeError, "Using a non-tuple sequence for multidimensional indexing "
+                                 f"is not allowed.*{use}")
+
+
+@pytest.mark.parametrize("idx", [np.index_exp[True], np.index_exp[False],
+                                 np.index_exp[:2, np.array([0, 2]), True],
+                                 np.index_exp[np.array([1, 0]), :, True],
+                                 np.index_exp[True, :, True, :, np.array(True)]])
+def test_update_with_scalar_boolean_index(idx):
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    u = np.arange(100, 100 + np.zeros((3, 4))[idx][..., :1].size, dtype=np.int32)
+    u = u.reshape(np.zeros((3, 4))[idx][..., :1].shape)
+    _same(xnp.asarray(x).at[idx].set(u), jnp.asarray(x).at[idx].set(u))
+    _same(xnp.asarray(x).at[idx].add(u), jnp.asarray(x).at[idx].add(u))
+
+
+def test_update_with_python_int_beyond_int32():
+    _same(xnp.zeros(1, np.uint32).at[0].set(2**32 - 1), jnp.zeros(1, np.uint32).at[0].set(2**32 - 1))
+    _same(xnp.zeros(3, np.int8).at[0].set(300), jnp.zeros(3, np.int8).at[0].set(300))
+    _raises_alike(lambda: xnp.zeros(3, np.int32).at[0].set(2**32 - 1),
+                  lambda: jnp.zeros(3, np.int32).at[0].set(2**32 - 1), OverflowError, "")
+
+
+# ----------------------------------------------------------------- more values
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_complex(name):
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal(6) + 1j * rng.standard_normal(6)).astype(np.complex64)
+    b = (3 * rng.standard_normal(6) + 4j * rng.standard_normal(6)).astype(np.complex64)
+    want = getattr(jnp, name)(a, b)
+    np.testing.assert_allclose(getattr(xnp, name)(a, b), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(xform.jit(getattr(xnp, name))(a, b), want, rtol=1e-5, atol=1e-5)
+    gx = xform.grad(lambda x, y: getattr(xnp, name)(x, y).real.sum(), (0, 1))(a, b)
+    gj = jax.grad(lambda x, y: getattr(jnp, name)(x, y).real.sum(), (0, 1))(a, b)
+    for g, w in zip(gx, gj):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_histogram2d_integer_weights_under_strict_promotion():
+    a = np.arange(5, dtype=np.int16)
+    b = (2 * np.arange(5)).astype(np.int16)
+    w = np.ones(5, np.int16)
+    with xform.numpy_dtype_promotion("strict"), jax.numpy_dtype_promotion("strict"):
+        for kw in [dict(bins=2, weights=w), dict(bins=[2, 3], weights=w, density=True,
+                                                  range=[(-1, 1), (-2, 2)])]:
+            got, want = xnp.histogram2d(a, b, **kw), jnp.histogram2d(a, b, **kw)
+            for g, x in zip(got, want):
+                np.testing.assert_allclose(g, x, rtol=1e-6)
+        got, want = xnp.histogramdd(np.stack([a, b], 1), 3, weights=w), \
+            jnp.histogramdd(np.stack([a, b], 1), 3, weights=w)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16, np.float32])
+def test_ldexp_extreme_exponents(dtype):
+    info = jnp.finfo(dtype)
+    span = int(np.log2(float(info.max)) - np.log2(float(info.tiny))) - 1
+    x = np.array([info.tiny, info.max, 0.5, -3.0, 1e-3, 0, np.inf, np.nan], dtype=dtype)
+    e = np.array([span, -span, 1 << (info.nexp - 1), 5, -7, 3, 2, 1], np.int32)
+    want = np.asarray(jnp.ldexp(x, e)).astype(np.float64)
+    for got in (xnp.ldexp(x, e), xform.jit(xnp.ldexp)(x, e)):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(got).astype(np.float64), want)
+
+
+def test_take_from_empty_axis_and_split_by_concrete_float():
+    _raises_alike(lambda: xnp.take(xnp.ones((2, 0, 4)), xnp.array([0]), axis=1),
+                  lambda: jnp.take(jnp.ones((2, 0, 4)), jnp.array([0]), axis=1),
+                  IndexError, "non-empty jnp.take")
+    got = xform.jvp(lambda i: xnp.split(xnp.zeros((12, 2)), i), (2.0,), (1.0,))[0]
+    want = jax.jvp(lambda i: jnp.split(jnp.zeros((12, 2)), i), (2.0,), (1.0,))[0]
+    assert [g.shape for g in got] == [w.shape for w in want]
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 3, 4), (1, 2)), ((2, 3, 4), (2, 0)),
+                                        ((2, 3, 4), (2, 1, 0)), ((2, 3, 4, 5), (3, 0, 2, 1)),
+                                        ((2, 3, 4), 1)])
+def test_average_weights_over_several_axes(shape, axis):
+    rng = np.random.default_rng(5)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    x = rng.random(shape, np.float32)
+    w = rng.random(tuple(shape[a] for a in axes), np.float32)
+    np.testing.assert_allclose(xnp.average(x, axis, w), jnp.average(x, axis, w), rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_float16_data_float32_q_strict(method):
+    a = (np.arange(15.0).reshape(5, 3) / 3).astype(np.float16)
+    with xform.numpy_dtype_promotion("strict"), jax.numpy_dtype_promotion("strict"):
+        for name, q in (("quantile", np.float32(0.3)), ("nanpercentile", np.float32(70))):
+            _same(getattr(xnp, name)(a, q, axis=0, method=method),
+                  getattr(jnp, name)(a, q, axis=0, method=method))

@@ -373,7 +373,11 @@ def _split(name, ary, indices_or_sections, axis, strict):
         idx = [min(max(i + n if i < 0 else i, 0), n) for i in idx]
         bounds = [0] + idx + [n]
     else:
-        k = U.static_int(indices_or_sections, f"{name} sections")
+        k = indices_or_sections
+        if isinstance(k, ArrayOps) and k.ndim == 0:   # a concrete scalar converts with int()
+            k = np.asarray(core.concrete_or_error(k, f"{name} sections must be a static "
+                                                     "value")).item()
+        k = int(k) if isinstance(k, (float, np.floating)) else U.static_int(k, f"{name} sections")
         if k <= 0:
             raise ValueError(f"number of sections must be larger than 0, got {k}")
         if strict and n % k:

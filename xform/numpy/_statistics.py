@@ -162,14 +162,15 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
         high = F.clip(high, zero, top)
         lo = take(U.to_array(low, _int(), False))
         hi = take(U.to_array(high, _int(), False))
-        if method == "linear":
-            res = F.add(F.multiply(lo, lw), F.multiply(hi, hw))
+        if method == "linear":      # interpolated in q's dtype, as JAX
+            res = F.add(F.multiply(U.to_array(lo, qdt, False), lw),
+                        F.multiply(U.to_array(hi, qdt, False), hw))
         elif method == "lower":
             res = lo
         elif method == "higher":
             res = hi
         elif method == "nearest":
-            res = F.where(F.less_equal(hw, U.to_array(0.5, dt, False)), lo, hi)
+            res = F.where(F.less_equal(hw, U.to_array(0.5, qdt, False)), lo, hi)
         else:
             res = F.multiply(F.add(lo, hi), U.to_array(0.5, dt, False))
     # res: rest + (nq,) -> q.shape + rest (or keepdims shape)
@@ -333,6 +334,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """D-dimensional histogram of ``sample`` of shape (N, D); returns (hist, edges list)."""
     sample = U.ensure_arraylike("histogramdd", sample)
+    if weights is not None:   # sample and weights promote together (int16 and int16: float)
+        weights = U.ensure_arraylike("histogramdd", weights)
+        sample, weights = U.promote_dtypes_inexact(U.to_array(sample), U.to_array(weights))
     s = _inexact("histogramdd", sample)
     if s.ndim == 1:
         s = lax.reshape(s, (s.shape[0], 1))
@@ -394,7 +398,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     if xx.shape != yy.shape or xx.ndim != 1:
         raise ValueError(f"histogram2d: x and y must be 1-D of the same length; got "
                          f"{xx.shape} and {yy.shape}")
-    xx, yy = U.promote_dtypes_inexact(xx, yy)
+    xx, yy = U.promote_dtypes(xx, yy)     # (histogramdd makes them inexact, with weights)
     try:
         nb = len(bins)
     except TypeError:

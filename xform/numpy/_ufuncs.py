@@ -760,6 +760,8 @@ def hypot(x1, x2, /):
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
     a, b = U.promote_args_inexact_lax("logaddexp", x1, x2)
+    if a.dtype.kind == "c":
+        return _logaddexp_complex(a, b, 1.0)
     amax = maximum(a, b)
     delta = subtract(a, b)
     out = add(amax, log1p(exp(negative(absolute(delta)))))
@@ -768,11 +770,29 @@ def logaddexp(x1, x2, /):
 
 def logaddexp2(x1, x2, /):
     a, b = U.promote_args_inexact_lax("logaddexp2", x1, x2)
+    if a.dtype.kind == "c":
+        return _logaddexp_complex(a, b, 1 / math.log(2))
     amax = maximum(a, b)
     delta = subtract(a, b)
     ln2 = _const(a, math.log(2))
     out = add(amax, true_divide(log1p(exp2(negative(absolute(delta)))), ln2))
     return where(isnan(delta), add(a, b), out)
+
+
+def _logaddexp_complex(a, b, scale):
+    """Complex logaddexp (``scale`` 1) / logaddexp2 (``scale`` 1/ln 2), JAX's formula:
+    ``m + scale * log1p(base**(a + b - 2m))`` with ``m`` the larger operand (complex
+    order), the imaginary part wrapped into ``[-pi*scale, pi*scale)``."""
+    m = lax.max(a, b)
+    delta = lax.sub(lax.add(a, b), lax.mul(m, lax.full_like(m, 2)))
+    e = lax.exp(delta) if scale == 1.0 else lax.exp2(delta)
+    out = lax.add(m, lax.mul(lax.full_like(m, scale), lax.log1p(e)))
+    im = lax.imag(out)
+    half = lax.full_like(im, math.pi * scale)
+    period = lax.full_like(im, 2 * math.pi * scale)
+    r = lax.rem(lax.add(im, half), period)
+    r = lax.select(lax.lt(r, lax.full_like(r, 0)), lax.add(r, period), r)
+    return lax.complex(lax.real(out), lax.sub(r, half))
 
 
 def heaviside(x1, x2, /):
