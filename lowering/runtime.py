@@ -1041,7 +1041,8 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
         exe = compile_text(text, device, donated, lowered.host_callbacks, tier)
         comp = Compiled(exe, text, in_avals, out_avals, donated, device, committed,
                         synchronous=bool(lowered.host_callbacks))
-    if in_avals is not jaxpr.in_avals or out_avals is not jaxpr.out_avals:
+    if any(a.dtype == float0 for a in jaxpr.in_avals) or \
+            any(a.dtype == float0 for a in jaxpr.out_avals):
         return Float0Compiled(comp, jaxpr.in_avals, jaxpr.out_avals)
     return comp
 

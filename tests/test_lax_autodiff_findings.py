@@ -173,3 +173,27 @@ def test_mul_out_dtype_errors_and_scalars():
         lax.mul(np.float32(1), np.float16(2))
     assert lax.mul(2.0, np.float16(3), out_dtype=np.float32).dtype == np.float32
     assert jax.lax.mul(2.0, np.float16(3), out_dtype=np.float32).dtype == np.float32
+
+
+# ---------------------------------------------------------------- copy (jnp.copy, jnp.array)
+
+@pytest.mark.parametrize("fn", ["copy", "array", "array_int", "grad_copy"])
+def test_copy_equations_match_jax(fn):
+    import re
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    def f(lib):
+        n = lib.numpy
+        return {"copy": lambda x: n.copy(x), "array": lambda x: n.array(x) * 2,
+                "array_int": lambda x: n.array(x, dtype=n.int32),
+                "grad_copy": lib.grad(lambda x: (n.copy(x) ** 2).sum())}[fn]
+
+    def text(lib):
+        return re.sub(r"\s+", " ", str(lib.make_jaxpr(f(lib))(x)))
+    assert text(xform) == text(jax)
+    want = np.asarray(f(jax)(x))
+    np.testing.assert_array_equal(np.asarray(f(xform)(x)), want)
+    np.testing.assert_array_equal(np.asarray(xform.jit(f(xform))(x)), want)
+    np.testing.assert_array_equal(np.asarray(xform.vmap(f(xform))(x)),
+                                  np.asarray(jax.vmap(f(jax))(x)))
+    assert xform.lax.copy_p.name == jax.lax.copy_p.name == "copy"

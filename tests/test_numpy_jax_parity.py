@@ -503,3 +503,39 @@ def test_take_from_empty_axis_and_split_by_concrete_float():
     got = xform.jvp(lambda i: xnp.split(xnp.zeros((12, 2)), i), (2.0,), (1.0,))[0]
     want = jax.jvp(lambda i: jnp.split(jnp.zeros((12, 2)), i), (2.0,), (1.0,))[0]
     assert [g.shape for g in got] == [w.shape for w in want]
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 3, 4), (1, 2)), ((2, 3, 4), (2, 0)),
+                                        ((2, 3, 4), (2, 1, 0)), ((2, 3, 4, 5), (3, 0, 2, 1)),
+                                        ((2, 3, 4), 1)])
+def test_average_weights_over_several_axes(shape, axis):
+    rng = np.random.default_rng(5)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    x = rng.random(shape, np.float32)
+    w = rng.random(tuple(shape[a] for a in axes), np.float32)
+    np.testing.assert_allclose(xnp.average(x, axis, w), jnp.average(x, axis, w), rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_float16_data_float32_q_strict(method):
+    a = (np.arange(15.0).reshape(5, 3) / 3).astype(np.float16)
+    with xform.numpy_dtype_promotion("strict"), jax.numpy_dtype_promotion("strict"):
+        for name, q in (("quantile", np.float32(0.3)), ("nanpercentile", np.float32(70))):
+            _same(getattr(xnp, name)(a, q, axis=0, method=method),
+                  getattr(jnp, name)(a, q, axis=0, method=method))
+
+
+def test_names_jax_removed_are_absent():
+    for name in ("fix", "row_stack"):
+        assert (name in dir(xnp)) == (name in dir(jnp)) is False
+        with pytest.raises(AttributeError):
+            getattr(xnp, name)
+
+
+def test_rint_complex_and_complex_to_real_astype_warning():
+    z = np.array([1.5 + 2.5j, 0.4 - 1.6j], np.complex64)
+    _same(xnp.rint(z), jnp.rint(z))
+    for make in (xnp, jnp):
+        with pytest.warns(DeprecationWarning, match="Casting from complex to real dtypes"):
+            make.asarray(z).astype("float32")
+    _same(xnp.asarray(1j).astype(bool), jnp.asarray(1j).astype(bool))

@@ -270,6 +270,10 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None)
         raise NotImplementedError("Only implemented for order='K'")
     if isinstance(object, (bytearray, memoryview)):
         object = np.asarray(object)
+    if copy and isinstance(object, Tracer):
+        # staged, the copy is an equation of its own (JAX's copy_p), before any conversion
+        from xform._src.primitives.misc import copy_p
+        object = copy_p.bind(object)
     out = asarray(object, dtype)
     if isinstance(object, Array) and copy and dtype is None:
         # a new buffer, also for an array held only on a device (a jit output): donating

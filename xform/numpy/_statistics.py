@@ -162,14 +162,15 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
         high = F.clip(high, zero, top)
         lo = take(U.to_array(low, _int(), False))
         hi = take(U.to_array(high, _int(), False))
-        if method == "linear":
-            res = F.add(F.multiply(lo, lw), F.multiply(hi, hw))
+        if method == "linear":      # interpolated in q's dtype, as JAX
+            res = F.add(F.multiply(U.to_array(lo, qdt, False), lw),
+                        F.multiply(U.to_array(hi, qdt, False), hw))
         elif method == "lower":
             res = lo
         elif method == "higher":
             res = hi
         elif method == "nearest":
-            res = F.where(F.less_equal(hw, U.to_array(0.5, dt, False)), lo, hi)
+            res = F.where(F.less_equal(hw, U.to_array(0.5, qdt, False)), lo, hi)
         else:
             res = F.multiply(F.add(lo, hi), U.to_array(0.5, dt, False))
     # res: rest + (nq,) -> q.shape + rest (or keepdims shape)
