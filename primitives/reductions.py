@@ -67,8 +67,10 @@ def _wide(dt):
 
 def _reduce_abstract(name, kinds):
     def rule(x, *, axes):
-        if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
-            raise ValueError(f"{name}: axes {axes} must be unique dimensions of operand "
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+        if any(not 0 <= a < x.ndim for a in axes):
+            raise ValueError(f"{name}: axes {axes} must be dimensions of operand "
                              f"{x.str_short()}")
         if kinds == "number" and x.dtype == np.bool_:
             raise TypeError(f"{name} does not accept dtype bool. Accepted dtypes are numbers; "
@@ -381,7 +383,7 @@ def _axes(name, operand, axes):
     except TypeError:
         raise TypeError(f"{name}: axes must be a sequence of Python ints, got {axes!r}") from None
     if len(set(axes)) != len(axes):
-        raise ValueError(f"{name}: duplicate value in axes {axes}")
+        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
     return axes
 
 

@@ -382,23 +382,26 @@ pad_p = Primitive("pad")
 
 
 def _pad_abstract(x, pv, *, padding_config):
+    # JAX's shape rule (ValueError), then its dtype rule (TypeError), in its words
     if pv.shape != ():
-        raise TypeError(f"pad: padding_value must be a scalar, got {_shape_str(pv)}")
-    if pv.dtype != x.dtype:
-        raise TypeError(f"pad: operand {_shape_str(x)} and padding_value {_shape_str(pv)} must "
-                        "have the same dtype")
+        raise ValueError(f"padding_value must be a scalar; got np.shape(padding_value)="
+                         f"{tuple(pv.shape)}")
     if len(padding_config) != x.ndim:
-        raise ValueError(f"pad: padding_config has {len(padding_config)} entries but operand "
-                         f"{_shape_str(x)} has rank {x.ndim}")
-    shape = []
-    for d, (lo, hi, interior) in zip(x.shape, padding_config):
-        if interior < 0:
-            raise ValueError(f"pad: interior padding must be non-negative, got {padding_config}")
-        n = lo + hi + d + max(d - 1, 0) * interior
-        if n < 0:
-            raise ValueError(f"pad: padding_config {padding_config} makes a negative dimension "
-                             f"({n}) for operand {_shape_str(x)}")
-        shape.append(n)
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, "
+                         f"got padding_config {padding_config} for operand shape "
+                         f"{tuple(x.shape)}")
+    if not all(i >= 0 for _, _, i in padding_config):
+        raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                         f"padding_config {padding_config}")
+    shape = tuple(lo + hi + d + max(d - 1, 0) * interior
+                  for d, (lo, hi, interior) in zip(x.shape, padding_config))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                         f"{shape}, for padding_config {padding_config} and operand shape "
+                         f"{tuple(x.shape)}")
+    if pv.dtype != x.dtype:
+        raise TypeError(f"pad operand and padding_value must be same dtype: got {x.dtype} and "
+                        f"{pv.dtype}.")
     return ShapedArray(shape, x.dtype, x.weak_type and pv.weak_type)
 
 
@@ -781,7 +784,15 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
     operand = as_operand(operand)
     if not isinstance(new_sizes, (tuple, list)) and np.ndim(new_sizes) == 0:
         new_sizes = (new_sizes,)
-    new_sizes = _ints(new_sizes, "reshape", "new_sizes")
+    try:
+        new_sizes = tuple(operator.index(d) for d in new_sizes)
+    except TypeError:
+        msg = (f"Shapes must be 1D sequences of concrete values of integer type, got "
+               f"{tuple(new_sizes)}.")
+        if any(isinstance(d, core.Tracer) for d in new_sizes):
+            msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to "
+                    "smaller subfunctions.")
+        raise TypeError(msg) from None
     a = core.get_aval(operand)
     dims = None if dimensions is None else _ints(dimensions, "reshape", "dimensions")
     if dims is not None and dims == tuple(range(a.ndim)):
@@ -935,9 +946,38 @@ def _index_operands(name, operand, start_indices, allow_negative_indices=True):
     return out
 
 
+def _check_index_types(name, start_indices):
+    """JAX's rule: the start indices are integers of one dtype (a Python int counts as the
+    default integer type)."""
+    if isinstance(start_indices, (core.Array, core.Tracer, np.ndarray)):
+        return
+    dts = []
+    for i in start_indices:
+        if isinstance(i, (core.Array, core.Tracer)):
+            dts.append(core.get_aval(i).dtype)
+        elif isinstance(i, (np.generic, np.ndarray)):
+            dts.append(dtypes.canonicalize_dtype(np.asarray(i).dtype))
+        elif type(i) is int:
+            dts.append(dtypes.canonicalize_dtype(np.int64))
+        else:
+            return
+    if any(d != dts[0] or not dtypes.is_integer(d) for d in dts):
+        sep = ":" if name == "dynamic_slice" else ""      # (JAX's two messages differ so)
+        raise TypeError(f"index arguments to {name} must be integers of the same type, "
+                        f"got{sep} " + ", ".join(np.dtype(d).name for d in dts))
+
+
+def _zero_like_index(i):
+    """0 with the dtype of index ``i`` (for the other axes of a one-axis dynamic slice)."""
+    if isinstance(i, (core.Array, core.Tracer, np.generic, np.ndarray)):
+        return np.zeros((), dtypes.canonicalize_dtype(core.get_aval(i).dtype))
+    return 0
+
+
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """Slice of size ``slice_sizes`` at (clamped) traced ``start_indices``."""
     operand = as_operand(operand)
+    _check_index_types("dynamic_slice", start_indices)
     idxs = _index_operands("dynamic_slice", operand, start_indices, allow_negative_indices)
     return checked_bind(dynamic_slice_p, operand, *idxs,
                         slice_sizes=_ints(slice_sizes, "dynamic_slice", "slice_sizes"))
@@ -947,6 +987,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     operand = as_operand(operand)
     update = as_operand(update, core.get_aval(operand).dtype
                         if not isinstance(update, (core.Tracer, core.Array)) else None)
+    _check_index_types("dynamic_update_slice", start_indices)
     idxs = _index_operands("dynamic_update_slice", operand, start_indices,
                            allow_negative_indices)
     return checked_bind(dynamic_update_slice_p, operand, update, *idxs)
@@ -1024,7 +1065,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
     operand = as_operand(operand)
     a = core.get_aval(operand)
     axis = canonicalize_axis(axis, a.ndim)
-    starts = [0] * a.ndim
+    starts = [_zero_like_index(start_index)] * a.ndim
     sizes = list(a.shape)
     starts[axis] = start_index
     sizes[axis] = operator.index(slice_size)
@@ -1045,7 +1086,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
     operand = as_operand(operand)
     a = core.get_aval(operand)
     axis = canonicalize_axis(axis, a.ndim)
-    starts = [0] * a.ndim
+    starts = [_zero_like_index(start_index)] * a.ndim
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts,
                                 allow_negative_indices=allow_negative_indices)
@@ -1070,9 +1111,11 @@ def split(operand, sizes, axis=0):
     a = core.get_aval(operand)
     axis = canonicalize_axis(axis, a.ndim)
     sizes = _ints(sizes, "split", "sizes")
-    if any(s < 0 for s in sizes) or sum(sizes) != a.shape[axis]:
-        raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size of "
-                         f"axis {axis} of operand {a.str_short()} ({a.shape[axis]})")
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if sum(sizes) != a.shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(a.shape)}")
     out, start = [], 0
     for s in sizes:
         out.append(slice_in_dim(operand, start, start + s, 1, axis))
