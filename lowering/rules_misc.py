@@ -1,7 +1,8 @@
-"""Lowering rules: ``clz``, ``reduce_precision``, ``optimization_barrier``, ``composite``."""
+"""Lowering rules: ``clz``, ``reduce_precision``, ``copy``, ``optimization_barrier``,
+``composite``."""
 from __future__ import annotations
 
-from xform._src.primitives.misc import (clz_p, composite_p, optimization_barrier_p,
+from xform._src.primitives.misc import (clz_p, composite_p, copy_p, optimization_barrier_p,
                                        reduce_precision_p)
 from xform._src.lowering.mlir import register
 
@@ -17,6 +18,11 @@ def _reduce_precision(ctx, eqn, x):
     return [ctx.op1("stablehlo.reduce_precision", [x], ctx.out_avals[0],
                     f"exponent_bits = {int(p['exponent_bits'])} : i32, "
                     f"mantissa_bits = {int(p['mantissa_bits'])} : i32")]
+
+
+@register(copy_p)
+def _copy(ctx, eqn, x):
+    return [x]
 
 
 @register(optimization_barrier_p)

@@ -16,7 +16,7 @@ from xform._src.interpreters import ad, batching, core, dtypes, errors, ir, stag
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
-from xform._src.primitives._rules import defjvp_zero, defvectorized, moveaxis
+from xform._src.primitives._rules import deflinear, defjvp_zero, defvectorized, moveaxis
 from xform._src.primitives.structural import as_operand, checked_bind
 from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
 from xform._src.primitives import elementwise as ew
@@ -27,7 +27,7 @@ from xform._src.primitives.structural import full
 
 __all__ = ["clz", "reduce_precision", "optimization_barrier", "approx_max_k", "approx_min_k",
            "index_take", "broadcast_shapes", "empty", "clz_p", "reduce_precision_p",
-           "optimization_barrier_p", "create_token", "after_all", "composite"]
+           "optimization_barrier_p", "create_token", "after_all", "composite", "copy_p"]
 
 # ----------------------------------------------------------------- clz
 
@@ -179,6 +179,19 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     x = as_operand(operand)
     return checked_bind(reduce_precision_p, x, exponent_bits=operator.index(exponent_bits),
                         mantissa_bits=operator.index(mantissa_bits))
+
+
+# ----------------------------------------------------------------- copy
+
+# An explicit copy (``jnp.copy``, JAX's ``copy_p``): a new buffer with the operand's
+# value; linear, its own transpose; lowered to the operand itself (XLA gives every
+# result its own buffer unless aliased). Never merged with another copy.
+copy_p = Primitive("copy")
+copy_p.cse = False
+copy_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, x.weak_type))
+copy_p.def_impl(lambda x: np.array(x, copy=True))
+deflinear(copy_p, lambda ct, x: [Zero(x.aval) if type(ct) is Zero else copy_p.bind(ct)])
+defvectorized(copy_p)
 
 
 # ----------------------------------------------------------------- optimization_barrier

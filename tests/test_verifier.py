@@ -153,6 +153,7 @@ def _register(names, gen, exact, tol=1.0):
 # elementwise: exact ones
 _register("neg", unary(F + SI + C, "special"), True)
 _register("abs", unary(F + SI + UI, "special"), True)
+_register("copy", unary(F + SI + UI + C, "special"), True)   # jnp.copy / jnp.array of a tracer
 _register("sign", unary(F + SI + UI, "special"), True)
 _register("floor ceil", unary(F, "special"), True)
 _register("round", unary(F, "special", lambda d: {"rounding_method": d.draw(st.sampled_from([0, 1]))}),

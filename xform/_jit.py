@@ -183,6 +183,21 @@ def _sds(aval):
     return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
+# A ShapeDtypeStruct met while tracing (a function returning or closing over one) is an
+# abstract value with no data, as in JAX: abstract tracing (eval_shape, make_jaxpr)
+# takes it as a constant of its shape and dtype; running it raises JAX's TypeError.
+core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(
+    s.shape, s.dtype, s.weak_type)
+
+
+def _no_value(self, *a, **k):
+    raise TypeError("A ShapeDtypeStruct does not have a value and cannot be used as a "
+                    "constant in a JAX function.")
+
+
+ShapeDtypeStruct.__array__ = _no_value
+
+
 # ----------------------------------------------------------------- leaves -> cache keys
 
 
