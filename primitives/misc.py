@@ -16,12 +16,11 @@ from xform._src.interpreters import ad, batching, core, dtypes, errors, ir, stag
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
-from xform._src.primitives._rules import deflinear, defjvp_zero, defvectorized, moveaxis
+from xform._src.primitives._rules import deflinear, defjvp_zero, defvectorized
 from xform._src.primitives.structural import as_operand, checked_bind
 from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
 from xform._src.primitives import elementwise as ew
 from xform._src.primitives.indexing import GatherDimensionNumbers, gather
-from xform._src.primitives.sorting import top_k
 from xform._src.primitives.structural import concatenate, reshape
 from xform._src.primitives.structural import full
 
