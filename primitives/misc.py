@@ -17,7 +17,7 @@ from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import deflinear, defjvp_zero, defvectorized
-from xform._src.primitives.structural import as_operand, checked_bind
+from xform._src.primitives.structural import as_operand
 from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
 from xform._src.primitives import elementwise as ew
 from xform._src.primitives.indexing import GatherDimensionNumbers, gather
@@ -66,7 +66,7 @@ defvectorized(clz_p)
 
 def clz(x):
     """Number of leading zero bits of each integer."""
-    return checked_bind(clz_p, as_operand(x))
+    return clz_p.bind(as_operand(x))
 
 
 # ----------------------------------------------------------------- reduce_precision
@@ -177,7 +177,7 @@ ad.transpose_rules[reduce_precision_p] = lambda ct, x, **params: [
 def reduce_precision(operand, exponent_bits, mantissa_bits):
     """Round ``operand`` to a float format with the given exponent and mantissa bits."""
     x = as_operand(operand)
-    return checked_bind(reduce_precision_p, x, exponent_bits=operator.index(exponent_bits),
+    return reduce_precision_p.bind(x, exponent_bits=operator.index(exponent_bits),
                         mantissa_bits=operator.index(mantissa_bits))
 
 

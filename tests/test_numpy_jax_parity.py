@@ -523,3 +523,19 @@ def test_quantile_float16_data_float32_q_strict(method):
         for name, q in (("quantile", np.float32(0.3)), ("nanpercentile", np.float32(70))):
             _same(getattr(xnp, name)(a, q, axis=0, method=method),
                   getattr(jnp, name)(a, q, axis=0, method=method))
+
+
+def test_names_jax_removed_are_absent():
+    for name in ("fix", "row_stack"):
+        assert (name in dir(xnp)) == (name in dir(jnp)) is False
+        with pytest.raises(AttributeError):
+            getattr(xnp, name)
+
+
+def test_rint_complex_and_complex_to_real_astype_warning():
+    z = np.array([1.5 + 2.5j, 0.4 - 1.6j], np.complex64)
+    _same(xnp.rint(z), jnp.rint(z))
+    for make in (xnp, jnp):
+        with pytest.warns(DeprecationWarning, match="Casting from complex to real dtypes"):
+            make.asarray(z).astype("float32")
+    _same(xnp.asarray(1j).astype(bool), jnp.asarray(1j).astype(bool))

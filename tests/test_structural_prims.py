@@ -347,7 +347,7 @@ ERRORS = [
     (lambda: lax.squeeze(np.zeros((2, 3)), (0,)), ValueError,
      "cannot select an axis to squeeze out which has size not equal to one"),
     (lambda: lax.slice(np.zeros((4,)), (1,), (5,)), TypeError, "limit"),
-    (lambda: lax.pad(np.zeros((2,)), 0.0, ((-3, 0, 0),)), ValueError, "negative"),
+    (lambda: lax.pad(np.zeros((2,)), 0.0, ((-3, 0, 0),)), ValueError, "Dimension size after padding is not at least 0"),
     (lambda: lax.pad(np.zeros((2,)), 0.0, ((0, 0, -1),)), ValueError, "interior"),
     (lambda: lax.dynamic_slice(np.zeros((4,)), (1,), (5,)), TypeError, "slice_sizes"),
     (lambda: lax.dynamic_slice(np.zeros((4,)), (1, 2), (1,)), ValueError, "rank"),

@@ -359,6 +359,8 @@ def rint(x, /):
     """Round half to even; integers become float (as JAX)."""
     x = U.ensure_arraylike("rint", x)
     (a,) = U.promote_dtypes_inexact(x)
+    if a.dtype in _C:    # real and imaginary parts rounded separately, as JAX
+        return lax.complex(lax.round(lax.real(a), 1), lax.round(lax.imag(a), 1))
     return lax.round(a, 1)
 
 
