@@ -268,7 +268,6 @@ def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, input_size
 # the reduction dimension.
 approx_top_k_p = Primitive("approx_top_k", multiple_results=True)
 approx_top_k_p.impl_takes_arrays = True
-approx_top_k_p.weak_rule = lambda args, params: False   # as top_k: the indices' flag
 
 
 def _atk_dims(shape, k, reduction_dimension, recall_target, reduction_input_size_override,
