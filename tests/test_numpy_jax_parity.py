@@ -559,3 +559,14 @@ def test_masked_array_argument_under_jit():
     _same(xnp.array(m), jnp.array(m))
     _raises_alike(lambda: xform.jit(xnp.asarray)(m), lambda: jax.jit(jnp.asarray)(m),
                   ValueError, "numpy masked arrays are not supported")
+
+
+@pytest.mark.parametrize("name", ["less", "less_equal", "greater", "greater_equal"])
+def test_complex_comparisons_are_lexicographic(name):
+    a = np.array([1 + 2j, 1 + 3j, 2 + 0j, 1 + 2j, np.nan], np.complex64)
+    b = np.array([1 + 3j, 1 + 2j, 1 + 5j, 1 + 2j, 1], np.complex64)
+    _same(getattr(xnp, name)(a, b), getattr(jnp, name)(a, b))
+    _same(xform.jit(getattr(xnp, name))(a, b), jax.jit(getattr(jnp, name))(a, b))
+    op = {"less": "__lt__", "less_equal": "__le__", "greater": "__gt__",
+          "greater_equal": "__ge__"}[name]
+    _same(getattr(xnp.asarray(a), op)(xnp.asarray(b)), getattr(jnp.asarray(a), op)(jnp.asarray(b)))

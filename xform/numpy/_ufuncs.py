@@ -141,6 +141,13 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
             a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
+            if a.dtype in _C and pname in ("lt", "le", "gt", "ge"):
+                # complex numbers order lexicographically on (real, imag), as in JAX
+                if p is None:
+                    p = prim(pname)
+                ra, rb = lax.real(a), lax.real(b)
+                return lax.select(lax.eq(ra, rb), p.bind(lax.imag(a), lax.imag(b)),
+                                  p.bind(ra, rb))
             if a.dtype not in fast:
                 if name in ("equal", "not_equal") and dtypes.is_extended(a.dtype):
                     # typed PRNG keys compare (all key words equal), as in JAX
@@ -212,10 +219,10 @@ nextafter = _binary("nextafter", "nextafter", promote=U.promote_dtypes_inexact, 
 
 equal = _binary("equal", "eq", fast=_ALL)
 not_equal = _binary("not_equal", "ne", fast=_ALL)
-less = _binary("less", "lt", fast=_ALL)
-less_equal = _binary("less_equal", "le", fast=_ALL)
-greater = _binary("greater", "gt", fast=_ALL)
-greater_equal = _binary("greater_equal", "ge", fast=_ALL)
+less = _binary("less", "lt", fast=_ALL - _C)
+less_equal = _binary("less_equal", "le", fast=_ALL - _C)
+greater = _binary("greater", "gt", fast=_ALL - _C)
+greater_equal = _binary("greater_equal", "ge", fast=_ALL - _C)
 
 bitwise_and = _binary("bitwise_and", "and", fast=_I | _U | _B)
 bitwise_or = _binary("bitwise_or", "or", fast=_I | _U | _B)
