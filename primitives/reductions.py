@@ -65,12 +65,16 @@ def _wide(dt):
 # ----------------------------------------------------------------- monoid reductions
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 def _reduce_abstract(name, kinds):
     def rule(x, *, axes):
-        if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
+        nd = len(x.shape)
+        if len(set(axes)) != len(axes) or any(not 0 <= a < nd for a in axes):
             raise ValueError(f"{name}: axes {axes} must be unique dimensions of operand "
                              f"{x.str_short()}")
-        if kinds == "number" and x.dtype == np.bool_:
+        if kinds == "number" and x.dtype == _BOOL:
             raise TypeError(f"{name} does not accept dtype bool. Accepted dtypes are numbers; "
                             "cast the operand first")
         if kinds == "intbool" and not (x.dtype == np.bool_ or dtypes.is_integer(x.dtype)):

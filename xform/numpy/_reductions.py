@@ -168,7 +168,9 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):
 
 def _count(x, axes, where, keepdims, dt):
     if where is None:
-        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        n = 1
+        for i in axes:
+            n *= int(x.shape[i])
         return U.to_array(n, dt, False)
     m = U.broadcast_to_shape(U.to_array(where), x.shape) if U.shape_of(where) != x.shape \
         else U.to_array(where)
