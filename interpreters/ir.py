@@ -219,14 +219,34 @@ def _holds(seq) -> bool:
     return False
 
 
+_tuple_holds: dict = {}    # hashable tuple params known to hold no program -> False
+
+
 def holds_programs(params) -> bool:
     """Whether an equation's params hold any program (what ``subjaxprs_of_params``
-    would yield): the cheap test the passes run on every equation."""
+    would yield): the cheap test the passes run on every equation (several times)."""
     for v in params.values():
         t = type(v)
         if t is ClosedJaxpr or t is Jaxpr:
             return True
-        if (t is tuple or t is list) and v and _holds(v):
+        if t is tuple and v:
+            # Programs compare by identity, so a tuple equal to one that held none holds
+            # none: that answer is remembered per tuple value (only that one, so the
+            # memo keeps no program alive).
+            try:
+                h = _tuple_holds.get(v)
+            except TypeError:       # an unhashable element
+                h = _holds(v)
+            else:
+                if h is None:
+                    h = _holds(v)
+                    if not h:
+                        if len(_tuple_holds) > 10_000:
+                            _tuple_holds.clear()
+                        _tuple_holds[v] = False
+            if h:
+                return True
+        elif t is list and v and _holds(v):
             return True
     return False
 

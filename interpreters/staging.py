@@ -252,9 +252,8 @@ def _source_info():
     f = sys._getframe(2)
     while f is not None:
         code = f.f_code
-        ok = known.get(code)
-        if ok is None:
-            ok = errors._is_user_code(code)
+        e = known.get(id(code))
+        ok = e[1] if e is not None else errors._is_user_code(code)
         if ok:
             break
         f = f.f_back
@@ -266,12 +265,13 @@ def _source_info():
         return None
     scopes = ns.stack
     # One object per source position: a loop's equations share their lines' objects.
+    # (keyed by the code object's id, which the SourceInfo holding it keeps unique)
     if scopes:
         name = "/".join(scopes + [code.co_name])
-        key = (code, f.f_lasti, name)
+        key = (id(code), f.f_lasti, name)
     else:
         name = None
-        key = (code, f.f_lasti)
+        key = (id(code), f.f_lasti)
     src = _source_infos.get(key)
     if src is None:
         if name is None:
@@ -283,7 +283,7 @@ def _source_info():
     return src
 
 
-_source_infos: dict = {}     # (code, instruction offset, scoped name) -> SourceInfo
+_source_infos: dict = {}     # (id(code), instruction offset[, scoped name]) -> SourceInfo
 
 
 def trace_to_jaxpr(fun, in_avals, name: str = "staging"):

@@ -377,6 +377,13 @@ defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
 
 def _axes(name, operand, axes):
     nd = core.get_aval(operand).ndim
+    if type(axes) is tuple:     # already canonical: distinct in-range Python ints
+        for a in axes:
+            if type(a) is not int or not 0 <= a < nd:
+                break
+        else:
+            if len(set(axes)) == len(axes):
+                return axes
     try:
         axes = tuple(canonicalize_axis(a, nd, f"{name}: axis") for a in axes)
     except TypeError:

@@ -166,11 +166,25 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):
                         True)
 
 
+_counts: dict = {}
+
+
 def _count(x, axes, where, keepdims, dt):
     if where is None:
         n = 1
         for i in axes:
             n *= int(x.shape[i])
+        if type(n) is int and isinstance(dt, np.dtype):
+            # one immutable host scalar per (count, dtype): large programs take the mean
+            # of equal shapes again and again
+            key = (n, dt)
+            c = _counts.get(key)
+            if c is None:
+                c = U.to_array(n, dt, False)
+                if len(_counts) > 1000:
+                    _counts.clear()
+                _counts[key] = c
+            return c
         return U.to_array(n, dt, False)
     m = U.broadcast_to_shape(U.to_array(where), x.shape) if U.shape_of(where) != x.shape \
         else U.to_array(where)

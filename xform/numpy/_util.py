@@ -337,6 +337,13 @@ def canonicalize_axes(axis, ndim):
     """``None`` -> all axes; int or sequence -> sorted tuple of unique non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is tuple:     # already canonical (as passed on by another reduction)
+        for a in axis:
+            if type(a) is not int or not 0 <= a < ndim:
+                break
+        else:
+            if len(set(axis)) == len(axis):
+                return axis
     if isinstance(axis, (tuple, list)):
         out = tuple(canonicalize_axis(a, ndim) for a in axis)
         if len(set(out)) != len(out):
