@@ -142,6 +142,28 @@ def trace_lower(L, prog, args, clock=None):
     return (t1 - t0, t2 - t1), jf, lowered
 
 
+def xform_breakdown(prog, args, clock=None):
+    """xform's trace + lower of ``prog`` split in three: (trace s, passes s, emit s) --
+    the staging trace, the simplify passes and the StableHLO text (with locations), the
+    same work ``trace_lower`` times as trace and lower."""
+    import time
+
+    import xform
+    from xform._src import lowering
+    from xform._src.interpreters import passes
+    clock = clock or time.perf_counter
+    jf = xform.jit(prog)
+    t0 = clock()
+    lowered = jf.trace(*args).lower()
+    t1 = clock()
+    closed = passes.simplify(lowered._entry.closed)
+    t2 = clock()
+    lowering.lower_jaxpr(closed, name="main", donated_invars=(False,) * len(closed.in_avals),
+                         keep_unused=False, debug_info=True)
+    t3 = clock()
+    return t1 - t0, t2 - t1, t3 - t2
+
+
 # ----------------------------------------------------------------- peak host memory
 
 

@@ -72,7 +72,7 @@ Atom = "Var | Literal"
 class Eqn:
     """``outvars = primitive[params] invars``."""
 
-    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info", "_holds")
 
     def __init__(self, primitive, invars, outvars, params, source_info=None):
         self.primitive = primitive
@@ -80,6 +80,7 @@ class Eqn:
         self.outvars = list(outvars)
         self.params = params
         self.source_info = source_info
+        self._holds = None      # (params, holds_programs(params)), see eqn_holds_programs
 
     @property
     def effects(self):
@@ -249,6 +250,18 @@ def holds_programs(params) -> bool:
         elif t is list and v and _holds(v):
             return True
     return False
+
+
+def eqn_holds_programs(eqn) -> bool:
+    """``holds_programs(eqn.params)``, remembered on the equation (the passes ask it of
+    every equation several times) for as long as its params are the same object."""
+    h = eqn._holds
+    params = eqn.params
+    if h is not None and h[0] is params:
+        return h[1]
+    r = holds_programs(params)
+    eqn._holds = (params, r)
+    return r
 
 
 def _iter_jaxprs(v):
@@ -715,7 +728,7 @@ def count_eqns(jaxpr, recursive: bool = True) -> int:
     n = len(jaxpr.eqns)
     if recursive:
         for eqn in jaxpr.eqns:
-            if holds_programs(eqn.params):
+            if eqn_holds_programs(eqn):
                 for _, sub in subjaxprs_of_params(eqn.params):
                     n += count_eqns(sub)
     return n

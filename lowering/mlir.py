@@ -19,6 +19,7 @@ constants make the text large; XLA folds them into the executable once.)
 """
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -288,7 +289,8 @@ class LoweringContext:
         self.lines: list[str] = []
         self.indent = indent
         self.types: dict = _Scope(parent.types if parent is not None else None)
-        self._counter = parent._counter if parent is not None else [0]
+        # SSA numbers, shared with nested regions (next(self._ids): 1, 2, ...)
+        self._ids = parent._ids if parent is not None else itertools.count(1)
         self.in_avals = self.out_avals = ()
         self.loc = ""
         self.name_stack = parent.name_stack if parent is not None else ""
@@ -297,12 +299,10 @@ class LoweringContext:
 
     # -- names
     def fresh(self) -> str:
-        self._counter[0] += 1
-        return f"%{self._counter[0]}"
+        return f"%{next(self._ids)}"
 
     def fresh_arg(self, type_: str, prefix: str = "arg") -> str:
-        self._counter[0] += 1
-        n = f"%{prefix}{self._counter[0]}"
+        n = f"%{prefix}{next(self._ids)}"
         self.types[n] = type_
         return n
 
@@ -344,9 +344,7 @@ class LoweringContext:
             out_type = aval_type(out_type)
         types = self.types
         in_types = ", ".join([types[o] for o in operands])
-        c = self._counter
-        c[0] += 1
-        r = f"%{c[0]}"
+        r = f"%{next(self._ids)}"
         types[r] = out_type
         loc = self.loc
         self.lines.append(
@@ -396,10 +394,8 @@ class LoweringContext:
     def binary_region(self, op_name: str, type_: str) -> str:
         """``region([t, t], lambda c, a, b: [c.op1(op_name, [a, b], t)])`` (a reduction's
         monoid), written directly: the same text without a child context."""
-        c = self._counter
-        n = c[0]
-        c[0] = n + 3
-        a, b, r = f"%r{n + 1}", f"%r{n + 2}", f"%{n + 3}"
+        ids = self._ids
+        a, b, r = f"%r{next(ids)}", f"%r{next(ids)}", f"%{next(ids)}"
         pad = " " * (self.indent + 4)
         loc = self.loc
         return ("{\n" + " " * (self.indent + 2) + f"^bb0({a}: {type_}, {b}: {type_}):\n"

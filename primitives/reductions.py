@@ -69,7 +69,23 @@ _BOOL = np.dtype(np.bool_)
 
 
 def _reduce_abstract(name, kinds):
+    memo = {}   # (shape, dtype, weak type, axes) -> checked result (errors not remembered)
+
     def rule(x, *, axes):
+        key = (x.shape, x.dtype, x.weak_type, axes)
+        try:
+            r = memo.get(key)
+        except TypeError:       # unhashable axes or dimensions
+            key = r = None
+        if r is None:
+            r = _rule(x, axes)
+            if key is not None:
+                if len(memo) > 1000:
+                    memo.clear()
+                memo[key] = r
+        return r
+
+    def _rule(x, axes):
         nd = len(x.shape)
         if len(set(axes)) != len(axes) or any(not 0 <= a < nd for a in axes):
             raise ValueError(f"{name}: axes {axes} must be unique dimensions of operand "
