@@ -347,11 +347,18 @@ class LoweringContext:
         r = f"%{next(self._ids)}"
         types[r] = out_type
         loc = self.loc
-        self.lines.append(
-            f"{' ' * self.indent}{r} = \"{name}\"({', '.join(operands)})"
-            + (" (" + ", ".join(regions) + ")" if regions else "")
-            + (f" {{{attrs}}}" if attrs else "")
-            + f" : ({in_types}) -> {out_type}" + (" " + loc if loc else ""))
+        if regions or attrs:
+            self.lines.append(
+                f"{' ' * self.indent}{r} = \"{name}\"({', '.join(operands)})"
+                + (" (" + ", ".join(regions) + ")" if regions else "")
+                + (f" {{{attrs}}}" if attrs else "")
+                + f" : ({in_types}) -> {out_type}" + (" " + loc if loc else ""))
+        elif loc:
+            self.lines.append(f"{' ' * self.indent}{r} = \"{name}\"({', '.join(operands)}) "
+                              f": ({in_types}) -> {out_type} {loc}")
+        else:
+            self.lines.append(f"{' ' * self.indent}{r} = \"{name}\"({', '.join(operands)}) "
+                              f": ({in_types}) -> {out_type}")
         return r
 
     def constant(self, value, dtype=None, shape=None) -> str:
@@ -469,7 +476,13 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
             ctx.in_avals = [a.aval for a in invars]
         ctx.out_avals = [v.aval for v in outvars]
         saved_loc = ctx.loc
-        ctx.loc = location(prim.name, eqn.source_info) if debug else ""
+        if debug:
+            try:
+                ctx.loc = _locations[(prim.name, eqn.source_info)]
+            except (KeyError, TypeError):
+                ctx.loc = location(prim.name, eqn.source_info)
+        else:
+            ctx.loc = ""
         if ins is None:
             ins = _read_broadcasting(ctx, eqn, env)
         try:
