@@ -830,6 +830,12 @@ def is_weak(x) -> bool:
     return bool(getattr(x, "weak_type", False))
 
 
+# Python type -> function giving a value of that type its abstract value (JAX's
+# ``jax.core.pytype_aval_mappings``): get_aval consults it for types it does not know
+# itself, looking along the type's MRO, so libraries can register array-like types.
+pytype_aval_mappings: dict = {}
+
+
 def get_aval(x) -> ShapedArray:
     """The abstract value of any array-like the engine accepts as an argument."""
     if isinstance(x, (Tracer, Array)):
@@ -839,10 +845,27 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), dtype_of(x), t is not bool)
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
+    if pytype_aval_mappings:
+        for base in t.__mro__:
+            rule = pytype_aval_mappings.get(base)
+            if rule is not None:
+                return rule(x)
+    if getattr(x, "__jax_array__", None) is not None:
+        raise jax_array_error()
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
                     "Use an xform Array, a NumPy array or a Python scalar.")
+
+
+def jax_array_error():
+    """JAX's error for an object with ``__jax_array__`` where an array's abstract value is
+    needed (a primitive's operand, a transformation's argument): only the ``numpy``
+    functions (and ``convert_element_type``) convert such objects."""
+    return ValueError(
+        "Triggering __jax_array__() during abstractification is no longer supported. To "
+        "avoid this error, either explicitly convert your object using xform.numpy.array(), "
+        "or register your object as a pytree.")
 
 
 # ----------------------------------------------------------------- eager evaluation

@@ -107,11 +107,5 @@ class JaxprTypeError(TypeError):
     """The IR type checker found an ill-typed program."""
 
 
-class JaxRuntimeError(RuntimeError):
-    """An error XLA raised compiling or running a program (``jax.errors.JaxRuntimeError``):
-    the runtime re-raises jaxlib's under this type where the cause is the user's (their
-    compiler options, ...)."""
-
-
 class KeyReuseError(RuntimeError):
     pass

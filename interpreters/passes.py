@@ -57,7 +57,10 @@ def identity_when_same_type(pred):
 def eqn_effectful(eqn) -> bool:
     if getattr(eqn.primitive, "effectful", False):
         return True
-    return eqn_holds_programs(eqn) and any(has_effects(j) for j in _subjaxprs(eqn.params))
+    params = eqn.params
+    if params.get("has_side_effect", False) is True:   # per call (an FFI call's param)
+        return True
+    return eqn_holds_programs(eqn) and any(has_effects(j) for j in _subjaxprs(params))
 
 
 def has_effects(jaxpr) -> bool:
@@ -232,7 +235,8 @@ def forward_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 def _cse_ok(eqn) -> bool:
     prim = eqn.primitive
     params = eqn.params
-    if prim.effectful or not prim.cse or params.get("prevent_cse", False):
+    if (prim.effectful or not prim.cse or params.get("prevent_cse", False)
+            or params.get("has_side_effect", False) is True):
         return False
     return not (eqn_holds_programs(eqn) and any(has_effects(j) for j in _subjaxprs(params)))
 

@@ -39,6 +39,10 @@ _ELEMENT_TYPES = {
     np.dtype(np.uint64): "ui64",
     np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
     np.dtype(np.complex64): "complex<f32>", np.dtype(np.complex128): "complex<f64>",
+    # the tangent type of integers and bools holds no data: XLA carries it as booleans
+    # (always false), as JAX does; compiled programs take and give back float0 values
+    # at their interface (``runtime.compile_jaxpr``)
+    _dtypes.float0: "i1",
 }
 # ml_dtypes' narrow types join once ml_dtypes is imported (no value of them can exist before;
 # importing it costs ~0.5 s): see ``_add_ml_dtypes``.
@@ -364,6 +368,8 @@ class LoweringContext:
     def constant(self, value, dtype=None, shape=None) -> str:
         """A constant tensor of ``dtype`` (broadcast to ``shape`` as a splat)."""
         v = np.asarray(value, dtype=dtype)
+        if v.dtype == _dtypes.float0:
+            v = np.zeros(v.shape, np.bool_)
         if v.size <= 16:    # small constants (literals, identities) repeat: text memoised
             key = (v.dtype, v.shape, None if shape is None else tuple(shape), v.tobytes())
             try:
@@ -382,6 +388,8 @@ class LoweringContext:
 
     def full_like(self, value, aval) -> str:
         """``value`` broadcast to ``aval`` (via a splat constant)."""
+        if aval.dtype == _dtypes.float0:
+            return self.constant(False, np.bool_, shape=aval.shape)
         return self.constant(np.asarray(value).astype(aval.dtype), shape=aval.shape)
 
     def ret(self, names, op="stablehlo.return"):

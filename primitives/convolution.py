@@ -27,11 +27,11 @@ from collections import namedtuple
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters import ad, batching, core, dtypes, ir
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
-from xform._src.primitives.dot_general import _canon_precision, _result_dtype
+from xform._src.primitives.dot_general import _canon_precision, _pp_precision, _result_dtype
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, checked_bind, reshape_p,
                                    rev_p, transpose_p)
 from xform._src.primitives import elementwise
@@ -552,6 +552,15 @@ conv_general_dilated_p.weak_rule = lambda args, params: (
 ad.jvp_rules[conv_general_dilated_p] = _conv_jvp
 ad.transpose_rules[conv_general_dilated_p] = _conv_transpose_rule
 batching.batch_rules[conv_general_dilated_p] = _conv_batch
+
+
+def _pp_conv(eqn, names):
+    p = dict(eqn.params)
+    p["precision"] = _pp_precision(p["precision"])   # (Precision.X, Precision.Y), as JAX
+    return sorted(p.items())
+
+
+ir.pp_rules[conv_general_dilated_p] = _pp_conv
 
 # ================================================================= xform.lax functions
 

@@ -230,8 +230,12 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
         outs = custom_jvp_call_p.bind(*vals, call_jaxpr=lazy, jvp=batched_jvp,
                                       num_consts=num_consts, symbolic_zeros=symbolic_zeros)
         return outs, [0] * len(outs)
-    vals = _at_front(axis_data, vals, dims)
-    new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(vals),
+    # unbatched arguments stay unbatched (as in JAX: a predicate computed from them stays
+    # a scalar, so a cond inside still takes one branch); outputs all at axis 0
+    in_dims = [None if d is None else 0 for d in dims]
+    vals = [v if d is None else batching.matchaxis(axis_data, d, 0, v)
+            for v, d in zip(vals, dims)]
+    new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, in_dims,
                                         [0] * len(call_jaxpr.out_avals))
     closed, consts = hoist_consts(new_jaxpr.jaxpr, new_jaxpr.consts)
     n = len(vals) - num_consts
@@ -239,7 +243,8 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
     def jvp_rule(*xs):
         po, to = jvp(list(xs[:n]), list(xs[n:]))
         return list(po) + list(to)
-    lifted = batch_at_front(jvp_rule, axis_data)
+    arg_dims = in_dims[num_consts:]
+    lifted = batch_lazy(jvp_rule, axis_data, arg_dims + arg_dims)
 
     def batched_jvp(primals, tangents):
         outs = lifted(*primals, *tangents)

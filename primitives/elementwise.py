@@ -1283,6 +1283,8 @@ def _as_operand(x, name):
         return x
     if type(x) in _PY_SCALAR_FITS:
         return _scalar_to_array(x, None)
+    if getattr(x, "__jax_array__", None) is not None:
+        raise core.jax_array_error()
     if isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "__array__"):
         v = np.asarray(x)
         return Array(np.array(v, D.dtype_of(v)))
@@ -1556,6 +1558,9 @@ def clamp(min, x, max):  # noqa: A002  (JAX's names)
 def convert_element_type(operand, new_dtype):
     """Elementwise cast to ``new_dtype`` (float->int truncates, saturates, NaN -> 0)."""
     new_dtype = D.dtype_of(new_dtype)
+    m = getattr(operand, "__jax_array__", None)
+    if m is not None and not isinstance(operand, (Array, Tracer)):
+        operand = m()     # as JAX's convert_element_type (lax's only such conversion)
     if isinstance(operand, (bool, int, float, builtins.complex, np.generic)) and \
             new_dtype.kind in "biufc" and not (
                 new_dtype.kind in "iub" and isinstance(operand, (float, builtins.complex,

@@ -552,9 +552,63 @@ def _reduce_batch(axis_data, vals, dims, *, jaxpr, dimensions):
     return outs, [0] * n
 
 
+def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
+    """The tangent of a general reduction, built from the computation's own JVP.
+
+    The reduced axes are flattened into one leading axis of length m, which a balanced
+    tree of applications of the computation (vectorised over the rows and the kept
+    elements) folds to one row; the initial value is combined last.  That equals the
+    fold ``reduce`` computes for an associative, commutative computation (the only
+    kind whose reduction is well defined) and, unlike a ``reduce`` over (primal,
+    tangent) pairs, its tangent part is linear and made of the computation's
+    primitives, so it transposes (reverse mode) and differentiates again (higher
+    orders).  The initial values' tangents count too (JAX requires them to be zero)."""
+    from xform._src.primitives import structural as S
+    n = len(primals) // 2
+    xs, inits = primals[:n], primals[n:]
+    outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)
+    if all(type(t) is Zero for t in tangents):
+        return outs, [Zero.from_primal(o) for o in outs]
+    shape = core.get_aval(xs[0]).shape
+    kept = [i for i in range(len(shape)) if i not in dimensions]
+    kshape = tuple(shape[i] for i in kept)
+    m = int(np.prod([shape[d] for d in dimensions], dtype=np.int64))
+    k = int(np.prod(kshape, dtype=np.int64))
+    if m == 0 or k == 0:
+        # nothing to fold: the result is the initial value broadcast
+        tans = [Zero.from_primal(o) if type(t) is Zero else
+                S.broadcast_in_dim(t, kshape, ()) for o, t in zip(outs, tangents[n:])]
+        return outs, tans
+
+    def apply(args, size, dims):
+        res, _ = batching.batch_flat(
+            lambda *a: ir.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *a),
+            batching.AxisData(size), args, dims, [0] * n)
+        return res
+
+    def tree(*vals):
+        cur = [S.reshape(S.transpose(x, tuple(dimensions) + tuple(kept)), (m * k,))
+               for x in vals[:n]]            # row-major: row r is cur[r*k:(r+1)*k]
+        rows = m
+        while rows > 1:
+            h = rows // 2
+            left = [S.slice(c, (0,), (h * k,)) for c in cur]
+            right = [S.slice(c, (h * k,), (2 * h * k,)) for c in cur]
+            red = apply(left + right, h * k, [0] * (2 * n))
+            if rows % 2:
+                red = [S.concatenate([r, S.slice(c, (2 * h * k,), (rows * k,))], 0)
+                       for r, c in zip(red, cur)]
+            cur, rows = red, rows - h
+        out = apply(list(vals[n:]) + cur, k, [None] * n + [0] * n)
+        return [S.reshape(o, kshape) for o in out]
+
+    _, tans = ad.jvp_flat(tree, list(primals), list(tangents))
+    return outs, tans
+
+
 reduce_p.def_abstract_eval(_reduce_abstract)
 reduce_p.def_impl(_reduce_impl)
-ad.jvp_rules[reduce_p] = _generic_jvp(reduce_p)
+ad.jvp_rules[reduce_p] = _reduce_jvp
 batching.batch_rules[reduce_p] = _reduce_batch
 
 # ================================================================= xform.lax functions

@@ -36,7 +36,8 @@ NO_LOWERING_ALLOWED = {
 EFFECTS = {"debug_callback", "pure_callback", "io_callback",   # + tests/test_callbacks.py
            "debug_print",   # xform.debug.print; tested in test_jit.py / test_debug_print.py
            "rng_uniform",   # rng_uniform: stateful, bits unspecified (test_random.py)
-           "check"}         # checkify's check: lowering refuses it (test_checkify.py)
+           "check",         # checkify's check: lowering refuses it (test_checkify.py)
+           "ffi_call"}      # a compiled C++ handler, no reference: tests/test_ffi.py
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                 "checkpoint", "remat", "cond", "while", "scan",
@@ -452,6 +453,32 @@ def _dot_general(data, name):
     return {"dimension_numbers": ((lc, rc), (lb, rb)), "precision": None,
             "preferred_element_type": None}, \
         [values(rng, tuple(lshape), dt, "small"), values(rng, tuple(rshape), dt, "small")]
+
+
+@spec("ragged_dot_general", exact=None)
+def _ragged_dot_general(data, name):
+    from xform.lax import RaggedDotDimensionNumbers as R
+    dt = data.draw(st.sampled_from(F + SI))
+    g = data.draw(st.integers(1, 3))
+    rng = _rng(data)
+    sizes = [data.draw(st.integers(0, 3)) for _ in range(g)]
+    m, b = sum(sizes) + data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2))
+    mode = data.draw(st.sampled_from(["noncontracting", "contracting", "batch"]))
+    if mode == "noncontracting":    # [b, m, 2] x [g, b, 2, 3] with sizes [b, g]
+        dn = R((((2,), (2,)), ((0,), (1,))), (1,), (0,))
+        shapes_ = [(b, m, 2), (g, b, 2, 3)]
+        gs = np.array([np.roll(sizes, i) for i in range(b)], np.int32)
+    elif mode == "contracting":     # [2, m] x [m, 3] -> [g, 2, 3]
+        dn = R((((1,), (0,)), ((), ())), (1,), ())
+        shapes_ = [(2, m), (m, 3)]
+        gs = np.array(sizes, np.int32)
+    else:                           # ragged batch dimension
+        dn = R((((2,), (1,)), ((0,), (0,))), (0,), ())
+        shapes_ = [(m, 2, 2), (m, 2, 3)]
+        gs = np.array(sizes, np.int32)
+    return {"ragged_dot_dimension_numbers": dn, "precision": None,
+            "preferred_element_type": None, "group_offset": None}, \
+        [values(rng, s, dt, "small") for s in shapes_] + [gs]
 
 
 # sorting

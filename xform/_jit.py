@@ -215,8 +215,9 @@ def _leaf_key_slow(x):
     for t, k in _scalar_keys.items():      # subclasses of Python scalars (IntEnum, ...)
         if isinstance(x, t):
             return k
-    if hasattr(x, "__jax_array__") or (hasattr(x, "shape") and hasattr(x, "dtype")
-                                       and hasattr(x, "__array__")):
+    if getattr(x, "__jax_array__", None) is not None:
+        raise core.jax_array_error()       # as JAX: register such a class as a pytree
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__array__"):
         return (tuple(x.shape), canonicalize_dtype(np.dtype(x.dtype)),
                 bool(getattr(x, "weak_type", False)))
     raise _InvalidLeaf(None, x)
@@ -908,7 +909,14 @@ class JitWrapped:
         return functools.partial(self, obj)
 
     def __repr__(self):
-        return f"<JitWrapped of {self._fun!r}>"
+        return f"<PjitFunction of {self._fun!r}>"
+
+
+# JAX's name for the type of what jit returns (`type(jax.jit(f)).__name__`, and its repr
+# `<PjitFunction of f>`): code that recognises a jitted function by its type's name
+# (chex's assert_max_traces refusing to wrap one) recognises xform's
+JitWrapped.__name__ = JitWrapped.__qualname__ = "PjitFunction"
+PjitFunction = JitWrapped
 
 
 class _StaticKey:

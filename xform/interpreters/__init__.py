@@ -6,6 +6,6 @@ their tables (``ad.primitive_jvps[p] = rule``, ``batching.primitive_batchers[p] 
 ``mlir.register_lowering(p, mlir.lower_fun(f))``) registers the rule in xform's own rule
 tables, which xform's interpreters read.  See docs/extending.md.
 """
-from xform.interpreters import ad, batching, mlir, partial_eval, pxla  # noqa: F401
+from xform.interpreters import ad, batching, mlir, partial_eval, pxla, xla  # noqa: F401
 
-__all__ = ["ad", "batching", "mlir", "partial_eval", "pxla"]
+__all__ = ["ad", "batching", "mlir", "partial_eval", "pxla", "xla"]

@@ -148,7 +148,7 @@ def array_equiv(a1, a2):
 
 def astype(x, dtype, /, *, copy=False, device=None):
     """Cast to ``dtype`` (the result is never weakly typed)."""
-    _util.check_arraylike("astype", x)
+    x = _util.ensure_arraylike("astype", x)
     dt = _util.canonical_dtype(dtype)
     a = _util.to_array(x)
     if dt is None:

@@ -161,6 +161,10 @@ def _nested_to_arrays(obj, dtype):
             leaves.append(o)
 
     walk(obj)
+    if any(l is not U.from_jax_array(l) for l in leaves):
+        # elements with ``__jax_array__`` stand for the arrays they give (as in JAX)
+        obj = _map_tree(obj, U.from_jax_array)
+        leaves = [U.from_jax_array(l) for l in leaves]
     keyed = any(isinstance(l, ArrayOps) and not isinstance(l.dtype, np.dtype) for l in leaves)
     if not keyed and not any(isinstance(l, ArrayOps) and not isinstance(l, Array)
                              for l in leaves):
@@ -290,7 +294,7 @@ def _like(name, a, dtype, shape):
     """(shape, dtype, weak) of a ``*_like`` template: an array-like, or anything with
     ``shape`` and ``dtype`` (``ShapeDtypeStruct``), as in JAX."""
     if isinstance(a, ArrayOps) or not (hasattr(a, "shape") and hasattr(a, "dtype")):
-        U.check_arraylike(name, a)
+        a = U.ensure_arraylike(name, a)
         s, dt, weak = U.aval(a).shape, U.dtype_of(a), U.is_weak(a)
     else:
         try:
@@ -465,12 +469,12 @@ def _tri_mask(a, k, lower):
 
 
 def tril(m, k=0):
-    U.check_arraylike("tril", m)
+    m = U.ensure_arraylike("tril", m)
     return _tri_mask(U.to_array(m), U.static_int(k, "tril k"), True)
 
 
 def triu(m, k=0):
-    U.check_arraylike("triu", m)
+    m = U.ensure_arraylike("triu", m)
     return _tri_mask(U.to_array(m), U.static_int(k, "triu k"), False)
 
 

@@ -103,7 +103,7 @@ def ix_(*args):
     n = len(args)
     out = []
     for i, a in enumerate(args):
-        U.check_arraylike("ix_", a)
+        a = U.ensure_arraylike("ix_", a)
         x = U.to_array(a)
         if x.ndim != 1:
             raise ValueError(f"Arguments to xform.numpy.ix_ must be 1-dimensional, got shape "
@@ -247,7 +247,7 @@ def triu_indices(n, k=0, m=None):
 
 
 def _from(name, arr):
-    U.check_arraylike(name, arr)
+    arr = U.ensure_arraylike(name, arr)
     s = U.shape_of(arr) if not isinstance(arr, ArrayOps) else arr.shape
     if len(s) != 2:
         raise ValueError(f"{name} requires a 2-dimensional input, got shape {tuple(s)}")
@@ -276,7 +276,7 @@ def diag_indices(n, ndim=2):
 
 
 def diag_indices_from(arr):
-    U.check_arraylike("diag_indices_from", arr)
+    arr = U.ensure_arraylike("diag_indices_from", arr)
     s = arr.shape if isinstance(arr, ArrayOps) else U.shape_of(arr)
     if len(s) < 2:
         raise ValueError("input array must be at least 2-d")
@@ -292,7 +292,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
                                   "inplace=False and use the returned array")
     if wrap:
         raise NotImplementedError("fill_diagonal: wrap=True is not supported, use wrap=False")
-    U.check_arraylike("fill_diagonal", a, val)
+    a, val = U.ensure_arraylike("fill_diagonal", a, val)
     x, v = U.to_array(a), U.to_array(val)
     if x.ndim < 2:
         raise ValueError("array must be at least 2-d")
@@ -372,7 +372,7 @@ def _ravel_multi_index(multi_index, dims, mode="raise", order="C"):
 
 def unravel_index(indices, shape):
     """Coordinate arrays from flat indices; out-of-range indices are clipped."""
-    U.check_arraylike("unravel_index", indices)
+    indices = U.ensure_arraylike("unravel_index", indices)
     x = U.to_array(indices)
     try:
         shape = list(shape)

@@ -46,7 +46,7 @@ _contract = _dot_general   # einsum's name for it (its `_dot_general` parameter 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy ``dot``: scalars multiply; otherwise contract a's last with b's second-to-last."""
-    U.check_arraylike("dot", a, b)
+    a, b = U.ensure_arraylike("dot", a, b)
     a, b = U.to_array(a), U.to_array(b)
     if a.ndim == 0 or b.ndim == 0:
         out = F.multiply(a, b)
@@ -84,7 +84,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
                     dn = _matmul_dims[nd] = (((nd - 1,), (nd - 2,)), (batch, batch))
                 return checked_bind(dot_general_p, a, b, dimension_numbers=dn, precision=None,
                                     preferred_element_type=dtypes.canonicalize_dtype(d))
-    U.check_arraylike("matmul", a, b)
+    a, b = U.ensure_arraylike("matmul", a, b)
     a, b = U.to_array(a), U.to_array(b)
     for n, x in (("a", a), ("b", b)):
         if x.ndim == 0:
@@ -127,7 +127,7 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     the other (broadcast) dimensions.  The contracted axes must have equal sizes (a
     size-1 axis does not broadcast), and the result has the operands' promoted dtype
     (one ``dot_general``: uint8 . uint8 is uint8), as in JAX."""
-    U.check_arraylike("vecdot", x1, x2)
+    x1, x2 = U.ensure_arraylike("vecdot", x1, x2)
     a, b = U.to_array(x1), U.to_array(x2)
     axis = operator.index(axis)
     for x in (a, b):
@@ -206,7 +206,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Cross product of 2- or 3-vectors along the given axes, as JAX: two 2-vectors give
     the z component (a scalar per vector pair); a 2-vector next to a 3-vector is taken
     with z = 0 and the result has 3 components along ``axisc``."""
-    U.check_arraylike("cross", a, b)
+    a, b = U.ensure_arraylike("cross", a, b)
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = U.promote_dtypes(U.to_array(a), U.to_array(b))
@@ -463,7 +463,7 @@ def einsum_path(subscripts, *operands, optimize="auto"):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (ord None/1/2/inf/-inf/0/p) and matrix norms ('fro', 1, -1, inf, -inf)."""
-    U.check_arraylike("norm", x)
+    x = U.ensure_arraylike("norm", x)
     (x,) = U.promote_dtypes_inexact(U.to_array(x))
     if axis is None:
         if x.ndim == 2 and ord is not None:
@@ -522,7 +522,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """The Array API's vector norm: ``x`` is treated as a vector along ``axis`` (an int,
     a tuple of any number of axes, or None for all), as JAX computes it (no promotion
     before the reduction: an integer input's inf-norm is an integer)."""
-    U.check_arraylike("jnp.linalg.vector_norm", x)
+    x = U.ensure_arraylike("jnp.linalg.vector_norm", x)
     x = U.to_array(x)
     if ord is None or (not isinstance(ord, str) and ord == 2):
         return F.sqrt(R.sum(F.real(F.multiply(x, F.conjugate(x))), axis=axis,

@@ -23,7 +23,7 @@ def _c(v, x, weak=True):
 
 
 def _float_arg(name, x):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     (a,) = U.promote_dtypes_inexact(U.to_array(x))
     return a
 
@@ -92,7 +92,7 @@ def _frexp_custom():
 
 def frexp(x, /):
     """Decompose into mantissa in [0.5, 1) and int32 exponent: ``x == m * 2**e``."""
-    U.check_arraylike("frexp", x)
+    x = U.ensure_arraylike("frexp", x)
     a = U.to_array(x)
     if a.dtype.kind == "c":
         raise TypeError("frexp does not support complex-valued inputs")
@@ -102,7 +102,7 @@ def frexp(x, /):
 
 def ldexp(x1, x2, /):
     """``x1 * 2**x2`` computed without intermediate overflow; ``x2`` must be integer."""
-    U.check_arraylike("ldexp", x1, x2)
+    x1, x2 = U.ensure_arraylike("ldexp", x1, x2)
     a, b = U.to_array(x1), U.to_array(x2)
     if a.dtype.kind == "c" or b.dtype.kind in "fc" or dtypes.is_bfloat16(b.dtype) or \
             dtypes.issubdtype(b.dtype, np.inexact):
@@ -144,7 +144,7 @@ def spacing(x, /):
 
 def fabs(x, /):
     """Absolute value as a float (complex inputs are rejected)."""
-    U.check_arraylike("fabs", x)
+    x = U.ensure_arraylike("fabs", x)
     a = U.to_array(x)
     if a.dtype.kind == "c":
         raise TypeError("ufunc 'fabs' does not support complex dtypes")
@@ -156,7 +156,7 @@ def fabs(x, /):
 
 
 def _int_pair(name, x1, x2):
-    U.check_arraylike(name, x1, x2)
+    x1, x2 = U.ensure_arraylike(name, x1, x2)
     a, b = U.promote_args(name, x1, x2)
     if a.dtype.kind not in "iu":
         raise ValueError(f"Arguments to xform.numpy.{name} must be integers.")
@@ -199,7 +199,7 @@ def lcm(x1, x2, /):
 
 def bitwise_count(x, /):
     """Number of 1 bits in ``|x|`` (uint8 result)."""
-    U.check_arraylike("bitwise_count", x)
+    x = U.ensure_arraylike("bitwise_count", x)
     a = U.to_array(x)
     if a.dtype.kind not in "iub" or dtypes.is_bfloat16(a.dtype):
         raise TypeError(f"bitwise_count requires an integer or boolean input, got {a.dtype}")
@@ -213,7 +213,7 @@ def bitwise_count(x, /):
 
 def iscomplex(x):
     """True where the imaginary part is non-zero (False for real dtypes)."""
-    U.check_arraylike("iscomplex", x)
+    x = U.ensure_arraylike("iscomplex", x)
     a = U.to_array(x)
     i = F.imag(a)
     return F.not_equal(i, U.to_array(0, i.dtype, i.weak_type))
@@ -221,7 +221,7 @@ def iscomplex(x):
 
 def isreal(x):
     """True where the imaginary part is zero (True for real dtypes)."""
-    U.check_arraylike("isreal", x)
+    x = U.ensure_arraylike("isreal", x)
     a = U.to_array(x)
     i = F.imag(a)
     return F.equal(i, U.to_array(0, i.dtype, i.weak_type))
@@ -275,7 +275,7 @@ def i0e_real(ax):
 
 def i0(x):
     """Modified Bessel function of the first kind, order 0 (real inputs)."""
-    U.check_arraylike("i0", x)
+    x = U.ensure_arraylike("i0", x)
     a = U.to_array(x)
     if a.dtype.kind == "c":
         raise NotImplementedError("i0 does not support complex-valued inputs")
@@ -364,7 +364,7 @@ def bartlett(M):
 
 def kaiser(M, beta):
     """Kaiser window of length ``M`` with shape parameter ``beta``."""
-    U.check_arraylike("kaiser", beta)
+    beta = U.ensure_arraylike("kaiser", beta)
 
     def f(n, M, dt):
         b = U.to_array(beta, dt, False)

@@ -25,7 +25,7 @@ dtypes.on_ml_dtypes(lambda: _LOWP.append(dtypes.bfloat16))
 
 
 def _prep(name, a):
-    U.check_arraylike(name, a)
+    a = U.ensure_arraylike(name, a)
     x = U.to_array(a)
     if x.weak_type:
         x = U.convert(x, x.dtype, False)
@@ -36,7 +36,7 @@ def _check_where(name, where):
     """JAX: ``where`` must be None or a boolean array (an integer mask is refused)."""
     if where is None:
         return None
-    U.check_arraylike(name, where)
+    where = U.ensure_arraylike(name, where)
     w = U.to_array(where)
     if w.dtype != dtypes.bool_:
         raise ValueError(f"jnp.{name}: where must be None or a boolean array; "
@@ -274,7 +274,7 @@ def _var(name, x, axis, dtype, ddof, keepdims, where, a_mean, nan_aware=False):
     if a_mean is None:
         m = mean(xc, axis=axes, keepdims=True, where=ok)
     else:
-        U.check_arraylike(name, a_mean)
+        a_mean = U.ensure_arraylike(name, a_mean)
         m = U.to_array(U.to_array(a_mean), comp, False)
     c = F.subtract(xc, m)
     if nan_aware:
@@ -379,7 +379,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 def _array_api_cumulative(name, what, x, axis, dtype, include_initial, lax_fn, initial,
                           promote_integers):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     a = U.to_array(x)
     if a.ndim == 0:
         raise ValueError(f"The input must be non-scalar to take a cumulative {what}, "

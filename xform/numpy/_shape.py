@@ -27,20 +27,20 @@ from xform.numpy._ufuncs import subtract
 
 
 def _arr(x, name):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     return U.to_array(x)
 
 
 def shape(a):
-    return U.aval(a).shape
+    return U.aval(U.from_jax_array(a)).shape
 
 
 def ndim(a):
-    return len(U.aval(a).shape)
+    return len(U.aval(U.from_jax_array(a)).shape)
 
 
 def size(a, axis=None):
-    s = U.aval(a).shape
+    s = U.aval(U.from_jax_array(a)).shape
     if axis is None:
         return int(np.prod(s, dtype=np.int64))
     return s[U.canonicalize_axis(axis, len(s))]
@@ -139,8 +139,8 @@ def swapaxes(a, axis1, axis2):
 
 def moveaxis(a, source, destination):
     x = _arr(a, "moveaxis")
-    src = (source,) if not isinstance(source, (tuple, list)) else tuple(source)
-    dst = (destination,) if not isinstance(destination, (tuple, list)) else tuple(destination)
+    src = U.axis_tuple(source)
+    dst = U.axis_tuple(destination)
     if len(src) != len(dst):
         raise ValueError("Inconsistent number of elements: "
                          f"{len(src)} vs {len(dst)}")
@@ -154,7 +154,7 @@ def moveaxis(a, source, destination):
 
 def expand_dims(a, axis):
     x = _arr(a, "expand_dims")
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = U.axis_tuple(axis)
     nd = x.ndim + len(axes)
     axes = sorted(U.canonicalize_axis(ax, nd) for ax in axes)
     if len(set(axes)) != len(axes):
@@ -569,7 +569,7 @@ def roll(a, shift, axis=None):
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), x.shape)
     shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = U.axis_tuple(axis)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     if len(axes) == 1 and len(shifts) > 1:
@@ -650,7 +650,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     the axis (shape (1,) included); with ``total_repeat_length`` the output length is
     static, so ``repeats`` may be traced (the last block runs on, or the output is
     truncated).  ``a`` and ``repeats`` are arrays or scalars (lists are refused, as JAX)."""
-    U.check_arraylike("repeat", a, repeats)
+    a, repeats = U.ensure_arraylike("repeat", a, repeats)
     x = _arr(a, "repeat")
     if axis is None:
         x, axis = ravel(x), 0

@@ -32,7 +32,7 @@ def _int():
 
 
 def _inexact(name, a):
-    U.check_arraylike(name, a)
+    a = U.ensure_arraylike(name, a)
     x = U.to_array(a)
     (x,) = U.promote_dtypes_inexact(x)
     return U.to_array(x, x.dtype, False)
@@ -62,14 +62,14 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
     if method not in _QMETHODS:
         raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', "
                          "'nearest' or 'inverted_cdf'")
-    U.check_arraylike(name, a, q)
+    a, q = U.ensure_arraylike(name, a, q)
     x = U.to_array(a)
     if x.dtype.kind == "c":
         raise ValueError("quantile does not support complex input, as the operation is "
                          "poorly defined.")
     w = None
     if weights is not None:
-        U.check_arraylike(name, weights)
+        weights = U.ensure_arraylike(name, weights)
         w = U.to_array(weights)
         if w.dtype.kind == "c":
             raise ValueError("Weights cannot be complex types.")
@@ -194,7 +194,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 def _pct(name, q):
-    U.check_arraylike(name, q)
+    q = U.ensure_arraylike(name, q)
     (qq,) = U.promote_dtypes_inexact(U.to_array(q))
     return F.true_divide(qq, U.to_array(100, qq.dtype, True))
 
@@ -224,7 +224,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def bincount(x, weights=None, minlength=0, *, length=None):
     """Occurrences of each non-negative integer (negative values count as 0)."""
-    U.check_arraylike("bincount", x)
+    x = U.ensure_arraylike("bincount", x)
     xx = U.to_array(x)
     if xx.dtype.kind not in "iub" or dtypes.is_bfloat16(xx.dtype):
         raise TypeError(f"x argument to bincount must have an integer type; got {xx.dtype}")
@@ -246,7 +246,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if weights is None:
         w = U.broadcast_to_shape(U.to_array(1, _int(), False), xx.shape)
     else:
-        U.check_arraylike("bincount", weights)
+        weights = U.ensure_arraylike("bincount", weights)
         w = U.to_array(weights)
         if w.shape != xx.shape:
             w = S.broadcast_to(w, xx.shape)
@@ -285,7 +285,7 @@ def _range_edges(name, x, bins, rng):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """Edges of the bins ``histogram`` would use."""
-    U.check_arraylike("histogram_bin_edges", a)
+    a = U.ensure_arraylike("histogram_bin_edges", a)
     x = _inexact("histogram_bin_edges", a)
     if isinstance(bins, (ArrayOps, np.ndarray, list, tuple)):
         b = U.to_array(np.asarray(bins) if isinstance(bins, (list, tuple)) else bins)
@@ -306,10 +306,10 @@ def _bin_index(x, edges):
 
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """Counts (or density) of ``a`` in ``bins``; returns (hist, bin_edges)."""
-    U.check_arraylike("histogram", a)
+    a = U.ensure_arraylike("histogram", a)
     x = S.ravel(_inexact("histogram", a))
     if weights is not None:
-        U.check_arraylike("histogram", weights)
+        weights = U.ensure_arraylike("histogram", weights)
         w = U.to_array(weights)
         if w.shape != U.to_array(a).shape:
             raise ValueError(f"weights should have the same shape as a; got "
@@ -332,7 +332,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """D-dimensional histogram of ``sample`` of shape (N, D); returns (hist, edges list)."""
-    U.check_arraylike("histogramdd", sample)
+    sample = U.ensure_arraylike("histogramdd", sample)
     s = _inexact("histogramdd", sample)
     if s.ndim == 1:
         s = lax.reshape(s, (s.shape[0], 1))
@@ -340,7 +340,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
         raise ValueError(f"histogramdd: sample must be 2-D (N, D); got shape {s.shape}")
     N, D = s.shape
     if weights is not None:
-        U.check_arraylike("histogramdd", weights)
+        weights = U.ensure_arraylike("histogramdd", weights)
         w = U.to_array(weights)
         if w.shape != (N,):
             raise ValueError("should have one weight for each sample.")
@@ -389,7 +389,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     """2-D histogram of points (x, y); returns (hist, xedges, yedges)."""
-    U.check_arraylike("histogram2d", x, y)
+    x, y = U.ensure_arraylike("histogram2d", x, y)
     xx, yy = U.to_array(x), U.to_array(y)
     if xx.shape != yy.shape or xx.ndim != 1:
         raise ValueError(f"histogram2d: x and y must be 1-D of the same length; got "
@@ -414,7 +414,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         dtype=None):
     """Covariance matrix of the variables in the rows (``rowvar``) of ``m`` (computed in
     ``dtype`` when given, which must be inexact)."""
-    U.check_arraylike("cov", m)
+    m = U.ensure_arraylike("cov", m)
     x = U.to_array(m)
     if x.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
@@ -429,7 +429,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if x.shape[0] == 0:
         return zeros((0, 0), U.result_dtype(x, 0.0)[0])
     if y is not None:
-        U.check_arraylike("cov", y)
+        y = U.ensure_arraylike("cov", y)
         yy = U.to_array(y)
         if yy.ndim > 2:
             raise ValueError("y has more than 2 dimensions")
@@ -447,7 +447,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     n = x.shape[1]
     w = None
     if fweights is not None:
-        U.check_arraylike("cov", fweights)
+        fweights = U.ensure_arraylike("cov", fweights)
         fw = U.to_array(fweights)
         if fw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional fweights")
@@ -457,7 +457,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             raise TypeError("fweights must be integer.")
         w = U.to_array(F.absolute(fw), x.dtype, False)
     if aweights is not None:
-        U.check_arraylike("cov", aweights)
+        aweights = U.ensure_arraylike("cov", aweights)
         aw = U.to_array(aweights)
         if aw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional aweights")
@@ -492,7 +492,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients (``cov`` normalised, clipped to [-1, 1])."""
-    U.check_arraylike("corrcoef", x)
+    x = U.ensure_arraylike("corrcoef", x)
     if dtype is not None and U.canonical_dtype(dtype).kind not in "fc":
         raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got "
                          f"{dtype=}")
@@ -514,7 +514,7 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """n-th discrete difference along ``axis`` (``!=`` for booleans)."""
-    U.check_arraylike("diff", a)
+    a = U.ensure_arraylike("diff", a)
     x = U.to_array(a)
     n = U.static_int(n, "diff: n")
     if n < 0:
@@ -529,7 +529,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         if extra is None:
             parts.append(None)
             continue
-        U.check_arraylike("diff", extra)
+        extra = U.ensure_arraylike("diff", extra)
         e = U.to_array(extra)
         if e.ndim == 0:
             shp = list(x.shape)
@@ -551,7 +551,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of the flattened array, with optional values before/after."""
-    U.check_arraylike("ediff1d", ary)
+    ary = U.ensure_arraylike("ediff1d", ary)
     x = S.ravel(U.to_array(ary))
     if x.dtype == dtypes.bool_:
         raise TypeError("ediff1d does not accept boolean input (subtraction of booleans); "
@@ -559,11 +559,11 @@ def ediff1d(ary, to_end=None, to_begin=None):
     out = diff(x) if x.shape[0] else x
     pieces = []
     if to_begin is not None:
-        U.check_arraylike("ediff1d", to_begin)
+        to_begin = U.ensure_arraylike("ediff1d", to_begin)
         pieces.append(U.to_array(S.ravel(U.to_array(to_begin)), out.dtype, out.weak_type))
     pieces.append(out)
     if to_end is not None:
-        U.check_arraylike("ediff1d", to_end)
+        to_end = U.ensure_arraylike("ediff1d", to_end)
         pieces.append(U.to_array(S.ravel(U.to_array(to_end)), out.dtype, out.weak_type))
     return S.concatenate(pieces) if len(pieces) > 1 else out
 
@@ -623,7 +623,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
 
 def interp(x, xp, fp, left=None, right=None, period=None):
     """One-dimensional piecewise-linear interpolation (``xp`` increasing)."""
-    U.check_arraylike("interp", x, xp, fp)
+    x, xp, fp = U.ensure_arraylike("interp", x, xp, fp)
     xa, xpa, fpa = U.to_array(x), U.to_array(xp), U.to_array(fp)
     if xpa.ndim != 1 or fpa.ndim != 1:
         raise ValueError("xp and fp must be one-dimensional")
@@ -688,14 +688,14 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Integral of ``y`` along ``axis`` by the trapezoidal rule."""
     if x is None:
-        U.check_arraylike("trapezoid", y)
+        y = U.ensure_arraylike("trapezoid", y)
         yy = _inexact("trapezoid", y)
         ax = U.canonicalize_axis(axis, yy.ndim)
         d = U.to_array(dx)
         (yy, d) = U.promote_dtypes_inexact(yy, d)
         yy = U.to_array(yy, yy.dtype, False)
     else:
-        U.check_arraylike("trapezoid", y, x)
+        y, x = U.ensure_arraylike("trapezoid", y, x)
         yy, xx = U.promote_dtypes_inexact(U.to_array(y), U.to_array(x))
         yy, xx = U.to_array(yy, yy.dtype, False), U.to_array(xx, xx.dtype, False)
         ax = U.canonicalize_axis(axis, yy.ndim)

@@ -145,8 +145,13 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                             p = prim(pname)
                         return p.bind(x1, x2)
             if operator and not isinstance(x2, _ARRAYLIKE):
-                return NotImplemented
-            U.check_arraylike(name, x1, x2)
+                # an object with ``__jax_array__`` is the array it gives (as in JAX);
+                # for anything else Python tries the other operand's reflected method
+                m = getattr(x2, "__jax_array__", None)
+                if m is None:
+                    return NotImplemented
+                x2 = m()
+            x1, x2 = U.ensure_arraylike(name, x1, x2)
             a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
@@ -202,7 +207,7 @@ def _unary(name, pname, inexact=True, fast=_F, accept=None, doc=None):
                 if p is None:
                     p = prim(pname)
                 return p.bind(x)
-        U.check_arraylike(name, x)
+        x = U.ensure_arraylike(name, x)
         (a,) = U.promote_dtypes_inexact(x) if inexact else U.promote_dtypes(x)
         if a.dtype not in accept:
             _reject(name, a.dtype, accept)
@@ -274,7 +279,7 @@ def _neg_like(name, pname):
                 if f is not None:
                     return f(x.weak_type, x._npy)
             return p.bind(x)
-        U.check_arraylike(name, x)
+        x = U.ensure_arraylike(name, x)
         (a,) = U.promote_dtypes(x)
         if a.dtype not in _NUM:
             raise TypeError(f"{pname} does not accept dtype {a.dtype.name}. Accepted dtypes are "
@@ -290,7 +295,7 @@ negative = _neg_like("negative", "neg")
 
 def sign(x, /):
     """-1, 0 or 1 by sign (unsigned: 0 or 1); NaN stays NaN."""
-    U.check_arraylike("sign", x)
+    x = U.ensure_arraylike("sign", x)
     (a,) = U.promote_dtypes(x)
     if a.dtype in _B:
         raise TypeError("sign does not accept dtype bool. Accepted dtypes are subtypes of "
@@ -313,13 +318,13 @@ def convert_bool(b, like):
 
 
 def positive(x, /):
-    U.check_arraylike("positive", x)
+    x = U.ensure_arraylike("positive", x)
     return U.to_array(x)
 
 
 def absolute(x, /):
     """|x|; complex -> its real dtype; unsigned and bool unchanged."""
-    U.check_arraylike("absolute", x)
+    x = U.ensure_arraylike("absolute", x)
     a = U.to_array(x)
     if a.dtype in _U | _B:
         return a
@@ -330,20 +335,20 @@ abs = absolute
 
 
 def square(x, /):
-    U.check_arraylike("square", x)
+    x = U.ensure_arraylike("square", x)
     (a,) = U.promote_dtypes_numeric(x)
     return _bind("square", a)            # lax.square, as JAX's jnp.square
 
 
 def reciprocal(x, /):
-    U.check_arraylike("reciprocal", x)
+    x = U.ensure_arraylike("reciprocal", x)
     (a,) = U.promote_dtypes_inexact(x)
     return lax.integer_pow(a, -1)      # as JAX's jnp.reciprocal
 
 
 def _int_identity(name, pname):
     def fn(x, /):
-        U.check_arraylike(name, x)
+        x = U.ensure_arraylike(name, x)
         a = U.to_array(x)
         if a.dtype in _I | _U | _B:
             return a
@@ -362,7 +367,7 @@ ceil = _int_identity("ceil", "ceil")
 
 def trunc(x, /):
     """Round toward zero; integers unchanged."""
-    U.check_arraylike("trunc", x)
+    x = U.ensure_arraylike("trunc", x)
     a = U.to_array(x)
     if a.dtype in _I | _U | _B:
         return a
@@ -374,14 +379,14 @@ fix = trunc
 
 def rint(x, /):
     """Round half to even; integers become float (as JAX)."""
-    U.check_arraylike("rint", x)
+    x = U.ensure_arraylike("rint", x)
     (a,) = U.promote_dtypes_inexact(x)
     return lax.round(a, 1)
 
 
 def round(a, decimals=0, out=None):
     """Round half to even to ``decimals`` places (integers: unchanged for decimals >= 0)."""
-    U.check_arraylike("round", a)
+    a = U.ensure_arraylike("round", a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to round is not supported.")
     decimals = U.static_int(decimals, "decimals")
@@ -424,25 +429,25 @@ around = round
 
 
 def log2(x, /):
-    U.check_arraylike("log2", x)
+    x = U.ensure_arraylike("log2", x)
     (a,) = U.promote_dtypes_inexact(x)
     return true_divide(log(a), log(_const(a, 2)))
 
 
 def log10(x, /):
-    U.check_arraylike("log10", x)
+    x = U.ensure_arraylike("log10", x)
     (a,) = U.promote_dtypes_inexact(x)
     return true_divide(log(a), log(_const(a, 10)))
 
 
 def deg2rad(x, /):
-    U.check_arraylike("deg2rad", x)
+    x = U.ensure_arraylike("deg2rad", x)
     (a,) = U.promote_dtypes_inexact(x)
     return multiply(a, _const(a, math.pi / 180))
 
 
 def rad2deg(x, /):
-    U.check_arraylike("rad2deg", x)
+    x = U.ensure_arraylike("rad2deg", x)
     (a,) = U.promote_dtypes_inexact(x)
     return multiply(a, _const(a, 180 / math.pi))
 
@@ -454,7 +459,7 @@ radians, degrees = deg2rad, rad2deg
 
 def _lax_args(name, *args):
     """``promote_args`` for operands of lax n-ary ops: rank-0 operands stay rank 0."""
-    U.check_arraylike(name, *args)
+    args = U.ensure_arraylike_tuple(name, args)
     return U.promote_shapes_lax(name, *U.promote_dtypes(*args))
 
 
@@ -521,7 +526,7 @@ def power(x1, x2, /):
     multiplication (``integer_pow``, which refuses negative powers of integers); integer
     bases with array exponents use JAX's six-step binary exponentiation (so its results for
     negative or >= 64 exponents are JAX's); otherwise ``pow``."""
-    U.check_arraylike("power", x1, x2)
+    x1, x2 = U.ensure_arraylike("power", x1, x2)
     if not isinstance(x2, core.Tracer) and not isinstance(x2, bool):
         try:
             n = operator.index(x2)
@@ -530,6 +535,11 @@ def power(x1, x2, /):
         else:
             (a,) = U.promote_dtypes_numeric(x1)
             return lax.integer_pow(a, n)
+    a, b = U.to_array(x1), U.to_array(x2)
+    if a.dtype.kind in "fc" and b.dtype.kind in "iu":
+        # an inexact base with an integer exponent binds pow without promoting the
+        # exponent (JAX's case): its derivative in x is then defined at x = 0 (0 for y = 0)
+        return _bind("pow", *U.promote_shapes_lax("power", a, b))
     a, b = U.promote_dtypes_numeric(x1, x2)
     if a.dtype in _I | _U or a.dtype == np.bool_:
         return _int_pow(*U.promote_args("power", a, b))
@@ -556,7 +566,7 @@ pow = power
 
 
 def float_power(x1, x2, /):
-    U.check_arraylike("float_power", x1, x2)
+    x1, x2 = U.ensure_arraylike("float_power", x1, x2)
     dt = dtypes.default_float_dtype()
     a, b = _lax_args("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
                      U.to_array(x2, _float_or_complex(x2, dt)))
@@ -570,7 +580,7 @@ def _float_or_complex(x, dt):
 # ----------------------------------------------------------------- comparisons & logic
 
 def logical_not(x, /):
-    U.check_arraylike("logical_not", x)
+    x = U.ensure_arraylike("logical_not", x)
     return _bind("not", _as_bool(x))
 
 
@@ -583,7 +593,7 @@ def _as_bool(x):
 
 def _logical(name, pname):
     def fn(x1, x2, /):
-        U.check_arraylike(name, x1, x2)
+        x1, x2 = U.ensure_arraylike(name, x1, x2)
         a, b = U.promote_shapes_lax(name, _as_bool(x1), _as_bool(x2))
         return _bind(pname, a, b)
     fn.__name__ = fn.__qualname__ = name
@@ -597,7 +607,7 @@ logical_xor = _logical("logical_xor", "xor")
 
 
 def bitwise_not(x, /):
-    U.check_arraylike("bitwise_not", x)
+    x = U.ensure_arraylike("bitwise_not", x)
     a = U.to_array(x)
     if a.dtype not in _I | _U | _B:
         _reject("bitwise_not", a.dtype, _I | _U | _B)
@@ -627,7 +637,7 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 # ----------------------------------------------------------------- float classification
 
 def isfinite(x, /):
-    U.check_arraylike("isfinite", x)
+    x = U.ensure_arraylike("isfinite", x)
     a = U.to_array(x)
     if a.dtype in _F:
         return _bind("is_finite", a)
@@ -641,7 +651,7 @@ def _full_bool(a, v):
 
 
 def isinf(x, /):
-    U.check_arraylike("isinf", x)
+    x = U.ensure_arraylike("isinf", x)
     a = U.to_array(x)
     if a.dtype in _F:
         return equal(absolute(a), _const(a, np.inf))
@@ -651,7 +661,7 @@ def isinf(x, /):
 
 
 def isnan(x, /):
-    U.check_arraylike("isnan", x)
+    x = U.ensure_arraylike("isnan", x)
     a = U.to_array(x)
     if a.dtype in _F | _C:
         return not_equal(a, a)
@@ -674,7 +684,7 @@ _SIGNED_OF_BITS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 def signbit(x, /):
     """True where the sign bit is set: negative numbers, -0.0, -inf and NaNs with the
     sign bit (-nan) -- read from the float's bits, as IEEE 754 and JAX do."""
-    U.check_arraylike("signbit", x)
+    x = U.ensure_arraylike("signbit", x)
     a = U.to_array(x)
     if a.dtype in _U | _B:
         return _full_bool(a, False)
@@ -712,7 +722,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
                          "to xform.numpy.where.")
-    U.check_arraylike("where", condition, x, y)
+    condition, x, y = U.ensure_arraylike("where", condition, x, y)
     c = _as_bool(condition)
     a, b = U.promote_dtypes(x, y)
     if c.shape:
@@ -728,7 +738,7 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
         arr = a
     min = a_min if min is None else min
     max = a_max if max is None else max
-    U.check_arraylike("clip", arr)
+    arr = U.ensure_arraylike("clip", arr)
     out = U.to_array(arr)
     if min is not None:
         out = maximum(min, out)

@@ -9,6 +9,8 @@ this module: the ufunc wrappers test for it first.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
@@ -44,14 +46,43 @@ _PRIMS: dict = {}
 
 def is_arraylike(x) -> bool:
     return isinstance(x, (ArrayOps, np.ndarray, np.generic)) or type(x) in _SCALARS or \
-        (isinstance(x, _SCALARS) and not isinstance(x, (list, tuple)))
+        (isinstance(x, _SCALARS) and not isinstance(x, (list, tuple))) or \
+        getattr(x, "__jax_array__", None) is not None
 
 
 def check_arraylike(name, *args):
+    """Raise JAX's TypeError unless every argument is array-like: an Array or tracer, a
+    NumPy array or scalar, a Python scalar, or an object with ``__jax_array__``."""
     for i, a in enumerate(args):
         if not is_arraylike(a):
             raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
                             f"position {i}. Convert lists/tuples with xform.numpy.asarray first.")
+
+
+def from_jax_array(x):
+    """``x``, or the array its ``__jax_array__()`` gives (objects such as flax.nnx's
+    Variables stand for the array they hold)."""
+    if isinstance(x, ArrayOps) or type(x) in _SCALARS:
+        return x
+    m = getattr(x, "__jax_array__", None)
+    return x if m is None else m()
+
+
+def ensure_arraylike(name, *args):
+    """``check_arraylike``, then each argument with ``__jax_array__`` replaced by the
+    array it gives (JAX's ``ensure_arraylike``). Other values are returned as they
+    are (Python scalars stay weakly typed). One argument gives one value, several a
+    tuple."""
+    check_arraylike(name, *args)
+    if len(args) == 1:
+        return from_jax_array(args[0])
+    return tuple(from_jax_array(a) for a in args)
+
+
+def ensure_arraylike_tuple(name, args):
+    """``ensure_arraylike`` of a sequence of arguments, always a tuple."""
+    check_arraylike(name, *args)
+    return tuple(from_jax_array(a) for a in args)
 
 
 def aval(x):
@@ -65,7 +96,7 @@ def shape_of(x):
 def dtype_of(x):
     if isinstance(x, ArrayOps):
         return x.dtype
-    return dtypes.dtype_of(x)
+    return dtypes.dtype_of(from_jax_array(x))
 
 
 def is_weak(x):
@@ -98,6 +129,9 @@ def to_array(x, dtype=None, weak=None):
         dt = dtypes.canonicalize_dtype(dtypes.dtype_of(x)) if dtype is None else np.dtype(dtype)
         v = np.array(x, dtype=dt)  # copy: the Array must not see later mutation
         return Array(v, bool(weak))
+    m = getattr(x, "__jax_array__", None)
+    if m is not None:
+        return to_array(m(), dtype, weak)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
                     "Use an xform Array, a NumPy array or a Python scalar.")
 
@@ -155,6 +189,7 @@ def _key(x):
         return t
     if isinstance(x, ArrayOps):
         return (x.dtype, x.weak_type)
+    x = from_jax_array(x)
     return (dtypes.dtype_of(x), dtypes.is_weakly_typed(x))
 
 
@@ -301,22 +336,22 @@ def promote_shapes_lax(name, *args):
 
 def promote_args_lax(name, *args):
     """``promote_args`` for code built from lax n-ary ops (rank-0 operands stay rank 0)."""
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes_lax(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact_lax(name, *args):
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes_lax(name, *promote_dtypes_inexact(*args))
 
 
 def promote_args(name, *args):
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
 
 
@@ -324,13 +359,30 @@ def promote_args_inexact(name, *args):
 
 def canonicalize_axis(axis, ndim, name="axis"):
     try:
-        a = int(axis) if not isinstance(axis, ArrayOps) else int(core.concrete_or_error(
+        a = operator.index(axis) if not isinstance(axis, ArrayOps) else int(core.concrete_or_error(
             axis, "an axis argument must be a static Python int"))
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {axis!r}") from None
     if not -ndim <= a < ndim:
         raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
     return a % ndim if ndim else a
+
+
+def axis_tuple(axis):
+    """An axis argument as a tuple: an integer (anything with ``__index__``) is one axis,
+    any other iterable (tuple, list, range, a 1-d integer array) a sequence of them, as
+    JAX's ``jax.numpy`` reads ``axis`` arguments."""
+    if isinstance(axis, (tuple, list)):
+        return tuple(axis)
+    if isinstance(axis, ArrayOps) and axis.ndim == 0:
+        return (axis,)
+    try:
+        return (operator.index(axis),)
+    except TypeError:
+        pass
+    if isinstance(axis, (str, bytes)) or not hasattr(axis, "__iter__"):
+        return (axis,)        # canonicalize_axis names the bad value
+    return tuple(axis)
 
 
 def canonicalize_axes(axis, ndim):
@@ -344,6 +396,8 @@ def canonicalize_axes(axis, ndim):
         else:
             if len(set(axis)) == len(axis):
                 return axis
+    if not isinstance(axis, (tuple, list)):
+        axis = axis_tuple(axis)
     if isinstance(axis, (tuple, list)):
         out = tuple(canonicalize_axis(a, ndim) for a in axis)
         if len(set(out)) != len(out):
