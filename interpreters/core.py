@@ -424,8 +424,16 @@ class Tracer(ArrayOps):
         return self._concrete(errors.ConcretizationTypeError, ".item() of a traced array").item()
 
     def tolist(self):
-        return np.asarray(self._concrete(errors.ConcretizationTypeError,
-                                         ".tolist() of a traced array")).tolist()
+        return np.asarray(self._concrete(
+            errors.ConcretizationTypeError,
+            "The tolist() method was called on traced array: .tolist() of a traced "
+            "array")).tolist()
+
+    def tobytes(self, order="C"):
+        return np.asarray(self._concrete(
+            errors.ConcretizationTypeError,
+            "The tobytes() method was called on traced array: .tobytes() of a traced "
+            "array")).tobytes(order)
 
     def __array__(self, dtype=None, copy=None):
         v = self.to_concrete_value()
@@ -650,6 +658,10 @@ class Array(ArrayOps):
         self._refuse_key_conversion()
         return np.asarray(self._value).tolist()
 
+    def tobytes(self, order="C"):
+        self._refuse_key_conversion()
+        return np.asarray(self._value).tobytes(order)
+
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'. Arrays are mutable-looking values; use a "
                         "tuple of Python numbers or x.item() as a key.")
@@ -836,6 +848,16 @@ def is_weak(x) -> bool:
 pytype_aval_mappings: dict = {}
 
 
+def registered_aval(x):
+    """The abstract value ``pytype_aval_mappings`` gives ``x`` (by its type's MRO), or
+    None if its type is not registered."""
+    for base in type(x).__mro__:
+        rule = pytype_aval_mappings.get(base)
+        if rule is not None:
+            return rule(x)
+    return None
+
+
 def get_aval(x) -> ShapedArray:
     """The abstract value of any array-like the engine accepts as an argument."""
     if isinstance(x, (Tracer, Array)):
@@ -845,11 +867,9 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), dtype_of(x), t is not bool)
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
-    if pytype_aval_mappings:
-        for base in t.__mro__:
-            rule = pytype_aval_mappings.get(base)
-            if rule is not None:
-                return rule(x)
+    aval = registered_aval(x)
+    if aval is not None:
+        return aval
     if getattr(x, "__jax_array__", None) is not None:
         raise jax_array_error()
     if hasattr(x, "shape") and hasattr(x, "dtype"):

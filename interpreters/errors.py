@@ -74,7 +74,7 @@ class ConcretizationTypeError(XformTypeError):
     def __init__(self, tracer, context: str = "", suggestion: str | None = None):
         where = user_location(2)
         aval = getattr(tracer, "aval", None)
-        msg = (f"Abstract tracer value encountered where a concrete value is expected: "
+        msg = (f"Abstract tracer value encountered where concrete value is expected: "
                f"{context or 'a Python value was needed'} at {where}.\n"
                f"The value is {aval.str_short() if aval is not None else tracer} traced by "
                f"{type(getattr(tracer, '_trace', None)).__name__}; its value is only known "

@@ -132,6 +132,9 @@ class StagingTrace(core.Trace):
             if aval.shape == ():
                 return Literal(val, aval)
             return self._constvar(Array(np.array(val)), aval)
+        aval = core.registered_aval(x)
+        if aval is not None:      # a registered array-like type (ShapeDtypeStruct, ...)
+            return self._constvar(x, aval)
         if getattr(x, "__jax_array__", None) is not None:
             raise core.jax_array_error()
         raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "

@@ -243,8 +243,11 @@ class ModuleContext:
         self.host_callbacks.append(fn)
         return len(self.host_callbacks) - 1
 
-    def fresh_symbol(self, base: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in (base or "fn"))
+    def fresh_symbol(self, base: str, keep: str = "") -> str:
+        """An unused symbol name from ``base`` (characters other than letters, digits, "_"
+        and those in ``keep`` replaced by "_")."""
+        base = "".join(c if c.isalnum() or c == "_" or c in keep else "_"
+                       for c in (base or "fn"))
         sym, i = base, 0
         while sym in self.symbols or sym == "main":
             i += 1

@@ -65,6 +65,9 @@ def _stride_dim(d, window, stride):
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     """'SAME' / 'SAME_LOWER' / 'VALID' -> explicit (low, high) pairs per spatial dim."""
+    # Python ints out, whatever integer types come in (JAX's promise)
+    in_shape, window_shape, window_strides = ([int(v) for v in a] for a in (
+        in_shape, window_shape, window_strides))
     if isinstance(padding, str):
         mode = padding.upper()
         if mode == "VALID":
@@ -609,8 +612,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                              "using this op. Please either exactly specify the required "
                              "padding or use conv_transpose.")
         if len(window_strides) != nsp:
-            raise ValueError(f"conv_general_dilated window_strides must have {nsp} entries, "
-                             f"got {window_strides}")
+            raise ValueError("conv_general_dilated window and window_strides must have the "
+                             f"same number of dimensions, but got {nsp} and "
+                             f"{len(window_strides)}")
         window = [_dilate_dim(rs_shape[i], r) for i, r in zip(dn.rhs_spec[2:], rhs_dil)]
         pads = padtype_to_pads([ls_shape[i] for i in dn.lhs_spec[2:]], window,
                                window_strides, padding)

@@ -202,6 +202,27 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    """A custom-JVP function applied to tangents (its JVP rule calls it on the tangent,
+    as equinox's ``nondifferentiable``-style wrappers and optimistix's ``_asarray`` do)
+    is linear where its primal program is: transpose that program.  JAX reaches the same
+    result by replacing such a call with its primal program when it builds the linear
+    function (``linearize``, ``linear_transpose``); the custom rule plays no part in
+    reverse mode."""
+    if _is_lazy(call_jaxpr):     # stage the primal (closed-over values lead its inputs)
+        closed, consts = trace_flat(call_jaxpr.fun,
+                                    [a.aval if type(a) is ad.UndefinedPrimal
+                                     else core.get_aval(a) for a in args],
+                                    name=call_jaxpr.name)
+        return ad.backward_pass_partial(closed.jaxpr, closed.consts, [*consts, *args],
+                                        list(cts))[len(consts):]
+    return ad.backward_pass_partial(call_jaxpr.jaxpr, call_jaxpr.consts, list(args),
+                                    list(cts))
+
+
+ad.transpose_rules[custom_jvp_call_p] = _custom_jvp_call_transpose
+
+
 def _jvp_concat(jvp, xs):
     n = len(xs) // 2
     po, to = jvp(list(xs[:n]), list(xs[n:]))

@@ -303,16 +303,44 @@ ad.transpose_rules[sub_p] = lambda ct, x, y: [
 defbroadcasting(sub_p)
 
 # --- mul ------------------------------------------------------------------------------
+# ``out_dtype`` (an optional param, JAX's): the operands, which may then differ in dtype,
+# are converted to it and multiplied in it
 mul_p = _binary("mul", _num)
 ir.pp_rules[mul_p] = ir.pp_drop_none("out_dtype")
-mul_p.def_impl(_quiet(np.multiply))
-defjvp(mul_p, lambda t, x, y: mul_p.bind(t, y), lambda t, x, y: mul_p.bind(x, t))
+_mul_std_abstract = mul_p.abstract_eval
 
 
-def _mul_transpose(ct, x, y):
+def _mul_abstract(x, y, out_dtype=None):
+    if out_dtype is None:
+        return _mul_std_abstract(x, y)
+    _check_dtypes("mul", _ACCEPTS[mul_p], [x.dtype, y.dtype])
+    _check_dtypes("mul", (_num,), [np.dtype(out_dtype)])
+    out = np.dtype(out_dtype)
+    return elementwise_aval("mul", x.update(dtype=out), y.update(dtype=out)).update(
+        weak_type=False)
+
+
+def _mul_impl(x, y, out_dtype=None):
+    if out_dtype is not None:
+        x, y = np.asarray(x).astype(out_dtype), np.asarray(y).astype(out_dtype)
+    return np.multiply(x, y)
+
+
+mul_p.def_abstract_eval(_mul_abstract)
+mul_p.def_impl(_quiet(_mul_impl))
+
+
+defjvp(mul_p, lambda t, x, y, **p: mul_p.bind(t, y, **p),
+       lambda t, x, y, **p: mul_p.bind(x, t, **p))
+
+
+def _mul_transpose(ct, x, y, out_dtype=None):
+    # the cotangent of an operand is in that operand's dtype (JAX's rule)
     if ad.is_undefined_primal(x):
-        return [unbroadcast(x.aval, mul_p.bind(ct, y)), None]
-    return [None, unbroadcast(y.aval, mul_p.bind(x, ct))]
+        kw = {} if out_dtype is None else {"out_dtype": x.aval.dtype}
+        return [unbroadcast(x.aval, mul_p.bind(ct, y, **kw)), None]
+    kw = {} if out_dtype is None else {"out_dtype": y.aval.dtype}
+    return [None, unbroadcast(y.aval, mul_p.bind(x, ct, **kw))]
 
 
 ad.transpose_rules[mul_p] = _mul_transpose
@@ -1477,6 +1505,37 @@ for _n, _p, _d in _UNARY_FNS:
     globals()[_n] = _unop(_p, _n, _d)
 for _n, _p, _d, _tip in _BINARY_FNS:
     globals()[_n] = _binop(_p, _n, _d, _tip)
+
+_mul_same = mul  # noqa: F821  (made just above)
+
+
+def mul(x, y, *, out_dtype=None):  # noqa: F811
+    """Elementwise multiplication x * y.  ``out_dtype``: the product's dtype (JAX's keyword);
+    the operands, of any numeric dtypes then, are converted to it first (as JAX computes
+    it on CPU and GPU)."""
+    if out_dtype is None:
+        return _mul_same(x, y)
+    dt = D.canonicalize_dtype(out_dtype)
+    x, y = _as_operand(x, "mul"), _as_operand(y, "mul")
+    _check_dtypes("mul", _ACCEPTS[mul_p], [core.get_aval(x).dtype, core.get_aval(y).dtype])
+    return _mul_same(convert_element_type(x, dt), convert_element_type(y, dt))
+
+
+_mul_plain = mul   # noqa: F821  (made by the _BINARY_FNS loop above)
+
+
+def mul(x, y, *, out_dtype=None):
+    """Elementwise multiplication x * y.  ``out_dtype``: the operands (which may then
+    have different dtypes) are converted to it and multiplied in it (JAX's)."""
+    if out_dtype is None:
+        return _mul_plain(x, y)
+    out = D.canonicalize_dtype(np.dtype(out_dtype))
+    x, y = _operands("mul", (x, y), same_dtypes=False)
+    _check_dtypes("mul", _ACCEPTS[mul_p], [x.dtype, y.dtype])
+    return mul_p.bind(x, y, out_dtype=out)
+
+
+mul.__name__ = mul.__qualname__ = "mul"
 
 
 def pow(x, y):  # noqa: A001  (JAX's name)

@@ -87,8 +87,10 @@ def _reduce_abstract(name, kinds):
 
     def _rule(x, axes):
         nd = len(x.shape)
-        if len(set(axes)) != len(axes) or any(not 0 <= a < nd for a in axes):
-            raise ValueError(f"{name}: axes {axes} must be unique dimensions of operand "
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+        if any(not 0 <= a < nd for a in axes):
+            raise ValueError(f"{name}: axes {axes} must be dimensions of operand "
                              f"{x.str_short()}")
         if kinds == "number" and x.dtype == _BOOL:
             raise TypeError(f"{name} does not accept dtype bool. Accepted dtypes are numbers; "
@@ -232,11 +234,14 @@ for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
 
 def _argminmax_abstract(name):
     def rule(x, *, axes, index_dtype):
-        if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
+        if len(axes) != 1:
             raise ValueError(f"{name}: invalid axes {axes} for operand {x.str_short()}")
-        if x.shape[axes[0]] < 1:
-            raise ValueError(f"{name} requires a non-empty reduced dimension; operand "
-                             f"{x.str_short()} has size 0 along axis {axes[0]}")
+        axis, = axes
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"Invalid axis {axis} for operand shape {tuple(x.shape)}")
+        if x.shape[axis] < 1:
+            raise ValueError("argmin and argmax require non-empty reduced dimension. "
+                             f"operand.shape={tuple(x.shape)} axis={axis}")
         if not dtypes.is_integer(index_dtype):
             raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
         if dtypes.is_complex(x.dtype):
@@ -405,7 +410,7 @@ def _axes(name, operand, axes):
     except TypeError:
         raise TypeError(f"{name}: axes must be a sequence of Python ints, got {axes!r}") from None
     if len(set(axes)) != len(axes):
-        raise ValueError(f"{name}: duplicate value in axes {axes}")
+        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
     return axes
 
 
@@ -428,16 +433,16 @@ reduce_xor = _reducer(reduce_xor_p)
 
 
 def argmax(operand, axis, index_dtype):
+    """Index of the maximum along ``axis`` (a non-negative axis, as JAX's lax.argmax)."""
     operand = as_operand(operand)
-    axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
-    return checked_bind(argmax_p, operand, axes=(axis,),
+    return checked_bind(argmax_p, operand, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
+    """Index of the minimum along ``axis`` (a non-negative axis, as JAX's lax.argmin)."""
     operand = as_operand(operand)
-    axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
-    return checked_bind(argmin_p, operand, axes=(axis,),
+    return checked_bind(argmin_p, operand, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 

@@ -155,6 +155,11 @@ def _top_k_abstract(x, *, k, axis):
     if x.shape[axis] < k:
         raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
                          f"k={k} with operand {x.str_short()} and axis={axis}")
+    int32_max = int(np.iinfo(np.int32).max)
+    if x.shape[axis] > int32_max + 1:
+        raise ValueError("top_k returns int32 indices, which will overflow for array "
+                         f"dimensions larger than the maximum int32 ({int32_max}). Got "
+                         f"operand.shape={tuple(x.shape)}")
     shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32, False)]
 

@@ -88,7 +88,8 @@ def _check_window(name, shape, window_dimensions, window_strides, padding, base_
                     ("window_strides", window_strides), ("base_dilation", base_dilation),
                     ("window_dilation", window_dilation)):
         if any(int(x) < 1 for x in v):
-            raise TypeError(f"{name}: {what} must be positive, got {tuple(v)}")
+            raise TypeError(f"{name} {what} must have every element be strictly positive, "
+                            f"got {tuple(v)}.")
     for d, (lo, hi), b in zip(shape, padding, base_dilation):
         if _dilate(d, b) + lo + hi < 0:
             raise ValueError(f"reduce_window: padding {tuple(padding)} crops more than the "
@@ -106,7 +107,8 @@ def _windows(x, fill, window_dimensions, window_strides, padding, base_dilation,
         z = np.full([_dilate(d, b) for d, b in zip(x.shape, base_dilation)], fill, x.dtype)
         z[tuple(slice(None, None, b) for b in base_dilation)] = x
         x = z
-    x = np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in padding], constant_values=fill)
+    if nd:     # (np.pad refuses the empty padding of a 0-d operand)
+        x = np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in padding], constant_values=fill)
     x = x[tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0))
                 for i, (lo, hi) in enumerate(padding))]
     out = reduce_window_shape_tuple(x.shape, window_dimensions, window_strides,
@@ -617,6 +619,16 @@ _MONOIDS = {"add": ("sum", reduce_window_sum_p), "max": ("max", reduce_window_ma
             "min": ("min", reduce_window_min_p)}
 
 
+class _Unflatten:
+    """``xs -> tree_unflatten(tree, xs)``, keeping ``tree`` for the output check."""
+
+    def __init__(self, tree):
+        self.tree = tree
+
+    def __call__(self, xs):
+        return tree_unflatten(self.tree, list(xs))
+
+
 def _trace_computation(name, computation, flat_ops, flat_inits, in_tree_unflatten):
     avals = [ShapedArray((), core.get_aval(x).dtype) for x in flat_ops]
     n = len(avals)
@@ -628,6 +640,9 @@ def _trace_computation(name, computation, flat_ops, flat_inits, in_tree_unflatte
         out_tree.append(tree)
         return [as_operand(leaf) for leaf in leaves]
     closed = staging.trace_to_closed_jaxpr(fun, avals + avals, name=name)
+    if name == "reduce_window" and out_tree and out_tree[0] != in_tree_unflatten.tree:
+        raise ValueError(f"reduce_window output must have the same tree structure as the "
+                         f"operands {in_tree_unflatten.tree} vs. {out_tree[0]}")
     outs = closed.out_avals
     if len(outs) != n or any(o.dtype != a.dtype or o.shape != () for o, a in zip(outs, avals)):
         raise TypeError(f"{name}: computation must return {n} scalar(s) of dtypes "
@@ -647,6 +662,18 @@ def _monoid_of(closed):
             and list(j.outvars) == list(e.outvars):
         return e.primitive.name
     return None
+
+
+def _check_init_tree(operand_tree, init_values, n_ops):
+    """JAX's checks of the init values against the operands (ValueError)."""
+    flat, init_tree = tree_flatten(init_values)
+    if init_tree != operand_tree:
+        raise ValueError(f"Operands must have the same tree structure as init_values: "
+                         f"{operand_tree} vs. {init_tree}")
+    if len(flat) != n_ops:
+        raise ValueError(f"Must have same total number of operands as init_values:  {n_ops} "
+                         f"vs. {len(flat)}")
+    return [core.get_aval(as_operand(v)).shape for v in flat]
 
 
 def _init_scalars(init_value, ops):
@@ -703,11 +730,15 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         padding = tuple(padtype_to_pads(shape, eff, window_strides, padding))
     else:
         padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    init_shapes = _check_init_tree(tree, init_value, len(flat_ops))
+    if any(sh != () for sh in init_shapes):
+        raise TypeError(f"reduce_window expected init_values to be scalars but init_values "
+                        f"have shapes {[tuple(sh) for sh in init_shapes]}.")
     inits = _init_scalars(init_value, flat_ops)
     params = dict(window_dimensions=window_dimensions, window_strides=window_strides,
                   padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
     closed = _trace_computation("reduce_window", computation, flat_ops, inits,
-                                lambda xs: tree_unflatten(tree, list(xs)))
+                                _Unflatten(tree))
     if len(flat_ops) == 1:
         kind = _monoid_of(closed)
         if kind is not None:
@@ -734,9 +765,12 @@ def reduce(operands, init_values, computation, dimensions):
     except TypeError:
         raise TypeError(f"reduce: dimensions must be integers, got {dimensions!r}") from None
     dims = tuple(d + nd if d < 0 else d for d in dims)
+    init_shapes = _check_init_tree(tree, init_values, len(flat_ops))
+    if any(sh != () for sh in init_shapes):
+        raise ValueError(f"reduce found non-scalar initial value: "
+                         f"{[tuple(sh) for sh in init_shapes]}")
     inits = _init_scalars(init_values, flat_ops)
-    closed = _trace_computation("reduce", computation, flat_ops, inits,
-                                lambda xs: tree_unflatten(tree, list(xs)))
+    closed = _trace_computation("reduce", computation, flat_ops, inits, _Unflatten(tree))
     if len(flat_ops) == 1:
         j = closed.jaxpr
         table = {"add": ("sum", R.reduce_sum_p), "mul": ("prod", R.reduce_prod_p),

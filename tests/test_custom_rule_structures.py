@@ -132,3 +132,20 @@ def test_error_raised_in_a_callback_under_jit_is_jax_runtime_error():
             g(np.float32(1.0))
             lib.effects_barrier()
         assert calls == [1, 1]
+
+
+@pytest.mark.parametrize("case", ["raises", "arity", "dtype"])
+def test_eager_pure_and_io_callback_failures_are_jax_runtime_errors(case):
+    from jax.experimental import io_callback as jax_io
+    from xform.experimental import io_callback as x_io
+
+    def bad(x):
+        raise ValueError("callback failed")
+    cb = {"raises": bad, "arity": lambda x: (x, x),
+          "dtype": lambda x: np.asarray(x).astype(np.int32)}[case]
+    for lib, io in ((xform, x_io), (jax, jax_io)):
+        spec = lib.ShapeDtypeStruct((), np.float32)
+        for call in (lambda: lib.pure_callback(cb, spec, np.float32(1.0)),
+                     lambda: io(cb, spec, np.float32(1.0))):
+            with pytest.raises(lib.errors.JaxRuntimeError, match="CpuCallback error"):
+                call()

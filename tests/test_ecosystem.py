@@ -60,4 +60,5 @@ def test_library_usage_matches_jax(script):
 
 def test_scripts_exist_for_every_library():
     libs = {s.split("_")[0] for s in SCRIPTS}
-    assert libs >= {"equinox", "flax", "haiku", "numpyro", "chex", "orbax", "optax"}
+    assert libs >= {"equinox", "flax", "haiku", "numpyro", "chex", "orbax", "optax",
+                    "distrax", "blackjax", "diffrax", "jaxtyping", "jaxopt"}

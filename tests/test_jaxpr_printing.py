@@ -128,6 +128,11 @@ def corpus(lib):
     jnp, lax = lib.numpy, lib.lax
     C = {
         "matmul": (lambda a, b: a @ b, (X34, Y45)),
+        # a vector operand contracts directly (no reshapes around the dot_general)
+        "matvec": (lambda a, v: a @ v, (X34, V4)),
+        "vecmat": (lambda v, b: v @ b, (V4, Y45)),
+        "vecvec": (lambda v, w: v @ w, (V4, V4)),
+        "batched_matvec": (lambda a, v: jnp.matmul(a, v), (B234, V4)),
         "unary_chain": (lambda a: jnp.tanh(jnp.exp(jnp.sin(a))), (X34,)),
         "binary_arrays": (lambda a, b: (a * b - a) / (b + a), (X34, X34)),
         "int_ops": (lambda i, j: i * j + i, (I4, I4)),

@@ -132,3 +132,68 @@ def test_gather_fill_or_drop_of_low_precision_floats_matches_jax(dtype):
     # (the filled rows are NaN, so finite differences only through in-bounds indices)
     check_grads(lambda x: f(xform, x, np.array([[2], [0], [2]], np.int32)), (x,), order=2,
                 eps=1.0)
+
+
+# ---------------------------------------------------------------- lax.mul(out_dtype=)
+
+_OUT_DTYPE_CASES = [(np.float16, np.float32, np.float32), (np.float32, np.float16, np.float16),
+                    (np.float32, np.float32, np.float16), ("bfloat16", np.float32, np.float32)]
+
+
+@pytest.mark.parametrize("lhs, rhs, out", _OUT_DTYPE_CASES)
+def test_mul_out_dtype_values_and_gradients_match_jax(lhs, rhs, out):
+    import ml_dtypes  # noqa: F401  (bfloat16 by name)
+    rng = np.random.RandomState(0)
+    x = rng.randn(3, 4).astype(lhs)
+    y = rng.randn(3, 4).astype(rhs)
+
+    def f(lib):
+        return lambda x, y: lib.lax.mul(x, y, out_dtype=out)
+    for fx in (f(xform), xform.jit(f(xform))):
+        got, want = fx(x, y), f(jax)(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+    ct = rng.randn(3, 4).astype(out)
+    gx = xform.vjp(f(xform), x, y)[1](ct)
+    gj = jax.vjp(f(jax), x, y)[1](ct)
+    for a, b in zip(gx, gj):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32),
+                                   rtol=1e-2, atol=1e-2)
+    if out == np.float32:   # (central differences of a float16 output are noise)
+        check_grads(f(xform), (x, y), 2, ["fwd", "rev"], 0.15, 0.15)
+    # batching: a loop over the rows
+    vm = xform.vmap(f(xform))(x, y)
+    np.testing.assert_array_equal(np.asarray(vm), np.stack([np.asarray(f(xform)(a, b))
+                                                            for a, b in zip(x, y)]))
+
+
+def test_mul_out_dtype_errors_and_scalars():
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.mul(np.float32(1), np.float16(2))
+    assert lax.mul(2.0, np.float16(3), out_dtype=np.float32).dtype == np.float32
+    assert jax.lax.mul(2.0, np.float16(3), out_dtype=np.float32).dtype == np.float32
+
+
+# ---------------------------------------------------------------- copy (jnp.copy, jnp.array)
+
+@pytest.mark.parametrize("fn", ["copy", "array", "array_int", "grad_copy"])
+def test_copy_equations_match_jax(fn):
+    import re
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    def f(lib):
+        n = lib.numpy
+        return {"copy": lambda x: n.copy(x), "array": lambda x: n.array(x) * 2,
+                "array_int": lambda x: n.array(x, dtype=n.int32),
+                "grad_copy": lib.grad(lambda x: (n.copy(x) ** 2).sum())}[fn]
+
+    def text(lib):
+        return re.sub(r"\s+", " ", str(lib.make_jaxpr(f(lib))(x)))
+    assert text(xform) == text(jax)
+    want = np.asarray(f(jax)(x))
+    np.testing.assert_array_equal(np.asarray(f(xform)(x)), want)
+    np.testing.assert_array_equal(np.asarray(xform.jit(f(xform))(x)), want)
+    np.testing.assert_array_equal(np.asarray(xform.vmap(f(xform))(x)),
+                                  np.asarray(jax.vmap(f(jax))(x)))
+    assert xform.lax.copy_p.name == jax.lax.copy_p.name == "copy"

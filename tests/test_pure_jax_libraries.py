@@ -148,3 +148,58 @@ print(json.dumps({
 ''')
     assert res.pop("flat") == [1.0, 1.0, 3.0]
     assert all(res.values()), res
+
+
+# ------------------------------- a custom-JVP function applied to tangents (optimistix)
+
+def _asarray_lib(lib):
+    @lib.custom_jvp
+    def asarr(x):
+        return lib.numpy.asarray(x, np.float32)
+
+    @asarr.defjvp
+    def _jvp(p, t):          # the rule calls the custom function on the tangent
+        return asarr(p[0]), asarr(t[0])
+
+    def g(x):
+        return asarr(lib.numpy.sum(lib.numpy.sin(x) ** 2 * x))
+    return g
+
+
+@pytest.mark.parametrize("how", ["plain", "jit", "vmap", "grad"])
+def test_linear_transpose_of_linearized_custom_jvp_like_jax(how):
+    # optimistix's BFGS: lin_to_grad = linear_transpose(linearize(f, y)[1], y)
+    y = np.arange(1.0, 4.0, dtype=np.float32)
+    res = []
+    for lib in (jax, xform):
+        g = _asarray_lib(lib)
+        _, lin = lib.linearize(g, y)
+        t = lib.linear_transpose(lin, y)
+        if how == "plain":
+            r = t(np.float32(1.5))[0]
+        elif how == "jit":
+            r = lib.jit(t)(np.float32(2.0))[0]
+        elif how == "vmap":
+            r = lib.vmap(t)(np.arange(3.0, dtype=np.float32))[0]
+        else:
+            r = lib.grad(lambda z: lib.numpy.sum(g(z) ** 2))(y)
+        res.append(np.asarray(r))
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------- a ShapeDtypeStruct met while tracing (lineax)
+
+def test_shape_dtype_struct_inside_abstract_tracing_like_jax():
+    # lineax's structure_equal: eval_shape(lambda: tree) with ShapeDtypeStruct leaves
+    for lib in (jax, xform):
+        s = lib.ShapeDtypeStruct((10,), np.float32)
+        assert lib.eval_shape(lambda: s) == s
+        out = lib.eval_shape(lambda x: (x, {"s": s}), 1.0)
+        assert out[1]["s"] == s and out[0].weak_type and out[0].shape == ()
+        jaxpr = lib.make_jaxpr(lambda: s)()
+        assert len(jaxpr.jaxpr.invars) == 0 and len(jaxpr.consts) == 1
+        assert jaxpr.out_avals[0].shape == (10,)
+        with pytest.raises(TypeError):
+            lib.jit(lambda: s)()              # no value to run with
+        with pytest.raises(TypeError):
+            lib.numpy.asarray(s)

@@ -44,7 +44,8 @@ HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "c
                 "call_exported",   # inlines a serialized module; tested in test_export.py
                 "custom_vmap_call",
                 "linear_call",   # tests/test_linear_call.py
-                "dce_sink"}      # no value; tests/test_dce_sink.py
+                "dce_sink",      # no value; tests/test_dce_sink.py
+                "composite"}     # stablehlo.composite of its decomposition; test_composite.py
 # Typed-key boundary primitives (uint32[..., 2] <-> key<fry>): no arithmetic to compare;
 # their lowering is the identity on the physical words, checked bit for bit against JAX
 # eager, under jit and vmap in tests/test_random.py.
@@ -152,6 +153,7 @@ def _register(names, gen, exact, tol=1.0):
 # elementwise: exact ones
 _register("neg", unary(F + SI + C, "special"), True)
 _register("abs", unary(F + SI + UI, "special"), True)
+_register("copy", unary(F + SI + UI + C, "special"), True)   # jnp.copy / jnp.array of a tracer
 _register("sign", unary(F + SI + UI, "special"), True)
 _register("floor ceil", unary(F, "special"), True)
 _register("round", unary(F, "special", lambda d: {"rounding_method": d.draw(st.sampled_from([0, 1]))}),

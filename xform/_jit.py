@@ -183,6 +183,21 @@ def _sds(aval):
     return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
+# A ShapeDtypeStruct met while tracing (a function returning or closing over one) is an
+# abstract value with no data, as in JAX: abstract tracing (eval_shape, make_jaxpr)
+# takes it as a constant of its shape and dtype; running it raises JAX's TypeError.
+core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(
+    s.shape, s.dtype, s.weak_type)
+
+
+def _no_value(self, *a, **k):
+    raise TypeError("A ShapeDtypeStruct does not have a value and cannot be used as a "
+                    "constant in a JAX function.")
+
+
+ShapeDtypeStruct.__array__ = _no_value
+
+
 # ----------------------------------------------------------------- leaves -> cache keys
 
 
@@ -975,9 +990,10 @@ class Lowered:
     def as_text(self, dialect=None, debug_info=False):
         w, e = self._wrapped, self._entry
         donated = (False,) * len(e.const_args) + e.donated
-        return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
+        text = lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
                                     donated_invars=donated, keep_unused=w._keep_unused,
                                     debug_info=debug_info)
+        return _pretty_mlir(text, debug_info)
 
     def compiler_ir(self, dialect=None):
         """The lowered program as an object: ``'stablehlo'`` (default) an MLIR module
@@ -1109,6 +1125,17 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
     if fun is None:
         return lambda f: JitWrapped(f, **kw)
     return JitWrapped(fun, **kw)
+
+
+def _pretty_mlir(text, debug_info):
+    """The module in MLIR's custom (pretty) syntax, as JAX's ``Lowered.as_text()`` prints
+    it (xform emits the generic syntax; both parse to the same module)."""
+    from xform._src.lowering import export_mlir
+    try:
+        module = export_mlir.stablehlo_module(text)
+    except Exception:       # a module the MLIR parser refuses: its text as emitted
+        return text
+    return module.operation.get_asm(enable_debug_info=bool(debug_info))
 
 
 def _compiler_ir(text, dialect):

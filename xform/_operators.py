@@ -162,7 +162,7 @@ _METHODS = {
     "conjugate": xnp.conjugate, "ravel": xnp.ravel, "flatten": xnp.ravel, "squeeze": xnp.squeeze,
     "swapaxes": xnp.swapaxes, "repeat": xnp.repeat, "take": xnp.take,
     "diagonal": xnp.diagonal, "trace": xnp.trace, "ptp": xnp.ptp, "nonzero": xnp.nonzero,
-    "searchsorted": None,
+    "searchsorted": xnp.searchsorted,
 }
 
 

@@ -90,6 +90,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         if x.ndim == 0:
             raise ValueError(f"matmul: operand {n} must have at least 1 dimension, got shape ()")
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if (a_vec or b_vec) and a.shape[-1] == b.shape[0 if b_vec else -2]:
+        # a vector contracts directly with the other operand's dimension (one dot_general,
+        # as JAX emits): the other operand's leading dimensions lead the result
+        return _dot_general(a, b, ((a.ndim - 1,), (0 if b_vec else b.ndim - 2,)),
+                            ((), ()), precision, preferred_element_type)
     if a_vec:
         a = lax.reshape(a, (1,) + a.shape)
     if b_vec:
@@ -170,20 +175,26 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if n < 0 or n > builtins.min(a.ndim, b.ndim):
-            raise TypeError(f"tensordot: number of axes {n} exceeds input ranks {a.ndim} and "
-                            f"{b.ndim}")
+            raise TypeError(f"Number of tensordot axes (axes {n}) exceeds input ranks "
+                            f"(lhs {a.shape} and rhs {b.shape})")
         ca, cb = tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
     elif isinstance(axes, (tuple, list)) and len(axes) == 2:
         xa, xb = axes
-        xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
-        xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
+        if isinstance(xa, (int, np.integer)) and isinstance(xb, (int, np.integer)):
+            xa, xb = (xa,), (xb,)
+        elif isinstance(xa, (tuple, list)) and isinstance(xb, (tuple, list)):
+            xa, xb = tuple(xa), tuple(xb)
+        else:
+            raise TypeError(f"tensordot requires both axes lists to be either ints, tuples "
+                            f"or lists, got {xa} and {xb}")
         if len(xa) != len(xb):
-            raise TypeError(f"tensordot requires axes lists of equal length, got {axes}")
+            raise TypeError(f"tensordot requires axes lists to have equal length, got {xa} "
+                            f"and {xb}.")
         ca = tuple(U.canonicalize_axis(i, a.ndim) for i in xa)
         cb = tuple(U.canonicalize_axis(i, b.ndim) for i in xb)
     else:
-        raise TypeError(f"tensordot axes argument must be an int or a pair of sequences, got "
-                        f"{axes!r}")
+        raise TypeError(f"tensordot axes argument must be an int, a pair of ints, or a pair "
+                        f"of lists/tuples of ints, got {axes!r}")
     for i, j in zip(ca, cb):
         if a.shape[i] != b.shape[j]:
             raise TypeError(f"tensordot: shape mismatch on contracted axes: a{a.shape} axis {i} "
@@ -238,7 +249,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         raise ValueError(f"diagonal requires an array of at least two dimensions, got {x.shape}")
     a1, a2 = U.canonicalize_axis(axis1, x.ndim), U.canonicalize_axis(axis2, x.ndim)
     if a1 == a2:
-        raise ValueError("axis1 and axis2 cannot be the same")
+        raise ValueError(f"axis1 and axis2 can not be same. axis1={a1}, axis2={a2}")
     offset = U.static_int(offset, "diagonal offset")
     x = S.moveaxis(x, (a1, a2), (-2, -1))
     n, m = x.shape[-2:]

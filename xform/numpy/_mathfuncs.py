@@ -109,15 +109,31 @@ def ldexp(x1, x2, /):
         raise ValueError(f"ldexp not supported for input types {(a.dtype, b.dtype)}")
     (a,) = U.promote_dtypes_inexact(a)
     a, b = U.promote_shapes("ldexp", a, b)
-    m, e = frexp(a)
-    e = F.add(U.to_array(e, np.float32 if a.dtype.itemsize < 4 else a.dtype, False),
-              U.to_array(b, np.float32 if a.dtype.itemsize < 4 else a.dtype, False))
-    pos = F.greater(e, U.to_array(0, e.dtype, False))
-    m = F.where(pos, F.multiply(m, _c(2, m)), m)
-    e = F.where(pos, F.subtract(e, U.to_array(1, e.dtype, False)), e)
-    out = F.multiply(m, U.to_array(F.exp2(e), m.dtype, m.weak_type))
-    keep = F.logical_or(F.isinf(a), F.equal(a, _c(0, a)))
+    m, e = frexp(a)          # a = m * 2**e, 0.5 <= |m| < 1
+    # m * 2**e1 * 2**e2 with e1 + e2 = e, each power of two built exactly from its bits
+    # (normal range), so extreme exponents neither overflow early nor lose precision
+    nmant, bias = _FLOAT_BITS[a.dtype.itemsize if not dtypes.is_bfloat16(a.dtype) else "bf"]
+    idt = np.dtype(np.int64 if a.dtype.itemsize == 8 else np.int32)
+    e = F.add(U.to_array(e, idt, False), U.to_array(b, idt, False))
+    e = lax.clamp(np.array(2 * (1 - bias), idt), e, np.array(2 * bias, idt))
+    e1 = F.floor_divide(e, U.to_array(2, idt, False))
+    e2 = F.subtract(e, e1)
+    out = m
+    for k in (e1, e2):
+        out = F.multiply(out, _pow2(k, a.dtype, nmant, bias))
+    keep = F.logical_or(F.logical_or(F.isinf(a), F.isnan(a)), F.equal(a, _c(0, a)))
     return F.where(keep, a, out)
+
+
+# itemsize (or "bf" for bfloat16) -> (mantissa bits, exponent bias)
+_FLOAT_BITS = {2: (10, 15), "bf": (7, 127), 4: (23, 127), 8: (52, 1023)}
+
+
+def _pow2(k, dt, nmant, bias):
+    """2.0**k in ``dt`` for integer ``k`` in the normal range (exact: built from bits)."""
+    udt = np.dtype({2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize])
+    biased = lax.convert_element_type(F.add(k, U.to_array(bias, k.dtype, False)), udt)
+    return lax.bitcast_convert_type(lax.shift_left(biased, np.array(nmant, udt)), dt)
 
 
 def modf(x, /, out=None):

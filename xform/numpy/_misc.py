@@ -84,9 +84,15 @@ def load(file, *args, **kwargs):
     """``numpy.load``, with arrays converted to xform arrays."""
     out = np.load(file, *args, **kwargs)
     if isinstance(out, np.ndarray):
-        if out.dtype == np.object_:
+        if out.dtype == np.dtype("V2"):
+            # np.save writes bfloat16 (which NumPy does not know) as 2-byte voids: read
+            # them back as bfloat16, as JAX does (np.save files only, not np.savez)
+            import ml_dtypes     # deferred: import xform does not load ml_dtypes
+            out = out.view(ml_dtypes.bfloat16)
+        try:
+            return asarray(out)
+        except (TypeError, AssertionError):    # a dtype arrays cannot have: as NumPy's
             return out
-        return asarray(out)
     return out
 
 
@@ -188,18 +194,35 @@ def resize(a, new_shape):
     return lax.reshape(lax.slice(flat, (0,), (n,)), shape)
 
 
-def trim_zeros(filt, trim="fb"):
-    """Strip leading (``'f'``) and/or trailing (``'b'``) zeros of a 1-D array."""
+def trim_zeros(filt, trim="fb", axis=None):
+    """Strip leading (``'f'``) and/or trailing (``'b'``) zeros along ``axis`` (default:
+    every axis; a slab counts as zero when all its entries are), as NumPy 2.2+."""
     x = _arr("trim_zeros", filt)
-    if x.ndim != 1:
-        raise ValueError(f"trim_zeros: filt must be 1-D, got shape {x.shape}")
-    v = _concrete_np(x, "trim_zeros: the output shape depends on the values of filt")
-    nz = np.flatnonzero(v)
+    v = _concrete_np(x, "trim_zeros: the output shape depends on the values of filt. "
+                        "Error arose in the `filt` argument of trim_zeros()")
+    if axis is None:
+        axes = set(range(x.ndim))
+    else:
+        axes = {U.canonicalize_axis(a, x.ndim)
+                for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
     t = trim.lower()
-    start = (nz[0] if nz.size else v.shape[0]) if "f" in t else 0
-    stop = (nz[-1] + 1 if nz.size else 0) if "b" in t else v.shape[0]
-    stop = builtins.max(stop, start)
-    return lax.slice(x, (int(start),), (int(stop),))
+    if not axes or ("f" not in t and "b" not in t):
+        return x
+    starts, limits = [], []
+    for ax in range(x.ndim):
+        n = x.shape[ax]
+        if ax not in axes:
+            starts.append(0), limits.append(n)
+            continue
+        mask = np.any(v != 0, axis=tuple(i for i in range(x.ndim) if i != ax))
+        nz = np.flatnonzero(mask)
+        if not nz.size:
+            starts.append(0), limits.append(0)
+            continue
+        a = int(nz[0]) if "f" in t else 0
+        b = int(nz[-1]) + 1 if "b" in t else n
+        starts.append(a), limits.append(builtins.max(a, b))
+    return lax.slice(x, tuple(starts), tuple(limits))
 
 
 # ----------------------------------------------------------------- selection
@@ -842,6 +865,8 @@ class ufunc:
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional arguments but "
                             f"{len(args)} were given")
+        if len(args) > 1:
+            U.check_rank_promotion(self.__name__, [np.shape(a) for a in args])
         return self._call(*args)
 
     def _binary_check(self, method):

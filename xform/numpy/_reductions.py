@@ -523,13 +523,20 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         w = U.to_array(weights)
         x, w = U.promote_dtypes_inexact(x, w)
         if x.shape != w.shape:
-            if axis is None or w.ndim != 1:
+            if axis is None:
                 raise ValueError(f"Axis must be specified when shapes of a {x.shape} and "
                                  f"weights {w.shape} differ.")
-            ax = U.canonicalize_axis(axis, x.ndim)
-            if w.shape[0] != x.shape[ax]:
-                raise ValueError("Length of weights not compatible with specified axis.")
-            w = lax.broadcast_in_dim(w, x.shape, (ax,))
+            # weights span the given axes, in the order given (NumPy 2 / JAX)
+            axes = tuple(U.canonicalize_axis(ax, x.ndim) for ax in
+                         (axis if isinstance(axis, (tuple, list)) else (axis,)))
+            if w.shape != tuple(x.shape[ax] for ax in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 f"specified axis: weights {w.shape}, a {x.shape}, axis "
+                                 f"{axis}.")
+            order = tuple(int(i) for i in np.argsort(axes))
+            if order != tuple(range(len(axes))):
+                w = lax.transpose(w, order)
+            w = lax.broadcast_in_dim(w, x.shape, tuple(sorted(axes)))
         wsum = sum(w, axis, keepdims=keepdims)
         avg = F.true_divide(sum(F.multiply(x, w), axis, keepdims=keepdims), wsum)
     if returned:

@@ -162,14 +162,15 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
         high = F.clip(high, zero, top)
         lo = take(U.to_array(low, _int(), False))
         hi = take(U.to_array(high, _int(), False))
-        if method == "linear":
-            res = F.add(F.multiply(lo, lw), F.multiply(hi, hw))
+        if method == "linear":      # interpolated in q's dtype, as JAX
+            res = F.add(F.multiply(U.to_array(lo, qdt, False), lw),
+                        F.multiply(U.to_array(hi, qdt, False), hw))
         elif method == "lower":
             res = lo
         elif method == "higher":
             res = hi
         elif method == "nearest":
-            res = F.where(F.less_equal(hw, U.to_array(0.5, dt, False)), lo, hi)
+            res = F.where(F.less_equal(hw, U.to_array(0.5, qdt, False)), lo, hi)
         else:
             res = F.multiply(F.add(lo, hi), U.to_array(0.5, dt, False))
     # res: rest + (nq,) -> q.shape + rest (or keepdims shape)
@@ -333,6 +334,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """D-dimensional histogram of ``sample`` of shape (N, D); returns (hist, edges list)."""
     sample = U.ensure_arraylike("histogramdd", sample)
+    if weights is not None:   # sample and weights promote together (int16 and int16: float)
+        weights = U.ensure_arraylike("histogramdd", weights)
+        sample, weights = U.promote_dtypes_inexact(U.to_array(sample), U.to_array(weights))
     s = _inexact("histogramdd", sample)
     if s.ndim == 1:
         s = lax.reshape(s, (s.shape[0], 1))
@@ -394,7 +398,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     if xx.shape != yy.shape or xx.ndim != 1:
         raise ValueError(f"histogram2d: x and y must be 1-D of the same length; got "
                          f"{xx.shape} and {yy.shape}")
-    xx, yy = U.promote_dtypes_inexact(xx, yy)
+    xx, yy = U.promote_dtypes(xx, yy)     # (histogramdd makes them inexact, with weights)
     try:
         nb = len(bins)
     except TypeError:
@@ -420,7 +424,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         raise ValueError("m has more than 2 dimensions")
     if ddof is not None and not isinstance(ddof, int):
         raise ValueError("ddof must be integer")
-    if dtype is not None and U.canonical_dtype(dtype).kind not in "fc":
+    if dtype is not None and not dtypes.is_inexact(U.canonical_dtype(dtype)):
         raise ValueError(f"cov: dtype must be a subclass of float or complex; got {dtype=}")
     m_ndim = x.ndim
     x = S.atleast_2d(x)
@@ -493,7 +497,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients (``cov`` normalised, clipped to [-1, 1])."""
     x = U.ensure_arraylike("corrcoef", x)
-    if dtype is not None and U.canonical_dtype(dtype).kind not in "fc":
+    if dtype is not None and not dtypes.is_inexact(U.canonical_dtype(dtype)):
         raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got "
                          f"{dtype=}")
     c = cov(x, y, rowvar, dtype=dtype)
@@ -623,12 +627,20 @@ def gradient(f, *varargs, axis=None, edge_order=None):
 
 def interp(x, xp, fp, left=None, right=None, period=None):
     """One-dimensional piecewise-linear interpolation (``xp`` increasing)."""
+    extrapolate = {}
+    for name, v in (("left", left), ("right", right)):
+        extrapolate[name] = isinstance(v, str)
+        if isinstance(v, str) and v != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', "
+                             f"but got: {v!r}")
     x, xp, fp = U.ensure_arraylike("interp", x, xp, fp)
     xa, xpa, fpa = U.to_array(x), U.to_array(xp), U.to_array(fp)
-    if xpa.ndim != 1 or fpa.ndim != 1:
-        raise ValueError("xp and fp must be one-dimensional")
-    if xpa.shape[0] != fpa.shape[0]:
-        raise ValueError("xp and fp must have the same length")
+    if xpa.ndim != 1 or fpa.ndim != 1 or xpa.shape[0] != fpa.shape[0]:
+        raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+    if xa.dtype.kind == "c":
+        raise ValueError("jnp.interp: complex x values not supported.")
+    if period is not None and np.ndim(period) != 0:
+        raise ValueError(f"period must be a scalar; got {period}")
     if xpa.shape[0] == 0:
         raise ValueError("xp and fp must be non-empty")
     if fpa.dtype.kind == "c":
@@ -676,12 +688,14 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if period is None:
         first = S.take(xpa, U.to_array(0, _int(), False))
         last = S.take(xpa, U.to_array(m - 1, _int(), False))
-        fl = S.take(fpa, U.to_array(0, _int(), False)) if left is None else \
-            U.to_array(left, fpa.dtype, False)
-        fr = S.take(fpa, U.to_array(m - 1, _int(), False)) if right is None else \
-            U.to_array(right, fpa.dtype, False)
-        out = F.where(F.less(xa, first), fl, out)
-        out = F.where(F.greater(xa, last), fr, out)
+        fl = S.take(fpa, U.to_array(0, _int(), False)) if left is None or \
+            extrapolate["left"] else U.to_array(left, fpa.dtype, False)
+        fr = S.take(fpa, U.to_array(m - 1, _int(), False)) if right is None or \
+            extrapolate["right"] else U.to_array(right, fpa.dtype, False)
+        if not extrapolate["left"]:
+            out = F.where(F.less(xa, first), fl, out)
+        if not extrapolate["right"]:
+            out = F.where(F.greater(xa, last), fr, out)
     return U.to_array(out, fpa.dtype, False)
 
 
@@ -694,6 +708,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         d = U.to_array(dx)
         (yy, d) = U.promote_dtypes_inexact(yy, d)
         yy = U.to_array(yy, yy.dtype, False)
+        if 0 < d.ndim < yy.ndim:      # an array dx lines up with y's trailing axes
+            d = lax.reshape(d, (1,) * (yy.ndim - d.ndim) + d.shape)
     else:
         y, x = U.ensure_arraylike("trapezoid", y, x)
         yy, xx = U.promote_dtypes_inexact(U.to_array(y), U.to_array(x))
@@ -705,7 +721,12 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
             shp[ax] = d.shape[0]
             d = lax.reshape(d, tuple(shp))
         else:
-            d = S.moveaxis(diff(S.moveaxis(xx, ax, -1)), -1, ax)
+            # x's own axis (x may have fewer dimensions than y; they broadcast, as JAX)
+            xa = U.canonicalize_axis(axis, xx.ndim)
+            d = diff(S.moveaxis(xx, xa, -1))
+            nd = builtins.max(yy.ndim, d.ndim)
+            d = lax.reshape(d, (1,) * (nd - d.ndim) + d.shape) if d.ndim < nd else d
+            d = S.moveaxis(d, -1, ax)
     n = yy.shape[ax]
     if n == 0:
         return R.sum(yy, axis=ax)
@@ -716,25 +737,26 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
-    """Unwrap phase jumps larger than ``discont`` (default ``period / 2``)."""
-    x = _inexact("unwrap", p)
+    """Unwrap phase jumps larger than ``discont`` (default ``period / 2``); the result
+    has the dtype of ``p`` promoted with ``period`` (integers stay integers, as JAX)."""
+    U.check_arraylike("unwrap", p)
+    x, per = U.promote_dtypes(U.to_array(p), period)
+    if x.dtype.kind == "c":
+        raise ValueError("jnp.unwrap does not support complex inputs.")
     ax = U.canonicalize_axis(axis, x.ndim)
-    per = U.to_array(period, x.dtype, False)
-    half = F.true_divide(per, U.to_array(2, x.dtype, False))
-    disc = half if discont is None else U.to_array(discont, x.dtype, False)
-    n = x.shape[ax]
-    if n <= 1:
+    if x.shape[ax] == 0:
         return x
+    if discont is None:
+        discont = F.true_divide(per, 2)
+    interval = F.floor_divide(per, 2) if x.dtype.kind in "iu" else F.true_divide(per, 2)
     dd = diff(x, axis=ax)
-    ddmod = F.subtract(F.remainder(F.add(dd, half), per), half)
-    ddmod = F.where(F.logical_and(F.equal(ddmod, F.negative(half)),
-                                  F.greater(dd, U.to_array(0, x.dtype, False))), half, ddmod)
-    corr = F.subtract(ddmod, dd)
-    corr = F.where(F.less(F.absolute(dd), disc), U.to_array(0, x.dtype, False), corr)
-    shp = list(x.shape)
-    shp[ax] = 1
-    zero = U.broadcast_to_shape(U.to_array(0, x.dtype, False), tuple(shp))
-    return F.add(x, S.concatenate([zero, R.cumsum(corr, axis=ax)], axis=ax))
+    ddmod = F.subtract(F.remainder(F.add(dd, interval), per), interval)
+    ddmod = F.where(F.logical_and(F.equal(ddmod, F.negative(interval)),
+                                  F.greater(dd, 0)), interval, ddmod)
+    corr = F.where(F.less(F.absolute(dd), discont), 0, F.subtract(ddmod, dd))
+    n = x.shape[ax]
+    rest = F.add(lax.slice_in_dim(x, 1, n, 1, ax), R.cumsum(corr, axis=ax))
+    return S.concatenate([lax.slice_in_dim(x, 0, 1, 1, ax), rest], axis=ax)
 
 
 __all__ = ["quantile", "nanquantile", "percentile", "nanpercentile", "nanmedian", "bincount",

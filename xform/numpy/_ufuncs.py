@@ -152,6 +152,8 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                     return NotImplemented
                 x2 = m()
             x1, x2 = U.ensure_arraylike(name, x1, x2)
+            if operator:     # (the ufunc objects check their own calls)
+                U.check_rank_promotion(name, (np.shape(x1), np.shape(x2)))
             a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
@@ -381,6 +383,8 @@ def rint(x, /):
     """Round half to even; integers become float (as JAX)."""
     x = U.ensure_arraylike("rint", x)
     (a,) = U.promote_dtypes_inexact(x)
+    if a.dtype in _C:    # real and imaginary parts rounded separately, as JAX
+        return lax.complex(lax.round(lax.real(a), 1), lax.round(lax.imag(a), 1))
     return lax.round(a, 1)
 
 
@@ -739,6 +743,12 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     min = a_min if min is None else min
     max = a_max if max is None else max
     arr = U.ensure_arraylike("clip", arr)
+    if any(iscomplexobj(t) for t in (arr, min, max) if t is not None):
+        raise ValueError("Clip received a complex value either through the input or the "
+                         "min/max keywords. Complex values have no ordering and cannot be "
+                         "clipped. Please convert to a real value or array by taking the "
+                         "real or imaginary components via jax.numpy.real/imag "
+                         "respectively.")
     out = U.to_array(arr)
     if min is not None:
         out = maximum(min, out)
@@ -760,6 +770,10 @@ def fmin(x1, x2, /):
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without overflow: scale by the larger magnitude."""
     a, b = U.promote_args_inexact_lax("hypot", x1, x2)
+    if a.dtype.kind == "c":
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                         "convert to real values first, such as by using jnp.real or "
+                         "jnp.imag to take the real or imaginary components respectively.")
     a, b = absolute(a), absolute(b)
     inf_ = logical_or(isinf(a), isinf(b))
     hi, lo = maximum(a, b), minimum(a, b)
@@ -772,6 +786,8 @@ def hypot(x1, x2, /):
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
     a, b = U.promote_args_inexact_lax("logaddexp", x1, x2)
+    if a.dtype.kind == "c":
+        return _logaddexp_complex(a, b, 1.0)
     amax = maximum(a, b)
     delta = subtract(a, b)
     out = add(amax, log1p(exp(negative(absolute(delta)))))
@@ -780,11 +796,29 @@ def logaddexp(x1, x2, /):
 
 def logaddexp2(x1, x2, /):
     a, b = U.promote_args_inexact_lax("logaddexp2", x1, x2)
+    if a.dtype.kind == "c":
+        return _logaddexp_complex(a, b, 1 / math.log(2))
     amax = maximum(a, b)
     delta = subtract(a, b)
     ln2 = _const(a, math.log(2))
     out = add(amax, true_divide(log1p(exp2(negative(absolute(delta)))), ln2))
     return where(isnan(delta), add(a, b), out)
+
+
+def _logaddexp_complex(a, b, scale):
+    """Complex logaddexp (``scale`` 1) / logaddexp2 (``scale`` 1/ln 2), JAX's formula:
+    ``m + scale * log1p(base**(a + b - 2m))`` with ``m`` the larger operand (complex
+    order), the imaginary part wrapped into ``[-pi*scale, pi*scale)``."""
+    m = lax.max(a, b)
+    delta = lax.sub(lax.add(a, b), lax.mul(m, lax.full_like(m, 2)))
+    e = lax.exp(delta) if scale == 1.0 else lax.exp2(delta)
+    out = lax.add(m, lax.mul(lax.full_like(m, scale), lax.log1p(e)))
+    im = lax.imag(out)
+    half = lax.full_like(im, math.pi * scale)
+    period = lax.full_like(im, 2 * math.pi * scale)
+    r = lax.rem(lax.add(im, half), period)
+    r = lax.select(lax.lt(r, lax.full_like(r, 0)), lax.add(r, period), r)
+    return lax.complex(lax.real(out), lax.sub(r, half))
 
 
 def heaviside(x1, x2, /):
@@ -831,7 +865,16 @@ def angle(z, deg=False):
 
 
 def iscomplexobj(x):
-    return U.dtype_of(x) in _C
+    if x is None:
+        return False
+    dt = getattr(x, "dtype", None)
+    if dt is None:   # a Python value or a (nested) list: its dtype as NumPy infers it
+        if isinstance(x, (list, tuple)):
+            from xform.numpy._creation import asarray   # deferred: import cycle
+            dt = asarray(x).dtype
+        else:
+            dt = U.dtype_of(x)
+    return np.dtype(dt).kind == "c"
 
 
 def isrealobj(x):

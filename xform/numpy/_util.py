@@ -291,6 +291,29 @@ def broadcast_to_shape(x, shape):
     return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in keep))
 
 
+def check_rank_promotion(name, shapes):
+    """JAX's ``jax_numpy_rank_promotion``: operands of different non-zero ranks broadcast
+    silently ('allow'), with a warning ('warn') or not at all ('raise': ValueError).
+    Checked where users call a binary ufunc (``xnp.add``, ``x + y``); xform's own
+    functions broadcast through the ufunc functions underneath, unchecked."""
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if s}) < 2:
+        return
+    shapes_str = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "warn":
+        import warnings
+        warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes "
+                      f"{shapes_str}. Set the jax_numpy_rank_promotion config option to "
+                      "'allow' to disable this warning; for more information, see "
+                      "https://docs.jax.dev/en/latest/rank_promotion_warning.html.",
+                      stacklevel=4)
+    elif mode == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                         f"{shapes_str} and with the config option "
+                         "jax_numpy_rank_promotion='raise'. For more information, see "
+                         "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+
+
 def promote_shapes(name, *args):
     shapes = [a.shape for a in args]
     s0 = shapes[0]
@@ -416,14 +439,33 @@ def static_int(x, what):
 
 
 def canonical_shape(shape, name="shape"):
-    if isinstance(shape, (int, np.integer)) or (isinstance(shape, ArrayOps) and not shape.shape):
+    """A static shape tuple; JAX's TypeError for anything else (a float, a traced
+    value, a negative size)."""
+    if isinstance(shape, (int, np.integer)) or (
+            isinstance(shape, (ArrayOps, np.ndarray)) and not shape.shape):
         shape = (shape,)
     try:
-        out = tuple(static_int(d, f"{name} entries") for d in shape)
+        entries = tuple(shape)
     except TypeError:
-        raise TypeError(f"{name} must be an int or a sequence of ints, got {shape!r}") from None
+        entries = (shape,)
+    out = []
+    for d in entries:
+        if isinstance(d, Tracer) and d.to_concrete_value() is None:
+            raise TypeError(
+                f"Shapes must be 1D sequences of concrete values of integer type, got "
+                f"{entries}: {name} entries must be static.\nIf using `jit`, try using "
+                "`static_argnums` or applying `jit` to smaller subfunctions.")
+        if isinstance(d, ArrayOps):
+            d = core.concrete_or_error(d)
+        if isinstance(d, (bool, np.bool_)) or not hasattr(d, "__index__") or \
+                np.ndim(d) != 0:
+            raise TypeError(f"Shapes must be 1D sequences of concrete values of integer "
+                            f"type, got {entries}: {name} must be an int or a sequence of "
+                            "ints.")
+        out.append(operator.index(d) if not isinstance(d, np.ndarray) else int(d))
+    out = tuple(out)
     if any(d < 0 for d in out):
-        raise ValueError(f"negative dimensions are not allowed: {name}={out}")
+        raise TypeError(f"negative dimensions are not allowed: {name}={out}")
     return out
 
 
@@ -431,6 +473,8 @@ def canonical_dtype(dtype, allow_none=True):
     """User dtype argument -> canonical np.dtype (TypeError for unknown names)."""
     if dtype is None:
         return None
+    if isinstance(dtype, (int, float, complex)):    # a value, not a dtype (NumPy's error)
+        raise TypeError(f"Cannot interpret '{dtype!r}' as a data type")
     return dtypes.dtype_of(dtype) if not isinstance(dtype, np.dtype) else \
         dtypes.canonicalize_dtype(dtype)
 
