@@ -18,7 +18,7 @@ from xform._src.interpreters import ad, batching, core, dtypes, ir
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis, zeros_like_aval
-from xform._src.primitives.structural import as_operand, checked_bind, transpose_p
+from xform._src.primitives.structural import as_operand, transpose_p
 from xform._src.primitives import elementwise
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision", "DotAlgorithm",
@@ -317,8 +317,6 @@ def _dot_batch(axis_data, vals, dims, *, dimension_numbers, **params):
 
 dot_general_p.def_abstract_eval(_dot_abstract)
 dot_general_p.def_impl(_dot_impl)
-dot_general_p.weak_rule = lambda args, params: (core.is_weak(args[0]) and core.is_weak(args[1])
-                                                and params["preferred_element_type"] is None)
 ad.jvp_rules[dot_general_p] = _dot_jvp
 ad.transpose_rules[dot_general_p] = _dot_transpose
 batching.batch_rules[dot_general_p] = _dot_batch
@@ -365,7 +363,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (_index_tuple(lb, "batch dims"), _index_tuple(rb, "batch dims")))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return checked_bind(dot_general_p, lhs, rhs, dimension_numbers=dn,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                         precision=_canon_precision(precision), preferred_element_type=pet)
 
 
@@ -780,9 +778,6 @@ def _ragged_batch(axis_data, vals, dims, *, ragged_dot_dimension_numbers, **para
 ragged_dot_general_p = Primitive("ragged_dot_general")
 ragged_dot_general_p.def_abstract_eval(_ragged_abstract)
 ragged_dot_general_p.def_impl(_ragged_impl)
-ragged_dot_general_p.weak_rule = lambda args, params: (
-    core.is_weak(args[0]) and core.is_weak(args[1])
-    and params["preferred_element_type"] is None)
 ad.jvp_rules[ragged_dot_general_p] = _ragged_jvp
 ad.transpose_rules[ragged_dot_general_p] = _ragged_transpose
 batching.batch_rules[ragged_dot_general_p] = _ragged_batch
@@ -803,7 +798,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     lhs, rhs, gs = as_operand(lhs), as_operand(rhs), as_operand(group_sizes)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return checked_bind(ragged_dot_general_p, lhs, rhs, gs,
+    return ragged_dot_general_p.bind(lhs, rhs, gs,
                         ragged_dot_dimension_numbers=ragged_dot_dimension_numbers,
                         precision=_canon_precision(precision), preferred_element_type=pet,
                         group_offset=None)

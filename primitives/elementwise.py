@@ -177,11 +177,7 @@ def _replace_zero(x):
     return select_n_p.bind(eq_p.bind(x, _scalar_like(x, 0)), x, _full_like(x, 1))
 
 
-def _weak_false(args, params):
-    return False
 
-
-_ACCEPTS: dict = {}   # prim -> accepted dtypes per position (the lax wrappers' eager check)
 
 
 def _unary(name, accepts=_any, out=None):
@@ -231,7 +227,6 @@ def _std(name, accepts, out=None, scalars=True):
             memo[key] = r
         return r
     p.def_abstract_eval(abstract)
-    _ACCEPTS[p] = accepts
     return p
 
 
@@ -240,7 +235,6 @@ def _compare(name, accepts, nargs=2):
     p = _std(name, (accepts,) * nargs, out=lambda _: D.bool_)
     inner = p.abstract_eval
     p.def_abstract_eval(lambda *avals: inner(*avals).strip_weak_type())
-    p.weak_rule = _weak_false
     return p
 
 
@@ -425,7 +419,6 @@ def _pow_impl(x, y):
 
 pow_p = Primitive("pow")
 pow_p.def_abstract_eval(_pow_abstract)
-_ACCEPTS[pow_p] = (_fc, _num)
 _impl(pow_p, _pow_impl)
 
 
@@ -479,7 +472,6 @@ def _integer_pow_jvp(t, x, *, y):
 
 integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
-_ACCEPTS[integer_pow_p] = (_num,)
 _impl(integer_pow_p, _integer_pow_impl, small_floats_in_f32=False)
 defjvp(integer_pow_p, _integer_pow_jvp)
 defvectorized(integer_pow_p)
@@ -1086,7 +1078,6 @@ def _select_n_batch(axis_data, vals, dims):
 select_n_p = Primitive("select_n")
 select_n_p.def_abstract_eval(_select_n_abstract)
 select_n_p.def_impl(_select_n_impl)
-select_n_p.weak_rule = lambda args, params: all(core.is_weak(c) for c in args[1:])
 ad.jvp_rules[select_n_p] = _select_n_jvp
 ad.transpose_rules[select_n_p] = _select_n_transpose
 batching.batch_rules[select_n_p] = _select_n_batch
@@ -1212,7 +1203,6 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.def_abstract_eval(_convert_abstract)
 convert_element_type_p.def_impl(_quiet(_convert_impl))
-convert_element_type_p.weak_rule = lambda args, params: params["weak_type"]
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)
@@ -1259,7 +1249,6 @@ def _bitcast_batch(axis_data, vals, dims, *, new_dtype):
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 bitcast_convert_type_p.def_impl(_bitcast_impl)
-bitcast_convert_type_p.weak_rule = _weak_false
 defjvp_zero(bitcast_convert_type_p)
 batching.batch_rules[bitcast_convert_type_p] = _bitcast_batch
 
@@ -1397,15 +1386,10 @@ def _check_accuracy(name, accuracy):
 
 
 def _unop(prim, name, doc):
-    acc = _ACCEPTS[prim]
-    ok = acc[0].dtypes
-
     def fn(x):
         if type(x) is not Array and not isinstance(x, Tracer):
             x = _as_operand(x, name)
-        if x.dtype not in ok:
-            _check_dtypes(prim.name, acc, [x.dtype])
-        return prim.bind(x)
+        return prim.bind(x)     # the shape rule checks the dtype (under every trace)
     if name in _ACCURACY_FNS:
         plain = fn
 
@@ -1417,17 +1401,11 @@ def _unop(prim, name, doc):
 
 
 def _binop(prim, name, doc, tip=None):
-    acc = _ACCEPTS[prim]
-    ok = acc[0].dtypes
-
     def fn(x, y):
-        if type(x) is Array and type(y) is Array:      # the eager fast path
-            dt = x.dtype
-            if dt == y.dtype and dt in ok and x.shape == y.shape:
-                return prim.bind(x, y)
-        x, y = _operands(name, (x, y), tip=tip)
-        _check_dtypes(prim.name, acc, [x.dtype, y.dtype])
-        return prim.bind(x, y)
+        if not (type(x) is Array and type(y) is Array and x.dtype == y.dtype
+                and x.shape == y.shape):
+            x, y = _operands(name, (x, y), tip=tip)
+        return prim.bind(x, y)  # the shape rule checks the dtypes (under every trace)
     return _doc(fn, name, doc)
 
 
@@ -1577,7 +1555,6 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
         raise ValueError(f"rounding_method must be a RoundingMethod (0 or 1), got "
                          f"{rounding_method!r}")
     x = _as_operand(x, "round")
-    _check_dtypes("round", _ACCEPTS[round_p], [x.dtype])
     return round_p.bind(x, rounding_method=m)
 
 
