@@ -17,7 +17,6 @@ import numpy as np
 from xform._src.interpreters import dtypes
 from xform._src.interpreters.core import ArrayOps
 from xform._src.primitives.dot_general import dot_general_p
-from xform._src.primitives.structural import checked_bind
 from xform.numpy import _reductions as R
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
@@ -82,8 +81,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
                 if dn is None:
                     batch = tuple(range(nd - 2))
                     dn = _matmul_dims[nd] = (((nd - 1,), (nd - 2,)), (batch, batch))
-                return checked_bind(dot_general_p, a, b, dimension_numbers=dn, precision=None,
-                                    preferred_element_type=dtypes.canonicalize_dtype(d))
+                return dot_general_p.bind(a, b, dimension_numbers=dn, precision=None,
+                                          preferred_element_type=dtypes.canonicalize_dtype(d))
     a, b = U.ensure_arraylike("matmul", a, b)
     a, b = U.to_array(a), U.to_array(b)
     for n, x in (("a", a), ("b", b)):
