@@ -419,6 +419,14 @@ class Tracer(ArrayOps):
     def item(self):
         return self._concrete(errors.ConcretizationTypeError, ".item() of a traced array").item()
 
+    def __copy__(self):
+        # a traced value is immutable: its copy is itself (a fresh buffer comes out of the
+        # compiled program); copying the tracer object would detach it from its trace
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     def tolist(self):
         return np.asarray(self._concrete(
             errors.ConcretizationTypeError,
@@ -762,8 +770,8 @@ class Array(ArrayOps):
     def copy(self):
         return Array(np.array(self._value), self.weak_type)
 
-    def __copy__(self):
-        return self
+    def __copy__(self):        # a new buffer, as JAX's copy.copy of an array
+        return self.copy()
 
     def __deepcopy__(self, memo):
         return self.copy()

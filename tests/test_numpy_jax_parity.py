@@ -539,3 +539,23 @@ def test_rint_complex_and_complex_to_real_astype_warning():
         with pytest.warns(DeprecationWarning, match="Casting from complex to real dtypes"):
             make.asarray(z).astype("float32")
     _same(xnp.asarray(1j).astype(bool), jnp.asarray(1j).astype(bool))
+
+
+@pytest.mark.parametrize("func", ["deepcopy", "copy"])
+def test_copy_module_on_arrays_and_under_jit(func):
+    def check(lib, make):
+        f = getattr(copy, func)
+        x = make.ones(10, dtype="int32")
+        ptr = lambda a: a.unsafe_buffer_pointer()
+        c, cj = f(x), lib.jit(f)(x)
+        assert ptr(c) != ptr(x) and ptr(cj) != ptr(x)
+        x.delete()
+        return c.is_deleted(), cj.is_deleted(), int(c.sum()), int(cj.sum())
+    assert check(xform, xnp) == check(jax, jnp)
+
+
+def test_masked_array_argument_under_jit():
+    m = np.ma.array([1, 2], mask=[True, False])
+    _same(xnp.array(m), jnp.array(m))
+    _raises_alike(lambda: xform.jit(xnp.asarray)(m), lambda: jax.jit(jnp.asarray)(m),
+                  ValueError, "numpy masked arrays are not supported")
