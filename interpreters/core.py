@@ -48,14 +48,19 @@ class ShapedArray:
         return None if f is None else f(self)
 
     def __init__(self, shape, dtype, weak_type=False):
-        self.shape = shape = tuple(shape)
-        if isinstance(dtype, ExtendedDType):
+        if type(shape) is not tuple:
+            shape = tuple(shape)
+        self.shape = shape
+        if isinstance(dtype, np.dtype) and dtype.kind != "V":
+            self.dtype = dtype
+        elif isinstance(dtype, ExtendedDType):
             self.dtype = dtype
         else:
             dt = np.dtype(dtype)
             # a structured dtype that represents an extended one (concrete key arrays)
             self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
-        self.weak_type = bool(weak_type)
+        self.weak_type = weak_type if weak_type is False or weak_type is True \
+            else bool(weak_type)
         # Every abstract value passes here, under every trace: refuse shapes whose element
         # count or byte size int64 cannot hold before XLA sees them (it aborts the process).
         n = _prod(shape)
