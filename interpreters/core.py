@@ -825,6 +825,13 @@ def is_weak(x) -> bool:
     return bool(getattr(x, "weak_type", False))
 
 
+# type -> function giving a value's aval: JAX's ``core.pytype_aval_mappings``, which
+# libraries extend with their own array-like types (TensorFlow Probability registers its
+# ``NumpyVariable``, copying the entry of ``np.ndarray``).  ``get_aval`` handles the
+# built-in types itself and consults this table for any other type.
+pytype_aval_mappings: dict = {}
+
+
 def get_aval(x) -> ShapedArray:
     """The abstract value of any array-like the engine accepts as an argument."""
     if isinstance(x, (Tracer, Array)):
@@ -834,10 +841,26 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), dtype_of(x), t is not bool)
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
+    rule = pytype_aval_mappings.get(t)
+    if rule is not None:
+        return rule(x)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
                     "Use an xform Array, a NumPy array or a Python scalar.")
+
+
+def _numpy_aval(x):
+    x = np.asarray(x)
+    return ShapedArray(x.shape, canonicalize_dtype(x.dtype), False)
+
+
+pytype_aval_mappings.update(
+    {t: (lambda x: ShapedArray((), dtype_of(x), type(x) is not bool))
+     for t in (int, float, complex, bool)})
+pytype_aval_mappings.update(
+    {t: _numpy_aval for t in (np.ndarray, *{np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"})})
+pytype_aval_mappings[Array] = lambda x: x.aval
 
 
 # ----------------------------------------------------------------- eager evaluation

@@ -101,6 +101,11 @@ _REMOVED = {
 
 
 def __getattr__(name):
+    if name == "pytype_aval_mappings":   # deprecated in JAX 0.10.2, still served
+        import warnings
+        warnings.warn("jax.core.pytype_aval_mappings is deprecated.", DeprecationWarning,
+                      stacklevel=2)
+        return _core.pytype_aval_mappings
     if name in _MOVED:
         return getattr(_ext, name)
     if name in _REMOVED:
