@@ -19,6 +19,9 @@ _DEFAULTS = {
     "jax_disable_jit": False,
     "jax_default_matmul_precision": None,
     "jax_numpy_rank_promotion": "allow",
+    # xform bounds-checks static integer indices whatever its value (docs/semantics.md);
+    # JAX checks them only when it is True (then with the same IndexError)
+    "jax_check_static_indices": False,
     "jax_numpy_dtype_promotion": "standard",
     "jax_platforms": None,
     "jax_platform_name": None,
@@ -151,7 +154,6 @@ _INERT = {
 # (with what to use instead, where xform has it).
 _UNSUPPORTED = {
     'jax_array_garbage_collection_guard': None,
-    'jax_check_static_indices': False,
     'jax_debug_key_reuse': False,
     'jax_error_checking_behavior_divide': 'ignore',
     'jax_error_checking_behavior_nan': 'ignore',

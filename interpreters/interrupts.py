@@ -146,6 +146,11 @@ def _frames_inside(frame):
 def shutdown(timeout=10.0):
     """Stop accepting dispatches from other threads, then wait (at most ``timeout``
     seconds) until the threads that were inside xform have left those frames."""
+    if threading.main_thread().is_alive():
+        # not the interpreter's exit (which stops the main thread before running the
+        # atexit functions) but someone running them by hand (`atexit._run_exitfuncs()`,
+        # as chex's tests do): the program goes on, so do dispatches
+        return
     closing[0] = True
     me = threading.get_ident()
     waiting = {tid: _frames_inside(f) for tid, f in sys._current_frames().items()

@@ -57,6 +57,14 @@ for _name, _op in _SAME_TYPE_OPS.items():
     register(_name)(_simple(_op))
 
 
+@register(mul_p)
+def _mul(ctx, eqn, x, y):
+    out = ctx.out_avals[0]
+    if eqn.params.get("out_dtype") is not None:   # multiply in out_dtype (JAX's convert)
+        x, y = ctx.convert(x, out.dtype), ctx.convert(y, out.dtype)
+    return [ctx.op1("stablehlo.multiply", [x, y], out)]
+
+
 @register(stop_gradient_p, name_p)
 def _identity(ctx, eqn, *xs):
     return list(xs)

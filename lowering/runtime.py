@@ -39,8 +39,9 @@ import time
 
 import numpy as np
 from xform._src.interpreters.dtypes import canonicalize_dtype
-from xform._src.interpreters.dtypes import short_name
+from xform._src.interpreters.dtypes import float0, short_name
 from xform._src.lowering.dispatch import make_caller
+from xform._src.lowering import mlir_context
 from xform._src.primitives import prng
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
@@ -51,6 +52,9 @@ from xform._src.interpreters import interrupts  # noqa: E402
 # jaxlib's extension modules initialise once per process: a Ctrl-C half way through
 # breaks them for good, so the first import holds SIGINT until it is done.
 xc = interrupts.import_module("jaxlib.xla_client")
+# what XLA raises compiling or running a program (`jax.errors.JaxRuntimeError`, a
+# RuntimeError): a host callback that raised reaches the caller as one, as in JAX
+JaxRuntimeError = xc.XlaRuntimeError
 # At interpreter exit, threads still dispatching get a RuntimeError instead of being
 # stopped inside jaxlib's C++ frames (which aborts the process).
 atexit.register(interrupts.shutdown)
@@ -270,8 +274,7 @@ def get_backend(backend=None):
     if runtime_kind() == "own":
         if backend in (None, "cpu"):
             return _own_client("cpu")
-        raise ValueError(f"backend {backend!r} is not available (no PJRT plugin for it is "
-                         "installed); available: ['cpu']")
+        raise _unknown_backend(backend, ["cpu"], "no PJRT plugin for it is installed")
     if not _synced[0]:
         _sync_runtime_config()
     from jax._src.xla_bridge import get_backend as jax_get_backend
@@ -279,8 +282,17 @@ def get_backend(backend=None):
         with interrupts.deferred():          # JAX's backend initialisation
             return jax_get_backend(backend)
     except RuntimeError as e:
-        raise ValueError(f"backend {backend!r} is not available ({e}); available: "
-                         f"{_available_platforms()}") from None
+        raise RuntimeError(str(e)) from None     # JAX's own words
+
+
+def _unknown_backend(backend, present, why):
+    """JAX's error (type and wording) for a backend that is not there, and why."""
+    if backend in ("gpu", "cuda", "rocm"):
+        msg = (f"Unknown backend: {backend!r} requested, but no platforms that are instances "
+               f"of {backend} are present. Platforms present are: {','.join(present)}")
+    else:
+        msg = f"Unknown backend {backend}. Available backends are {list(present)}"
+    return RuntimeError(f"{msg} ({why})")
 
 
 _synced = [False]
@@ -550,20 +562,7 @@ def _mlir_context():
 
 
 def _new_mlir_context():
-    ir = _ir()
-    from jaxlib.mlir.dialects import chlo, stablehlo
-    try:
-        from jaxlib.mlir._mlir_libs import _jax_mlir_ext as upstream
-    except ImportError:  # jaxlib <= 0.6
-        from jaxlib.mlir._mlir_libs import register_jax_dialects as upstream
-    ctx = ir.Context()
-    registry = ir.DialectRegistry()
-    upstream.register_dialects(registry)
-    ctx.append_dialect_registry(registry)
-    ctx.load_all_available_dialects()
-    stablehlo.register_dialect(ctx)
-    chlo.register_dialect(ctx)
-    return ctx
+    return mlir_context.new_mlir_context(interrupts.import_module)
 
 
 # The quick tier: XLA's backend at optimization level 0 (LLVM without its expensive
@@ -704,7 +703,7 @@ def _compile_uncached_body(key, text, device, donated, host_callbacks, tier):
     except Exception as e:
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError") and _user_options.get():
             # the user's compiler options may be the cause: XLA's message, JAX's type
-            raise errors.JaxRuntimeError(str(e)) from None
+            raise JaxRuntimeError(str(e)) from None
         if type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError"):
             raise ValueError(f"XLA failed to compile the lowered program: {e}\n"
                              "This is a bug in a lowering rule; please report it.") from None
@@ -797,7 +796,8 @@ class Compiled:
 
     __slots__ = ("_exe", "_text", "in_avals", "out_avals", "donated_invars", "device",
                  "_specs", "_handlers", "_out_weak", "_n", "_donated_idx", "_committed",
-                 "_sh", "_devlist", "_execute", "_route_sharded", "_tier", "__weakref__")
+                 "_sh", "_devlist", "_execute", "_route_sharded", "_tier", "_sync",
+                 "__weakref__")
 
     def __init__(self, exe, text, in_avals, out_avals, donated_invars, device, committed,
                  synchronous=False):
@@ -814,6 +814,7 @@ class Compiled:
         sh = self._sh = _sharding(device)
         self._devlist = [device]
         self._execute = _blocking_execute(exe) if synchronous else exe.execute_sharded
+        self._sync = synchronous
         self._handlers = [xc.array_result_handler(_jax_aval(a.shape, a.dtype), sh, True,
                                                   _skip_checks=True) for a in self.out_avals]
         self._out_weak = [a.weak_type for a in self.out_avals]
@@ -874,6 +875,9 @@ class Compiled:
             if not bufs or type(e).__name__ not in ("JaxRuntimeError", "XlaRuntimeError",
                                                     "ValueError", "RuntimeError"):
                 raise
+            if self._sync:
+                raise     # the arguments are valid: the program itself failed (a host
+                # callback raised); running it again would repeat the callbacks
             outs = self._exe.execute_sharded(bufs).consume_with_handlers(self._handlers)
         if self._donated_idx:
             self._mark_donated(args)
@@ -1026,14 +1030,30 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
         tier = "tiered" if (config.read("xform_tiered_compilation")
                             and not lowered.host_callbacks
                             and not _user_options.get()) else "optimized"
+    in_avals, out_avals = _float0_as_bool(jaxpr.in_avals), _float0_as_bool(jaxpr.out_avals)
     if tier == "tiered":
         exe = _optimized_if_cached(text, device, donated)
         if exe is None:
-            return _tiered(text, jaxpr, donated, device, committed)
-        tier = "optimized"
-    exe = compile_text(text, device, donated, lowered.host_callbacks, tier)
-    return Compiled(exe, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed,
-                    synchronous=bool(lowered.host_callbacks))
+            comp = _tiered(text, in_avals, out_avals, donated, device, committed)
+        else:
+            tier = "optimized"
+    if tier != "tiered":
+        exe = compile_text(text, device, donated, lowered.host_callbacks, tier)
+        comp = Compiled(exe, text, in_avals, out_avals, donated, device, committed,
+                        synchronous=bool(lowered.host_callbacks))
+    if any(a.dtype == float0 for a in jaxpr.in_avals) or \
+            any(a.dtype == float0 for a in jaxpr.out_avals):
+        return Float0Compiled(comp, jaxpr.in_avals, jaxpr.out_avals)
+    return comp
+
+
+def _float0_as_bool(avals):
+    """``avals`` with each float0 aval (the tangent type of integers, which holds no data)
+    as the bool aval XLA carries it as; the same list when there is none."""
+    if not any(a.dtype == float0 for a in avals):
+        return avals
+    return [core.ShapedArray(a.shape, np.dtype(np.bool_)) if a.dtype == float0 else a
+            for a in avals]
 
 
 # ----------------------------------------------------------------- tiered compilation
@@ -1110,7 +1130,7 @@ class _Tiering:
 _tier_threads: set = set()
 
 
-def _tiered(text, jaxpr, donated, device, committed):
+def _tiered(text, in_avals, out_avals, donated, device, committed):
     """Compile ``text`` in the quick tier now and in the optimized tier in a background
     thread (through ``compile_text``: one optimized compile per program, stored in the
     persistent cache); the returned ``Compiled`` switches to the optimized executable
@@ -1118,7 +1138,7 @@ def _tiered(text, jaxpr, donated, device, committed):
     compile waits for it (nothing is dispatched from it, it only compiles and swaps)."""
     t0 = time.perf_counter()
     quick = compile_text(text, device, donated, (), "quick")
-    comp = Compiled(quick, text, jaxpr.in_avals, jaxpr.out_avals, donated, device, committed)
+    comp = Compiled(quick, text, in_avals, out_avals, donated, device, committed)
     state = comp._tier = _Tiering(time.perf_counter() - t0)
 
     def work():
@@ -1198,6 +1218,46 @@ class KeyedCompiled:
 
     def __repr__(self):
         return f"KeyedCompiled({self.inner!r})"
+
+
+class Float0Compiled:
+    """A compiled program whose interface has float0 values (the tangents of integer
+    and bool values, which hold no data): XLA takes and gives them as false booleans,
+    the caller passes and gets float0 NumPy arrays, as with JAX."""
+
+    __slots__ = ("inner", "in_avals", "out_avals", "_f0_in", "_f0_out", "__weakref__")
+
+    def __init__(self, inner, in_avals, out_avals):
+        self.inner = inner
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+        self._f0_in = [a.dtype == float0 for a in self.in_avals]
+        self._f0_out = [a.dtype == float0 for a in self.out_avals]
+
+    def __call__(self, *args):
+        conv = []
+        for x, f0, a in zip(args, self._f0_in, self.in_avals):
+            if f0:
+                if isinstance(x, Tracer):
+                    raise TypeError("a traced float0 value was passed to a compiled program")
+                if np.shape(x) != a.shape:
+                    raise TypeError(f"compiled program expects float0{list(a.shape)}, got "
+                                    f"{core.get_aval(x).str_short()}")
+                x = np.zeros(a.shape, np.bool_)
+            conv.append(x)
+        outs = self.inner(*conv)
+        return [np.zeros(a.shape, float0) if f0 else o
+                for o, f0, a in zip(outs, self._f0_out, self.out_avals)]
+
+    donated_invars = KeyedCompiled.donated_invars
+    device = KeyedCompiled.device
+    as_text = KeyedCompiled.as_text
+    compiled_text = KeyedCompiled.compiled_text
+    cost_analysis = KeyedCompiled.cost_analysis
+    memory_analysis = KeyedCompiled.memory_analysis
+
+    def __repr__(self):
+        return f"Float0Compiled({self.inner!r})"
 
 
 # ----------------------------------------------------------------- eager on accelerators

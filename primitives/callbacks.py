@@ -50,6 +50,21 @@ def run_host(callback, result_avals, args):
     return vals
 
 
+# Eagerly a failing pure or io callback raises what it raises compiled (JAX runs even an
+# eager call as a compiled program): ``eager_error[0](exc)`` makes that exception (the
+# xform layer installs it: jaxlib's JaxRuntimeError)
+eager_error = [None]
+
+
+def _run_eager(callback, result_avals, args):
+    try:
+        return run_host(callback, result_avals, args)
+    except Exception as e:
+        if eager_error[0] is None:
+            raise
+        raise eager_error[0](e) from None
+
+
 class FlatCallback:
     """The user's callable over flat leaves -> flat results (hashable by identity)."""
 
@@ -112,11 +127,10 @@ pure_callback_p.impl_takes_arrays = True
 
 @pure_callback_p.def_impl
 def _pure_impl(*args, callback, result_avals, vmap_method):
-    return [core.Array(v) for v in run_host(callback, result_avals, args)]
+    return [core.Array(v) for v in _run_eager(callback, result_avals, args)]
 
 
 pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
-pure_callback_p.weak_rule = lambda args, params: False
 
 
 def _pure_jvp(primals, tangents, **params):
@@ -171,11 +185,10 @@ io_callback_p.effectful = True
 
 @io_callback_p.def_impl
 def _io_impl(*args, callback, result_avals, ordered):
-    return [core.Array(v) for v in run_host(callback, result_avals, args)]
+    return [core.Array(v) for v in _run_eager(callback, result_avals, args)]
 
 
 io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
-io_callback_p.weak_rule = lambda args, params: False
 
 
 def _io_jvp(primals, tangents, **params):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import weakref
 
 import numpy as np
 
@@ -782,8 +783,37 @@ batching.batch_rules[scan_p] = _scan_batch
 # ================================================================ user-facing functions
 
 
+# Programs traced from user functions outside any transformation, per function (held
+# weakly) and (input structure, avals, role, options): as JAX caches its traces of
+# control-flow bodies, calling ``lax.scan(f, ...)`` / ``while_loop`` / ``switch`` again
+# with the same function and argument types reuses the program (the function's Python
+# side effects run once, and values it closes over are those of the first trace).
+# Under a transformation the enclosing trace differs on every call, so nothing is kept.
+_body_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
+                  "jax_default_matmul_precision", "jax_debug_nans", "jax_debug_infs",
+                  "jax_disable_jit")
+
+
 def _trace(fun, in_tree, in_avals, what):
     """Trace ``fun(*unflatten(in_tree, args))`` into (const-free program, consts, out_tree)."""
+    if core.current_trace() is not core.EVAL_TRACE:
+        return _trace_now(fun, in_tree, in_avals, what)
+    from xform._src.interpreters.config import config
+    key = (in_tree, tuple(in_avals), what, tuple(config.read(o) for o in _CACHE_OPTIONS))
+    try:
+        per_fun = _body_cache.get(fun)
+        if per_fun is None:
+            per_fun = _body_cache[fun] = {}
+        hit = per_fun.get(key)
+    except TypeError:           # not weakly referable or not hashable: trace every time
+        return _trace_now(fun, in_tree, in_avals, what)
+    if hit is None:
+        hit = per_fun[key] = _trace_now(fun, in_tree, in_avals, what)
+    return hit
+
+
+def _trace_now(fun, in_tree, in_avals, what):
     tu = _tu()
     tree_box = []
 
@@ -1229,6 +1259,31 @@ def _static_int(x):
     return None
 
 
+_fori_steps: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _fori_scan_step(body_fun, dt):
+    """The scan body of ``fori_loop(.., body_fun, ..)``: one function per ``body_fun`` (and
+    index dtype), so that the scan's trace cache recognises the loop (as JAX's)."""
+    def make(get_fun):
+        one = Array(np.asarray(1, dt), True)
+
+        def step(carry, _):
+            i, x = carry
+            return (ew.add_p.bind(i, one), get_fun()(i, x)), None
+        return step
+    try:
+        per_fun = _fori_steps.get(body_fun)
+        if per_fun is None:
+            per_fun = _fori_steps[body_fun] = {}
+    except TypeError:
+        return make(lambda: body_fun)
+    step = per_fun.get(dt)
+    if step is None:   # (held weakly: the cache must not keep body_fun alive)
+        step = per_fun[dt] = make(weakref.ref(body_fun))
+    return step
+
+
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
@@ -1254,11 +1309,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         # typed default-int scalar (and stays weak in the loop).
         dt_i = dtypes.canonicalize_dtype(np.int64)
         lower_a = Array(np.asarray(lo_s, dt_i), True)
-        one = Array(np.asarray(1, dt_i), True)
-
-        def step(carry, _):
-            i, x = carry
-            return (ew.add_p.bind(i, one), body_fun(i, x)), None
+        step = _fori_scan_step(body_fun, dt_i)
         if unroll is None:
             unroll = 1
         (_, out), _ = scan(step, (lower_a, init_val), None, length=n, unroll=unroll)

@@ -27,12 +27,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes
+from xform._src.interpreters import ad, batching, core, dtypes, ir
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
-from xform._src.primitives.dot_general import _canon_precision, _result_dtype
-from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, checked_bind, reshape_p,
+from xform._src.primitives.dot_general import _canon_precision, _pp_precision, _result_dtype
+from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, reshape_p,
                                    rev_p, transpose_p)
 from xform._src.primitives import elementwise
 from xform._src.primitives.dot_general import dot_general
@@ -65,6 +65,9 @@ def _stride_dim(d, window, stride):
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     """'SAME' / 'SAME_LOWER' / 'VALID' -> explicit (low, high) pairs per spatial dim."""
+    # Python ints out, whatever integer types come in (JAX's promise)
+    in_shape, window_shape, window_strides = ([int(v) for v in a] for a in (
+        in_shape, window_shape, window_strides))
     if isinstance(padding, str):
         mode = padding.upper()
         if mode == "VALID":
@@ -547,11 +550,18 @@ def _conv_batch(axis_data, vals, dims, **params):
 
 conv_general_dilated_p.def_abstract_eval(_conv_abstract)
 conv_general_dilated_p.def_impl(_conv_impl)
-conv_general_dilated_p.weak_rule = lambda args, params: (
-    core.is_weak(args[0]) and core.is_weak(args[1]) and params["preferred_element_type"] is None)
 ad.jvp_rules[conv_general_dilated_p] = _conv_jvp
 ad.transpose_rules[conv_general_dilated_p] = _conv_transpose_rule
 batching.batch_rules[conv_general_dilated_p] = _conv_batch
+
+
+def _pp_conv(eqn, names):
+    p = dict(eqn.params)
+    p["precision"] = _pp_precision(p["precision"])   # (Precision.X, Precision.Y), as JAX
+    return sorted(p.items())
+
+
+ir.pp_rules[conv_general_dilated_p] = _pp_conv
 
 # ================================================================= xform.lax functions
 
@@ -600,8 +610,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                              "using this op. Please either exactly specify the required "
                              "padding or use conv_transpose.")
         if len(window_strides) != nsp:
-            raise ValueError(f"conv_general_dilated window_strides must have {nsp} entries, "
-                             f"got {window_strides}")
+            raise ValueError("conv_general_dilated window and window_strides must have the "
+                             f"same number of dimensions, but got {nsp} and "
+                             f"{len(window_strides)}")
         window = [_dilate_dim(rs_shape[i], r) for i, r in zip(dn.rhs_spec[2:], rhs_dil)]
         pads = padtype_to_pads([ls_shape[i] for i in dn.lhs_spec[2:]], window,
                                window_strides, padding)
@@ -614,7 +625,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
     lhs, rhs = _same_dtypes(lhs, rhs)
-    return checked_bind(conv_general_dilated_p, lhs, rhs, window_strides=window_strides,
+    return conv_general_dilated_p.bind(lhs, rhs, window_strides=window_strides,
                         padding=tuple(pads), lhs_dilation=lhs_dil, rhs_dilation=rhs_dil,
                         dimension_numbers=dn, feature_group_count=operator.index(
                             feature_group_count),

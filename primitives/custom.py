@@ -202,6 +202,27 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    """A custom-JVP function applied to tangents (its JVP rule calls it on the tangent,
+    as equinox's ``nondifferentiable``-style wrappers and optimistix's ``_asarray`` do)
+    is linear where its primal program is: transpose that program.  JAX reaches the same
+    result by replacing such a call with its primal program when it builds the linear
+    function (``linearize``, ``linear_transpose``); the custom rule plays no part in
+    reverse mode."""
+    if _is_lazy(call_jaxpr):     # stage the primal (closed-over values lead its inputs)
+        closed, consts = trace_flat(call_jaxpr.fun,
+                                    [a.aval if type(a) is ad.UndefinedPrimal
+                                     else core.get_aval(a) for a in args],
+                                    name=call_jaxpr.name)
+        return ad.backward_pass_partial(closed.jaxpr, closed.consts, [*consts, *args],
+                                        list(cts))[len(consts):]
+    return ad.backward_pass_partial(call_jaxpr.jaxpr, call_jaxpr.consts, list(args),
+                                    list(cts))
+
+
+ad.transpose_rules[custom_jvp_call_p] = _custom_jvp_call_transpose
+
+
 def _jvp_concat(jvp, xs):
     n = len(xs) // 2
     po, to = jvp(list(xs[:n]), list(xs[n:]))
@@ -230,8 +251,12 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
         outs = custom_jvp_call_p.bind(*vals, call_jaxpr=lazy, jvp=batched_jvp,
                                       num_consts=num_consts, symbolic_zeros=symbolic_zeros)
         return outs, [0] * len(outs)
-    vals = _at_front(axis_data, vals, dims)
-    new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(vals),
+    # unbatched arguments stay unbatched (as in JAX: a predicate computed from them stays
+    # a scalar, so a cond inside still takes one branch); outputs all at axis 0
+    in_dims = [None if d is None else 0 for d in dims]
+    vals = [v if d is None else batching.matchaxis(axis_data, d, 0, v)
+            for v, d in zip(vals, dims)]
+    new_jaxpr, _ = batching.batch_jaxpr(call_jaxpr, axis_data, in_dims,
                                         [0] * len(call_jaxpr.out_avals))
     closed, consts = hoist_consts(new_jaxpr.jaxpr, new_jaxpr.consts)
     n = len(vals) - num_consts
@@ -239,7 +264,8 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
     def jvp_rule(*xs):
         po, to = jvp(list(xs[:n]), list(xs[n:]))
         return list(po) + list(to)
-    lifted = batch_at_front(jvp_rule, axis_data)
+    arg_dims = in_dims[num_consts:]
+    lifted = batch_lazy(jvp_rule, axis_data, arg_dims + arg_dims)
 
     def batched_jvp(primals, tangents):
         outs = lifted(*primals, *tangents)

@@ -17,8 +17,8 @@ import numpy as np
 from xform._src.interpreters import ad, batching, core, dtypes, ir
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
-from xform._src.primitives._rules import moveaxis
-from xform._src.primitives.structural import as_operand, checked_bind, transpose_p
+from xform._src.primitives._rules import moveaxis, zeros_like_aval
+from xform._src.primitives.structural import as_operand, transpose_p
 from xform._src.primitives import elementwise
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision", "DotAlgorithm",
@@ -102,11 +102,30 @@ def _result_dtype(lhs, rhs, preferred):
 dot_general_p = Primitive("dot_general")
 
 
+_PRECISION_ALIASES = {"BFLOAT16": "DEFAULT", "TENSORFLOAT32": "HIGH", "FLOAT32": "HIGHEST"}
+
+
+def _pp_precision(precision):
+    """A ``precision`` param as JAX prints it: a named precision for each operand,
+    ``(Precision.HIGHEST, Precision.HIGHEST)``; dot algorithms as they are."""
+    def one(p):
+        name = _PRECISION_ALIASES.get(p.upper(), p.upper())
+        return f"Precision.{name}" if name in ("DEFAULT", "HIGH", "HIGHEST") else None
+    if isinstance(precision, str) and one(precision):
+        return f"({one(precision)}, {one(precision)})"
+    if (isinstance(precision, tuple) and len(precision) == 2
+            and all(isinstance(q, str) and one(q) for q in precision)):
+        return f"({one(precision[0])}, {one(precision[1])})"
+    return precision
+
+
 def _pp_dot_general(eqn, names):
     p = {k: v for k, v in eqn.params.items() if v is not None}
     p.pop("out_sharding", None)
     (lc, rc), (lb, rb) = p["dimension_numbers"]
     p["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    if "precision" in p:
+        p["precision"] = _pp_precision(p["precision"])
     return sorted(p.items())
 
 
@@ -151,12 +170,32 @@ def _check_dnums(lhs, rhs, dimension_numbers):
                             f"rhs dim {r} (size {rhs.shape[r]}) {where}")
 
 
+_dot_shapes: dict = {}    # (lhs shape, rhs shape, dimension numbers) -> checked result shape
+
+
+def _dot_shape(lhs, rhs, dimension_numbers):
+    """The result shape, after ``_check_dnums`` (both depend on shapes and dimension
+    numbers only, so a checked answer is remembered: large programs repeat them)."""
+    key = (lhs.shape, rhs.shape, dimension_numbers)
+    try:
+        shape = _dot_shapes.get(key)
+    except TypeError:           # unhashable dimension numbers or dimensions
+        shape, key = None, None
+    if shape is None:
+        _check_dnums(lhs, rhs, dimension_numbers)
+        (lc, rc), (lb, rb) = dimension_numbers
+        shape = (tuple(lhs.shape[i] for i in lb)
+                 + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
+                 + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
+        if key is not None:
+            if len(_dot_shapes) > 10_000:
+                _dot_shapes.clear()
+            _dot_shapes[key] = shape
+    return shape
+
+
 def _dot_abstract(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    _check_dnums(lhs, rhs, dimension_numbers)
-    (lc, rc), (lb, rb) = dimension_numbers
-    shape = (tuple(lhs.shape[i] for i in lb)
-             + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
-             + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
+    shape = _dot_shape(lhs, rhs, dimension_numbers)
     dt = _result_dtype(lhs, rhs, preferred_element_type)
     weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
     return ShapedArray(shape, dt, weak)
@@ -278,8 +317,6 @@ def _dot_batch(axis_data, vals, dims, *, dimension_numbers, **params):
 
 dot_general_p.def_abstract_eval(_dot_abstract)
 dot_general_p.def_impl(_dot_impl)
-dot_general_p.weak_rule = lambda args, params: (core.is_weak(args[0]) and core.is_weak(args[1])
-                                                and params["preferred_element_type"] is None)
 ad.jvp_rules[dot_general_p] = _dot_jvp
 ad.transpose_rules[dot_general_p] = _dot_transpose
 batching.batch_rules[dot_general_p] = _dot_batch
@@ -299,6 +336,12 @@ def _canon_precision(precision):
 
 
 def _index_tuple(x, what):
+    if type(x) is tuple:
+        for i in x:
+            if type(i) is not int:
+                break
+        else:
+            return x
     try:
         return tuple(operator.index(i) for i in (x if isinstance(x, (tuple, list)) else (x,)))
     except TypeError:
@@ -320,7 +363,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (_index_tuple(lb, "batch dims"), _index_tuple(rb, "batch dims")))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return checked_bind(dot_general_p, lhs, rhs, dimension_numbers=dn,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                         precision=_canon_precision(precision), preferred_element_type=pet)
 
 
@@ -352,3 +395,421 @@ def batch_matmul(lhs, rhs, precision=None):
                          f"{ra.ndim}")
     batch = tuple(range(la.ndim - 2))
     return dot_general(lhs, rhs, (((la.ndim - 1,), (ra.ndim - 2,)), (batch, batch)), precision)
+
+
+# ================================================================= ragged_dot_general
+#
+# A dot_general whose lhs has one *ragged* dimension cut into ``g`` consecutive groups of
+# ``group_sizes`` positions (positions past the last group belong to none).  Three modes,
+# by the kind of the ragged dimension (JAX's):
+#   non-contracting: [b.., m.., k..] x [g, b.., k.., n..]  -> [b.., m.., n..]; the rows of
+#                    group i use rhs slice i of the rhs group dimension;
+#   contracting:     [b.., m.., k..] x [b.., k.., n..]     -> [g, b.., m.., n..]; output i
+#                    contracts only over the positions of group i;
+#   batch:           an ordinary dot_general (every batch row is in exactly one group).
+# ``group_sizes`` has shape [g] or [p.., g], where p.. are the "prefix" dimensions of the
+# lhs: its batch dimensions, then its dimensions of the ragged kind that come before the
+# ragged one (JAX's layout), so each prefix row has its own group sizes.
+#
+# Every mode is a dense dot_general of "expanded" operands: x -> [g, *x.shape], slice i
+# holding x on the positions of group i along the ragged dimension and 0 elsewhere (the
+# mask ``starts[i] <= pos < ends[i]``).  The NumPy reference and the lowering both compute
+# that (the lowering stages the expansion with lax operations and inlines it).
+
+
+class RaggedDotDimensionNumbers:
+    """JAX's ``lax.RaggedDotDimensionNumbers`` (a frozen record): the dot dimension
+    numbers ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`` plus the lhs
+    ragged and rhs group dimensions of a ragged dot."""
+
+    __slots__ = ("dot_dimension_numbers", "lhs_ragged_dimensions", "rhs_group_dimensions")
+
+    def __init__(self, dot_dimension_numbers, lhs_ragged_dimensions, rhs_group_dimensions):
+        object.__setattr__(self, "dot_dimension_numbers",
+                           tuple(tuple(tuple(v) for v in t) for t in dot_dimension_numbers))
+        object.__setattr__(self, "lhs_ragged_dimensions", tuple(lhs_ragged_dimensions))
+        object.__setattr__(self, "rhs_group_dimensions", tuple(rhs_group_dimensions))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def _key(self):
+        return (self.dot_dimension_numbers, self.lhs_ragged_dimensions,
+                self.rhs_group_dimensions)
+
+    def __eq__(self, other):
+        return isinstance(other, RaggedDotDimensionNumbers) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (f"RaggedDotDimensionNumbers(dot_dimension_numbers="
+                f"{self.dot_dimension_numbers!r}, lhs_ragged_dimensions="
+                f"{self.lhs_ragged_dimensions!r}, rhs_group_dimensions="
+                f"{self.rhs_group_dimensions!r})")
+
+
+_BASIC_RAGGED_DNUMS = RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), (0,), (0,))
+
+_NONCONTRACTING, _CONTRACTING, _BATCH = "non-contracting", "contracting", "batch"
+
+
+def _ragged_mode(ndim, rdn):
+    """(mode, lhs ragged dimension)."""
+    rd = rdn.lhs_ragged_dimensions[0]
+    (lc, _), (lb, _) = rdn.dot_dimension_numbers
+    if rd in lc:
+        return _CONTRACTING, rd
+    if rd in lb:
+        return _BATCH, rd
+    return _NONCONTRACTING, rd
+
+
+def _ragged_prefix(mode, ndim, rd, batch, contract):
+    """The operand's dimensions a [p.., g] group_sizes indexes with p.. (JAX's order)."""
+    batch, contract = list(batch), list(contract)
+    if mode == _NONCONTRACTING:
+        free = [d for d in range(ndim) if d not in contract and d not in batch]
+        return tuple(batch + free[:free.index(rd)])
+    if mode == _CONTRACTING:
+        return tuple(batch + contract[:contract.index(rd)])
+    return tuple(batch[:batch.index(rd)])
+
+
+def _ragged_abstract(lhs, rhs, group_sizes, *, ragged_dot_dimension_numbers, precision,
+                     preferred_element_type, group_offset):
+    rdn = ragged_dot_dimension_numbers
+
+    def in_range(dim, rank, what, arg):
+        if not 0 <= dim < rank:
+            raise TypeError(f"ragged_dot_general requires {what} numbers to be nonnegative "
+                            f"and less than the number of axes of the {arg} value, got {dim} "
+                            f"for {arg} of rank {rank}.")
+
+    if len(rdn.lhs_ragged_dimensions) != 1:
+        raise TypeError("ragged_dot_general expects exactly one lhs ragged dimension.")
+    in_range(rdn.lhs_ragged_dimensions[0], lhs.ndim, "lhs ragged dimension", "lhs")
+    mode, rd = _ragged_mode(lhs.ndim, rdn)
+    (lc, rc), (lb, rb) = rdn.dot_dimension_numbers
+    if group_sizes.ndim == 0:
+        raise TypeError("expected rank of group_sizes to be >=1.")
+    if group_sizes.ndim != 1:
+        prefix = _ragged_prefix(mode, lhs.ndim, rd, lb, lc)
+        expected = tuple(lhs.shape[i] for i in prefix) + (group_sizes.shape[-1],)
+        if tuple(group_sizes.shape) != expected:
+            raise TypeError(f"expected group_sizes to have shape {expected}, got "
+                            f"{tuple(group_sizes.shape)}.")
+    g = group_sizes.shape[-1]
+    rg = rdn.rhs_group_dimensions
+    if mode != _NONCONTRACTING:
+        if len(rg) != 0:
+            raise TypeError("ragged_dot_general requires zero group dimensions in the rhs "
+                            "when lhs ragged dimension is contracting or batch.")
+    else:
+        if len(rg) != 1:
+            raise TypeError("ragged_dot_general requires exactly one rhs group dimension "
+                            "when lhs ragged dimension is noncontracting.")
+        in_range(rg[0], rhs.ndim, "rhs group dimension", "rhs")
+        if rg[0] in rb or rg[0] in rc:
+            raise TypeError("ragged_dot_general requires rhs group dimension numbers to be "
+                            "distinct from contracting and batch dimensions.")
+        if rhs.shape[rg[0]] != g:
+            raise TypeError(f"expected rhs group dimension size to be {g}, got "
+                            f"{rhs.shape[rg[0]]}.")
+    _check_dnums(lhs, rhs, rdn.dot_dimension_numbers)
+    shape = (tuple(lhs.shape[i] for i in lb)
+             + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
+             + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, tuple(rb) + tuple(rg))))
+    if mode == _CONTRACTING:
+        shape = (g,) + shape
+    if not dtypes.is_integer(group_sizes.dtype) or group_sizes.dtype == np.bool_:
+        raise TypeError("ragged_dot_general requires that group_sizes.dtype is subtype of "
+                        f"np.integer, got {group_sizes.dtype}.")
+    dt = _result_dtype(lhs, rhs, preferred_element_type)
+    weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
+    return ShapedArray(shape, dt, weak)
+
+
+def _expanded_np(x, dim, gs, prefix):
+    """NumPy: ``[g, *x.shape]``, slice i = x on group i's positions along ``dim``, else 0.
+    ``gs`` has shape ``[x.shape[p] for p in prefix] + [g]``."""
+    g = gs.shape[-1]
+    ends = np.cumsum(gs.astype(np.int64), axis=-1)
+    starts = ends - gs
+    order = tuple(np.argsort(prefix))            # prefix axes in x's dimension order
+    bshape = (g,) + tuple(x.shape[d] if d in prefix else 1 for d in range(x.ndim))
+
+    def place(b):
+        b = np.moveaxis(b, -1, 0).transpose((0,) + tuple(1 + o for o in order))
+        return b.reshape(bshape)
+
+    pos = np.arange(x.shape[dim]).reshape([x.shape[dim] if d == dim + 1 else 1
+                                           for d in range(x.ndim + 1)])
+    mask = (place(starts) <= pos) & (pos < place(ends))
+    return np.where(mask, x[None], np.zeros((), x.dtype))
+
+
+def _inc(dims):
+    return tuple(d + 1 for d in dims)
+
+
+def _ragged_dense_dnums(mode, rdn):
+    """dot_general dimension numbers of the expanded operands."""
+    (lc, rc), (lb, rb) = rdn.dot_dimension_numbers
+    if mode == _NONCONTRACTING:            # expanded lhs x rhs: contract the group axis too
+        return ((_inc(lc) + (0,), tuple(rc) + (rdn.rhs_group_dimensions[0],)), (_inc(lb), rb))
+    return ((_inc(lc), _inc(rc)), ((0,) + _inc(lb), (0,) + _inc(rb)))   # group axis batched
+
+
+def _ragged_impl(lhs, rhs, group_sizes, *, ragged_dot_dimension_numbers, precision,
+                 preferred_element_type, group_offset):
+    lhs, rhs, gs = np.asarray(lhs), np.asarray(rhs), np.asarray(group_sizes)
+    rdn = ragged_dot_dimension_numbers
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+    mode, rd = _ragged_mode(lhs.ndim, rdn)
+    (lc, rc), (lb, rb) = rdn.dot_dimension_numbers
+    if mode == _BATCH:
+        return _dot_impl(lhs, rhs, dimension_numbers=rdn.dot_dimension_numbers, **kw)
+    prefix = _ragged_prefix(mode, lhs.ndim, rd, lb, lc)
+    if gs.ndim == 1:
+        gs = np.broadcast_to(gs, tuple(lhs.shape[i] for i in prefix) + gs.shape)
+    el = _expanded_np(lhs, rd, gs, prefix)
+    if mode == _NONCONTRACTING:
+        er = rhs
+    else:
+        rrd = rc[list(lc).index(rd)]
+        er = _expanded_np(rhs, rrd, gs, _ragged_prefix(mode, rhs.ndim, rrd, rb, rc))
+    return _dot_impl(el, er, dimension_numbers=_ragged_dense_dnums(mode, rdn), **kw)
+
+
+# --- the same expansion with lax operations (the lowering, the dense transposes) -------
+
+def _full_group_sizes(gs, x_aval, prefix):
+    """group_sizes as ``[p.., g]`` (a ``[g]`` one broadcast over the prefix dimensions)."""
+    from xform._src.primitives import structural
+    ga = core.get_aval(gs)
+    if ga.ndim == 1 and prefix:
+        shape = tuple(x_aval.shape[i] for i in prefix) + ga.shape
+        gs = structural.broadcast_in_dim(gs, shape, (len(prefix),))
+    return gs
+
+
+def _group_mask(gs, x_aval, dim, prefix):
+    """bool ``[g, *x.shape]``: True where position ``pos`` along ``dim`` is in group i."""
+    from xform._src.primitives import reductions, structural
+    ga = core.get_aval(gs)
+    # count in at least 32 bits (a narrow group_sizes dtype must not wrap the positions)
+    dt = ga.dtype if ga.dtype.itemsize >= 4 else np.dtype(
+        np.uint32 if dtypes.is_unsigned(ga.dtype) else np.int32)
+    if dt != ga.dtype:
+        gs = elementwise.convert_element_type(gs, dt)
+    ends = reductions.cumsum(gs, axis=ga.ndim - 1)
+    starts = elementwise.sub(ends, gs)
+    g = ga.shape[-1]
+    shape = (g,) + tuple(x_aval.shape)
+    bd = tuple(1 + p for p in prefix) + (0,)
+    order = tuple(int(i) for i in np.argsort(bd))
+    sorted_bd = tuple(bd[i] for i in order)
+
+    def place(b):
+        return structural.broadcast_in_dim(structural.transpose(b, order), shape, sorted_bd)
+
+    pos = structural.broadcasted_iota(dt, shape, dim + 1)
+    return elementwise.bitwise_and(elementwise.le(place(starts), pos),
+                                   elementwise.lt(pos, place(ends)))
+
+
+def _zeros(aval):
+    # exactly aval's dtype (a float64 operand reached with x64 off stays float64)
+    return _to_dtype(zeros_like_aval(aval), aval)
+
+
+def _expanded(x, dim, gs, prefix):
+    from xform._src.primitives import structural
+    xa = core.get_aval(x)
+    mask = _group_mask(gs, xa, dim, prefix)
+    shape = (core.get_aval(mask).shape[0],) + tuple(xa.shape)
+    bx = structural.broadcast_in_dim(x, shape, tuple(range(1, xa.ndim + 1)))
+    return elementwise.select_n(mask, _zeros(core.get_aval(bx)), bx)
+
+
+def ragged_dot_dense(lhs, rhs, group_sizes, *, ragged_dot_dimension_numbers, precision,
+                     preferred_element_type, group_offset):
+    """The ragged dot written with lax operations (what the lowering inlines)."""
+    rdn = ragged_dot_dimension_numbers
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+    la, ra = core.get_aval(lhs), core.get_aval(rhs)
+    mode, rd = _ragged_mode(la.ndim, rdn)
+    (lc, rc), (lb, rb) = rdn.dot_dimension_numbers
+    if mode == _BATCH:
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=rdn.dot_dimension_numbers, **kw)
+    prefix = _ragged_prefix(mode, la.ndim, rd, lb, lc)
+    gs = _full_group_sizes(group_sizes, la, prefix)
+    el = _expanded(lhs, rd, gs, prefix)
+    if mode == _NONCONTRACTING:
+        er = rhs
+    else:
+        rrd = rc[list(lc).index(rd)]
+        er = _expanded(rhs, rrd, gs, _ragged_prefix(mode, ra.ndim, rrd, rb, rc))
+    return dot_general_p.bind(el, er, dimension_numbers=_ragged_dense_dnums(mode, rdn), **kw)
+
+
+def _ragged_jvp(primals, tangents, **params):
+    x, y, gs = primals
+    tx, ty, _ = tangents                   # group_sizes is integer: no tangent
+    out = ragged_dot_general_p.bind(x, y, gs, **params)
+    acc = None
+    if type(tx) is not Zero:
+        acc = ragged_dot_general_p.bind(tx, y, gs, **params)
+    if type(ty) is not Zero:
+        t = ragged_dot_general_p.bind(x, ty, gs, **params)
+        acc = t if acc is None else ad.add_tangents(acc, t)
+    return out, acc
+
+
+def _to_dtype(x, aval):
+    if core.get_aval(x).dtype != aval.dtype:
+        x = elementwise.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=False)
+    return x
+
+
+def _ragged_transpose(ct, x, y, group_sizes, *, ragged_dot_dimension_numbers, **params):
+    from xform._src.primitives import reductions, structural
+    rdn = ragged_dot_dimension_numbers
+    if is_undefined_primal(group_sizes):
+        raise ValueError("ragged_dot_general is not linear in group_sizes")
+    xa = x.aval if is_undefined_primal(x) else core.get_aval(x)
+    ya = y.aval if is_undefined_primal(y) else core.get_aval(y)
+    (xc, yc), (xb, yb) = rdn.dot_dimension_numbers
+    mode, rd = _ragged_mode(xa.ndim, rdn)
+    dparams = dict(precision=params["precision"],
+                   preferred_element_type=params["preferred_element_type"])
+    ct_x = ct_y = None
+    if mode == _BATCH:
+        return _dot_transpose(ct, x, y, dimension_numbers=rdn.dot_dimension_numbers,
+                              **dparams) + [None]
+    if mode == _NONCONTRACTING:
+        # Ragged dots again: the cotangent's rows keep their groups.
+        yg = tuple(rdn.rhs_group_dimensions)
+        x_kept = _free(xa.ndim, xc, xb)
+        y_kept = tuple(d for d in range(ya.ndim) if d not in yc and d not in yb and d not in yg)
+        nb, nxk = len(xb), len(x_kept)
+        ans_b = tuple(range(nb))
+        ans_x = tuple(range(nb, nb + nxk))
+        ans_y = tuple(range(nb + nxk, nb + nxk + len(y_kept)))
+        if is_undefined_primal(x):
+            dn = RaggedDotDimensionNumbers(((ans_y, y_kept), (ans_b, yb)),
+                                           (nb + x_kept.index(rd),), yg)
+            r = ragged_dot_general_p.bind(ct, y, group_sizes, ragged_dot_dimension_numbers=dn,
+                                          **params)
+            axes = tuple(xb) + x_kept + tuple(np.take(xc, np.argsort(yc)))
+            ct_x = _to_dtype(structural.transpose(r, tuple(int(i) for i in np.argsort(axes))),
+                             xa)
+        if is_undefined_primal(y):
+            dn = RaggedDotDimensionNumbers(((x_kept, ans_x), (tuple(xb), ans_b)), (rd,), ())
+            r = ragged_dot_general_p.bind(x, ct, group_sizes, ragged_dot_dimension_numbers=dn,
+                                          **params)
+            axes = yg + tuple(yb) + tuple(np.take(yc, np.argsort(xc))) + y_kept
+            ct_y = _to_dtype(structural.transpose(r, tuple(int(i) for i in np.argsort(axes))),
+                             ya)
+        return [ct_x, ct_y, None]
+    # Contracting: transpose the dense form  out = dot(expand(x), expand(y)) batched over
+    # the groups; the cotangent of an expanded operand is masked and summed over groups.
+    yd = yc[list(xc).index(rd)]
+    x_prefix = _ragged_prefix(mode, xa.ndim, rd, xb, xc)
+    y_prefix = _ragged_prefix(mode, ya.ndim, yd, yb, yc)
+    gs = _full_group_sizes(group_sizes, xa, x_prefix)
+    dn = _ragged_dense_dnums(mode, rdn)
+    g = core.get_aval(gs).shape[-1]
+
+    def expanded_aval(a):
+        return ShapedArray((g,) + tuple(a.shape), a.dtype)
+
+    def fold(ct_e, a, dim, prefix):
+        mask = _group_mask(gs, a, dim, prefix)
+        ct_e = elementwise.select_n(mask, _zeros(core.get_aval(ct_e)), ct_e)
+        return _to_dtype(reductions.reduce_sum(ct_e, (0,)), a)
+
+    if is_undefined_primal(x):
+        ey = _expanded(y, yd, gs, y_prefix)
+        ct_e = _dot_transpose(ct, ad.UndefinedPrimal(expanded_aval(xa)), ey,
+                              dimension_numbers=dn, **dparams)[0]
+        ct_x = fold(ct_e, xa, rd, x_prefix)
+    if is_undefined_primal(y):
+        ex = _expanded(x, rd, gs, x_prefix)
+        ct_e = _dot_transpose(ct, ex, ad.UndefinedPrimal(expanded_aval(ya)),
+                              dimension_numbers=dn, **dparams)[1]
+        ct_y = fold(ct_e, ya, yd, y_prefix)
+    return [ct_x, ct_y, None]
+
+
+def _ragged_batch(axis_data, vals, dims, *, ragged_dot_dimension_numbers, **params):
+    """A new leading batch dimension on both operands (and group_sizes' prefix)."""
+    from xform._src.primitives import structural
+    from xform._src.primitives._rules import bdim_at_front
+    lhs, rhs, gs = vals
+    dl, dr, dg = dims
+    size = axis_data.size
+    rdn = ragged_dot_dimension_numbers
+    la = core.get_aval(lhs)
+    lhs_nd = la.ndim - (dl is not None)
+    mode, rd = _ragged_mode(lhs_nd, rdn)
+    (lc, rc), (lb, rb) = rdn.dot_dimension_numbers
+    lhs, rhs = bdim_at_front(lhs, dl, size), bdim_at_front(rhs, dr, size)
+    new = RaggedDotDimensionNumbers(((_inc(lc), _inc(rc)), ((0,) + _inc(lb), (0,) + _inc(rb))),
+                                    _inc(rdn.lhs_ragged_dimensions),
+                                    _inc(rdn.rhs_group_dimensions))
+    nla = core.get_aval(lhs)
+    prefix = _ragged_prefix(mode, nla.ndim, rd + 1, (0,) + _inc(lb), _inc(lc))
+    ga = core.get_aval(gs)
+    target = tuple(nla.shape[i] for i in prefix) + (ga.shape[-1],)
+    if dg is not None:
+        gs = moveaxis(gs, dg, 0)
+        nd = ga.ndim - 1
+        gs = structural.broadcast_in_dim(
+            gs, target, (0,) + tuple(range(len(target) - nd, len(target))))
+    elif ga.ndim > 1:
+        gs = structural.broadcast_in_dim(gs, target, tuple(range(1, len(target))))
+    out = ragged_dot_general_p.bind(lhs, rhs, gs, ragged_dot_dimension_numbers=new, **params)
+    return out, (1 if mode == _CONTRACTING else 0)
+
+
+ragged_dot_general_p = Primitive("ragged_dot_general")
+ragged_dot_general_p.def_abstract_eval(_ragged_abstract)
+ragged_dot_general_p.def_impl(_ragged_impl)
+ad.jvp_rules[ragged_dot_general_p] = _ragged_jvp
+ad.transpose_rules[ragged_dot_general_p] = _ragged_transpose
+batching.batch_rules[ragged_dot_general_p] = _ragged_batch
+
+
+def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision=None,
+                       preferred_element_type=None, group_offset=None, out_sharding=None):
+    """A ``dot_general`` whose lhs ragged dimension is split into consecutive groups of
+    ``group_sizes`` positions: a non-contracting ragged dimension takes the rhs slice of
+    its group (rhs group dimension), a contracting one gives one output per group (a new
+    leading dimension), a batch one is an ordinary batched dot."""
+    if not isinstance(ragged_dot_dimension_numbers, RaggedDotDimensionNumbers):
+        raise TypeError("ragged_dot_general: ragged_dot_dimension_numbers must be a "
+                        "lax.RaggedDotDimensionNumbers, got "
+                        f"{ragged_dot_dimension_numbers!r}")
+    if group_offset is not None:
+        raise NotImplementedError("Unimplemented group_offset support.")
+    lhs, rhs, gs = as_operand(lhs), as_operand(rhs), as_operand(group_sizes)
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
+        preferred_element_type)
+    return ragged_dot_general_p.bind(lhs, rhs, gs,
+                        ragged_dot_dimension_numbers=ragged_dot_dimension_numbers,
+                        precision=_canon_precision(precision), preferred_element_type=pet,
+                        group_offset=None)
+
+
+def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
+               group_offset=None, out_sharding=None):
+    """``lhs [m, k]`` times ``rhs [g, k, n]``: the rows of group ``i`` (``group_sizes[i]``
+    consecutive rows) use ``rhs[i]``; rows past the last group are zero."""
+    return ragged_dot_general(lhs, rhs, group_sizes, _BASIC_RAGGED_DNUMS, precision,
+                              preferred_element_type, group_offset, out_sharding)
+
+
+__all__ += ["ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers"]

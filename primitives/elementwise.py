@@ -177,11 +177,7 @@ def _replace_zero(x):
     return select_n_p.bind(eq_p.bind(x, _scalar_like(x, 0)), x, _full_like(x, 1))
 
 
-def _weak_false(args, params):
-    return False
 
-
-_ACCEPTS: dict = {}   # prim -> accepted dtypes per position (the lax wrappers' eager check)
 
 
 def _unary(name, accepts=_any, out=None):
@@ -201,13 +197,36 @@ def _std(name, accepts, out=None, scalars=True):
     ``scalars=False``.
     """
     p = Primitive(name)
+    # The rule reads only the operands' shapes, dtypes and weak types (not the params),
+    # so a checked answer is remembered for one or two operands: large programs apply
+    # the same operation to the same types over and over.  (Errors are not remembered.)
+    memo = {}
 
     def abstract(*avals, **params):
+        if len(avals) == 1:
+            a = avals[0]
+            key = (a.shape, a.dtype, a.weak_type)
+        elif len(avals) == 2:
+            a, b = avals
+            key = (a.shape, a.dtype, a.weak_type, b.shape, b.dtype, b.weak_type)
+        else:
+            key = None
+        if key is not None:
+            try:
+                r = memo.get(key)
+            except TypeError:       # a dimension that is not hashable
+                r = key = None
+            if r is not None:
+                return r
         _check_dtypes(name, accepts, [a.dtype for a in avals])
         aval = elementwise_aval(name, *avals, scalars=scalars)
-        return aval if out is None else aval.update(dtype=out(aval.dtype))
+        r = aval if out is None else aval.update(dtype=out(aval.dtype))
+        if key is not None:
+            if len(memo) > 1000:
+                memo.clear()
+            memo[key] = r
+        return r
     p.def_abstract_eval(abstract)
-    _ACCEPTS[p] = accepts
     return p
 
 
@@ -216,7 +235,6 @@ def _compare(name, accepts, nargs=2):
     p = _std(name, (accepts,) * nargs, out=lambda _: D.bool_)
     inner = p.abstract_eval
     p.def_abstract_eval(lambda *avals: inner(*avals).strip_weak_type())
-    p.weak_rule = _weak_false
     return p
 
 
@@ -279,16 +297,44 @@ ad.transpose_rules[sub_p] = lambda ct, x, y: [
 defbroadcasting(sub_p)
 
 # --- mul ------------------------------------------------------------------------------
+# ``out_dtype`` (an optional param, JAX's): the operands, which may then differ in dtype,
+# are converted to it and multiplied in it
 mul_p = _binary("mul", _num)
 ir.pp_rules[mul_p] = ir.pp_drop_none("out_dtype")
-mul_p.def_impl(_quiet(np.multiply))
-defjvp(mul_p, lambda t, x, y: mul_p.bind(t, y), lambda t, x, y: mul_p.bind(x, t))
+_mul_std_abstract = mul_p.abstract_eval
 
 
-def _mul_transpose(ct, x, y):
+def _mul_abstract(x, y, out_dtype=None):
+    if out_dtype is None:
+        return _mul_std_abstract(x, y)
+    _check_dtypes("mul", (_num, _num), [x.dtype, y.dtype])
+    _check_dtypes("mul", (_num,), [np.dtype(out_dtype)])
+    out = np.dtype(out_dtype)
+    return elementwise_aval("mul", x.update(dtype=out), y.update(dtype=out)).update(
+        weak_type=False)
+
+
+def _mul_impl(x, y, out_dtype=None):
+    if out_dtype is not None:
+        x, y = np.asarray(x).astype(out_dtype), np.asarray(y).astype(out_dtype)
+    return np.multiply(x, y)
+
+
+mul_p.def_abstract_eval(_mul_abstract)
+mul_p.def_impl(_quiet(_mul_impl))
+
+
+defjvp(mul_p, lambda t, x, y, **p: mul_p.bind(t, y, **p),
+       lambda t, x, y, **p: mul_p.bind(x, t, **p))
+
+
+def _mul_transpose(ct, x, y, out_dtype=None):
+    # the cotangent of an operand is in that operand's dtype (JAX's rule)
     if ad.is_undefined_primal(x):
-        return [unbroadcast(x.aval, mul_p.bind(ct, y)), None]
-    return [None, unbroadcast(y.aval, mul_p.bind(x, ct))]
+        kw = {} if out_dtype is None else {"out_dtype": x.aval.dtype}
+        return [unbroadcast(x.aval, mul_p.bind(ct, y, **kw)), None]
+    kw = {} if out_dtype is None else {"out_dtype": y.aval.dtype}
+    return [None, unbroadcast(y.aval, mul_p.bind(x, ct, **kw))]
 
 
 ad.transpose_rules[mul_p] = _mul_transpose
@@ -373,7 +419,6 @@ def _pow_impl(x, y):
 
 pow_p = Primitive("pow")
 pow_p.def_abstract_eval(_pow_abstract)
-_ACCEPTS[pow_p] = (_fc, _num)
 _impl(pow_p, _pow_impl)
 
 
@@ -427,7 +472,6 @@ def _integer_pow_jvp(t, x, *, y):
 
 integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
-_ACCEPTS[integer_pow_p] = (_num,)
 _impl(integer_pow_p, _integer_pow_impl, small_floats_in_f32=False)
 defjvp(integer_pow_p, _integer_pow_jvp)
 defvectorized(integer_pow_p)
@@ -1034,7 +1078,6 @@ def _select_n_batch(axis_data, vals, dims):
 select_n_p = Primitive("select_n")
 select_n_p.def_abstract_eval(_select_n_abstract)
 select_n_p.def_impl(_select_n_impl)
-select_n_p.weak_rule = lambda args, params: all(core.is_weak(c) for c in args[1:])
 ad.jvp_rules[select_n_p] = _select_n_jvp
 ad.transpose_rules[select_n_p] = _select_n_transpose
 batching.batch_rules[select_n_p] = _select_n_batch
@@ -1160,7 +1203,6 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.def_abstract_eval(_convert_abstract)
 convert_element_type_p.def_impl(_quiet(_convert_impl))
-convert_element_type_p.weak_rule = lambda args, params: params["weak_type"]
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)
@@ -1207,7 +1249,6 @@ def _bitcast_batch(axis_data, vals, dims, *, new_dtype):
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 bitcast_convert_type_p.def_impl(_bitcast_impl)
-bitcast_convert_type_p.weak_rule = _weak_false
 defjvp_zero(bitcast_convert_type_p)
 batching.batch_rules[bitcast_convert_type_p] = _bitcast_batch
 
@@ -1259,6 +1300,8 @@ def _as_operand(x, name):
         return x
     if type(x) in _PY_SCALAR_FITS:
         return _scalar_to_array(x, None)
+    if getattr(x, "__jax_array__", None) is not None:
+        raise core.jax_array_error()
     if isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "__array__"):
         v = np.asarray(x)
         return Array(np.array(v, D.dtype_of(v)))
@@ -1343,15 +1386,10 @@ def _check_accuracy(name, accuracy):
 
 
 def _unop(prim, name, doc):
-    acc = _ACCEPTS[prim]
-    ok = acc[0].dtypes
-
     def fn(x):
         if type(x) is not Array and not isinstance(x, Tracer):
             x = _as_operand(x, name)
-        if x.dtype not in ok:
-            _check_dtypes(prim.name, acc, [x.dtype])
-        return prim.bind(x)
+        return prim.bind(x)     # the shape rule checks the dtype (under every trace)
     if name in _ACCURACY_FNS:
         plain = fn
 
@@ -1363,17 +1401,11 @@ def _unop(prim, name, doc):
 
 
 def _binop(prim, name, doc, tip=None):
-    acc = _ACCEPTS[prim]
-    ok = acc[0].dtypes
-
     def fn(x, y):
-        if type(x) is Array and type(y) is Array:      # the eager fast path
-            dt = x.dtype
-            if dt == y.dtype and dt in ok and x.shape == y.shape:
-                return prim.bind(x, y)
-        x, y = _operands(name, (x, y), tip=tip)
-        _check_dtypes(prim.name, acc, [x.dtype, y.dtype])
-        return prim.bind(x, y)
+        if not (type(x) is Array and type(y) is Array and x.dtype == y.dtype
+                and x.shape == y.shape):
+            x, y = _operands(name, (x, y), tip=tip)
+        return prim.bind(x, y)  # the shape rule checks the dtypes (under every trace)
     return _doc(fn, name, doc)
 
 
@@ -1452,6 +1484,22 @@ for _n, _p, _d in _UNARY_FNS:
 for _n, _p, _d, _tip in _BINARY_FNS:
     globals()[_n] = _binop(_p, _n, _d, _tip)
 
+_mul_plain = mul   # noqa: F821  (made by the _BINARY_FNS loop above)
+
+
+def mul(x, y, *, out_dtype=None):
+    """Elementwise multiplication x * y.  ``out_dtype``: the operands (which may then
+    have different dtypes) are converted to it and multiplied in it (JAX's)."""
+    if out_dtype is None:
+        return _mul_plain(x, y)
+    out = D.canonicalize_dtype(np.dtype(out_dtype))
+    x, y = _operands("mul", (x, y), same_dtypes=False)
+    _check_dtypes("mul", (_num, _num), [x.dtype, y.dtype])
+    return mul_p.bind(x, y, out_dtype=out)
+
+
+mul.__name__ = mul.__qualname__ = "mul"
+
 
 def pow(x, y):  # noqa: A001  (JAX's name)
     """Elementwise x ** y: float/complex x; y of x's dtype or any integer dtype."""
@@ -1492,7 +1540,6 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
         raise ValueError(f"rounding_method must be a RoundingMethod (0 or 1), got "
                          f"{rounding_method!r}")
     x = _as_operand(x, "round")
-    _check_dtypes("round", _ACCEPTS[round_p], [x.dtype])
     return round_p.bind(x, rounding_method=m)
 
 
@@ -1532,6 +1579,9 @@ def clamp(min, x, max):  # noqa: A002  (JAX's names)
 def convert_element_type(operand, new_dtype):
     """Elementwise cast to ``new_dtype`` (float->int truncates, saturates, NaN -> 0)."""
     new_dtype = D.dtype_of(new_dtype)
+    m = getattr(operand, "__jax_array__", None)
+    if m is not None and not isinstance(operand, (Array, Tracer)):
+        operand = m()     # as JAX's convert_element_type (lax's only such conversion)
     if isinstance(operand, (bool, int, float, builtins.complex, np.generic)) and \
             new_dtype.kind in "biufc" and not (
                 new_dtype.kind in "iub" and isinstance(operand, (float, builtins.complex,

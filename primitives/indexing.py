@@ -132,105 +132,185 @@ def default_fill_value(dtype):
 # ----------------------------------------------------------------- shape rules
 
 
-def _check_axes(name, what, axes, rank, sorted_=True):
-    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
-        raise TypeError(f"{name}: {what} {axes} must be distinct axes in [0, {rank})")
-    if sorted_ and list(axes) != sorted(axes):
-        raise TypeError(f"{name}: {what} {axes} must be sorted")
+# XLA's Gather/Scatter shape inference, in the order and with the wording of JAX's shape
+# rules (JAX's own tests match these messages).
+
+def _is_sorted(dims, op, what):
+    if list(dims) != sorted(dims):
+        raise TypeError(f"{what} in {op} op must be sorted; got {dims}")
 
 
-def _check_index_array(name, idx, k):
+def _no_repeats(dims, op, what):
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"{what} in {op} op must not repeat; got: {dims}.")
+
+
+def _in_range(dims, rank, op, what, sorted_=False):
+    bad = [d for d in ((dims[0], dims[-1]) if sorted_ and dims else dims)
+           if not 0 <= d < rank]
+    if bad and (not sorted_ or bad[0] != 0):
+        raise TypeError(f"Invalid {what} set in {op} op; valid range is [0, {rank}); got: "
+                        f"{bad[0]}.")
+
+
+def _disjoint(a, b, op, what_a, what_b):
+    if set(a) & set(b):
+        raise TypeError(f"{what_a} and {what_b} in {op} op must be disjoint; got: {a} and {b}.")
+
+
+def _check_index_dtype(name, idx):
     if not dtypes.is_integer(idx.dtype) or idx.dtype == np.bool_:
         raise TypeError(f"{name}: indices must have an integer dtype, got {idx.str_short()}")
-    if idx.ndim == 0 or idx.shape[-1] != k:
-        raise TypeError(f"{name}: indices {idx.str_short()} must have a last axis of length "
-                        f"{k} (one component per entry of the index map)")
+
+
+def _check_index_vector(op, idx):
+    if idx.ndim == 0:
+        raise TypeError(f"{op.capitalize()} index leaf dimension must be within [0, "
+                        f"rank(indices) + 1). rank(indices) is 0 and {op} index leaf "
+                        "dimension is -1.")
+
+
+def _check_batching(op, operand, indices, operand_batching_dims, idx_batching_dims, what):
+    iv = indices.ndim - 1
+    _no_repeats(idx_batching_dims, op, what)
+    _in_range(idx_batching_dims, indices.ndim, op, what)
+    if iv in idx_batching_dims:
+        raise TypeError(f"{op.capitalize()} op cannot have the index vector dimension as a "
+                        f"batching dimension; got {idx_batching_dims}.")
+    if len(operand_batching_dims) != len(idx_batching_dims):
+        sep = "" if op == "gather" else " "
+        raise TypeError(f"{op.capitalize()} op requires equal numbers of operand_batching_dims "
+                        f"and {what}, got {operand_batching_dims} and{sep}{idx_batching_dims}.")
+    ob = tuple(operand.shape[i] for i in operand_batching_dims)
+    ib = tuple(indices.shape[i] for i in idx_batching_dims)
+    if ob != ib:
+        raise TypeError(f"{op.capitalize()} op requires operand batching dimensions and indices "
+                        f"batching dimensions to have the same shape, got {ob} and {ib}.")
+    return ob
 
 
 def _gather_abstract(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                      unique_indices, mode, fill_value):
-    dn, R, name = dimension_numbers, operand.ndim, "gather"
-    _check_index_array(name, indices, len(dn.start_index_map))
-    _check_axes(name, "start_index_map", dn.start_index_map, R, sorted_=False)
-    _check_axes(name, "collapsed_slice_dims", dn.collapsed_slice_dims, R)
-    _check_axes(name, "operand_batching_dims", dn.operand_batching_dims, R)
-    nb = indices.ndim - 1
-    _check_axes(name, "start_indices_batching_dims", dn.start_indices_batching_dims, nb,
-                sorted_=False)
-    if len(dn.operand_batching_dims) != len(dn.start_indices_batching_dims):
-        raise TypeError(f"gather: operand_batching_dims {dn.operand_batching_dims} and "
-                        f"start_indices_batching_dims {dn.start_indices_batching_dims} must "
-                        "have equal lengths")
-    if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims) or \
-            set(dn.start_index_map) & set(dn.operand_batching_dims):
-        raise TypeError("gather: operand_batching_dims must be disjoint from "
-                        "collapsed_slice_dims and start_index_map")
-    if len(slice_sizes) != R or any(not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
-        raise TypeError(f"gather: slice_sizes {slice_sizes} must have one entry per axis of "
-                        f"operand {operand.str_short()}, each between 0 and that axis' size")
-    for a in dn.collapsed_slice_dims + dn.operand_batching_dims:
+    dn, R, op = dimension_numbers, operand.ndim, "gather"
+    _check_index_dtype(op, indices)
+    _check_index_vector(op, indices)
+    iv = indices.ndim - 1
+    offset_dims, collapsed = dn.offset_dims, dn.collapsed_slice_dims
+    obd, sibd, sim = dn.operand_batching_dims, dn.start_indices_batching_dims, dn.start_index_map
+    _is_sorted(offset_dims, op, "offset_dims")
+    _no_repeats(offset_dims, op, "offset_dims")
+    out_rank = len(offset_dims) + indices.ndim - 1
+    for i, d in enumerate(offset_dims):
+        if not 0 <= d < out_rank:
+            raise TypeError(f"Offset dimension {i} in gather op is out of bounds; got {d}, but "
+                            f"should have been in [0, {out_rank})")
+    if len(sim) != indices.shape[iv]:
+        raise TypeError(f"Gather op has {len(sim)} elements in start_index_map and the bound "
+                        f"of dimension index_vector_dim={iv} of indices is "
+                        f"{indices.shape[iv]}. These two numbers must be equal.")
+    for i, d in enumerate(sim):
+        if not 0 <= d < R:
+            raise TypeError(f"Invalid start_index_map; domain is [0, {R}), got: {i}->{d}.")
+    _no_repeats(sim, op, "start_index_map")
+    _is_sorted(collapsed, op, "collapsed_slice_dims")
+    _in_range(collapsed, R, op, "collapsed_slice_dims", sorted_=True)
+    _no_repeats(collapsed, op, "collapsed_slice_dims")
+    _no_repeats(obd, op, "operand_batching_dims")
+    _is_sorted(obd, op, "operand_batching_dims")
+    _in_range(obd, R, op, "operand_batching_dims", sorted_=True)
+    _disjoint(collapsed, obd, op, "collapsed_slice_dims", "operand_batching_dims")
+    _disjoint(sim, obd, op, "start_index_map", "operand_batching_dims")
+    _check_batching(op, operand, indices, obd, sibd, "start_indices_batching_dims")
+    if len(slice_sizes) != R:
+        raise TypeError(f"Gather op must have one slice size for every input dimension; got: "
+                        f"len(slice_sizes)={len(slice_sizes)}, input_shape.rank={R}")
+    if len(slice_sizes) != len(offset_dims) + len(collapsed) + len(obd):
+        raise TypeError("All components of the offset index in a gather op must either be a "
+                        "offset dimension or explicitly collapsed/batching; got "
+                        f"len(slice_sizes)={len(slice_sizes)}, output_slice_sizes="
+                        f"{offset_dims}, collapsed_slice_dims={collapsed}, "
+                        f"operand_batching_dims={obd}.")
+    if 0 not in indices.shape:
+        for i, (s, d) in enumerate(zip(slice_sizes, operand.shape)):
+            if not 0 <= s <= d:
+                raise TypeError(f"Slice size at index {i} in gather op is out of range, must "
+                                f"be within [0, {d} + 1), got {s}.")
+    for i, a in enumerate(collapsed):
         if slice_sizes[a] != 1:
-            raise TypeError(f"gather: slice_sizes[{a}] = {slice_sizes[a]} must be 1 for a "
-                            "collapsed or batching operand axis")
-    for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
-        if operand.shape[o] != indices.shape[i]:
-            raise TypeError(f"gather: operand axis {o} ({operand.shape[o]}) and indices axis "
-                            f"{i} ({indices.shape[i]}) are paired batching axes of unequal size")
-    window = [s for a, s in enumerate(slice_sizes)
-              if a not in dn.collapsed_slice_dims and a not in dn.operand_batching_dims]
-    out_rank = nb + len(window)
-    _check_axes(name, "offset_dims", dn.offset_dims, out_rank)
-    if len(dn.offset_dims) != len(window):
-        raise TypeError(f"gather: offset_dims {dn.offset_dims} must have one entry per "
-                        f"uncollapsed window axis ({len(window)})")
+            raise TypeError(f"Gather op can only collapse slice dims with bound 1, but bound "
+                            f"is {slice_sizes[a]} for index {a} at position {i}.")
+    for i, a in enumerate(obd):
+        if slice_sizes[a] > 1:
+            raise TypeError(f"Gather op can only have operand batching dims with bound 0/1, "
+                            f"but bound is {slice_sizes[a]} for index {a} at position {i}.")
+    window = iter(s for a, s in enumerate(slice_sizes) if a not in collapsed and a not in obd)
     batch = iter(indices.shape[:-1])
-    win = iter(window)
-    shape = tuple(next(win) if p in dn.offset_dims else next(batch) for p in range(out_rank))
+    shape = tuple(next(window) if p in offset_dims else next(batch) for p in range(out_rank))
     return ShapedArray(shape, operand.dtype, operand.weak_type)
 
 
 def _scatter_abstract(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
                       unique_indices, mode, name="scatter"):
-    dn, R = dimension_numbers, operand.ndim
-    _check_index_array(name, indices, len(dn.scatter_dims_to_operand_dims))
+    dn, R, op = dimension_numbers, operand.ndim, "scatter"
+    _check_index_dtype(name, indices)
     if updates.dtype != operand.dtype:
         raise TypeError(f"{name}: updates {updates.str_short()} must have the dtype of operand "
                         f"{operand.str_short()}")
     if name in ("scatter-add", "scatter-mul") and operand.dtype == np.bool_:
         raise TypeError(f"{name} does not accept dtype bool (operand {operand.str_short()}); "
                         "use scatter_max / scatter_min for logical or / and")
-    _check_axes(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims, R,
-                sorted_=False)
-    _check_axes(name, "inserted_window_dims", dn.inserted_window_dims, R)
-    _check_axes(name, "operand_batching_dims", dn.operand_batching_dims, R)
-    _check_axes(name, "update_window_dims", dn.update_window_dims, updates.ndim)
-    nb = indices.ndim - 1
-    _check_axes(name, "scatter_indices_batching_dims", dn.scatter_indices_batching_dims, nb,
-                sorted_=False)
-    if len(dn.operand_batching_dims) != len(dn.scatter_indices_batching_dims):
-        raise TypeError(f"{name}: operand_batching_dims and scatter_indices_batching_dims "
-                        "must have equal lengths")
-    if set(dn.inserted_window_dims) & set(dn.operand_batching_dims) or \
-            set(dn.scatter_dims_to_operand_dims) & set(dn.operand_batching_dims):
-        raise TypeError(f"{name}: operand_batching_dims must be disjoint from "
-                        "inserted_window_dims and scatter_dims_to_operand_dims")
-    wdims = [a for a in range(R)
-             if a not in dn.inserted_window_dims and a not in dn.operand_batching_dims]
-    if len(wdims) != len(dn.update_window_dims):
-        raise TypeError(f"{name}: update_window_dims {dn.update_window_dims} must have one "
-                        f"entry per operand window axis ({len(wdims)}) of {operand.str_short()}")
-    for a, u in zip(wdims, dn.update_window_dims):
-        if updates.shape[u] > operand.shape[a]:
-            raise TypeError(f"{name}: update window {updates.str_short()} axis {u} is larger "
-                            f"than operand {operand.str_short()} axis {a}")
-    sdims = tuple(s for d, s in enumerate(updates.shape) if d not in dn.update_window_dims)
-    if sdims != indices.shape[:-1]:
-        raise TypeError(f"{name}: the scatter axes of updates {updates.str_short()} "
-                        f"{sdims} must equal the batch shape of indices {indices.str_short()}")
-    for o, i in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
-        if operand.shape[o] != indices.shape[i]:
-            raise TypeError(f"{name}: paired batching axes operand {o} and indices {i} have "
-                            "unequal sizes")
+    _check_index_vector(op, indices)
+    iv = indices.ndim - 1
+    uwd, iwd, sdod = dn.update_window_dims, dn.inserted_window_dims, \
+        dn.scatter_dims_to_operand_dims
+    obd, sibd = dn.operand_batching_dims, dn.scatter_indices_batching_dims
+    expected_rank = indices.ndim - 1 + len(uwd)
+    if updates.ndim != expected_rank:
+        raise TypeError(f"Updates tensor must be of rank {expected_rank}; got {updates.ndim}.")
+    _is_sorted(uwd, op, "update_window_dims")
+    _no_repeats(uwd, op, "update_window_dims")
+    _in_range(uwd, updates.ndim, op, "update_window_dims", sorted_=True)
+    _is_sorted(iwd, op, "inserted_window_dims")
+    _no_repeats(iwd, op, "inserted_window_dims")
+    _in_range(iwd, R, op, "inserted_window_dims", sorted_=True)
+    _is_sorted(obd, op, "operand_batching_dims")
+    _no_repeats(obd, op, "operand_batching_dims")
+    _in_range(obd, R, op, "operand_batching_dims", sorted_=True)
+    _disjoint(iwd, obd, op, "inserted_window_dims", "operand_batching_dims")
+    _disjoint(sdod, obd, op, "scatter_dims_to_operand_dims", "operand_batching_dims")
+    ob = _check_batching(op, operand, indices, obd, sibd, "scatter_indices_batching_dims")
+    # the updates' axes holding the indices' batch axes (index_vector_dim removed)
+    scatter_axes = [d for d in range(updates.ndim) if d not in uwd]
+    ub = tuple(updates.shape[scatter_axes[i]] for i in sibd)
+    if ob != ub:
+        raise TypeError("Scatter op requires operand batching dimensions and updates batching "
+                        f"dimensions to have the same shape, got {ob} and {ub}.")
+    window_size = len(uwd) + len(iwd) + len(obd)
+    if R != window_size:
+        raise TypeError(f"Scatter op has window of size {window_size}; doesn't match operand "
+                        f"of rank {R}.")
+    if len(sdod) != indices.shape[iv]:
+        raise TypeError(f"Scatter op has {len(sdod)} elements in scatter_dims_to_operand_dims "
+                        f"and the bound of dimension index_vector_dim={iv} of indices is "
+                        f"{indices.shape[iv]}. These two numbers must be equal")
+    for i, d in enumerate(sdod):
+        if not 0 <= d < R:
+            raise TypeError(f"Invalid scatter_dims_to_operand_dims mapping; domain is "
+                            f"[0, {R}), got: {i}->{d}.")
+    _no_repeats(sdod, op, "scatter_dims_to_operand_dims")
+    max_sizes = [operand.shape[a] for a in range(R) if a not in iwd and a not in obd]
+    for i, u in enumerate(uwd):
+        if max_sizes[i] < updates.shape[u]:
+            raise TypeError("Bounds of the window dimensions of updates must not exceed the "
+                            "bounds of the corresponding dimensions of operand. For dimension "
+                            f"{u}, updates bound is {updates.shape[u]}, operand bound is "
+                            f"{max_sizes[i]}.")
+    for d, n in zip(scatter_axes, indices.shape[:-1]):
+        if updates.shape[d] != n:
+            raise TypeError("Bounds of the scatter dimensions of updates must be the same as "
+                            "the bounds of the corresponding dimensions of scatter indices. "
+                            f"For scatter dimension {d}, updates bound is {updates.shape[d]}, "
+                            f"indices bound is {n}.")
     return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
 
 
@@ -287,7 +367,9 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
                          GatherScatterMode.CLIP)
     g = x[tuple(_coords(starts, waxes, [slice_sizes[a] for a in waxes]))]
     if mode == GatherScatterMode.FILL_OR_DROP:
-        if x.dtype.kind == "V":   # typed PRNG keys: every word the uint32 maximum, as JAX
+        if x.dtype.names is not None:
+            # typed PRNG keys (structured words, not bfloat16's kind "V"): every word the
+            # uint32 maximum, as JAX
             fv = np.zeros((), x.dtype)
             fv[x.dtype.names[0]] = np.iinfo(np.uint32).max
         else:
@@ -422,7 +504,6 @@ def _gather_batch(axis_data, vals, dims, *, dimension_numbers, slice_sizes, **pa
 
 gather_p.def_abstract_eval(_gather_abstract)
 gather_p.def_impl(_gather_impl)
-gather_p.weak_rule = lambda args, params: core.is_weak(args[0])
 ad.jvp_rules[gather_p] = _gather_jvp
 ad.transpose_rules[gather_p] = _gather_transpose
 batching.batch_rules[gather_p] = _gather_batch
@@ -468,7 +549,6 @@ def _make_scatter(name, ufunc):
     p = Primitive(name)
     p.def_abstract_eval(lambda *avals, **kw: _scatter_abstract(*avals, name=name, **kw))
     p.def_impl(_scatter_impl_with(ufunc))
-    p.weak_rule = lambda args, params: core.is_weak(args[0])
     batching.batch_rules[p] = _scatter_batch_with(p)
     return p
 

@@ -19,7 +19,7 @@ from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import defjvp2, defjvp_zero, deflinear
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
-                                   checked_bind, pad_p, reshape_p, slice_p, transpose_p)
+                                   pad_p, reshape_p, slice_p, transpose_p)
 from xform._src.primitives import elementwise
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
@@ -65,12 +65,34 @@ def _wide(dt):
 # ----------------------------------------------------------------- monoid reductions
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 def _reduce_abstract(name, kinds):
+    memo = {}   # (shape, dtype, weak type, axes) -> checked result (errors not remembered)
+
     def rule(x, *, axes):
-        if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
-            raise ValueError(f"{name}: axes {axes} must be unique dimensions of operand "
+        key = (x.shape, x.dtype, x.weak_type, axes)
+        try:
+            r = memo.get(key)
+        except TypeError:       # unhashable axes or dimensions
+            key = r = None
+        if r is None:
+            r = _rule(x, axes)
+            if key is not None:
+                if len(memo) > 1000:
+                    memo.clear()
+                memo[key] = r
+        return r
+
+    def _rule(x, axes):
+        nd = len(x.shape)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+        if any(not 0 <= a < nd for a in axes):
+            raise ValueError(f"{name}: axes {axes} must be dimensions of operand "
                              f"{x.str_short()}")
-        if kinds == "number" and x.dtype == np.bool_:
+        if kinds == "number" and x.dtype == _BOOL:
             raise TypeError(f"{name} does not accept dtype bool. Accepted dtypes are numbers; "
                             "cast the operand first")
         if kinds == "intbool" and not (x.dtype == np.bool_ or dtypes.is_integer(x.dtype)):
@@ -113,8 +135,6 @@ def _reduce_prim(name, kind, dtypes_ok):
     p = Primitive(name)
     p.def_abstract_eval(_reduce_abstract(name, dtypes_ok))
     p.def_impl(core.quiet(_np_reduce(kind)))   # impls never warn (XLA is silent)
-    if dtypes_ok == "intbool":
-        p.weak_rule = lambda args, params: False
     _reducer_batch(p)
     return p
 
@@ -212,11 +232,14 @@ for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
 
 def _argminmax_abstract(name):
     def rule(x, *, axes, index_dtype):
-        if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
+        if len(axes) != 1:
             raise ValueError(f"{name}: invalid axes {axes} for operand {x.str_short()}")
-        if x.shape[axes[0]] < 1:
-            raise ValueError(f"{name} requires a non-empty reduced dimension; operand "
-                             f"{x.str_short()} has size 0 along axis {axes[0]}")
+        axis, = axes
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"Invalid axis {axis} for operand shape {tuple(x.shape)}")
+        if x.shape[axis] < 1:
+            raise ValueError("argmin and argmax require non-empty reduced dimension. "
+                             f"operand.shape={tuple(x.shape)} axis={axis}")
         if not dtypes.is_integer(index_dtype):
             raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
         if dtypes.is_complex(x.dtype):
@@ -240,7 +263,6 @@ argmin_p = Primitive("argmin")
 for _p, _f in ((argmax_p, np.argmax), (argmin_p, np.argmin)):
     _p.def_abstract_eval(_argminmax_abstract(_p.name))
     _p.def_impl(_argminmax_impl(_f))
-    _p.weak_rule = lambda args, params: False
     defjvp_zero(_p)
     _reducer_batch(_p)
 
@@ -373,19 +395,26 @@ defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
 
 def _axes(name, operand, axes):
     nd = core.get_aval(operand).ndim
+    if type(axes) is tuple:     # already canonical: distinct in-range Python ints
+        for a in axes:
+            if type(a) is not int or not 0 <= a < nd:
+                break
+        else:
+            if len(set(axes)) == len(axes):
+                return axes
     try:
         axes = tuple(canonicalize_axis(a, nd, f"{name}: axis") for a in axes)
     except TypeError:
         raise TypeError(f"{name}: axes must be a sequence of Python ints, got {axes!r}") from None
     if len(set(axes)) != len(axes):
-        raise ValueError(f"{name}: duplicate value in axes {axes}")
+        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
     return axes
 
 
 def _reducer(prim):
     def fn(operand, axes):
         operand = as_operand(operand)
-        return checked_bind(prim, operand, axes=_axes(prim.name, operand, axes))
+        return prim.bind(operand, axes=_axes(prim.name, operand, axes))
     fn.__name__ = prim.name
     fn.__doc__ = f"``lax.{prim.name}(operand, axes)``: reduce over ``axes``."
     return fn
@@ -401,16 +430,16 @@ reduce_xor = _reducer(reduce_xor_p)
 
 
 def argmax(operand, axis, index_dtype):
+    """Index of the maximum along ``axis`` (a non-negative axis, as JAX's lax.argmax)."""
     operand = as_operand(operand)
-    axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
-    return checked_bind(argmax_p, operand, axes=(axis,),
+    return argmax_p.bind(operand, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
+    """Index of the minimum along ``axis`` (a non-negative axis, as JAX's lax.argmin)."""
     operand = as_operand(operand)
-    axis = canonicalize_axis(axis, core.get_aval(operand).ndim)
-    return checked_bind(argmin_p, operand, axes=(axis,),
+    return argmin_p.bind(operand, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
@@ -421,7 +450,7 @@ def _cumulative(prim):
         if a.ndim == 0:
             raise ValueError(f"{prim.name}: operand must have at least one dimension, got "
                              f"{a.str_short()}")
-        return checked_bind(prim, operand, axis=canonicalize_axis(axis, a.ndim),
+        return prim.bind(operand, axis=canonicalize_axis(axis, a.ndim),
                             reverse=bool(operator.index(reverse)))
     fn.__name__ = prim.name
     fn.__doc__ = f"``lax.{prim.name}(operand, axis=0, reverse=False)``."

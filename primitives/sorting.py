@@ -19,7 +19,7 @@ from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
-                                   checked_bind, iota_p, rev_p, slice_p)
+                                   iota_p, rev_p, slice_p)
 from xform._src.primitives import elementwise as ew
 from xform._src.primitives import indexing
 
@@ -155,6 +155,11 @@ def _top_k_abstract(x, *, k, axis):
     if x.shape[axis] < k:
         raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
                          f"k={k} with operand {x.str_short()} and axis={axis}")
+    int32_max = int(np.iinfo(np.int32).max)
+    if x.shape[axis] > int32_max + 1:
+        raise ValueError("top_k returns int32 indices, which will overflow for array "
+                         f"dimensions larger than the maximum int32 ({int32_max}). Got "
+                         f"operand.shape={tuple(x.shape)}")
     shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32, False)]
 
@@ -206,7 +211,6 @@ def _top_k_batch(axis_data, vals, dims, *, k, axis):
 
 top_k_p.def_abstract_eval(_top_k_abstract)
 top_k_p.def_impl(_top_k_impl)
-top_k_p.weak_rule = lambda args, params: False   # one flag for both outputs: indices win
 ad.jvp_rules[top_k_p] = _top_k_jvp
 batching.batch_rules[top_k_p] = _top_k_batch
 
@@ -228,7 +232,7 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
         raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
                          f"operands ({len(ops)})")
     dimension = canonicalize_axis(dimension, nd, "sort: dimension")
-    outs = checked_bind(sort_p, *ops, dimension=dimension, is_stable=bool(is_stable),
+    outs = sort_p.bind(*ops, dimension=dimension, is_stable=bool(is_stable),
                         num_keys=num_keys)
     return outs[0] if single else tuple(outs)
 
@@ -265,5 +269,5 @@ def top_k(operand, k, *, axis=-1):
     except TypeError:
         raise TypeError(f"top_k: k must be a Python integer, got {k!r}") from None
     axis = canonicalize_axis(axis, a.ndim, "top_k: axis")
-    v, i = checked_bind(top_k_p, operand, k=k, axis=axis)
+    v, i = top_k_p.bind(operand, k=k, axis=axis)
     return v, i

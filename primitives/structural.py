@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes, ir, passes, staging
+from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
 from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import bdim_at_front, deflinear, moveaxis
@@ -48,9 +48,6 @@ def _shape_str(a):
     return a.str_short()
 
 
-def _operand_weak(args, params):
-    return core.is_weak(args[0])
-
 
 def canonicalize_axis(axis, ndim, name="axis"):
     axis = operator.index(axis)
@@ -66,17 +63,6 @@ def as_operand(x, dtype=None):
     weak = type(x) in (int, float, complex) and dtype is None
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else core.get_aval(x).dtype
     return core.Array(np.asarray(x, dt), weak)
-
-
-def checked_bind(prim, *args, **params):
-    """Bind after running the shape rule, so eager misuse gets the rule's error message
-    (the eager interpreter calls the NumPy impl directly).  A staging trace that records
-    every equation runs the same rule on the same avals itself, so it is not run twice."""
-    t = core._state.trace
-    if not (type(t) is staging.StagingTrace and not t.forward_known
-            and prim not in staging.staging_rules and prim not in staging.completion_rules):
-        prim.abstract_eval(*[core.get_aval(a) for a in args], **params)
-    return prim.bind(*args, **params)
 
 
 def _ew():
@@ -119,24 +105,39 @@ passes.forwarding_rules[broadcast_in_dim_p] = passes.identity_when_same_type(
     lambda p: True)
 
 
+def check_broadcast_in_dim(x, shape, bd):
+    """JAX's broadcast_in_dim shape checks, in its order and words (``bd`` in any order)."""
+    if len(bd) != x.ndim:
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
+                        f"operand ndim; got broadcast_dimensions {bd} for operand ndim "
+                        f"{x.ndim}.")
+    if len(shape) < x.ndim:
+        raise TypeError(f"broadcast_in_dim target broadcast shape must have equal or higher "
+                        f"rank to the operand shape; got operand ndim {x.ndim} and target "
+                        f"broadcast ndim {len(shape)}.")
+    if any(not 0 <= b < len(shape) for b in bd):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be a subset of output "
+                        f"dimensions, got {bd} for operand ndim {x.ndim} and shape {shape}.")
+    if any(x.shape[i] not in (1, shape[b]) for i, b in enumerate(bd)):
+        raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
+                        f"equal to their corresponding dimensions in the target broadcast "
+                        f"shape; got operand of shape {tuple(x.shape)}, target broadcast shape "
+                        f"{shape}, broadcast_dimensions {bd} ")
+    if len(set(bd)) != len(bd):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must not contain duplicates, "
+                        f"got broadcast_dimensions {bd}")
+
+
 def _bid_abstract(x, *, shape, broadcast_dimensions):
     bd = broadcast_dimensions
-    if len(bd) != x.ndim:
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must have length equal to "
-                        f"the operand rank {x.ndim} (operand {_shape_str(x)}, target shape "
-                        f"{shape})")
-    if any(not 0 <= b < len(shape) for b in bd):
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} out of range for target "
-                        f"shape {shape}")
-    if any(b1 >= b2 for b1, b2 in zip(bd, bd[1:])):
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must be strictly increasing")
-    for i, b in enumerate(bd):
-        if x.shape[i] != 1 and x.shape[i] != shape[b]:
-            raise TypeError(f"broadcast_in_dim: operand {_shape_str(x)} dimension {i} (size "
-                            f"{x.shape[i]}) must be 1 or equal target dimension {b} (size "
-                            f"{shape[b]}) of shape {shape}")
     if any(s < 0 for s in shape):
-        raise TypeError(f"broadcast_in_dim: negative dimension in target shape {shape}")
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{shape}.")
+    check_broadcast_in_dim(x, shape, bd)
+    # The primitive keeps its dimensions sorted (lax.broadcast_in_dim transposes first).
+    if any(b1 >= b2 for b1, b2 in zip(bd, bd[1:])):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must be strictly "
+                        "increasing")
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -255,12 +256,13 @@ passes.forwarding_rules[squeeze_p] = passes.identity_when_same_type(
 
 
 def _squeeze_abstract(x, *, dimensions):
-    for d in dimensions:
-        if not 0 <= d < x.ndim:
-            raise ValueError(f"squeeze: dimension {d} out of range for operand {_shape_str(x)}")
-        if x.shape[d] != 1:
-            raise ValueError(f"squeeze: cannot squeeze dimension {d} of operand {_shape_str(x)}: "
-                             f"its size is {x.shape[d]}, not 1")
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"dimensions are not unique: {dimensions}")
+    if not all(0 <= d < x.ndim for d in dimensions):
+        raise ValueError(f"dimensions outside range [0, ndim): {dimensions}")
+    if any(x.shape[d] != 1 for d in dimensions):
+        raise ValueError("cannot select an axis to squeeze out which has size not equal to "
+                         f"one, got shape={tuple(x.shape)} and dimensions={dimensions}")
     shape = tuple(s for i, s in enumerate(x.shape) if i not in dimensions)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -366,23 +368,26 @@ pad_p = Primitive("pad")
 
 
 def _pad_abstract(x, pv, *, padding_config):
+    # JAX's shape rule (ValueError), then its dtype rule (TypeError), in its words
     if pv.shape != ():
-        raise TypeError(f"pad: padding_value must be a scalar, got {_shape_str(pv)}")
-    if pv.dtype != x.dtype:
-        raise TypeError(f"pad: operand {_shape_str(x)} and padding_value {_shape_str(pv)} must "
-                        "have the same dtype")
+        raise ValueError(f"padding_value must be a scalar; got np.shape(padding_value)="
+                         f"{tuple(pv.shape)}")
     if len(padding_config) != x.ndim:
-        raise ValueError(f"pad: padding_config has {len(padding_config)} entries but operand "
-                         f"{_shape_str(x)} has rank {x.ndim}")
-    shape = []
-    for d, (lo, hi, interior) in zip(x.shape, padding_config):
-        if interior < 0:
-            raise ValueError(f"pad: interior padding must be non-negative, got {padding_config}")
-        n = lo + hi + d + max(d - 1, 0) * interior
-        if n < 0:
-            raise ValueError(f"pad: padding_config {padding_config} makes a negative dimension "
-                             f"({n}) for operand {_shape_str(x)}")
-        shape.append(n)
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, "
+                         f"got padding_config {padding_config} for operand shape "
+                         f"{tuple(x.shape)}")
+    if not all(i >= 0 for _, _, i in padding_config):
+        raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                         f"padding_config {padding_config}")
+    shape = tuple(lo + hi + d + max(d - 1, 0) * interior
+                  for d, (lo, hi, interior) in zip(x.shape, padding_config))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                         f"{shape}, for padding_config {padding_config} and operand shape "
+                         f"{tuple(x.shape)}")
+    if pv.dtype != x.dtype:
+        raise TypeError(f"pad operand and padding_value must be same dtype: got {x.dtype} and "
+                        f"{pv.dtype}.")
     return ShapedArray(shape, x.dtype, x.weak_type and pv.weak_type)
 
 
@@ -444,7 +449,6 @@ def _pad_batch(axis_data, vals, dims, *, padding_config):
 
 pad_p.def_abstract_eval(_pad_abstract)
 pad_p.def_impl(_pad_impl)
-pad_p.weak_rule = lambda args, params: core.is_weak(args[0]) and core.is_weak(args[1])
 ad.jvp_rules[pad_p] = _pad_jvp
 ad.transpose_rules[pad_p] = _pad_transpose
 batching.batch_rules[pad_p] = _pad_batch
@@ -625,7 +629,6 @@ def _ds_batch(axis_data, vals, dims, *, slice_sizes):
 
 dynamic_slice_p.def_abstract_eval(_ds_abstract)
 dynamic_slice_p.def_impl(_ds_impl)
-dynamic_slice_p.weak_rule = _operand_weak
 ad.jvp_rules[dynamic_slice_p] = _ds_jvp
 ad.transpose_rules[dynamic_slice_p] = _ds_transpose
 batching.batch_rules[dynamic_slice_p] = _ds_batch
@@ -685,8 +688,6 @@ def _dus_batch(axis_data, vals, dims):
 
 dynamic_update_slice_p.def_abstract_eval(_dus_abstract)
 dynamic_update_slice_p.def_impl(_dus_impl)
-dynamic_update_slice_p.weak_rule = lambda args, params: (core.is_weak(args[0])
-                                                         and core.is_weak(args[1]))
 ad.jvp_rules[dynamic_update_slice_p] = _dus_jvp
 ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
 batching.batch_rules[dynamic_update_slice_p] = _dus_batch
@@ -716,7 +717,6 @@ def _iota_impl(*, dtype, shape, dimension):
 
 iota_p.def_abstract_eval(_iota_abstract)
 iota_p.def_impl(_iota_impl)
-iota_p.weak_rule = lambda args, params: False
 ad.jvp_rules[iota_p] = lambda primals, tangents, **p: (
     iota_p.bind(**p), Zero(ShapedArray(p["shape"], p["dtype"])))
 
@@ -731,7 +731,15 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
     a = core.get_aval(operand)
     if a.shape == shape and bd == tuple(range(a.ndim)):
         return operand
-    return checked_bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
+    if any(b1 >= b2 for b1, b2 in zip(bd, bd[1:])):
+        # JAX accepts the operand's axes in any order: transpose them into target order
+        if any(sz < 0 for sz in shape):
+            raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, "
+                            f"got {shape}.")
+        check_broadcast_in_dim(a, shape, bd)
+        perm = tuple(sorted(range(len(bd)), key=lambda i: bd[i]))
+        operand, bd = transpose(operand, perm), tuple(sorted(bd))
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd)
 
 
 def broadcast(operand, sizes, out_sharding=None):
@@ -757,14 +765,22 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
     operand = as_operand(operand)
     if not isinstance(new_sizes, (tuple, list)) and np.ndim(new_sizes) == 0:
         new_sizes = (new_sizes,)
-    new_sizes = _ints(new_sizes, "reshape", "new_sizes")
+    try:
+        new_sizes = tuple(operator.index(d) for d in new_sizes)
+    except TypeError:
+        msg = (f"Shapes must be 1D sequences of concrete values of integer type, got "
+               f"{tuple(new_sizes)}.")
+        if any(isinstance(d, core.Tracer) for d in new_sizes):
+            msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to "
+                    "smaller subfunctions.")
+        raise TypeError(msg) from None
     a = core.get_aval(operand)
     dims = None if dimensions is None else _ints(dimensions, "reshape", "dimensions")
     if dims is not None and dims == tuple(range(a.ndim)):
         dims = None
     if dims is None and new_sizes == a.shape:
         return operand
-    return checked_bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
+    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims)
 
 
 def transpose(operand, permutation):
@@ -772,17 +788,22 @@ def transpose(operand, permutation):
     perm = _ints(permutation, "transpose", "permutation")
     if perm == tuple(range(core.get_aval(operand).ndim)):
         return operand
-    return checked_bind(transpose_p, operand, permutation=perm)
+    return transpose_p.bind(operand, permutation=perm)
 
 
 def squeeze(array, dimensions):
     array = as_operand(array)
     nd = core.get_aval(array).ndim
-    dims = tuple(sorted({canonicalize_axis(d, nd, "squeeze: dimension")
-                         for d in _ints(dimensions, "squeeze", "dimensions")}))
+    dims = []
+    for d in dimensions:
+        d = operator.index(d)       # JAX's TypeError for a non-integer
+        if not -nd <= d < nd:
+            raise ValueError(f"axis {d} is out of bounds for array of dimension {nd}")
+        dims.append(d % nd)
+    dims = tuple(sorted(dims))       # repeats are the shape rule's error, as in JAX
     if not dims:
         return array
-    return checked_bind(squeeze_p, array, dimensions=dims)
+    return squeeze_p.bind(array, dimensions=dims)
 
 
 def expand_dims(array, dimensions):
@@ -798,12 +819,12 @@ def expand_dims(array, dimensions):
     for d in dims:
         shape.insert(d, 1)
     kept = tuple(i for i in range(out_nd) if i not in dims)
-    return checked_bind(broadcast_in_dim_p, array, shape=tuple(shape), broadcast_dimensions=kept)
+    return broadcast_in_dim_p.bind(array, shape=tuple(shape), broadcast_dimensions=kept)
 
 
 def rev(operand, dimensions):
     operand = as_operand(operand)
-    return checked_bind(rev_p, operand, dimensions=_ints(dimensions, "rev", "dimensions"))
+    return rev_p.bind(operand, dimensions=_ints(dimensions, "rev", "dimensions"))
 
 
 def concatenate(operands, dimension):
@@ -817,7 +838,7 @@ def concatenate(operands, dimension):
         dim += nd
     if len(operands) == 1 and 0 <= dim < nd:
         return operands[0]
-    return checked_bind(concatenate_p, *operands, dimension=dim)
+    return concatenate_p.bind(*operands, dimension=dim)
 
 
 def pad(operand, padding_value, padding_config):
@@ -831,7 +852,7 @@ def pad(operand, padding_value, padding_config):
     if any(len(c) != 3 for c in cfg):
         raise ValueError(f"pad: padding_config entries must be (low, high, interior) triples, "
                          f"got {padding_config}")
-    return checked_bind(pad_p, operand, pv, padding_config=cfg)
+    return pad_p.bind(operand, pv, padding_config=cfg)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
@@ -839,7 +860,7 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
     st = None if strides is None else _ints(strides, "slice", "strides")
     if st is not None and all(s == 1 for s in st):
         st = None
-    return checked_bind(slice_p, operand,
+    return slice_p.bind(operand,
                         start_indices=_ints(start_indices, "slice", "start_indices"),
                         limit_indices=_ints(limit_indices, "slice", "limit_indices"), strides=st)
 
@@ -906,11 +927,40 @@ def _index_operands(name, operand, start_indices, allow_negative_indices=True):
     return out
 
 
+def _check_index_types(name, start_indices):
+    """JAX's rule: the start indices are integers of one dtype (a Python int counts as the
+    default integer type)."""
+    if isinstance(start_indices, (core.Array, core.Tracer, np.ndarray)):
+        return
+    dts = []
+    for i in start_indices:
+        if isinstance(i, (core.Array, core.Tracer)):
+            dts.append(core.get_aval(i).dtype)
+        elif isinstance(i, (np.generic, np.ndarray)):
+            dts.append(dtypes.canonicalize_dtype(np.asarray(i).dtype))
+        elif type(i) is int:
+            dts.append(dtypes.canonicalize_dtype(np.int64))
+        else:
+            return
+    if any(d != dts[0] or not dtypes.is_integer(d) for d in dts):
+        sep = ":" if name == "dynamic_slice" else ""      # (JAX's two messages differ so)
+        raise TypeError(f"index arguments to {name} must be integers of the same type, "
+                        f"got{sep} " + ", ".join(np.dtype(d).name for d in dts))
+
+
+def _zero_like_index(i):
+    """0 with the dtype of index ``i`` (for the other axes of a one-axis dynamic slice)."""
+    if isinstance(i, (core.Array, core.Tracer, np.generic, np.ndarray)):
+        return np.zeros((), dtypes.canonicalize_dtype(core.get_aval(i).dtype))
+    return 0
+
+
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """Slice of size ``slice_sizes`` at (clamped) traced ``start_indices``."""
     operand = as_operand(operand)
+    _check_index_types("dynamic_slice", start_indices)
     idxs = _index_operands("dynamic_slice", operand, start_indices, allow_negative_indices)
-    return checked_bind(dynamic_slice_p, operand, *idxs,
+    return dynamic_slice_p.bind(operand, *idxs,
                         slice_sizes=_ints(slice_sizes, "dynamic_slice", "slice_sizes"))
 
 
@@ -918,9 +968,10 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     operand = as_operand(operand)
     update = as_operand(update, core.get_aval(operand).dtype
                         if not isinstance(update, (core.Tracer, core.Array)) else None)
+    _check_index_types("dynamic_update_slice", start_indices)
     idxs = _index_operands("dynamic_update_slice", operand, start_indices,
                            allow_negative_indices)
-    return checked_bind(dynamic_update_slice_p, operand, update, *idxs)
+    return dynamic_update_slice_p.bind(operand, update, *idxs)
 
 
 def iota(dtype, size):
@@ -930,7 +981,7 @@ def iota(dtype, size):
 def broadcasted_iota(dtype, shape, dimension, out_sharding=None):
     shape = _ints(shape, "broadcasted_iota", "shape")
     dimension = canonicalize_axis(dimension, len(shape), "broadcasted_iota: dimension")
-    return checked_bind(iota_p, dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
                         dimension=dimension)
 
 
@@ -952,7 +1003,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
             fv = core.Array(np.asarray(fill_value, dt))
     else:
         fv = as_operand(fill_value)
-    return checked_bind(broadcast_in_dim_p, fv, shape=shape, broadcast_dimensions=())
+    return broadcast_in_dim_p.bind(fv, shape=shape, broadcast_dimensions=())
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
@@ -995,7 +1046,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
     operand = as_operand(operand)
     a = core.get_aval(operand)
     axis = canonicalize_axis(axis, a.ndim)
-    starts = [0] * a.ndim
+    starts = [_zero_like_index(start_index)] * a.ndim
     sizes = list(a.shape)
     starts[axis] = start_index
     sizes[axis] = operator.index(slice_size)
@@ -1016,7 +1067,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
     operand = as_operand(operand)
     a = core.get_aval(operand)
     axis = canonicalize_axis(axis, a.ndim)
-    starts = [0] * a.ndim
+    starts = [_zero_like_index(start_index)] * a.ndim
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts,
                                 allow_negative_indices=allow_negative_indices)
@@ -1041,9 +1092,11 @@ def split(operand, sizes, axis=0):
     a = core.get_aval(operand)
     axis = canonicalize_axis(axis, a.ndim)
     sizes = _ints(sizes, "split", "sizes")
-    if any(s < 0 for s in sizes) or sum(sizes) != a.shape[axis]:
-        raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size of "
-                         f"axis {axis} of operand {a.str_short()} ({a.shape[axis]})")
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if sum(sizes) != a.shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(a.shape)}")
     out, start = [], 0
     for s in sizes:
         out.append(slice_in_dim(operand, start, start + s, 1, axis))

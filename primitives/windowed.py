@@ -30,7 +30,7 @@ from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.interpreters.ir import ClosedJaxpr
 from xform._src.primitives._rules import bdim_at_front, moveaxis
-from xform._src.primitives.structural import as_operand, checked_bind, pad_p, slice_p
+from xform._src.primitives.structural import as_operand, pad_p, slice_p
 from xform._src.interpreters import ir
 from xform._src.interpreters import ir, staging
 from xform._src.interpreters import jaxpr_transforms as jt
@@ -88,7 +88,8 @@ def _check_window(name, shape, window_dimensions, window_strides, padding, base_
                     ("window_strides", window_strides), ("base_dilation", base_dilation),
                     ("window_dilation", window_dilation)):
         if any(int(x) < 1 for x in v):
-            raise TypeError(f"{name}: {what} must be positive, got {tuple(v)}")
+            raise TypeError(f"{name} {what} must have every element be strictly positive, "
+                            f"got {tuple(v)}.")
     for d, (lo, hi), b in zip(shape, padding, base_dilation):
         if _dilate(d, b) + lo + hi < 0:
             raise ValueError(f"reduce_window: padding {tuple(padding)} crops more than the "
@@ -106,7 +107,8 @@ def _windows(x, fill, window_dimensions, window_strides, padding, base_dilation,
         z = np.full([_dilate(d, b) for d, b in zip(x.shape, base_dilation)], fill, x.dtype)
         z[tuple(slice(None, None, b) for b in base_dilation)] = x
         x = z
-    x = np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in padding], constant_values=fill)
+    if nd:     # (np.pad refuses the empty padding of a 0-d operand)
+        x = np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in padding], constant_values=fill)
     x = x[tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0))
                 for i, (lo, hi) in enumerate(padding))]
     out = reduce_window_shape_tuple(x.shape, window_dimensions, window_strides,
@@ -378,7 +380,7 @@ batching.batch_rules[select_and_scatter_add_p] = _pair_batch(select_and_scatter_
 def select_and_gather_add(tangents, operand, select_prim, window_dimensions, window_strides,
                           padding, base_dilation, window_dilation):
     """Each window's tangent at the element ``select_prim`` ('ge' = max, 'le' = min) picks."""
-    return checked_bind(select_and_gather_add_p, as_operand(tangents), as_operand(operand),
+    return select_and_gather_add_p.bind(as_operand(tangents), as_operand(operand),
                         select_prim=_select_name(select_prim),
                         window_dimensions=tuple(window_dimensions),
                         window_strides=tuple(window_strides),
@@ -390,7 +392,7 @@ def select_and_gather_add(tangents, operand, select_prim, window_dimensions, win
 def select_and_scatter_add(source, operand, select_prim, window_dimensions, window_strides,
                            padding):
     """Scatter-add each window's ``source`` value onto the element ``select_prim`` picks."""
-    return checked_bind(select_and_scatter_add_p, as_operand(source), as_operand(operand),
+    return select_and_scatter_add_p.bind(as_operand(source), as_operand(operand),
                         select_prim=_select_name(select_prim),
                         window_dimensions=tuple(window_dimensions),
                         window_strides=tuple(window_strides),
@@ -552,15 +554,79 @@ def _reduce_batch(axis_data, vals, dims, *, jaxpr, dimensions):
     return outs, [0] * n
 
 
+def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
+    """The tangent of a general reduction, built from the computation's own JVP.
+
+    The reduced axes are flattened into one leading axis of length m, which a balanced
+    tree of applications of the computation (vectorised over the rows and the kept
+    elements) folds to one row; the initial value is combined last.  That equals the
+    fold ``reduce`` computes for an associative, commutative computation (the only
+    kind whose reduction is well defined) and, unlike a ``reduce`` over (primal,
+    tangent) pairs, its tangent part is linear and made of the computation's
+    primitives, so it transposes (reverse mode) and differentiates again (higher
+    orders).  The initial values' tangents count too (JAX requires them to be zero)."""
+    from xform._src.primitives import structural as S
+    n = len(primals) // 2
+    xs = primals[:n]
+    outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)
+    if all(type(t) is Zero for t in tangents):
+        return outs, [Zero.from_primal(o) for o in outs]
+    shape = core.get_aval(xs[0]).shape
+    kept = [i for i in range(len(shape)) if i not in dimensions]
+    kshape = tuple(shape[i] for i in kept)
+    m = int(np.prod([shape[d] for d in dimensions], dtype=np.int64))
+    k = int(np.prod(kshape, dtype=np.int64))
+    if m == 0 or k == 0:
+        # nothing to fold: the result is the initial value broadcast
+        tans = [Zero.from_primal(o) if type(t) is Zero else
+                S.broadcast_in_dim(t, kshape, ()) for o, t in zip(outs, tangents[n:])]
+        return outs, tans
+
+    def apply(args, size, dims):
+        res, _ = batching.batch_flat(
+            lambda *a: ir.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *a),
+            batching.AxisData(size), args, dims, [0] * n)
+        return res
+
+    def tree(*vals):
+        cur = [S.reshape(S.transpose(x, tuple(dimensions) + tuple(kept)), (m * k,))
+               for x in vals[:n]]            # row-major: row r is cur[r*k:(r+1)*k]
+        rows = m
+        while rows > 1:
+            h = rows // 2
+            left = [S.slice(c, (0,), (h * k,)) for c in cur]
+            right = [S.slice(c, (h * k,), (2 * h * k,)) for c in cur]
+            red = apply(left + right, h * k, [0] * (2 * n))
+            if rows % 2:
+                red = [S.concatenate([r, S.slice(c, (2 * h * k,), (rows * k,))], 0)
+                       for r, c in zip(red, cur)]
+            cur, rows = red, rows - h
+        out = apply(list(vals[n:]) + cur, k, [None] * n + [0] * n)
+        return [S.reshape(o, kshape) for o in out]
+
+    _, tans = ad.jvp_flat(tree, list(primals), list(tangents))
+    return outs, tans
+
+
 reduce_p.def_abstract_eval(_reduce_abstract)
 reduce_p.def_impl(_reduce_impl)
-ad.jvp_rules[reduce_p] = _generic_jvp(reduce_p)
+ad.jvp_rules[reduce_p] = _reduce_jvp
 batching.batch_rules[reduce_p] = _reduce_batch
 
 # ================================================================= xform.lax functions
 
 _MONOIDS = {"add": ("sum", reduce_window_sum_p), "max": ("max", reduce_window_max_p),
             "min": ("min", reduce_window_min_p)}
+
+
+class _Unflatten:
+    """``xs -> tree_unflatten(tree, xs)``, keeping ``tree`` for the output check."""
+
+    def __init__(self, tree):
+        self.tree = tree
+
+    def __call__(self, xs):
+        return tree_unflatten(self.tree, list(xs))
 
 
 def _trace_computation(name, computation, flat_ops, flat_inits, in_tree_unflatten):
@@ -574,6 +640,9 @@ def _trace_computation(name, computation, flat_ops, flat_inits, in_tree_unflatte
         out_tree.append(tree)
         return [as_operand(leaf) for leaf in leaves]
     closed = staging.trace_to_closed_jaxpr(fun, avals + avals, name=name)
+    if name == "reduce_window" and out_tree and out_tree[0] != in_tree_unflatten.tree:
+        raise ValueError(f"reduce_window output must have the same tree structure as the "
+                         f"operands {in_tree_unflatten.tree} vs. {out_tree[0]}")
     outs = closed.out_avals
     if len(outs) != n or any(o.dtype != a.dtype or o.shape != () for o, a in zip(outs, avals)):
         raise TypeError(f"{name}: computation must return {n} scalar(s) of dtypes "
@@ -593,6 +662,18 @@ def _monoid_of(closed):
             and list(j.outvars) == list(e.outvars):
         return e.primitive.name
     return None
+
+
+def _check_init_tree(operand_tree, init_values, n_ops):
+    """JAX's checks of the init values against the operands (ValueError)."""
+    flat, init_tree = tree_flatten(init_values)
+    if init_tree != operand_tree:
+        raise ValueError(f"Operands must have the same tree structure as init_values: "
+                         f"{operand_tree} vs. {init_tree}")
+    if len(flat) != n_ops:
+        raise ValueError(f"Must have same total number of operands as init_values:  {n_ops} "
+                         f"vs. {len(flat)}")
+    return [core.get_aval(as_operand(v)).shape for v in flat]
 
 
 def _init_scalars(init_value, ops):
@@ -649,11 +730,15 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         padding = tuple(padtype_to_pads(shape, eff, window_strides, padding))
     else:
         padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    init_shapes = _check_init_tree(tree, init_value, len(flat_ops))
+    if any(sh != () for sh in init_shapes):
+        raise TypeError(f"reduce_window expected init_values to be scalars but init_values "
+                        f"have shapes {[tuple(sh) for sh in init_shapes]}.")
     inits = _init_scalars(init_value, flat_ops)
     params = dict(window_dimensions=window_dimensions, window_strides=window_strides,
                   padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
     closed = _trace_computation("reduce_window", computation, flat_ops, inits,
-                                lambda xs: tree_unflatten(tree, list(xs)))
+                                _Unflatten(tree))
     if len(flat_ops) == 1:
         kind = _monoid_of(closed)
         if kind is not None:
@@ -661,8 +746,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
             iv = _concrete_scalar(inits[0])
             dt = core.get_aval(flat_ops[0]).dtype
             if iv is not None and bool(iv == _identity(kname, dt)):
-                return tree_unflatten(tree, [checked_bind(prim, flat_ops[0], **params)])
-    outs = checked_bind(reduce_window_p, *flat_ops, *inits, jaxpr=closed, **params)
+                return tree_unflatten(tree, [prim.bind(flat_ops[0], **params)])
+    outs = reduce_window_p.bind(*flat_ops, *inits, jaxpr=closed, **params)
     return tree_unflatten(tree, list(outs))
 
 
@@ -680,9 +765,12 @@ def reduce(operands, init_values, computation, dimensions):
     except TypeError:
         raise TypeError(f"reduce: dimensions must be integers, got {dimensions!r}") from None
     dims = tuple(d + nd if d < 0 else d for d in dims)
+    init_shapes = _check_init_tree(tree, init_values, len(flat_ops))
+    if any(sh != () for sh in init_shapes):
+        raise ValueError(f"reduce found non-scalar initial value: "
+                         f"{[tuple(sh) for sh in init_shapes]}")
     inits = _init_scalars(init_values, flat_ops)
-    closed = _trace_computation("reduce", computation, flat_ops, inits,
-                                lambda xs: tree_unflatten(tree, list(xs)))
+    closed = _trace_computation("reduce", computation, flat_ops, inits, _Unflatten(tree))
     if len(flat_ops) == 1:
         j = closed.jaxpr
         table = {"add": ("sum", R.reduce_sum_p), "mul": ("prod", R.reduce_prod_p),
@@ -701,6 +789,6 @@ def reduce(operands, init_values, computation, dimensions):
                 except TypeError:
                     pass
                 else:
-                    return tree_unflatten(tree, [checked_bind(prim, flat_ops[0], axes=dims)])
-    outs = checked_bind(reduce_p, *flat_ops, *inits, jaxpr=closed, dimensions=dims)
+                    return tree_unflatten(tree, [prim.bind(flat_ops[0], axes=dims)])
+    outs = reduce_p.bind(*flat_ops, *inits, jaxpr=closed, dimensions=dims)
     return tree_unflatten(tree, list(outs))

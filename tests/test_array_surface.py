@@ -73,15 +73,15 @@ def test_getitem(idx):
 
 def test_getitem_errors():
     x = xnp.ones(3)
-    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3"):
+    with pytest.raises(IndexError, match="index 5 out of bounds for axis 0 with size 3"):
         x[5]
     # an index *array* (concrete or traced) clamps, as in JAX and as under jit
     np.testing.assert_array_equal(np.asarray(xnp.arange(3)[np.array([0, 3])]), [0, 2])
-    with pytest.raises(IndexError, match="too many indices"):
+    with pytest.raises(IndexError, match="Too many indices"):
         x[0, 0]
     with pytest.raises(TypeError, match=r"\.at"):
         x[0] = 1.0
-    with pytest.raises(IndexError):
+    with pytest.raises(TypeError, match="Indexer must have integer or boolean type"):   # JAX's
         x[1.5]
     with pytest.raises(TypeError, match="non-tuple sequence"):
         x[[0, 1]]

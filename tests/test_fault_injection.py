@@ -97,7 +97,7 @@ def test_huge_shape_message_names_shape_and_dtype():
 
 @pytest.mark.parametrize("limit", [None, 60000])
 def test_deep_pytrees_raise_recursion_error_or_work(limit):
-    """Depth-5000 lists, dicts and tuples through the tree utilities and the transforms:
+    """Depth 5000 lists, dicts and tuples through the tree utilities and the transforms:
     RecursionError (default limit) or a result (raised limit), never a crash."""
     code = f"""
         import sys, numpy as np, xform, xform.numpy as jnp
@@ -681,3 +681,23 @@ def test_exit_while_daemon_threads_dispatch_is_clean(runtime):
     # on a loaded machine a run may end before a thread reaches xform again; over the
     # three runs some thread must have been stopped by the shutdown
     assert stopped, "no daemon thread was told that xform is shutting down"
+
+
+def test_running_the_atexit_functions_by_hand_does_not_stop_other_threads():
+    """`atexit._run_exitfuncs()` called while the program goes on (chex's tests do it)
+    is not the interpreter's exit: a worker thread still computes afterwards."""
+    code = """
+    import atexit, threading
+    import numpy as np
+    import xform, xform.numpy as jnp
+    f = xform.jit(lambda a: jnp.sin(a) * 2)
+    f(np.ones(3, np.float32)).block_until_ready()
+    atexit._run_exitfuncs()
+    out = []
+    t = threading.Thread(target=lambda: out.append(np.asarray(f(np.zeros(3, np.float32)))))
+    t.start(); t.join()
+    print("RESULT", out[0].tolist())
+    """
+    p = run_python(code)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert lines_of(p) == ["[0.0, 0.0, 0.0]"]

@@ -128,6 +128,11 @@ def corpus(lib):
     jnp, lax = lib.numpy, lib.lax
     C = {
         "matmul": (lambda a, b: a @ b, (X34, Y45)),
+        # a vector operand contracts directly (no reshapes around the dot_general)
+        "matvec": (lambda a, v: a @ v, (X34, V4)),
+        "vecmat": (lambda v, b: v @ b, (V4, Y45)),
+        "vecvec": (lambda v, w: v @ w, (V4, V4)),
+        "batched_matvec": (lambda a, v: jnp.matmul(a, v), (B234, V4)),
         "unary_chain": (lambda a: jnp.tanh(jnp.exp(jnp.sin(a))), (X34,)),
         "binary_arrays": (lambda a, b: (a * b - a) / (b + a), (X34, X34)),
         "int_ops": (lambda i, j: i * j + i, (I4, I4)),
@@ -140,6 +145,12 @@ def corpus(lib):
         "transpose3": (lambda a: jnp.transpose(a, (2, 0, 1)), (B234,)),
         "batched_einsum": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (B234, B245)),
         "dot_general": (lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))), (X34, Y45)),
+        "dot_precision": (lambda a, b: lax.dot(a, b, precision=lax.Precision.HIGHEST),
+                          (X34, Y45)),
+        "dot_precision_pair": (lambda a, b: lax.dot(a, b, precision=("high", "float32")),
+                               (X34, Y45)),
+        "dot_precision_vjp": (lambda a, b, c: lib.vjp(
+            lambda a, b: lax.dot(a, b, precision="highest"), a, b)[1](c), (X34, Y45, X34 @ Y45)),
         "reshape": (lambda a: jnp.reshape(a, (4, 3)), (X34,)),
         "convert": (lambda a: a.astype(jnp.int32), (X34,)),
         "concatenate": (lambda a, b: jnp.concatenate([a, b], axis=0), (X34, X34)),
@@ -748,3 +759,14 @@ def test_recursive_checkpoint_values_and_grads_match_jax(n):
     for a, b in zip(*outs):
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("precision", ["high", "highest", ("default", "high")])
+def test_conv_precision_printed_per_operand_as_jax(precision):
+    # conv_general_dilated prints its precision as JAX does: one named Precision per operand
+    def line(lib):
+        x = np.ones((1, 1, 3, 3), f32)
+        text = str(lib.make_jaxpr(lambda a: lib.lax.conv(a, a, (1, 1), "SAME",
+                                                         precision=precision))(x))
+        return [ln.strip() for ln in text.splitlines() if "precision=" in ln]
+    assert line(xform) == line(jax)

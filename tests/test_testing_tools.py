@@ -184,6 +184,68 @@ def test_check_grads_argument_errors():
         check_grads(lambda n: n * 2, (xnp.asarray(np.array([1, 2])),))
 
 
+# ------------------------------------------- complex arguments and undefined derivatives
+
+
+def crand(shape, seed=0):
+    r = np.random.RandomState(seed)
+    return xnp.asarray((r.uniform(-2, 2, shape) + 1j * r.uniform(-2, 2, shape))
+                       .astype(np.complex128))
+
+
+NON_HOLOMORPHIC = {
+    # R-linear but not C-linear maps and their compositions: the VJP is the transpose
+    # under the real pairing Re(sum x*y) only, as in JAX
+    "real": (lax.real, lambda: (crand((3,)),)),
+    "imag": (lax.imag, lambda: (crand(()),)),
+    "conj": (lax.conj, lambda: (crand((2, 3)),)),
+    "abs": (lax.abs, lambda: (crand((3,)),)),
+    "complex": (lax.complex, lambda: (rand((3, 1)), rand((1, 4), seed=1))),
+    "abs_sq": (lambda z: lax.real(z * lax.conj(z)) * lax.imag(z), lambda: (crand((3,)),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NON_HOLOMORPHIC))
+def test_check_grads_passes_non_holomorphic_complex_functions(x64, name):
+    # JAX's own check_grads passes these with JAX's (identical) rules; so must ours
+    import jax
+    from jax import test_util as jtu
+    f, make = NON_HOLOMORPHIC[name]
+    args = make()
+    check_grads(f, args, order=2)
+    jf = (lambda z: jax.lax.real(z * jax.lax.conj(z)) * jax.lax.imag(z)) \
+        if name == "abs_sq" else getattr(jax.lax, name)
+    with jax.enable_x64(True):
+        jtu.check_grads(jf, tuple(np.asarray(a) for a in args), order=2)
+
+
+def test_check_grads_catches_conjugated_vjp_of_complex_function(x64):
+    # the real pairing still sees a VJP that is off by a conjugation
+    @xform.custom_vjp
+    def f(z):
+        return z * z
+
+    f.defvjp(lambda z: (z * z, z), lambda z, g: (lax.conj(2 * z * g),))
+    with pytest.raises(AssertionError, match="rev mode"):
+        check_grads(f, (crand((3,)),), order=1, modes=("rev",))
+
+
+def test_check_grads_nan_derivatives_outside_the_domain_match(x64):
+    # arcsin's derivatives are NaN beyond |x| = 1 on both sides of the comparison (JAX's
+    # check_grads compares with assert_allclose, where NaN equals NaN)
+    x = xnp.asarray(np.array([-1.25, 0.3, 1.2]))
+    check_grads(lax.asin, (x,), order=2)
+    check_grads(lax.acos, (x,), order=2)
+    # but a NaN on one side only is a mismatch
+    @xform.custom_jvp
+    def f(x):
+        return xnp.sin(x)
+
+    f.defjvp(lambda p, t: (xnp.sin(p[0]), xnp.cos(p[0]) * t[0] * xnp.nan))
+    with pytest.raises(AssertionError):
+        check_grads(f, (rand((3,)),), order=1, modes=("rev",))
+
+
 # ----------------------------------------------------------------- assert_allclose
 
 

@@ -36,14 +36,16 @@ NO_LOWERING_ALLOWED = {
 EFFECTS = {"debug_callback", "pure_callback", "io_callback",   # + tests/test_callbacks.py
            "debug_print",   # xform.debug.print; tested in test_jit.py / test_debug_print.py
            "rng_uniform",   # rng_uniform: stateful, bits unspecified (test_random.py)
-           "check"}         # checkify's check: lowering refuses it (test_checkify.py)
+           "check",         # checkify's check: lowering refuses it (test_checkify.py)
+           "ffi_call"}      # a compiled C++ handler, no reference: tests/test_ffi.py
 # Higher-order primitives: their rule lowers a sub-program; tested in test_lowering.py.
 HIGHER_ORDER = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                 "checkpoint", "remat", "cond", "while", "scan",
                 "call_exported",   # inlines a serialized module; tested in test_export.py
                 "custom_vmap_call",
                 "linear_call",   # tests/test_linear_call.py
-                "dce_sink"}      # no value; tests/test_dce_sink.py
+                "dce_sink",      # no value; tests/test_dce_sink.py
+                "composite"}     # stablehlo.composite of its decomposition; test_composite.py
 # Typed-key boundary primitives (uint32[..., 2] <-> key<fry>): no arithmetic to compare;
 # their lowering is the identity on the physical words, checked bit for bit against JAX
 # eager, under jit and vmap in tests/test_random.py.
@@ -151,6 +153,7 @@ def _register(names, gen, exact, tol=1.0):
 # elementwise: exact ones
 _register("neg", unary(F + SI + C, "special"), True)
 _register("abs", unary(F + SI + UI, "special"), True)
+_register("copy", unary(F + SI + UI + C, "special"), True)   # jnp.copy / jnp.array of a tracer
 _register("sign", unary(F + SI + UI, "special"), True)
 _register("floor ceil", unary(F, "special"), True)
 _register("round", unary(F, "special", lambda d: {"rounding_method": d.draw(st.sampled_from([0, 1]))}),
@@ -454,6 +457,32 @@ def _dot_general(data, name):
         [values(rng, tuple(lshape), dt, "small"), values(rng, tuple(rshape), dt, "small")]
 
 
+@spec("ragged_dot_general", exact=None)
+def _ragged_dot_general(data, name):
+    from xform.lax import RaggedDotDimensionNumbers as R
+    dt = data.draw(st.sampled_from(F + SI))
+    g = data.draw(st.integers(1, 3))
+    rng = _rng(data)
+    sizes = [data.draw(st.integers(0, 3)) for _ in range(g)]
+    m, b = sum(sizes) + data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2))
+    mode = data.draw(st.sampled_from(["noncontracting", "contracting", "batch"]))
+    if mode == "noncontracting":    # [b, m, 2] x [g, b, 2, 3] with sizes [b, g]
+        dn = R((((2,), (2,)), ((0,), (1,))), (1,), (0,))
+        shapes_ = [(b, m, 2), (g, b, 2, 3)]
+        gs = np.array([np.roll(sizes, i) for i in range(b)], np.int32)
+    elif mode == "contracting":     # [2, m] x [m, 3] -> [g, 2, 3]
+        dn = R((((1,), (0,)), ((), ())), (1,), ())
+        shapes_ = [(2, m), (m, 3)]
+        gs = np.array(sizes, np.int32)
+    else:                           # ragged batch dimension
+        dn = R((((2,), (1,)), ((0,), (0,))), (0,), ())
+        shapes_ = [(m, 2, 2), (m, 2, 3)]
+        gs = np.array(sizes, np.int32)
+    return {"ragged_dot_dimension_numbers": dn, "precision": None,
+            "preferred_element_type": None, "group_offset": None}, \
+        [values(rng, s, dt, "small") for s in shapes_] + [gs]
+
+
 # sorting
 @spec("sort", exact=True)
 def _sort(data, name):
@@ -474,6 +503,21 @@ def _top_k(data, name):
     x = (_rng(data).permutation(size) - size // 2).reshape(shape).astype(dt)
     axis = data.draw(st.integers(0, len(shape) - 1))
     return {"k": data.draw(st.integers(0, shape[axis])), "axis": axis}, [x]
+
+
+@spec("approx_top_k", exact=True)
+def _approx_top_k(data, name):
+    """Distinct float values; max or min, any reduction dimension (exact fallback)."""
+    shape = data.draw(shapes(min_rank=1))
+    if 0 in shape:
+        shape = tuple(max(s, 1) for s in shape)
+    dt = data.draw(st.sampled_from(F), label="dtype")
+    size = int(np.prod(shape))
+    x = (_rng(data).permutation(size) - size // 2).reshape(shape).astype(dt)
+    d = data.draw(st.integers(-len(shape), len(shape) - 1))
+    return {"k": data.draw(st.integers(1, shape[d])), "reduction_dimension": d,
+            "recall_target": 0.95, "is_max_k": data.draw(st.booleans()),
+            "reduction_input_size_override": -1, "aggregate_to_topk": True}, [x]
 
 
 # gather / scatter: random dimension numbers (incl. batching axes), out-of-bounds indices,

@@ -35,10 +35,10 @@ from xform import lax, numpy  # noqa: E402,F401
 from xform.numpy._indexing import ds  # noqa: E402,F401  (jax.ds: dynamic-start slices)
 from xform import tree_util, nn, scipy, random, debug, ad_checkpoint, testing  # noqa: E402,F401
 from xform import profile, dtypes, tree, flatten_util, test_util, custom_batching  # noqa: E402,F401,E501
-from xform import experimental, errors, typing, stages, monitoring, profiler  # noqa: E402,F401
+from xform import experimental, errors, typing, stages, monitoring, profiler, ffi  # noqa: E402,F401
 from xform import version, example_libraries, mixed_precision, compat  # noqa: E402,F401
 from xform import custom_derivatives, ops, sharding, distributed, image  # noqa: E402,F401
-from xform import export, checkpointing, dlpack  # noqa: E402,F401
+from xform import export, checkpointing, dlpack, lib  # noqa: E402,F401
 from xform import core, extend, interpreters, api_util  # noqa: E402,F401  (JAX's extension API)
 from xform import ref  # noqa: E402,F401  (array references: the names, which refuse)
 from xform.ref import Ref, new_ref, empty_ref, freeze, free_ref  # noqa: E402,F401

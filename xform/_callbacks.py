@@ -22,12 +22,25 @@ from __future__ import annotations
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
+from xform._src.primitives import callbacks as _callbacks_prims
 from xform._src.primitives.callbacks import FlatCallback, io_callback_p, pure_callback_p
 from xform._ad_api import as_value
 from xform.tree_util import tree_flatten
 from xform.tree_util import tree_unflatten
 
 __all__ = ["pure_callback"]
+
+
+def _eager_error(exc):
+    """An eager pure/io callback that raised: JAX's JaxRuntimeError, its message holding
+    the callback's traceback (as the compiled call's error does)."""
+    import traceback
+    from xform._src.lowering import runtime     # deferred: import xform stays light
+    return runtime.JaxRuntimeError("INTERNAL: CpuCallback error calling callback: "
+                                   + "".join(traceback.format_exception(exc)))
+
+
+_callbacks_prims.eager_error[0] = _eager_error
 
 _VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                  "legacy_vectorized", None)

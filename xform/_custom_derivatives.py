@@ -260,7 +260,10 @@ def _check_jvp_out(name, out, flat):
                         f"got {out!r}.")
     p, t = out
     p_leaves, p_tree = tree_flatten(p)
-    t_leaves, t_tree = tree_flatten(t, is_leaf=_is_zero_leaf)
+    t_leaves, t_tree = tree_flatten(t)
+    if t_tree != p_tree:   # a None tangent for an array output means a zero (None in
+        # the primal output is an empty subtree, and so is its tangent: JAX's rule)
+        t_leaves, t_tree = tree_flatten(t, is_leaf=_is_zero_leaf)
     p_vals = [_as_value_in(x, "custom JVP primal output") for x in p_leaves]
     flat.note_out(p_tree, p_vals)
     out_tree, out_avals = flat.out_tree, flat.out_avals
@@ -310,6 +313,9 @@ def custom_vjp_primal_tree_values(tree):
     """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its ``value``."""
     return tree_map(lambda x: x.value if type(x) is CustomVJPPrimal else x, tree,
                     is_leaf=lambda x: type(x) is CustomVJPPrimal)
+
+
+_PY_SCALARS = (bool, int, float, complex)
 
 
 class custom_vjp:
@@ -378,11 +384,18 @@ class custom_vjp:
                     f"the same shapes and dtypes as the primal function: expected "
                     f"{_avals_str(out_avals)}, but got {_avals_str(got)}.")
             r_leaves, r_tree = tree_flatten(r)
-            res_tree_cell["tree"] = r_tree
-            r_vals = [_as_value_in(x, "custom VJP residual") for x in r_leaves]
+            # Python scalars among the residuals reach bwd as they are, as in JAX (a
+            # bool flag stays a bool); the rest travel as values
+            scalars = {i: x for i, x in enumerate(r_leaves) if type(x) in _PY_SCALARS}
+            res_tree_cell["tree"], res_tree_cell["scalars"] = r_tree, scalars
+            r_vals = [_as_value_in(x, "custom VJP residual")
+                      for i, x in enumerate(r_leaves) if i not in scalars]
             return o_vals, r_vals
 
         def bwd_flat(res, cts):
+            scalars, res = res_tree_cell["scalars"], iter(res)
+            n = res_tree_cell["tree"].num_leaves
+            res = [scalars[i] if i in scalars else next(res) for i in range(n)]
             r = tree_unflatten(res_tree_cell["tree"], res)
             if symbolic:
                 cs = [SymbolicZero(c.aval) if type(c) is Zero else c for c in cts]
@@ -425,12 +438,17 @@ def _check_bwd_out(name, out, dyn, in_tree, in_avals):
         if ct is None:
             flat.extend(Zero(ad.tangent_aval(a)) for a in avals)
             continue
-        c_leaves, c_tree = tree_flatten(ct, is_leaf=_is_zero_leaf)
+        c_leaves, c_tree = tree_flatten(ct)
+        if c_tree != arg_tree:   # None for an array argument: a zero cotangent
+            c_leaves, c_tree = tree_flatten(ct, is_leaf=_is_zero_leaf)
         if c_tree != arg_tree:
-            raise TypeError(
-                f"Custom VJP bwd rule for function {name} must produce an output with the same "
-                f"container (pytree) structure as the args tuple of the primal function, but "
-                f"for argument {i} it produced {c_tree} where the argument has {arg_tree}.")
+            c_leaves = _broadcast_prefix_cotangent(ct, arg)
+            if c_leaves is None:
+                raise TypeError(
+                    f"Custom VJP bwd rule for function {name} must produce an output with the "
+                    f"same container (pytree) structure as the args tuple of the primal "
+                    f"function, but for argument {i} it produced {c_tree} where the argument "
+                    f"has {arg_tree}.")
         for cl, a in zip(c_leaves, avals):
             v = _to_flat_tangent(cl, a, "custom VJP bwd output")
             if isinstance(v, _TypeMismatch):
@@ -441,6 +459,23 @@ def _check_bwd_out(name, out, dyn, in_tree, in_avals):
                     f"corresponding to an input of shape/dtype {v.primal.str_short()} "
                     f"(expected {v.expected.str_short()}).")
             flat.append(v)
+    return flat
+
+
+def _broadcast_prefix_cotangent(ct, arg):
+    """The flat cotangents of ``arg``'s leaves when the bwd output ``ct`` is a pytree prefix
+    of ``arg`` (as JAX allows): a leaf of ``ct`` stands for every leaf of the subtree of
+    ``arg`` it meets, None for zeros there (e.g. flax.nnx returns a plain array where the
+    argument held a Variable node around one array). None when ``ct`` is no prefix."""
+    flat = []
+
+    def append(c, sub):
+        flat.extend([c] * len(tree_flatten(sub)[0]))
+
+    try:
+        tree_map(append, ct, arg, is_leaf=lambda x: x is None)
+    except (ValueError, TypeError):
+        return None
     return flat
 
 

@@ -183,6 +183,21 @@ def _sds(aval):
     return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
+# A ShapeDtypeStruct met while tracing (a function returning or closing over one) is an
+# abstract value with no data, as in JAX: abstract tracing (eval_shape, make_jaxpr)
+# takes it as a constant of its shape and dtype; running it raises JAX's TypeError.
+core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(
+    s.shape, s.dtype, s.weak_type)
+
+
+def _no_value(self, *a, **k):
+    raise TypeError("A ShapeDtypeStruct does not have a value and cannot be used as a "
+                    "constant in a JAX function.")
+
+
+ShapeDtypeStruct.__array__ = _no_value
+
+
 # ----------------------------------------------------------------- leaves -> cache keys
 
 
@@ -208,6 +223,10 @@ def _leaf_key_slow(x):
     if isinstance(x, (Tracer, Array)):
         a = x.aval
         return (a.shape, a.dtype, a.weak_type)
+    if isinstance(x, np.ma.MaskedArray):    # (its mask would be silently dropped)
+        raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
+                         "functions. Use arr.filled() to convert the value to a standard "
+                         "numpy array.")
     if isinstance(x, (np.ndarray, np.generic)):
         return (x.shape, canonicalize_dtype(x.dtype), False)
     if isinstance(x, ShapeDtypeStruct):
@@ -215,8 +234,9 @@ def _leaf_key_slow(x):
     for t, k in _scalar_keys.items():      # subclasses of Python scalars (IntEnum, ...)
         if isinstance(x, t):
             return k
-    if hasattr(x, "__jax_array__") or (hasattr(x, "shape") and hasattr(x, "dtype")
-                                       and hasattr(x, "__array__")):
+    if getattr(x, "__jax_array__", None) is not None:
+        raise core.jax_array_error()       # as JAX: register such a class as a pytree
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__array__"):
         return (tuple(x.shape), canonicalize_dtype(np.dtype(x.dtype)),
                 bool(getattr(x, "weak_type", False)))
     raise _InvalidLeaf(None, x)
@@ -908,7 +928,14 @@ class JitWrapped:
         return functools.partial(self, obj)
 
     def __repr__(self):
-        return f"<JitWrapped of {self._fun!r}>"
+        return f"<PjitFunction of {self._fun!r}>"
+
+
+# JAX's name for the type of what jit returns (`type(jax.jit(f)).__name__`, and its repr
+# `<PjitFunction of f>`): code that recognises a jitted function by its type's name
+# (chex's assert_max_traces refusing to wrap one) recognises xform's
+JitWrapped.__name__ = JitWrapped.__qualname__ = "PjitFunction"
+PjitFunction = JitWrapped
 
 
 class _StaticKey:
@@ -967,9 +994,10 @@ class Lowered:
     def as_text(self, dialect=None, debug_info=False):
         w, e = self._wrapped, self._entry
         donated = (False,) * len(e.const_args) + e.donated
-        return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
+        text = lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
                                     donated_invars=donated, keep_unused=w._keep_unused,
                                     debug_info=debug_info)
+        return _pretty_mlir(text, debug_info)
 
     def compiler_ir(self, dialect=None):
         """The lowered program as an object: ``'stablehlo'`` (default) an MLIR module
@@ -1101,6 +1129,17 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
     if fun is None:
         return lambda f: JitWrapped(f, **kw)
     return JitWrapped(fun, **kw)
+
+
+def _pretty_mlir(text, debug_info):
+    """The module in MLIR's custom (pretty) syntax, as JAX's ``Lowered.as_text()`` prints
+    it (xform emits the generic syntax; both parse to the same module)."""
+    from xform._src.lowering import export_mlir
+    try:
+        module = export_mlir.stablehlo_module(text)
+    except Exception:       # a module the MLIR parser refuses: its text as emitted
+        return text
+    return module.operation.get_asm(enable_debug_info=bool(debug_info))
 
 
 def _compiler_ir(text, dialect):

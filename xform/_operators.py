@@ -23,16 +23,29 @@ __all__: list = []
 _ARRAYLIKE = (ArrayOps, np.ndarray, np.generic, int, float, complex, bool)
 
 
+def _other(other):
+    """The operand an Array's operator works with: ``other`` itself when it is array-like,
+    the array an object's ``__jax_array__()`` gives (as JAX's operators do), else None
+    (the operator answers NotImplemented so Python tries ``other``'s reflected method)."""
+    if isinstance(other, _ARRAYLIKE):
+        return other
+    m = getattr(other, "__jax_array__", None)
+    return None if m is None else m()
+
+
 def _binop(fn, reflected=False):
     if reflected:
         def op(self, other):
             t = type(other)
-            if t is not float and t is not int and not isinstance(other, _ARRAYLIKE):
-                return NotImplemented
+            if t is not float and t is not int:
+                other = _other(other)
+                if other is None:
+                    return NotImplemented
             return fn(other, self)
     else:
         def op(self, other):
-            if not isinstance(other, _ARRAYLIKE):
+            other = _other(other)
+            if other is None:
                 return NotImplemented
             return fn(self, other)
     op.__name__ = fn.__name__
@@ -44,9 +57,12 @@ def _fast_binop(fn):
     go straight to the ufunc, which has its own fast path for them."""
     def op(self, other):
         t = type(other)
-        if t is Array or t is float or t is int or isinstance(other, _ARRAYLIKE):
+        if t is Array or t is float or t is int:
             return fn(self, other)
-        return NotImplemented
+        other = _other(other)
+        if other is None:
+            return NotImplemented
+        return fn(self, other)
     op.__name__ = fn.__name__
     return op
 
@@ -146,7 +162,7 @@ _METHODS = {
     "conjugate": xnp.conjugate, "ravel": xnp.ravel, "flatten": xnp.ravel, "squeeze": xnp.squeeze,
     "swapaxes": xnp.swapaxes, "repeat": xnp.repeat, "take": xnp.take,
     "diagonal": xnp.diagonal, "trace": xnp.trace, "ptp": xnp.ptp, "nonzero": xnp.nonzero,
-    "searchsorted": None,
+    "searchsorted": xnp.searchsorted,
 }
 
 

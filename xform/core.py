@@ -13,14 +13,17 @@ from __future__ import annotations
 import abc as _abc
 import contextlib as _contextlib
 
+import numpy as _np
+
 from xform._src.interpreters import core as _core
+from xform._src.interpreters import dtypes as _dtypes
 from xform._src.interpreters import ir as _ir
 from xform._src.interpreters.core import ShapedArray, Trace, Tracer
 from xform.extend import core as _ext
 
 __all__ = ["AbstractValue", "Atom", "ParamDict", "ShapedArray", "Trace", "Tracer",
            "Value", "ensure_compile_time_eval", "eval_context", "eval_jaxpr", "max_dim",
-           "min_dim"]
+           "min_dim", "pytype_aval_mappings"]
 
 
 class AbstractValue(_abc.ABC):
@@ -57,6 +60,30 @@ def eval_context():
     """Bind primitives with the eager interpreter (outside every transformation)."""
     with _core.set_current_trace(_core.EVAL_TRACE):
         yield
+
+
+def _ndarray_aval(x):
+    return ShapedArray(_np.shape(x), _dtypes.canonicalize_dtype(_np.result_type(x)), False)
+
+
+def _scalar_aval(base):
+    def aval(x):
+        return ShapedArray((), _dtypes.dtype_of(base(x)), base is not bool)
+    return aval
+
+
+# JAX's table of how each Python type becomes an abstract value (deprecated in JAX
+# 0.10.2, still served).  It is the engine's own: a type registered here (the
+# tensorflow_probability JAX substrate registers its ``Variable``) is given its abstract
+# value by the rule wherever xform asks for one of a value it does not know.
+pytype_aval_mappings = _core.pytype_aval_mappings
+pytype_aval_mappings.setdefault(_core.Array, lambda x: x.aval)
+pytype_aval_mappings.setdefault(_np.ndarray, _ndarray_aval)
+for _t in set(_np.sctypeDict.values()):
+    pytype_aval_mappings.setdefault(_t, _ndarray_aval)
+for _t in (int, float, complex, bool):
+    pytype_aval_mappings.setdefault(_t, _scalar_aval(_t))
+del _t
 
 
 def max_dim(d1, d2):
@@ -101,11 +128,6 @@ _REMOVED = {
 
 
 def __getattr__(name):
-    if name == "pytype_aval_mappings":   # deprecated in JAX 0.10.2, still served
-        import warnings
-        warnings.warn("jax.core.pytype_aval_mappings is deprecated.", DeprecationWarning,
-                      stacklevel=2)
-        return _core.pytype_aval_mappings
     if name in _MOVED:
         return getattr(_ext, name)
     if name in _REMOVED:

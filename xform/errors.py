@@ -28,7 +28,14 @@ NonConcreteBooleanIndexError = _get("NonConcreteBooleanIndexError",
                                                      "mask (the result shape is unknown)."}))
 
 
-JaxRuntimeError = _e.JaxRuntimeError
+def __getattr__(name):
+    if name == "JaxRuntimeError":
+        # jaxlib's own class, as in JAX: what XLA raises running a program (a host
+        # callback that raised, ...); looked up on first use so `import xform` does not
+        # load jaxlib
+        from xform._src.lowering import runtime
+        return runtime.JaxRuntimeError
+    raise AttributeError(f"module 'xform.errors' has no attribute {name!r}")
 
 
 JaxprTypeError = _e.JaxprTypeError

@@ -25,7 +25,7 @@ def _identity(op, dtype):
 
 def _segment(name, op, data, segment_ids, num_segments, indices_are_sorted, unique_indices,
              bucket_size, reducer, mode):
-    U.check_arraylike(name, data, segment_ids)
+    data, segment_ids = U.ensure_arraylike(name, data, segment_ids)
     data, segment_ids = jnp.asarray(data), jnp.asarray(segment_ids)
     if num_segments is None:
         num_segments = int(np.max(np.asarray(core.concrete_or_error(

@@ -6,7 +6,8 @@ on exit, writes them as a Chrome trace-event file
 ``log_dir/plugins/profile/<run>/<host>.trace.json.gz`` (open it in Perfetto or
 chrome://tracing; TensorBoard's profile plugin reads that layout).  ``start_trace`` /
 ``stop_trace`` are the non-context spelling.  Device-side (XLA) timelines are not
-recorded.
+recorded by ``trace``; jaxlib's profiler server (``start_server``) samples them for
+TensorBoard, and ``device_memory_profile`` snapshots the live device buffers.
 """
 from __future__ import annotations
 
@@ -21,7 +22,78 @@ import time
 from xform import _jit
 
 __all__ = ["trace", "start_trace", "stop_trace", "TraceAnnotation", "StepTraceAnnotation",
-           "annotate_function", "annotate"]
+           "annotate_function", "annotate", "start_server", "stop_server",
+           "register_subprocess", "device_memory_profile", "save_device_memory_profile",
+           "ProfileData", "ProfileEvent", "ProfilePlane", "ProfileOptions"]
+
+
+# ----------------------------------------------------------------- jaxlib's profiler
+
+_server = None
+
+
+def start_server(port: int, requires_backend: bool = True):
+    """Start jaxlib's profiler server on ``port`` (TensorBoard's profile plugin, or
+    ``jax.collect_profile``, connects to it and samples this process's XLA activity);
+    one at a time. ``requires_backend``: create the default backend first."""
+    global _server
+    from xform._src.lowering import profiling
+    if _server is not None:
+        raise ValueError("Only one profiler server can be active at a time.")
+    _server = profiling.start_server(port, requires_backend)
+    return _server
+
+
+def stop_server():
+    """Stop the running profiler server."""
+    global _server
+    if _server is None:
+        raise ValueError("No active profiler server.")
+    _server = None     # dropping the last reference stops it
+
+
+def register_subprocess(pid: int, port: int):
+    """Profile the subprocess ``pid`` (whose profiler server listens on ``port``) with
+    this process; returns the function that unregisters it. RuntimeError if it cannot
+    be reached."""
+    from xform._src.lowering import profiling
+    return profiling.register_subprocess(pid, port)
+
+
+def device_memory_profile(backend: str | None = None) -> bytes:
+    """The live device buffers and executables of ``backend``'s client as a gzipped
+    ``pprof`` protocol buffer (read it with the pprof tool)."""
+    from xform._src.lowering import profiling
+    return profiling.heap_profile(backend)
+
+
+def save_device_memory_profile(filename, backend: str | None = None) -> None:
+    """Write ``device_memory_profile(backend)`` to ``filename``."""
+    profile = device_memory_profile(backend)
+    with open(filename, "wb") as f:
+        f.write(profile)
+
+
+_lazy: dict = {}
+
+
+def __getattr__(name):
+    # jaxlib's classes, loaded on first use so `import xform` stays free of jaxlib:
+    # ProfileData/ProfileEvent/ProfilePlane read an XSpace (a collected profile);
+    # ProfileOptions configures the profiler's collectors
+    if name in ("ProfileData", "ProfileEvent", "ProfilePlane"):
+        from xform._src.lowering import profiling
+        return getattr(profiling.profile_data_lib(), name)
+    if name == "ProfileOptions":
+        if name not in _lazy:
+            from xform._src.lowering import profiling
+
+            class ProfileOptions(profiling.profiler_lib().ProfileOptions):
+                """Profiler options: which collectors run and at what level."""
+            ProfileOptions.__module__, ProfileOptions.__qualname__ = __name__, name
+            _lazy[name] = ProfileOptions
+        return _lazy[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _Session:

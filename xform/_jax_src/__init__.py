@@ -13,13 +13,15 @@ the node registry), ``dispatch`` (``wait_for_tokens``), ``distributed``
 (``global_state``: the runtime's client and process id), ``compiler``
 (``backend_compile_and_load``, which every xform compilation calls), ``state.types``
 (``AbstractRef``: xform has no array references, so no value is one), ``checkify``
-(``xform.experimental.checkify`` and its error classes).
+(``xform.experimental.checkify`` and its error classes), ``flatten_util``
+(``ravel_pytree``: blackjax), ``ad_util`` (``stop_gradient_p``, ``Zero``, ...: lineax).
 """
 from __future__ import annotations
 
 import importlib
 
-SERVED = ("checkify", "compiler", "core", "dispatch", "distributed", "dtypes", "state", "traceback_util", "tree_util")
+SERVED = ("ad_util", "checkify", "compiler", "core", "dispatch", "distributed", "dtypes",
+          "flatten_util", "state", "traceback_util", "tree_util")
 
 
 def refused(fullname: str) -> ImportError:

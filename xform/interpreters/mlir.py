@@ -92,19 +92,21 @@ class _PlatformRules:
 def register_lowering(prim, rule, platform: str | None = None, **kwargs):
     """Register ``rule`` as ``prim``'s lowering (on ``platform``; ``None``: all).
 
-    ``rule`` made by ``lower_fun`` is lowered by xform.  Any other rule is written for
-    JAX's MLIR builder and cannot run here: it is recorded, and under ``jit`` the
-    primitive runs with its eager rule instead (see the module docstring)."""
+    ``rule`` made by ``lower_fun`` or ``xform.ffi.ffi_lowering`` is lowered by xform.
+    Any other rule is written for JAX's MLIR builder and cannot run here: it is recorded,
+    and under ``jit`` the primitive runs with its eager rule instead (see the module
+    docstring)."""
     if not isinstance(prim, _core.Primitive):
         raise TypeError(f"register_lowering takes a Primitive, got {prim!r}")
     from xform._src.lowering import mlir as _lmlir
     platform = _canonical_platform(platform)
-    if isinstance(rule, LoweredFun):
+    native = getattr(rule, "xform_lowering_rule", False)   # xform.ffi.ffi_lowering's rules
+    if isinstance(rule, LoweredFun) or native:
         entry = _lmlir.lowering_rules.get(prim)
         if not isinstance(entry, _PlatformRules):
             entry = _PlatformRules(prim)
             _lmlir.lowering_rules[prim] = entry
-        entry.rules[platform] = _staged_rule(rule, prim)
+        entry.rules[platform] = rule if native else _staged_rule(rule, prim)
         prim.missing_rules.pop("lowering", None)
     else:
         name = getattr(rule, "__qualname__", None) or repr(rule)

@@ -1,57 +1,53 @@
-"""``xform.interpreters.xla``: JAX 0.10.2's ``jax.interpreters.xla`` names.
+"""``xform.interpreters.xla``: what JAX 0.10.2 still has in ``jax.interpreters.xla``.
 
-``canonicalize_dtype_handlers`` maps a Python type to the function that turns one of its
-values into a canonical-dtype NumPy value (JAX's ``dtypes.canonicalize_value_handlers``);
-libraries register their own array types by copying the entry of ``np.ndarray``
-(TensorFlow Probability's JAX substrate does, for its ``NumpyVariable``).  xform's
-argument handling accepts NumPy arrays and their subclasses directly, so the table
-serves such registrations and ``canonicalize``.  ``apply_primitive`` binds a primitive
-eagerly; ``Backend`` is jaxlib's client class.
+``canonicalize_dtype_handlers`` (Python type -> function returning the value with its
+dtype canonicalized: 64-bit types become 32-bit ones unless x64 is on), and
+``apply_primitive`` (bind a primitive eagerly, outside every transformation).  Libraries
+register their array-like types in the handler table at import time
+(tensorflow_probability's JAX substrate copies the ``numpy.ndarray`` entry for its
+``Variable``); xform canonicalizes NumPy values itself and gives registered types their
+abstract values through ``jax.core.pytype_aval_mappings``.  ``Backend`` (an XLA client)
+is not provided: xform's runtime devices are in ``xform.devices()``.
 """
 from __future__ import annotations
 
-import numpy as np
+import numpy as _np
 
 from xform._src.interpreters import core as _core
-from xform._src.interpreters.dtypes import canonicalize_dtype as _canonicalize_dtype
+from xform._src.interpreters import dtypes as _dtypes
 
-__all__ = ["Backend", "apply_primitive", "canonicalize_dtype_handlers"]
-
-
-def _canonical_numpy(x):
-    x = np.asarray(x)
-    dt = _canonicalize_dtype(x.dtype)
-    return x if x.dtype == dt else x.astype(dt)
+__all__ = ["apply_primitive", "canonicalize_dtype_handlers"]
 
 
-def _canonical_scalar(x):
-    return np.asarray(x, _core.get_aval(x).dtype)
+def _canonicalize_ndarray(x):
+    return _np.asarray(x, _dtypes.canonicalize_dtype(_np.result_type(x)))
 
 
-canonicalize_dtype_handlers: dict = {t: _canonical_scalar for t in (int, float, complex, bool)}
-canonicalize_dtype_handlers.update(
-    {t: _canonical_numpy for t in (np.ndarray, *{np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"})})
-canonicalize_dtype_handlers[_core.Array] = lambda x: x
+def _keep(x):
+    return x
 
 
-def canonicalize(x):
-    """``x`` with its dtype canonicalized, through the handler of its type."""
-    handler = canonicalize_dtype_handlers.get(type(x))
-    if handler is None:
-        raise TypeError(f"No canonicalize_dtype handler for type {type(x).__name__}: "
-                        "register one in jax.interpreters.xla.canonicalize_dtype_handlers")
-    return handler(x)
+def _canonicalize_scalar(x):
+    return _np.asarray(x, _dtypes.dtype_of(x))
+
+
+canonicalize_dtype_handlers: dict = {_np.ndarray: _canonicalize_ndarray,
+                                     _core.Array: _keep}
+for _t in set(_np.sctypeDict.values()):
+    canonicalize_dtype_handlers[_t] = _canonicalize_ndarray
+for _t in (int, float, complex, bool):
+    canonicalize_dtype_handlers[_t] = _canonicalize_scalar
+del _t
 
 
 def apply_primitive(prim, *args, **params):
-    """Bind ``prim`` to ``args`` eagerly (outside every transformation)."""
+    """``prim`` bound to ``args`` eagerly (outside every transformation)."""
     with _core.set_current_trace(_core.EVAL_TRACE):
         return prim.bind(*args, **params)
 
 
 def __getattr__(name):
-    if name == "Backend":   # jaxlib loads lazily (import xform stays light)
-        from jaxlib import _jax
-        return _jax.Client
     raise AttributeError(
-        f"module 'jax.interpreters.xla' (aliased to xform) has no attribute {name!r}")
+        f"module 'jax.interpreters.xla' (aliased to xform) has no attribute {name!r}: "
+        "xform serves canonicalize_dtype_handlers and apply_primitive (JAX's Backend is "
+        "an XLA client; xform's devices are in xform.devices())")

@@ -43,39 +43,6 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                        mode=mode)
 
 
-class RaggedDotDimensionNumbers:
-    """JAX's ``lax.RaggedDotDimensionNumbers`` (a frozen record): the dot dimension
-    numbers ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`` plus the lhs
-    ragged and rhs group dimensions of a ragged dot."""
-
-    __slots__ = ("dot_dimension_numbers", "lhs_ragged_dimensions", "rhs_group_dimensions")
-
-    def __init__(self, dot_dimension_numbers, lhs_ragged_dimensions, rhs_group_dimensions):
-        object.__setattr__(self, "dot_dimension_numbers",
-                           tuple(tuple(tuple(v) for v in t) for t in dot_dimension_numbers))
-        object.__setattr__(self, "lhs_ragged_dimensions", tuple(lhs_ragged_dimensions))
-        object.__setattr__(self, "rhs_group_dimensions", tuple(rhs_group_dimensions))
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def _key(self):
-        return (self.dot_dimension_numbers, self.lhs_ragged_dimensions,
-                self.rhs_group_dimensions)
-
-    def __eq__(self, other):
-        return isinstance(other, RaggedDotDimensionNumbers) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
-    def __repr__(self):
-        return (f"RaggedDotDimensionNumbers(dot_dimension_numbers="
-                f"{self.dot_dimension_numbers!r}, lhs_ragged_dimensions="
-                f"{self.lhs_ragged_dimensions!r}, rhs_group_dimensions="
-                f"{self.rhs_group_dimensions!r})")
-
-
 def tile(operand, reps):
     """JAX's ``lax.tile``: ``operand`` repeated ``reps[i]`` times along each axis (``reps``
     has one entry per axis)."""

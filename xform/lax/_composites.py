@@ -9,7 +9,7 @@ import numpy as np
 from xform._src.primitives import dot_general as _dg
 
 __all__ = ["collapse", "broadcast_like", "mulhi", "shape_as_value", "platform_dependent",
-           "ragged_dot", "ragged_dot_general", "DotDimensionNumbers", "PrecisionLike",
+           "DotDimensionNumbers", "PrecisionLike",
            "scatter_apply"]
 
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
@@ -125,87 +125,6 @@ def platform_dependent(*args, default=None, **per_platform):
             f"lax.platform_dependent: no branch for platform {_platform_names()[0]!r} "
             f"(branches: {sorted(per_platform)}) and no default; pass default=...")
     return default(*args)
-
-
-def _group_mask(group_sizes, size, dtype):
-    """``(g, size)``: row ``i`` is 1 on the positions of group ``i`` (groups laid out
-    contiguously in order), 0 elsewhere (also past the last group)."""
-    import xform.numpy as xnp
-    ends = xnp.cumsum(group_sizes)
-    starts = ends - group_sizes
-    pos = xnp.arange(size, dtype=ends.dtype)
-    m = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
-    return m.astype(dtype)
-
-
-def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision=None,
-                       preferred_element_type=None, group_offset=None, out_sharding=None):
-    """A ``dot_general`` whose lhs ragged dimension is split into consecutive groups of
-    ``group_sizes`` rows: a non-contracting ragged dimension picks the rhs slice of its
-    group (rhs group dimension), a contracting one gives one output per group (a new
-    leading dimension), a batch one is an ordinary batched dot."""
-    import xform.numpy as xnp
-    from xform.lax import RaggedDotDimensionNumbers
-    dn = ragged_dot_dimension_numbers
-    if not isinstance(dn, RaggedDotDimensionNumbers):
-        raise TypeError("ragged_dot_dimension_numbers must be a RaggedDotDimensionNumbers, "
-                        f"got {dn!r}")
-    if group_offset is not None:
-        raise NotImplementedError("ragged_dot_general: group_offset is not supported (as "
-                                  "in JAX's reference implementation); slice the groups")
-    lhs, rhs, gs = _arr(lhs), _arr(rhs), _arr(group_sizes)
-    if not np.issubdtype(gs.dtype, np.integer):
-        raise TypeError(f"group_sizes must have an integer dtype, got {gs.dtype}")
-    if gs.ndim != 1:
-        raise NotImplementedError(f"ragged_dot_general: group_sizes of shape {gs.shape}; "
-                                  "only one-dimensional group_sizes ([g]) are supported")
-    (lc, rc), (lb, rb) = dn.dot_dimension_numbers
-    lc, rc, lb, rb = (tuple(int(d) for d in v) for v in (lc, rc, lb, rb))
-    if len(dn.lhs_ragged_dimensions) != 1:
-        raise TypeError("ragged_dot_general requires exactly one lhs ragged dimension, got "
-                        f"{dn.lhs_ragged_dimensions}")
-    rd = int(dn.lhs_ragged_dimensions[0]) % lhs.ndim
-    rg = tuple(int(d) % rhs.ndim for d in dn.rhs_group_dimensions)
-    g = gs.shape[0]
-    mask = _group_mask(gs, lhs.shape[rd], lhs.dtype)          # (g, R)
-    shape = [1] * (lhs.ndim + 1)
-    shape[0], shape[rd + 1] = g, lhs.shape[rd]
-    L = _L()
-    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
-    if rd in lb:
-        if rg:
-            raise TypeError("ragged_dot_general: a ragged batch dimension takes no rhs "
-                            f"group dimension, got {rg}")
-        # the groups partition a batch dimension: every batch row is an ordinary dot
-        return L.dot_general(lhs, rhs, ((lc, rc), (lb, rb)), **kw)
-    lhs_g = lhs[None] * xnp.reshape(mask, shape)              # (g, *lhs.shape)
-    lc1, lb1 = tuple(d + 1 for d in lc), tuple(d + 1 for d in lb)
-    if rd in lc:
-        if rg:
-            raise TypeError("ragged_dot_general: a ragged contracting dimension takes no "
-                            f"rhs group dimension, got {rg}")
-        out = L.dot_general(lhs_g, rhs, ((lc1, rc), (lb1, rb)), **kw)
-        return xnp.moveaxis(out, len(lb), 0)                  # (g, b..., m..., n...)
-    if len(rg) != 1 or rhs.shape[rg[0]] != g:
-        raise TypeError("ragged_dot_general: a ragged non-contracting dimension needs one "
-                        f"rhs group dimension of size {g} (group_sizes), got {rg} for rhs "
-                        f"shape {rhs.shape}")
-    out = L.dot_general(lhs_g, rhs, ((lc1, rc), ((0,) + lb1, rg + rb)), **kw)
-    return xnp.sum(out, axis=0).astype(out.dtype)
-
-
-def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
-               group_offset=None, out_sharding=None):
-    """``lhs [m, k]`` times ``rhs [g, k, n]``: the rows of group ``i`` (consecutive
-    ``group_sizes[i]`` rows) use ``rhs[i]``; rows past the last group are zero."""
-    from xform.lax import RaggedDotDimensionNumbers
-    lhs, rhs = _arr(lhs), _arr(rhs)
-    if lhs.ndim != 2 or rhs.ndim != 3:
-        raise TypeError(f"ragged_dot expects lhs [m, k] and rhs [g, k, n], got shapes "
-                        f"{lhs.shape} and {rhs.shape}")
-    dn = RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), (0,), (0,))
-    return ragged_dot_general(lhs, rhs, group_sizes, dn, precision, preferred_element_type,
-                              group_offset, out_sharding)
 
 
 def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),

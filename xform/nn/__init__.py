@@ -26,7 +26,7 @@ __all__ = ["relu", "relu6", "gelu", "sigmoid", "silu", "swish", "softplus", "log
 
 
 def _x(name, x):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     return U.to_array(x)
 
 

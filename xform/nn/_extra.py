@@ -21,14 +21,14 @@ __all__ = ["squareplus", "sparse_sigmoid", "log1mexp", "logmeanexp", "dot_produc
 
 def squareplus(x, b=4):
     """(x + sqrt(x**2 + b)) / 2."""
-    U.check_arraylike("squareplus", x, b)
+    x, b = U.ensure_arraylike("squareplus", x, b)
     x, b = U.to_array(x), U.to_array(b)
     return (x + xnp.sqrt(xnp.square(x) + b)) / 2
 
 
 def sparse_sigmoid(x):
     """0.5 * clip(x + 1, 0, 2)."""
-    U.check_arraylike("sparse_sigmoid", x)
+    x = U.ensure_arraylike("sparse_sigmoid", x)
     return 0.5 * xnp.clip(U.to_array(x) + 1.0, 0.0, 2.0)
 
 
@@ -42,7 +42,7 @@ def _log1mexp_fn(x):
 
 def log1mexp(x):
     """log(1 - exp(-x)), accurate for small and large x (derivative 1 / expm1(x))."""
-    U.check_arraylike("log1mexp", x)
+    x = U.ensure_arraylike("log1mexp", x)
     if not _LOG1MEXP:
         f = custom_jvp(_log1mexp_fn)
         f.defjvps(lambda g, ans, x: g / xnp.expm1(x))
@@ -52,7 +52,7 @@ def log1mexp(x):
 
 def logmeanexp(x, axis=None, where=None, keepdims=False):
     """log(mean(exp(x))) = logsumexp - log(count)."""
-    U.check_arraylike("logmeanexp", x)
+    x = U.ensure_arraylike("logmeanexp", x)
     x = U.to_array(x)
     lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
     ones = xnp.ones(x.shape, lse.dtype)
@@ -154,7 +154,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     """Scaled dot-product attention softmax(q k^T * scale + bias, masked) v with
     ``(B, T, N, H)`` query and ``(B, S, K, H)`` key/value (N a multiple of K: grouped
     query attention); rank-3 inputs get a leading batch axis."""
-    U.check_arraylike("dot_product_attention", query, key, value)
+    query, key, value = U.ensure_arraylike("dot_product_attention", query, key, value)
     out_shape = xnp.asarray(query).shape
 
     def four_d(t):

@@ -110,16 +110,15 @@ def isdtype(dtype, kind):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
     x, y = _util.promote_args_lax("isclose", a, b)
-    if x.dtype.kind not in "fc" and not _dtypes.is_bfloat16(x.dtype):
+    if _dtypes.is_extended(x.dtype):        # typed keys: equality
         return _F.equal(x, y)
-    (x, y) = _util.promote_args_inexact_lax("isclose", x, y)
+    (x, y) = _util.promote_args_inexact_lax("isclose", x, y)   # integers compare as floats
     rt = _util.to_array(rtol, x.dtype, True) if x.dtype.kind != "c" else \
         _util.to_array(rtol, _F.real(x).dtype, True)
     at = _util.to_array(atol, rt.dtype, True)
-    close = _F.less_equal(_F.absolute(_F.subtract(x, y)),
-                          _F.add(at, _F.multiply(rt, _F.absolute(y))))
-    finite = _F.logical_and(_F.isfinite(x), _F.isfinite(y))
-    out = _F.where(finite, close, _F.equal(x, y))
+    in_range = _F.less_equal(_F.absolute(_F.subtract(x, y)),
+                             _F.add(at, _F.multiply(rt, _F.absolute(y))))
+    out = _F.logical_or(_F.equal(x, y), _F.logical_and(_F.isfinite(y), in_range))
     if equal_nan:
         out = _F.logical_or(out, _F.logical_and(_F.isnan(x), _F.isnan(y)))
     return out
@@ -148,13 +147,20 @@ def array_equiv(a1, a2):
 
 def astype(x, dtype, /, *, copy=False, device=None):
     """Cast to ``dtype`` (the result is never weakly typed)."""
-    _util.check_arraylike("astype", x)
+    x = _util.ensure_arraylike("astype", x)
     dt = _util.canonical_dtype(dtype)
     a = _util.to_array(x)
     if dt is None:
         dt = _dtypes.default_float_dtype()
     if a.dtype.kind == "c" and dt.kind != "c":
-        a = _F.real(a)
+        if dt != _dtypes.bool_:
+            import warnings
+            warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+                          "Please first use jnp.real or jnp.imag to take the real/imaginary "
+                          "component of your input.", DeprecationWarning, stacklevel=2)
+            a = _F.real(a)
+        else:            # nonzero, as JAX (real or imaginary part)
+            return _F.not_equal(a, _util.to_array(0, a.dtype, False))
     if dt == _dtypes.bool_ and a.dtype != _dtypes.bool_:
         return _F.not_equal(a, _util.to_array(0, a.dtype, False))
     return _util.to_array(a, dt, False)
@@ -208,7 +214,17 @@ _LAZY_DTYPE_NAMES = frozenset(_creation_lazy) | frozenset(_dtype_names._NAMES)
 __all__ = sorted(set(__all__) | _LAZY_DTYPE_NAMES)
 
 
+# NumPy names JAX 0.10.2 no longer has (AttributeError with JAX's message)
+_REMOVED = {
+    "fix": "jax.numpy.fix was deprecated in JAX v0.9.0, and will be removed in JAX v0.10.0. "
+           "Use jax.numpy.trunc instead.",
+    "row_stack": "module 'jax.numpy' has no attribute 'row_stack' (use vstack)",
+}
+
+
 def __getattr__(name):
+    if name in _REMOVED:
+        raise AttributeError(_REMOVED[name])
     if name in _LAZY_DTYPE_NAMES:
         value = getattr(_creation if name in _creation_lazy else _dtype_names, name)
         globals()[name] = value
@@ -235,4 +251,9 @@ for _name in ("arange", "array", "asarray", "bincount", "broadcast_to", "dot", "
               "empty", "full", "full_like", "matmul", "ones", "ones_like", "percentile",
               "ravel", "repeat", "reshape", "tensordot", "zeros", "zeros_like"):
     globals()[_name] = _with_out_sharding(globals()[_name])
+del _name
+
+for _name in _REMOVED:
+    globals().pop(_name, None)
+__all__ = [n for n in __all__ if n not in _REMOVED]
 del _name

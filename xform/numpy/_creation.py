@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
-from xform._src.interpreters.core import Array, ArrayOps
+from xform._src.interpreters.config import config
+from xform._src.interpreters.core import Array, ArrayOps, Tracer
 from xform._src.interpreters.staging import StagingTrace
 from xform.numpy import _util as U
 from xform.numpy._util import lax
@@ -51,19 +52,19 @@ def _iota_grid(shape, k=0):
     L = lax
     rows = L.broadcasted_iota(np.int32, shape, len(shape) - 2)
     cols = L.broadcasted_iota(np.int32, shape, len(shape) - 1)
-    return L.add(rows, np.int32(k)), cols
+    return L.add(rows, k if isinstance(k, Tracer) else np.int32(k)), cols
 
 
 def _tri_bool(n, m, k):
     """``np.tri(n, m, k, dtype=bool)``: staged when tracing, NumPy otherwise."""
-    if not _staging():
+    if not _staging() and not isinstance(k, Tracer):
         return np.tri(n, m, k, dtype=bool)
     rows, cols = _iota_grid((n, m), k)
     return lax.ge(rows, cols)
 
 
 def _eye_bool(n, m, k):
-    if not _staging():
+    if not _staging() and not isinstance(k, Tracer):
         return np.eye(n, m, k, dtype=bool)
     rows, cols = _iota_grid((n, m), k)
     return lax.eq(rows, cols)
@@ -161,6 +162,10 @@ def _nested_to_arrays(obj, dtype):
             leaves.append(o)
 
     walk(obj)
+    if any(l is not U.from_jax_array(l) for l in leaves):
+        # elements with ``__jax_array__`` stand for the arrays they give (as in JAX)
+        obj = _map_tree(obj, U.from_jax_array)
+        leaves = [U.from_jax_array(l) for l in leaves]
     keyed = any(isinstance(l, ArrayOps) and not isinstance(l.dtype, np.dtype) for l in leaves)
     if not keyed and not any(isinstance(l, ArrayOps) and not isinstance(l, Array)
                              for l in leaves):
@@ -228,14 +233,48 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return Array(np.array(v, dtype=dt or dtypes.canonicalize_dtype(v.dtype)), False)
     if hasattr(a, "__jax_array__"):
         return asarray(a.__jax_array__(), dtype)
+    if isinstance(a, (bytearray, memoryview)) or type(a).__module__ == "array":
+        return asarray(np.asarray(a), dtype)   # the buffer protocol, as NumPy reads it
     if a is None:
         raise ValueError(_NONE_MESSAGE)
     raise TypeError(f"Value {a!r} of type {type(a).__name__} cannot be converted to an xform "
                     "array. Pass an Array, a NumPy array, a Python scalar or a (nested) list.")
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
-    out = asarray(object, dtype, None if order == "K" else order)
+def _check_user_dtype(dtype, name):
+    """A structured or object dtype is refused with JAX's TypeError."""
+    try:
+        dt = np.dtype(dtype) if isinstance(dtype, (list, np.dtype)) else None
+    except TypeError:
+        dt = None
+    if dt is not None and dt.kind in "VO" and (dt.names or dt.kind == "O"):
+        raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype "
+                        f"{dtype!r} in {name}")
+
+
+def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None):
+    if args:
+        if len(args) > 3:
+            raise TypeError(f"array() takes at most 5 positional arguments but "
+                            f"{len(args) + 2} were given")
+        for i, name in enumerate(["copy", "order", "ndmin"]):
+            if i < len(args) and [copy, order, ndmin][i] != [True, "K", 0][i]:
+                raise TypeError(f"array() got multiple values for argument '{name}'")
+        copy, order, ndmin = (list(args) + [copy, order, ndmin][len(args):])[:3]
+        import warnings
+        warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array "
+                      "positionally is deprecated. Use keyword arguments instead.",
+                      DeprecationWarning, stacklevel=2)
+    _check_user_dtype(dtype, "array")
+    if order is not None and order != "K":
+        raise NotImplementedError("Only implemented for order='K'")
+    if isinstance(object, (bytearray, memoryview)):
+        object = np.asarray(object)
+    if copy and isinstance(object, Tracer):
+        # staged, the copy is an equation of its own (JAX's copy_p), before any conversion
+        from xform._src.primitives.misc import copy_p
+        object = copy_p.bind(object)
+    out = asarray(object, dtype)
     if isinstance(object, Array) and copy and dtype is None:
         # a new buffer, also for an array held only on a device (a jit output): donating
         # the copy must leave the original alive
@@ -262,16 +301,29 @@ def _full(shape, fill, dtype, weak=False):
     return Array(v, weak)
 
 
+def _creation_dtype(name, shape, dtype):
+    """The dtype argument of zeros/ones/empty, with JAX's hint for ``zeros(2, 3)``."""
+    try:
+        return U.canonical_dtype(dtype) or dtypes.default_float_dtype()
+    except TypeError as e:
+        if isinstance(shape, int) and isinstance(dtype, int):
+            raise TypeError(f"{e}.\n\nDid you accidentally write `jax.numpy.{name}"
+                            f"({shape}, {dtype})` when you meant `jax.numpy.{name}(({shape}, "
+                            f"{dtype}))`, i.e. with a single tuple argument for the "
+                            "shape?") from None
+        raise
+
+
 def zeros(shape, dtype=None, *, device=None):
-    return _full(shape, 0, U.canonical_dtype(dtype) or dtypes.default_float_dtype())
+    return _full(shape, 0, _creation_dtype("zeros", shape, dtype))
 
 
 def ones(shape, dtype=None, *, device=None):
-    return _full(shape, 1, U.canonical_dtype(dtype) or dtypes.default_float_dtype())
+    return _full(shape, 1, _creation_dtype("ones", shape, dtype))
 
 
 def empty(shape, dtype=None, *, device=None):
-    return zeros(shape, dtype)
+    return _full(shape, 0, _creation_dtype("empty", shape, dtype))
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
@@ -290,7 +342,7 @@ def _like(name, a, dtype, shape):
     """(shape, dtype, weak) of a ``*_like`` template: an array-like, or anything with
     ``shape`` and ``dtype`` (``ShapeDtypeStruct``), as in JAX."""
     if isinstance(a, ArrayOps) or not (hasattr(a, "shape") and hasattr(a, "dtype")):
-        U.check_arraylike(name, a)
+        a = U.ensure_arraylike(name, a)
         s, dt, weak = U.aval(a).shape, U.dtype_of(a), U.is_weak(a)
     else:
         try:
@@ -338,9 +390,20 @@ def _static(x, what):
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in [start, stop); the arguments must be static."""
-    start = _static(start, "arange start")
-    stop = _static(stop, "arange stop")
-    step = _static(step, "arange step")
+    def arg(v, name):
+        if isinstance(v, ArrayOps):
+            v = _c.concrete_or_error(v, f"arange {name} must be static: it determines the "
+                                        f"output shape. It arose in the jnp.arange argument "
+                                        f"'{name}'")
+            v = np.asarray(v).item()
+        return v
+    start = arg(start, "stop" if stop is None else "start")
+    stop = arg(stop, "stop")
+    step = arg(step, "step")
+    if any(np.iscomplexobj(a) for a in (start, stop, step) if a is not None):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is no longer "
+                         "supported; pass real values (build the complex values with "
+                         "arithmetic on a real range instead).")
     if step == 0:
         raise ValueError("arange: step must not be zero")
     args = [a for a in (start, stop, step) if a is not None]
@@ -417,22 +480,53 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    s, e = U.promote_dtypes_inexact(start, stop)
-    out = F.exp(linspace(F.log(s), F.log(e), num, endpoint=endpoint, axis=axis))
-    return U.to_array(out, U.canonical_dtype(dtype) or out.dtype, False)
+    """JAX's formula: ``sign(start) * logspace(log10(start/sign), log10(stop/sign))``, so
+    negative (and complex) endpoints work."""
+    num = U.static_int(num, "'num' argument of jnp.geomspace")
+    axis = U.static_int(axis, "'axis' argument of jnp.geomspace")
+    U.check_arraylike("geomspace", start, stop)
+    dt = U.canonical_dtype(dtype)
+    if dt is None:
+        dt, _ = U.result_dtype(start, stop)
+        dt = dtypes.to_inexact_dtype(dt) if dt.kind in "biu" else dt
+    comp = dtypes.to_inexact_dtype(dt) if dt.kind in "biu" else dt
+    s, e = U.to_array(start, comp, False), U.to_array(stop, comp, False)
+    sign = F.sign(s)
+    res = F.multiply(sign, logspace(F.log10(F.true_divide(s, sign)),
+                                    F.log10(F.true_divide(e, sign)), num,
+                                    endpoint=endpoint, base=10.0, dtype=comp, axis=0))
+    ax = U.canonicalize_axis(axis, res.ndim)
+    if ax != 0:
+        res = moveaxis(res, 0, ax)
+    return U.to_array(res, dt, False)
 
 
 # ----------------------------------------------------------------- matrices
 
 
+def _diagonal_offset(k, what):
+    """The ``k`` of eye/tri: a static int (an OverflowError outside int32 without x64, as
+    JAX converts it), or a traced integer scalar (then the mask is built from iotas)."""
+    if isinstance(k, Tracer) and k.to_concrete_value() is None:
+        if k.ndim != 0 or k.dtype.kind not in "iu":
+            raise TypeError(f"{what} must be an integer scalar, got {k.dtype}{list(k.shape)}")
+        return lax.convert_element_type(k, np.int32)
+    k = U.static_int(k, what)
+    if not config.x64_enabled and not -2**31 <= k < 2**31:
+        raise OverflowError(f"Python int {k} too large to convert to int32")
+    return k
+
+
+def _matrix_dims(name, N, M):
+    N, M = U.canonical_shape((N, N if M is None else M), f"{name} N and M")
+    return N, M
+
+
 def eye(N, M=None, k=0, dtype=None, *, device=None):
-    N = U.static_int(N, "eye N")
-    M = N if M is None else U.static_int(M, "eye M")
-    if N < 0 or M < 0:
-        raise ValueError(f"negative dimensions are not allowed: N={N}, M={M}")
+    N, M = _matrix_dims("eye", N, M)
     dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
-    k = U.static_int(k, "eye k")
-    if _staging():
+    k = _diagonal_offset(k, "eye k")
+    if _staging() or isinstance(k, Tracer):
         return lax.convert_element_type(_eye_bool(N, M, k), dt)
     return Array(np.eye(N, M, k, dtype=dt), False)
 
@@ -442,11 +536,10 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-    N = U.static_int(N, "tri N")
-    M = N if M is None else U.static_int(M, "tri M")
+    N, M = _matrix_dims("tri", N, M)
     dt = U.canonical_dtype(dtype) or dtypes.default_float_dtype()
-    k = U.static_int(k, "tri k")
-    if _staging():
+    k = _diagonal_offset(k, "tri k")
+    if _staging() or isinstance(k, Tracer):
         return lax.convert_element_type(_tri_bool(N, M, k), dt)
     return Array(np.tri(N, M, k, dtype=dt), False)
 
@@ -461,16 +554,17 @@ def _tri_mask(a, k, lower):
         mask = lax.ge(rows, cols) if lower else lax.le(rows, cols)
     else:
         mask = np.tri(n, m, k, dtype=bool) if lower else ~np.tri(n, m, k - 1, dtype=bool)
+    mask = U.broadcast_to_shape(U.to_array(mask), a.shape)
     return where(mask, a, np.zeros((), a.dtype))
 
 
 def tril(m, k=0):
-    U.check_arraylike("tril", m)
+    m = U.ensure_arraylike("tril", m)
     return _tri_mask(U.to_array(m), U.static_int(k, "tril k"), True)
 
 
 def triu(m, k=0):
-    U.check_arraylike("triu", m)
+    m = U.ensure_arraylike("triu", m)
     return _tri_mask(U.to_array(m), U.static_int(k, "triu k"), False)
 
 

@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
-from xform._src.interpreters.core import ArrayOps
+from xform._src.interpreters.core import ArrayOps, Tracer
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
@@ -103,7 +103,7 @@ def ix_(*args):
     n = len(args)
     out = []
     for i, a in enumerate(args):
-        U.check_arraylike("ix_", a)
+        a = U.ensure_arraylike("ix_", a)
         x = U.to_array(a)
         if x.ndim != 1:
             raise ValueError(f"Arguments to xform.numpy.ix_ must be 1-dimensional, got shape "
@@ -117,7 +117,7 @@ def ix_(*args):
 def _grid_1d(s, name):
     def conc(v, what):
         if isinstance(v, ArrayOps):
-            v = core.concrete_or_error(v, f"slice {what} of xform.numpy.{name}")
+            v = core.concrete_or_error(v, f"slice {what} of jnp.{name}")
             v = np.asarray(v).item()
         return v
     start = conc(s.start, "start") or 0
@@ -134,6 +134,8 @@ class _Mgrid:
     def __getitem__(self, key):
         if isinstance(key, slice):
             return _grid_1d(key, "mgrid")
+        if not key:
+            return arange(0)
         parts = U.promote_dtypes(*(_grid_1d(k, "mgrid") for k in key))
         grids = meshgrid(*parts, indexing="ij", sparse=False)
         if not grids:
@@ -147,6 +149,8 @@ class _Ogrid:
     def __getitem__(self, key):
         if isinstance(key, slice):
             return _grid_1d(key, "ogrid")
+        if not key:
+            return []
         parts = U.promote_dtypes(*(_grid_1d(k, "ogrid") for k in key))
         return meshgrid(*parts, indexing="ij", sparse=True)
 
@@ -247,7 +251,7 @@ def triu_indices(n, k=0, m=None):
 
 
 def _from(name, arr):
-    U.check_arraylike(name, arr)
+    arr = U.ensure_arraylike(name, arr)
     s = U.shape_of(arr) if not isinstance(arr, ArrayOps) else arr.shape
     if len(s) != 2:
         raise ValueError(f"{name} requires a 2-dimensional input, got shape {tuple(s)}")
@@ -276,7 +280,7 @@ def diag_indices(n, ndim=2):
 
 
 def diag_indices_from(arr):
-    U.check_arraylike("diag_indices_from", arr)
+    arr = U.ensure_arraylike("diag_indices_from", arr)
     s = arr.shape if isinstance(arr, ArrayOps) else U.shape_of(arr)
     if len(s) < 2:
         raise ValueError("input array must be at least 2-d")
@@ -292,7 +296,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
                                   "inplace=False and use the returned array")
     if wrap:
         raise NotImplementedError("fill_diagonal: wrap=True is not supported, use wrap=False")
-    U.check_arraylike("fill_diagonal", a, val)
+    a, val = U.ensure_arraylike("fill_diagonal", a, val)
     x, v = U.to_array(a), U.to_array(val)
     if x.ndim < 2:
         raise ValueError("array must be at least 2-d")
@@ -322,22 +326,24 @@ def mask_indices(n, mask_func, k=0, *, size=None):
 
 def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
     """Flat indices from a tuple of coordinate arrays (of ``dtype`` when given)."""
-    out = _ravel_multi_index(multi_index, dims, mode, order)
-    if dtype is not None:
-        out = U.to_array(out, U.canonical_dtype(dtype), False)
-    return out
+    return _ravel_multi_index(multi_index, dims, mode, order, dtype)
 
 
-def _ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+def _ravel_multi_index(multi_index, dims, mode="raise", order="C", dtype=None):
     if len(multi_index) != len(dims):
         raise ValueError(f"ravel_multi_index: len(multi_index)={len(multi_index)} != "
                          f"len(dims)={len(dims)}")
     dims = tuple(_static(d, "ravel_multi_index: dims") for d in dims)
     U.check_arraylike("ravel_multi_index", *multi_index)
     idx = [U.to_array(i) for i in multi_index]
-    dt, _ = U.result_dtype(int, *idx)
-    if dt.kind not in "iu":
-        dt = _int_dt()
+    if dtype is not None:
+        dt = U.canonical_dtype(dtype)
+        if dt.kind not in "iu":
+            raise ValueError(f"dtype={dt} is not an integer type.")
+    else:
+        dt, _ = U.result_dtype(0, *idx)     # (a weak int, as JAX's result_type(int, ...))
+        if dt.kind not in "iu":
+            dt = _int_dt()
     for i in idx:
         if i.dtype.kind not in "iu":
             raise TypeError("only int indices permitted")
@@ -346,8 +352,9 @@ def _ravel_multi_index(multi_index, dims, mode="raise", order="C"):
             v = i.to_concrete_value() if isinstance(i, ArrayOps) else None
             if v is None:
                 raise core.errors.ConcretizationTypeError(
-                    i, "ravel_multi_index with mode='raise' on a traced index; use "
-                    "mode='wrap' or mode='clip' under jit")
+                    i, "ravel_multi_index with mode='raise' on a traced index. The error "
+                    "occurred because ravel_multi_index was jit-compiled with "
+                    "mode='raise'. Use mode='wrap' or mode='clip' instead.")
             v = np.asarray(v)
             if np.any((v < 0) | (v >= d)):
                 raise ValueError("invalid entry in coordinates array")
@@ -372,7 +379,7 @@ def _ravel_multi_index(multi_index, dims, mode="raise", order="C"):
 
 def unravel_index(indices, shape):
     """Coordinate arrays from flat indices; out-of-range indices are clipped."""
-    U.check_arraylike("unravel_index", indices)
+    indices = U.ensure_arraylike("unravel_index", indices)
     x = U.to_array(indices)
     try:
         shape = list(shape)
@@ -380,7 +387,9 @@ def unravel_index(indices, shape):
         shape = [shape]
     if builtins_any(np.ndim(s) != 0 for s in shape):
         raise ValueError("unravel_index: shape should be a scalar or 1D sequence.")
-    shape = [_static(s, "unravel_index: shape") for s in shape]
+    # traced sizes are allowed (the divisions are then dynamic), as in JAX
+    shape = [s if isinstance(s, Tracer) and s.to_concrete_value() is None else
+             _static(s, "unravel_index: shape") for s in shape]
     out = [None] * len(shape)
     for i in reversed(range(len(shape))):
         s = shape[i]
@@ -390,7 +399,9 @@ def unravel_index(indices, shape):
     res = []
     for s, o in zip(shape, out):
         r = o if lo is None else F.where(lo, U.to_array(0, o.dtype, o.weak_type), o)
-        res.append(F.where(hi, U.to_array(s - 1, o.dtype, o.weak_type), r))
+        top = F.subtract(s, U.to_array(1, o.dtype, True)) if isinstance(s, Tracer) else \
+            U.to_array(s - 1, o.dtype, o.weak_type)
+        res.append(F.where(hi, top, r))
     return tuple(res)
 
 

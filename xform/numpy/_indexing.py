@@ -183,8 +183,13 @@ def _as_tuple(idx):
     if isinstance(idx, tuple):
         return idx
     if isinstance(idx, list):
+        # JAX's advice: a tuple when an entry is itself an index of several parts
+        nested = any((isinstance(i, (np.ndarray, ArrayOps)) and np.ndim(i) != 0) or
+                     isinstance(i, (list, tuple, slice)) or i is Ellipsis or i is None
+                     for i in idx)
+        use = "arr[tuple(seq)]" if nested else "arr[array(seq)]"
         raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
-                        "allowed; use `arr[array(seq)]` instead of `arr[seq]`.")
+                        f"allowed; use `{use}` instead of `arr[seq]`.")
     return (idx,)
 
 
@@ -207,12 +212,22 @@ def _is_basic(i):
 
 
 def _check_entry(i):
-    if isinstance(i, (float, np.floating)) or (isinstance(i, np.ndarray) and i.dtype.kind == "f"):
-        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and integer or "
-                         f"boolean arrays are valid indices, got {i!r}")
-    if isinstance(i, ArrayOps) and i.dtype.kind not in "iub":
-        raise IndexError(f"indices must be integers or booleans, got an array of dtype "
-                         f"{i.dtype}")
+    """JAX's TypeError for an index entry that is neither an integer, a boolean, a slice,
+    None nor Ellipsis (floats, complex numbers, strings, arrays of those)."""
+    if isinstance(i, str):
+        raise TypeError(f"JAX does not support string indexing; got idx={i!r}")
+    if isinstance(i, slice) and any(isinstance(v, Tracer) and v.to_concrete_value() is None
+                                    for v in (i.start, i.stop, i.step)):
+        raise IndexError(f"Slice entries must be static integers. Got {i}. To index a "
+                         "statically sized array at a dynamic position, use "
+                         "lax.dynamic_slice/dynamic_update_slice (or xform.ds inside an "
+                         "index).")
+    if isinstance(i, (float, complex, np.floating, np.complexfloating)) or (
+            isinstance(i, (np.ndarray, ArrayOps)) and i.dtype.kind not in "iub"):
+        dt = np.result_type(i) if not isinstance(i, ArrayOps) else i.dtype
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                        f"{dt}: integers, slices (`:`), ellipsis (`...`), None and integer "
+                        "or boolean arrays are valid indices")
 
 
 def _expand(idx, ndim):
@@ -224,8 +239,8 @@ def _expand(idx, ndim):
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if n_real > ndim:
-        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but "
-                         f"{n_real} were indexed")
+        raise IndexError(f"Too many indices: array is {ndim}-dimensional, but {n_real} were "
+                         "indexed")
     out = []
     for i in idx:
         if i is Ellipsis:
@@ -270,7 +285,7 @@ def _basic_plan(x_shape, idx):
         else:
             k = int(i)
             if not -n <= k < n:
-                raise IndexError(f"index {k} is out of bounds for axis {d} with size {n}")
+                raise IndexError(f"index {k} out of bounds for axis {d} with size {n}")
             k %= n
             starts.append(k), limits.append(k + 1), strides.append(1)
             box_shape.append(1)
@@ -387,7 +402,7 @@ def _static_ints(entries, shape, mode):
         if _is_basic(e) and isinstance(e, int):
             n = shape[ax]
             if not -n <= e < n:
-                raise IndexError(f"index {e} is out of bounds for axis {ax} with size {n}")
+                raise IndexError(f"index {e} out of bounds for axis {ax} with size {n}")
     return entries
 
 
@@ -674,7 +689,8 @@ def gather_axis(x, idx, axis, mode="promise_in_bounds", fill_value=None,
     out_shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
     if int(np.prod(out_shape, dtype=np.int64)) == 0 or x.shape[axis] == 0:
         if x.shape[axis] == 0 and idx.size:
-            raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+            raise IndexError(f"Cannot do a non-empty jnp.take() from an empty axis: index is "
+                             f"out of bounds for axis {axis} with size 0")
         return U.to_array(zeros(out_shape, x.dtype), x.dtype, x.weak_type)
     ii = lax.reshape(idx, idx.shape + (1,))
     offset = tuple(range(axis)) + tuple(range(axis + idx.ndim, x.ndim - 1 + idx.ndim))
@@ -871,8 +887,13 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
     if op == "divide" and x.dtype.kind in "iub":
         raise TypeError("x.at[...].divide() on an integer array: use floor division or cast "
                         "to float first")
-    v = U.to_array(values)
-    v = U.to_array(v, x.dtype, x.weak_type and v.weak_type) if v.dtype != x.dtype else v
+    if type(values) is int and x.dtype.kind in "iu" and not -2**31 <= values < 2**31:
+        # a Python int beyond int32 goes straight to the target dtype (2**32 - 1 into
+        # uint32; OverflowError where it does not fit), as JAX
+        v = U.to_array(np.asarray(values, dtype=x.dtype), x.dtype, x.weak_type)
+    else:
+        v = U.to_array(values)
+        v = U.to_array(v, x.dtype, x.weak_type and v.weak_type) if v.dtype != x.dtype else v
     raw = _as_tuple(idx)
     for i in raw:
         _check_entry(i)
@@ -897,8 +918,21 @@ def _apply(x, idx, values, op, mode=None, indices_are_sorted=False, unique_indic
         return combine(x, _apply(ones, idx, v, "multiply", mode, indices_are_sorted,
                                  unique_indices))
     if any(isinstance(e, np.ndarray) and e.dtype == np.bool_ and e.ndim == 0 for e in entries):
-        raise IndexError("x.at[...] with a scalar boolean index is not supported; use "
-                         "xform.numpy.where")
+        # NumPy's layout for scalar booleans (advanced indices of length 1 or 0): the
+        # positions the index reads in the flattened array, then one flat update
+        if any(isinstance(e, Tracer) for e in entries):
+            raise IndexError("a scalar boolean index cannot be combined with a traced index")
+        fm = _flat_map(x.shape, tuple(entries))
+        try:
+            if np.broadcast_shapes(v.shape, fm.shape) != fm.shape:
+                raise ValueError
+            vb = U.broadcast_to_shape(v, fm.shape) if v.shape != fm.shape else v
+        except ValueError:
+            raise ValueError(f"x.at[...].{op}: shape mismatch: value array of shape "
+                             f"{v.shape} could not be broadcast to indexing result of shape "
+                             f"{fm.shape}") from None
+        flat = _apply(S.ravel(x), (fm.reshape(-1),), lax.reshape(vb, (fm.size,)), op, mode)
+        return lax.reshape(flat, x.shape)
     plan = _Plan(x, entries, clamp=m == M.CLIP)
     if plan.size == 0:        # nothing is written (JAX does not check the values' shape)
         return x

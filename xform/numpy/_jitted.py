@@ -27,6 +27,8 @@ from xform._jit import jit
 # xform.numpy name -> (jit name, static argument names)
 TABLE = {
     "where": ("_where", ()),           # the three-argument form only (see _where_three)
+    "take_along_axis": ("take_along_axis", ("axis", "mode", "fill_value",
+                                            "wrap_negative_indices")),
     "sort": ("sort", ("axis", "kind", "order", "stable", "descending")),
     "argsort": ("argsort", ("axis", "kind", "order", "stable", "descending", "dtype")),
     "sort_complex": ("sort_complex", ()),

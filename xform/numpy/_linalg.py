@@ -15,6 +15,8 @@ import string
 import numpy as np
 
 from xform._src.interpreters import dtypes
+from xform._src.interpreters.core import ArrayOps
+from xform._src.primitives.dot_general import dot_general_p
 from xform.numpy import _reductions as R
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
@@ -43,7 +45,7 @@ _contract = _dot_general   # einsum's name for it (its `_dot_general` parameter 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy ``dot``: scalars multiply; otherwise contract a's last with b's second-to-last."""
-    U.check_arraylike("dot", a, b)
+    a, b = U.ensure_arraylike("dot", a, b)
     a, b = U.to_array(a), U.to_array(b)
     if a.ndim == 0 or b.ndim == 0:
         out = F.multiply(a, b)
@@ -58,15 +60,40 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
                         preferred_element_type=preferred_element_type)
 
 
+_matmul_dims: dict = {}    # number of batch dims -> matmul's dimension numbers
+
+
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """``a @ b`` with NumPy's rules: 1-D operands are promoted then squeezed; batch dims
     broadcast."""
-    U.check_arraylike("matmul", a, b)
+    if precision is None and preferred_element_type is None and isinstance(a, ArrayOps) \
+            and isinstance(b, ArrayOps):
+        # The common case, which the general path below turns into exactly this
+        # dot_general: operands of rank >= 2 with equal batch dimensions, of one dtype
+        # that promotion leaves alone, neither weakly typed.
+        sa, sb = a.shape, b.shape
+        nd = len(sa)
+        if nd >= 2 and len(sb) == nd and sa[-1] == sb[-2] and sa[:-2] == sb[:-2]:
+            d = a.dtype
+            if b.dtype == d and not a.weak_type and not b.weak_type \
+                    and U.promotes_to_itself(d, False):
+                dn = _matmul_dims.get(nd)
+                if dn is None:
+                    batch = tuple(range(nd - 2))
+                    dn = _matmul_dims[nd] = (((nd - 1,), (nd - 2,)), (batch, batch))
+                return dot_general_p.bind(a, b, dimension_numbers=dn, precision=None,
+                                          preferred_element_type=dtypes.canonicalize_dtype(d))
+    a, b = U.ensure_arraylike("matmul", a, b)
     a, b = U.to_array(a), U.to_array(b)
     for n, x in (("a", a), ("b", b)):
         if x.ndim == 0:
             raise ValueError(f"matmul: operand {n} must have at least 1 dimension, got shape ()")
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if (a_vec or b_vec) and a.shape[-1] == b.shape[0 if b_vec else -2]:
+        # a vector contracts directly with the other operand's dimension (one dot_general,
+        # as JAX emits): the other operand's leading dimensions lead the result
+        return _dot_general(a, b, ((a.ndim - 1,), (0 if b_vec else b.ndim - 2,)),
+                            ((), ()), precision, preferred_element_type)
     if a_vec:
         a = lax.reshape(a, (1,) + a.shape)
     if b_vec:
@@ -104,7 +131,7 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     the other (broadcast) dimensions.  The contracted axes must have equal sizes (a
     size-1 axis does not broadcast), and the result has the operands' promoted dtype
     (one ``dot_general``: uint8 . uint8 is uint8), as in JAX."""
-    U.check_arraylike("vecdot", x1, x2)
+    x1, x2 = U.ensure_arraylike("vecdot", x1, x2)
     a, b = U.to_array(x1), U.to_array(x2)
     axis = operator.index(axis)
     for x in (a, b):
@@ -147,20 +174,26 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if n < 0 or n > builtins.min(a.ndim, b.ndim):
-            raise TypeError(f"tensordot: number of axes {n} exceeds input ranks {a.ndim} and "
-                            f"{b.ndim}")
+            raise TypeError(f"Number of tensordot axes (axes {n}) exceeds input ranks "
+                            f"(lhs {a.shape} and rhs {b.shape})")
         ca, cb = tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
     elif isinstance(axes, (tuple, list)) and len(axes) == 2:
         xa, xb = axes
-        xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
-        xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
+        if isinstance(xa, (int, np.integer)) and isinstance(xb, (int, np.integer)):
+            xa, xb = (xa,), (xb,)
+        elif isinstance(xa, (tuple, list)) and isinstance(xb, (tuple, list)):
+            xa, xb = tuple(xa), tuple(xb)
+        else:
+            raise TypeError(f"tensordot requires both axes lists to be either ints, tuples "
+                            f"or lists, got {xa} and {xb}")
         if len(xa) != len(xb):
-            raise TypeError(f"tensordot requires axes lists of equal length, got {axes}")
+            raise TypeError(f"tensordot requires axes lists to have equal length, got {xa} "
+                            f"and {xb}.")
         ca = tuple(U.canonicalize_axis(i, a.ndim) for i in xa)
         cb = tuple(U.canonicalize_axis(i, b.ndim) for i in xb)
     else:
-        raise TypeError(f"tensordot axes argument must be an int or a pair of sequences, got "
-                        f"{axes!r}")
+        raise TypeError(f"tensordot axes argument must be an int, a pair of ints, or a pair "
+                        f"of lists/tuples of ints, got {axes!r}")
     for i, j in zip(ca, cb):
         if a.shape[i] != b.shape[j]:
             raise TypeError(f"tensordot: shape mismatch on contracted axes: a{a.shape} axis {i} "
@@ -183,7 +216,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Cross product of 2- or 3-vectors along the given axes, as JAX: two 2-vectors give
     the z component (a scalar per vector pair); a 2-vector next to a 3-vector is taken
     with z = 0 and the result has 3 components along ``axisc``."""
-    U.check_arraylike("cross", a, b)
+    a, b = U.ensure_arraylike("cross", a, b)
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = U.promote_dtypes(U.to_array(a), U.to_array(b))
@@ -215,7 +248,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         raise ValueError(f"diagonal requires an array of at least two dimensions, got {x.shape}")
     a1, a2 = U.canonicalize_axis(axis1, x.ndim), U.canonicalize_axis(axis2, x.ndim)
     if a1 == a2:
-        raise ValueError("axis1 and axis2 cannot be the same")
+        raise ValueError(f"axis1 and axis2 can not be same. axis1={a1}, axis2={a2}")
     offset = U.static_int(offset, "diagonal offset")
     x = S.moveaxis(x, (a1, a2), (-2, -1))
     n, m = x.shape[-2:]
@@ -440,7 +473,7 @@ def einsum_path(subscripts, *operands, optimize="auto"):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (ord None/1/2/inf/-inf/0/p) and matrix norms ('fro', 1, -1, inf, -inf)."""
-    U.check_arraylike("norm", x)
+    x = U.ensure_arraylike("norm", x)
     (x,) = U.promote_dtypes_inexact(U.to_array(x))
     if axis is None:
         if x.ndim == 2 and ord is not None:
@@ -499,7 +532,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """The Array API's vector norm: ``x`` is treated as a vector along ``axis`` (an int,
     a tuple of any number of axes, or None for all), as JAX computes it (no promotion
     before the reduction: an integer input's inf-norm is an integer)."""
-    U.check_arraylike("jnp.linalg.vector_norm", x)
+    x = U.ensure_arraylike("jnp.linalg.vector_norm", x)
     x = U.to_array(x)
     if ord is None or (not isinstance(ord, str) and ord == 2):
         return F.sqrt(R.sum(F.real(F.multiply(x, F.conjugate(x))), axis=axis,

@@ -72,7 +72,7 @@ _ERRS = {"cholesky": (TypeError, TypeError), "eigh": (TypeError, TypeError),
 
 def _matrix(name, a, square=False, what="a"):
     """Array-like -> inexact array of at least 2 dims (square if asked)."""
-    U.check_arraylike(f"jnp.linalg.{name}", a)
+    a = U.ensure_arraylike(f"jnp.linalg.{name}", a)
     a, = U.promote_dtypes_inexact(U.to_array(a))
     rank_err, square_err = _ERRS.get(name, (ValueError, ValueError))
     if a.ndim < 2:
@@ -196,7 +196,7 @@ def _lu_solve(lu_, perm, b, trans=0):
 def solve(a, b):
     """Solve ``a x = b``: b is a vector (b.ndim == 1) or a batch of matrices (..., n, k)."""
     a = _matrix("solve", a, square=True)
-    U.check_arraylike("jnp.linalg.solve", b)
+    b = U.ensure_arraylike("jnp.linalg.solve", b)
     xnp = _xnp()
     a, b = U.promote_dtypes_inexact(a, U.to_array(b))
     n = a.shape[-1]
@@ -449,7 +449,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     """Least squares via SVD: ``(x, residuals, rank, s)``."""
     a = _matrix("lstsq", a)
     xnp = _xnp()
-    U.check_arraylike("jnp.linalg.lstsq", b)
+    b = U.ensure_arraylike("jnp.linalg.lstsq", b)
     a, b = U.promote_dtypes_inexact(a, U.to_array(b))
     if a.ndim != 2:
         raise TypeError(f"jnp.linalg.lstsq: a must be 2-dimensional, got shape {a.shape}")
@@ -488,7 +488,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
 
 def matrix_power(a, n: int):
     """``a`` to the integer power ``n`` (negative: of the inverse) by repeated squaring."""
-    U.check_arraylike("jnp.linalg.matrix_power", a)
+    a = U.ensure_arraylike("jnp.linalg.matrix_power", a)
     a = U.to_array(a)
     xnp = _xnp()
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -520,7 +520,7 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     ``S.max() * max(m, n) * eps``; a given ``rtol`` (or its alias ``tol``) is compared with
     the singular values as it is (JAX does not scale it by the largest one), one per
     matrix when it is an array."""
-    U.check_arraylike("jnp.linalg.matrix_rank", M)
+    M = U.ensure_arraylike("jnp.linalg.matrix_rank", M)
     if tol is not None:
         if rtol is not None:
             raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
@@ -572,7 +572,7 @@ def multi_dot(arrays, *, precision=None):
 
 def tensorinv(a, ind: int = 2):
     """Inverse of a tensor for ``tensordot(..., ind)``."""
-    U.check_arraylike("jnp.linalg.tensorinv", a)
+    a = U.ensure_arraylike("jnp.linalg.tensorinv", a)
     a = U.to_array(a)
     ind = operator.index(ind)
     if ind <= 0:
@@ -588,7 +588,7 @@ def tensorinv(a, ind: int = 2):
 
 def tensorsolve(a, b, axes=None):
     """Solve ``tensordot(a, x, x.ndim) == b`` for x."""
-    U.check_arraylike("jnp.linalg.tensorsolve", a, b)
+    a, b = U.ensure_arraylike("jnp.linalg.tensorsolve", a, b)
     a, b = U.to_array(a), U.to_array(b)
     xnp = _xnp()
     if axes is not None:

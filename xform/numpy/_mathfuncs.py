@@ -23,7 +23,7 @@ def _c(v, x, weak=True):
 
 
 def _float_arg(name, x):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     (a,) = U.promote_dtypes_inexact(U.to_array(x))
     return a
 
@@ -92,7 +92,7 @@ def _frexp_custom():
 
 def frexp(x, /):
     """Decompose into mantissa in [0.5, 1) and int32 exponent: ``x == m * 2**e``."""
-    U.check_arraylike("frexp", x)
+    x = U.ensure_arraylike("frexp", x)
     a = U.to_array(x)
     if a.dtype.kind == "c":
         raise TypeError("frexp does not support complex-valued inputs")
@@ -102,22 +102,38 @@ def frexp(x, /):
 
 def ldexp(x1, x2, /):
     """``x1 * 2**x2`` computed without intermediate overflow; ``x2`` must be integer."""
-    U.check_arraylike("ldexp", x1, x2)
+    x1, x2 = U.ensure_arraylike("ldexp", x1, x2)
     a, b = U.to_array(x1), U.to_array(x2)
     if a.dtype.kind == "c" or b.dtype.kind in "fc" or dtypes.is_bfloat16(b.dtype) or \
             dtypes.issubdtype(b.dtype, np.inexact):
         raise ValueError(f"ldexp not supported for input types {(a.dtype, b.dtype)}")
     (a,) = U.promote_dtypes_inexact(a)
     a, b = U.promote_shapes("ldexp", a, b)
-    m, e = frexp(a)
-    e = F.add(U.to_array(e, np.float32 if a.dtype.itemsize < 4 else a.dtype, False),
-              U.to_array(b, np.float32 if a.dtype.itemsize < 4 else a.dtype, False))
-    pos = F.greater(e, U.to_array(0, e.dtype, False))
-    m = F.where(pos, F.multiply(m, _c(2, m)), m)
-    e = F.where(pos, F.subtract(e, U.to_array(1, e.dtype, False)), e)
-    out = F.multiply(m, U.to_array(F.exp2(e), m.dtype, m.weak_type))
-    keep = F.logical_or(F.isinf(a), F.equal(a, _c(0, a)))
+    m, e = frexp(a)          # a = m * 2**e, 0.5 <= |m| < 1
+    # m * 2**e1 * 2**e2 with e1 + e2 = e, each power of two built exactly from its bits
+    # (normal range), so extreme exponents neither overflow early nor lose precision
+    nmant, bias = _FLOAT_BITS[a.dtype.itemsize if not dtypes.is_bfloat16(a.dtype) else "bf"]
+    idt = np.dtype(np.int64 if a.dtype.itemsize == 8 else np.int32)
+    e = F.add(U.to_array(e, idt, False), U.to_array(b, idt, False))
+    e = lax.clamp(np.array(2 * (1 - bias), idt), e, np.array(2 * bias, idt))
+    e1 = F.floor_divide(e, U.to_array(2, idt, False))
+    e2 = F.subtract(e, e1)
+    out = m
+    for k in (e1, e2):
+        out = F.multiply(out, _pow2(k, a.dtype, nmant, bias))
+    keep = F.logical_or(F.logical_or(F.isinf(a), F.isnan(a)), F.equal(a, _c(0, a)))
     return F.where(keep, a, out)
+
+
+# itemsize (or "bf" for bfloat16) -> (mantissa bits, exponent bias)
+_FLOAT_BITS = {2: (10, 15), "bf": (7, 127), 4: (23, 127), 8: (52, 1023)}
+
+
+def _pow2(k, dt, nmant, bias):
+    """2.0**k in ``dt`` for integer ``k`` in the normal range (exact: built from bits)."""
+    udt = np.dtype({2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize])
+    biased = lax.convert_element_type(F.add(k, U.to_array(bias, k.dtype, False)), udt)
+    return lax.bitcast_convert_type(lax.shift_left(biased, np.array(nmant, udt)), dt)
 
 
 def modf(x, /, out=None):
@@ -144,7 +160,7 @@ def spacing(x, /):
 
 def fabs(x, /):
     """Absolute value as a float (complex inputs are rejected)."""
-    U.check_arraylike("fabs", x)
+    x = U.ensure_arraylike("fabs", x)
     a = U.to_array(x)
     if a.dtype.kind == "c":
         raise TypeError("ufunc 'fabs' does not support complex dtypes")
@@ -156,7 +172,7 @@ def fabs(x, /):
 
 
 def _int_pair(name, x1, x2):
-    U.check_arraylike(name, x1, x2)
+    x1, x2 = U.ensure_arraylike(name, x1, x2)
     a, b = U.promote_args(name, x1, x2)
     if a.dtype.kind not in "iu":
         raise ValueError(f"Arguments to xform.numpy.{name} must be integers.")
@@ -199,7 +215,7 @@ def lcm(x1, x2, /):
 
 def bitwise_count(x, /):
     """Number of 1 bits in ``|x|`` (uint8 result)."""
-    U.check_arraylike("bitwise_count", x)
+    x = U.ensure_arraylike("bitwise_count", x)
     a = U.to_array(x)
     if a.dtype.kind not in "iub" or dtypes.is_bfloat16(a.dtype):
         raise TypeError(f"bitwise_count requires an integer or boolean input, got {a.dtype}")
@@ -213,7 +229,7 @@ def bitwise_count(x, /):
 
 def iscomplex(x):
     """True where the imaginary part is non-zero (False for real dtypes)."""
-    U.check_arraylike("iscomplex", x)
+    x = U.ensure_arraylike("iscomplex", x)
     a = U.to_array(x)
     i = F.imag(a)
     return F.not_equal(i, U.to_array(0, i.dtype, i.weak_type))
@@ -221,7 +237,7 @@ def iscomplex(x):
 
 def isreal(x):
     """True where the imaginary part is zero (True for real dtypes)."""
-    U.check_arraylike("isreal", x)
+    x = U.ensure_arraylike("isreal", x)
     a = U.to_array(x)
     i = F.imag(a)
     return F.equal(i, U.to_array(0, i.dtype, i.weak_type))
@@ -275,7 +291,7 @@ def i0e_real(ax):
 
 def i0(x):
     """Modified Bessel function of the first kind, order 0 (real inputs)."""
-    U.check_arraylike("i0", x)
+    x = U.ensure_arraylike("i0", x)
     a = U.to_array(x)
     if a.dtype.kind == "c":
         raise NotImplementedError("i0 does not support complex-valued inputs")
@@ -364,7 +380,7 @@ def bartlett(M):
 
 def kaiser(M, beta):
     """Kaiser window of length ``M`` with shape parameter ``beta``."""
-    U.check_arraylike("kaiser", beta)
+    beta = U.ensure_arraylike("kaiser", beta)
 
     def f(n, M, dt):
         b = U.to_array(beta, dt, False)

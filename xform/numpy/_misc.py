@@ -31,7 +31,7 @@ from xform.numpy._index_tricks import nonzero_sized
 from xform.numpy._index_tricks import unravel_index
 from xform.numpy._linalg import matmul
 from xform.numpy._reductions import cumsum
-from xform.numpy._util import check_arraylike
+from xform.numpy._util import check_arraylike, ensure_arraylike  # noqa: F401
 
 # ----------------------------------------------------------------- NumPy re-exports
 
@@ -48,7 +48,7 @@ def array_str(a, max_line_width=None, precision=None, suppress_small=None):
 
 
 def _as_array_like(name, x):
-    check_arraylike(name, x)
+    x = ensure_arraylike(name, x)
     return x
 iterable = np.iterable
 object_ = np.object_
@@ -60,7 +60,7 @@ set_printoptions = np.set_printoptions
 
 
 def _arr(name, x):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     return U.to_array(x)
 
 
@@ -84,9 +84,15 @@ def load(file, *args, **kwargs):
     """``numpy.load``, with arrays converted to xform arrays."""
     out = np.load(file, *args, **kwargs)
     if isinstance(out, np.ndarray):
-        if out.dtype == np.object_:
+        if out.dtype == np.dtype("V2"):
+            # np.save writes bfloat16 (which NumPy does not know) as 2-byte voids: read
+            # them back as bfloat16, as JAX does (np.save files only, not np.savez)
+            import ml_dtypes     # deferred: import xform does not load ml_dtypes
+            out = out.view(ml_dtypes.bfloat16)
+        try:
+            return asarray(out)
+        except (TypeError, AssertionError):    # a dtype arrays cannot have: as NumPy's
             return out
-        return asarray(out)
     return out
 
 
@@ -188,18 +194,35 @@ def resize(a, new_shape):
     return lax.reshape(lax.slice(flat, (0,), (n,)), shape)
 
 
-def trim_zeros(filt, trim="fb"):
-    """Strip leading (``'f'``) and/or trailing (``'b'``) zeros of a 1-D array."""
+def trim_zeros(filt, trim="fb", axis=None):
+    """Strip leading (``'f'``) and/or trailing (``'b'``) zeros along ``axis`` (default:
+    every axis; a slab counts as zero when all its entries are), as NumPy 2.2+."""
     x = _arr("trim_zeros", filt)
-    if x.ndim != 1:
-        raise ValueError(f"trim_zeros: filt must be 1-D, got shape {x.shape}")
-    v = _concrete_np(x, "trim_zeros: the output shape depends on the values of filt")
-    nz = np.flatnonzero(v)
+    v = _concrete_np(x, "trim_zeros: the output shape depends on the values of filt. "
+                        "Error arose in the `filt` argument of trim_zeros()")
+    if axis is None:
+        axes = set(range(x.ndim))
+    else:
+        axes = {U.canonicalize_axis(a, x.ndim)
+                for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
     t = trim.lower()
-    start = (nz[0] if nz.size else v.shape[0]) if "f" in t else 0
-    stop = (nz[-1] + 1 if nz.size else 0) if "b" in t else v.shape[0]
-    stop = builtins.max(stop, start)
-    return lax.slice(x, (int(start),), (int(stop),))
+    if not axes or ("f" not in t and "b" not in t):
+        return x
+    starts, limits = [], []
+    for ax in range(x.ndim):
+        n = x.shape[ax]
+        if ax not in axes:
+            starts.append(0), limits.append(n)
+            continue
+        mask = np.any(v != 0, axis=tuple(i for i in range(x.ndim) if i != ax))
+        nz = np.flatnonzero(mask)
+        if not nz.size:
+            starts.append(0), limits.append(0)
+            continue
+        a = int(nz[0]) if "f" in t else 0
+        b = int(nz[-1]) + 1 if "b" in t else n
+        starts.append(a), limits.append(builtins.max(a, b))
+    return lax.slice(x, tuple(starts), tuple(limits))
 
 
 # ----------------------------------------------------------------- selection
@@ -293,7 +316,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     if out is not None:
         raise NotImplementedError("The 'out' argument to xform.numpy.compress is not "
                                   "supported.")
-    U.check_arraylike("compress", condition, a)
+    condition, a = U.ensure_arraylike("compress", condition, a)
     c = U.to_array(condition)
     x = U.to_array(a)
     if c.ndim != 1:
@@ -342,7 +365,7 @@ def _nz(mask, size):
 
 def extract(condition, arr, *, size=None, fill_value=0):
     """The entries of ``arr`` (flattened) where ``condition`` is true."""
-    U.check_arraylike("extract", condition, arr)
+    condition, arr = U.ensure_arraylike("extract", condition, arr)
     return compress(S.ravel(U.to_array(condition)), S.ravel(U.to_array(arr)), size=size,
                     fill_value=fill_value)
 
@@ -356,7 +379,7 @@ def _no_inplace(name, inplace):
 def place(arr, mask, vals, *, inplace=True):
     """A copy of ``arr`` with the entries where ``mask`` holds set from ``vals`` (cycled)."""
     _no_inplace("place", inplace)
-    U.check_arraylike("place", arr, mask, vals)
+    arr, mask, vals = U.ensure_arraylike("place", arr, mask, vals)
     x, m, v = U.to_array(arr), U.to_array(mask), U.to_array(vals)
     if m.shape != x.shape:
         raise ValueError(f"place: mask shape {m.shape} must match arr shape {x.shape}")
@@ -375,7 +398,7 @@ def place(arr, mask, vals, *, inplace=True):
 def put(a, ind, v, mode=None, *, inplace=True):
     """A copy of ``a`` with flat positions ``ind`` set to ``v`` (cycled)."""
     _no_inplace("put", inplace)
-    U.check_arraylike("put", a, ind, v)
+    a, ind, v = U.ensure_arraylike("put", a, ind, v)
     x = U.to_array(a)
     i = S.ravel(U.to_array(ind))
     vv = S.ravel(U.to_array(v))
@@ -406,7 +429,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     """A copy of ``arr`` with ``values`` written at ``indices`` along ``axis``."""
     _no_inplace("put_along_axis", inplace)
-    U.check_arraylike("put_along_axis", arr, indices, values)
+    arr, indices, values = U.ensure_arraylike("put_along_axis", arr, indices, values)
     x, idx, v = U.to_array(arr), U.to_array(indices), U.to_array(values)
     if axis is None:
         x2, ax = S.ravel(x), 0
@@ -447,7 +470,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
         keep[np.arange(n)[obj]] = False
         return S.take(x, np.flatnonzero(keep), axis=ax) if keep.any() or n == 0 else \
             lax.slice_in_dim(x, 0, 0, 1, ax)
-    U.check_arraylike("delete", obj)
+    obj = U.ensure_arraylike("delete", obj)
     o = U.to_array(obj)
     ov = o.to_concrete_value()
     if ov is None:
@@ -494,7 +517,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
 def insert(arr, obj, values, axis=None):
     """A copy of ``arr`` with ``values`` inserted before index/indices ``obj`` along ``axis``."""
     x = _arr("insert", arr)
-    U.check_arraylike("insert", values)
+    values = U.ensure_arraylike("insert", values)
     v = U.to_array(values)
     if axis is None:
         x, ax = S.ravel(x), 0
@@ -505,7 +528,7 @@ def insert(arr, obj, values, axis=None):
         o = np.arange(*obj.indices(n))
         scalar = False
     else:
-        U.check_arraylike("insert", obj)
+        obj = U.ensure_arraylike("insert", obj)
         o = _concrete_np(obj, "insert: the output shape depends on obj; obj must be static")
         scalar = o.ndim == 0
         if o.dtype == np.bool_:
@@ -842,6 +865,8 @@ class ufunc:
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional arguments but "
                             f"{len(args)} were given")
+        if len(args) > 1:
+            U.check_rank_promotion(self.__name__, [np.shape(a) for a in args])
         return self._call(*args)
 
     def _binary_check(self, method):
@@ -985,7 +1010,7 @@ class ufunc:
         if x.ndim == 0:
             raise ValueError(f"reduceat: a must have 1 or more dimension, got {x.shape=}")
         ax = U.canonicalize_axis(axis, x.ndim)
-        U.check_arraylike(f"{self.__name__}.reduceat", indices)
+        indices = U.ensure_arraylike(f"{self.__name__}.reduceat", indices)
         idx = U.to_array(indices)
         if idx.ndim != 1:
             raise ValueError(f"reduceat: indices must be one-dimensional, got {idx.shape=}")

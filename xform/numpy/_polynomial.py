@@ -51,7 +51,7 @@ def _check1d(name, *xs):
 
 def polyval(p, x, *, unroll=16):
     """Evaluate the polynomial ``p`` at ``x`` (Horner's scheme; ``p`` may be 2-D)."""
-    U.check_arraylike("polyval", p, x)
+    p, x = U.ensure_arraylike("polyval", p, x)
     pa, xa = U.promote_dtypes(U.to_array(p), U.to_array(x))
     shape = U.broadcast_shapes(pa.shape[1:], xa.shape, name="polyval")
     y = U.broadcast_to_shape(U.to_array(0, xa.dtype, xa.weak_type), shape)
@@ -69,7 +69,7 @@ def _pad_front(a, n):
 
 def polyadd(a1, a2):
     """Sum of two polynomials (aligned at the constant term)."""
-    U.check_arraylike("polyadd", a1, a2)
+    a1, a2 = U.ensure_arraylike("polyadd", a1, a2)
     a, b = U.promote_dtypes(U.to_array(a1), U.to_array(a2))
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("polyadd: inputs must be at least 1-D coefficient arrays")
@@ -83,7 +83,7 @@ def polyadd(a1, a2):
 
 def polysub(a1, a2):
     """Difference of two polynomials."""
-    U.check_arraylike("polysub", a1, a2)
+    a1, a2 = U.ensure_arraylike("polysub", a1, a2)
     a, b = U.promote_dtypes(U.to_array(a1), U.to_array(a2))
     return polyadd(a, F.negative(b))
 
@@ -111,7 +111,7 @@ def _full_conv(a, b):
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
     """Product of two polynomials."""
-    U.check_arraylike("polymul", a1, a2)
+    a1, a2 = U.ensure_arraylike("polymul", a1, a2)
     a, b = U.promote_dtypes_inexact(U.to_array(a1), U.to_array(a2))
     a, b = S.atleast_1d(_strong(a)), S.atleast_1d(_strong(b))
     _check1d("polymul", a, b)
@@ -126,7 +126,7 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
 
 def polydiv(u, v, *, trim_leading_zeros=False):
     """Quotient and remainder of polynomial division ``u / v``."""
-    U.check_arraylike("polydiv", u, v)
+    u, v = U.ensure_arraylike("polydiv", u, v)
     ua, va = U.promote_dtypes_inexact(U.to_array(u), U.to_array(v))
     ua, va = _strong(ua), _strong(va)
     _check1d("polydiv", ua, va)
@@ -155,7 +155,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
 
 def polyder(p, m=1):
     """Coefficients of the ``m``-th derivative."""
-    U.check_arraylike("polyder", p)
+    p = U.ensure_arraylike("polyder", p)
     m = U.static_int(m, "polyder: m")
     if m < 0:
         raise ValueError("Order of derivative must be positive")
@@ -178,7 +178,7 @@ def polyder(p, m=1):
 
 def polyint(p, m=1, k=None):
     """Coefficients of the ``m``-th antiderivative (integration constants ``k``)."""
-    U.check_arraylike("polyint", p)
+    p = U.ensure_arraylike("polyint", p)
     m = U.static_int(m, "polyint: m")
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
@@ -206,7 +206,7 @@ def polyint(p, m=1, k=None):
 
 def vander(x, N=None, increasing=False):
     """Vandermonde matrix: columns are powers of ``x`` (decreasing unless ``increasing``)."""
-    U.check_arraylike("vander", x)
+    x = U.ensure_arraylike("vander", x)
     xa = U.to_array(x)
     if xa.ndim != 1:
         raise ValueError("x must be a one-dimensional array")
@@ -229,7 +229,7 @@ def vander(x, N=None, increasing=False):
 def poly(seq_of_zeros):
     """Coefficients of the monic polynomial with the given roots (or of a square matrix's
     characteristic polynomial)."""
-    U.check_arraylike("poly", seq_of_zeros)
+    seq_of_zeros = U.ensure_arraylike("poly", seq_of_zeros)
     z = U.to_array(seq_of_zeros)
     (z,) = U.promote_dtypes_inexact(z)
     z = _strong(z)
@@ -325,7 +325,7 @@ def _aberth(p, frozen=None):
 
 def roots(p, *, strip_zeros=True):
     """Roots of the polynomial ``p`` (complex; order unspecified, as eigenvalues)."""
-    U.check_arraylike("roots", p)
+    p = U.ensure_arraylike("roots", p)
     pa = U.to_array(p)
     if pa.ndim != 1:
         raise ValueError("Input must be a rank-1 array.")
@@ -419,7 +419,7 @@ def _jacobi_eigh(G, sweeps=None):
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """Least-squares polynomial fit of degree ``deg`` (coefficients highest power first)."""
-    U.check_arraylike("polyfit", x, y)
+    x, y = U.ensure_arraylike("polyfit", x, y)
     xa, ya = U.to_array(x), U.to_array(y)
     deg = U.static_int(deg, "polyfit: deg")
     order = deg + 1
@@ -443,7 +443,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     lhs = vander(xa, order)
     rhs = ya
     if w is not None:
-        U.check_arraylike("polyfit", w)
+        w = U.ensure_arraylike("polyfit", w)
         (wa,) = U.promote_dtypes_inexact(U.to_array(w))
         if wa.ndim != 1:
             raise TypeError("expected a 1-d array for weights")

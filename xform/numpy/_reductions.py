@@ -25,7 +25,7 @@ dtypes.on_ml_dtypes(lambda: _LOWP.append(dtypes.bfloat16))
 
 
 def _prep(name, a):
-    U.check_arraylike(name, a)
+    a = U.ensure_arraylike(name, a)
     x = U.to_array(a)
     if x.weak_type:
         x = U.convert(x, x.dtype, False)
@@ -36,7 +36,7 @@ def _check_where(name, where):
     """JAX: ``where`` must be None or a boolean array (an integer mask is refused)."""
     if where is None:
         return None
-    U.check_arraylike(name, where)
+    where = U.ensure_arraylike(name, where)
     w = U.to_array(where)
     if w.dtype != dtypes.bool_:
         raise ValueError(f"jnp.{name}: where must be None or a boolean array; "
@@ -103,6 +103,10 @@ def _prod_id(dt):
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
     _no_out(out, "sum")
+    if dtype is None and initial is None and where is None and _plain_inexact(a):
+        axes = U.canonicalize_axes(axis, len(a.shape))
+        if axes:       # the general path's one reduce_sum, without its argument handling
+            return _keep(lax.reduce_sum(a, axes), a.shape, axes, keepdims)
     return _reduction("sum", a, axis, dtype, keepdims, initial, where,
                       lax_fn=lambda x, ax: lax.reduce_sum(x, ax), identity=_sum_id,
                       binop=F.add, result_dtype=lambda d: _promoted_int(d, promote_integers))
@@ -166,9 +170,25 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):
                         True)
 
 
+_counts: dict = {}
+
+
 def _count(x, axes, where, keepdims, dt):
     if where is None:
-        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        n = 1
+        for i in axes:
+            n *= int(x.shape[i])
+        if type(n) is int and isinstance(dt, np.dtype):
+            # one immutable host scalar per (count, dtype): large programs take the mean
+            # of equal shapes again and again
+            key = (n, dt)
+            c = _counts.get(key)
+            if c is None:
+                c = U.to_array(n, dt, False)
+                if len(_counts) > 1000:
+                    _counts.clear()
+                _counts[key] = c
+            return c
         return U.to_array(n, dt, False)
     m = U.broadcast_to_shape(U.to_array(where), x.shape) if U.shape_of(where) != x.shape \
         else U.to_array(where)
@@ -179,8 +199,27 @@ def _inexact_dt(dt):
     return dtypes.to_inexact_dtype(dt) if dt.kind in "biu" else dt
 
 
+def _plain_inexact(a):
+    """Whether ``a`` is an array whose dtype a sum or mean keeps as it is: not weakly
+    typed, a canonical float or complex dtype of at least 32 bits (16-bit floats are
+    summed in float32)."""
+    if not isinstance(a, ArrayOps) or a.weak_type:
+        return False
+    dt = a.dtype
+    return (isinstance(dt, np.dtype) and dt.kind in "fc" and dt not in _LOWP
+            and dtypes.canonicalize_dtype(dt) == dt)
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _no_out(out, "mean")
+    if dtype is None and where is None and _plain_inexact(a):
+        # What the general path below computes for this case, without its repeated
+        # argument handling: one reduce_sum, divided by the element count.
+        nd = len(a.shape)
+        axes = U.canonicalize_axes(axis, nd)
+        if axes:
+            s = _keep(lax.reduce_sum(a, axes), a.shape, axes, keepdims)
+            return F.true_divide(s, _count(a, axes, None, keepdims, a.dtype))
     x = _prep("mean", a)
     where = _check_where("mean", where)
     axes = U.canonicalize_axes(axis, x.ndim)
@@ -235,7 +274,7 @@ def _var(name, x, axis, dtype, ddof, keepdims, where, a_mean, nan_aware=False):
     if a_mean is None:
         m = mean(xc, axis=axes, keepdims=True, where=ok)
     else:
-        U.check_arraylike(name, a_mean)
+        a_mean = U.ensure_arraylike(name, a_mean)
         m = U.to_array(U.to_array(a_mean), comp, False)
     c = F.subtract(xc, m)
     if nan_aware:
@@ -340,7 +379,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 def _array_api_cumulative(name, what, x, axis, dtype, include_initial, lax_fn, initial,
                           promote_integers):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     a = U.to_array(x)
     if a.ndim == 0:
         raise ValueError(f"The input must be non-scalar to take a cumulative {what}, "
@@ -484,13 +523,20 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         w = U.to_array(weights)
         x, w = U.promote_dtypes_inexact(x, w)
         if x.shape != w.shape:
-            if axis is None or w.ndim != 1:
+            if axis is None:
                 raise ValueError(f"Axis must be specified when shapes of a {x.shape} and "
                                  f"weights {w.shape} differ.")
-            ax = U.canonicalize_axis(axis, x.ndim)
-            if w.shape[0] != x.shape[ax]:
-                raise ValueError("Length of weights not compatible with specified axis.")
-            w = lax.broadcast_in_dim(w, x.shape, (ax,))
+            # weights span the given axes, in the order given (NumPy 2 / JAX)
+            axes = tuple(U.canonicalize_axis(ax, x.ndim) for ax in
+                         (axis if isinstance(axis, (tuple, list)) else (axis,)))
+            if w.shape != tuple(x.shape[ax] for ax in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 f"specified axis: weights {w.shape}, a {x.shape}, axis "
+                                 f"{axis}.")
+            order = tuple(int(i) for i in np.argsort(axes))
+            if order != tuple(range(len(axes))):
+                w = lax.transpose(w, order)
+            w = lax.broadcast_in_dim(w, x.shape, tuple(sorted(axes)))
         wsum = sum(w, axis, keepdims=keepdims)
         avg = F.true_divide(sum(F.multiply(x, w), axis, keepdims=keepdims), wsum)
     if returned:

@@ -153,7 +153,7 @@ def _unique(x, axis, return_index, return_inverse, return_counts, equal_nan, siz
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, size=None, fill_value=None, sorted=True):
     """Sorted unique values (and first indices, inverse, counts) of ``ar``."""
-    U.check_arraylike("unique", ar)
+    ar = U.ensure_arraylike("unique", ar)
     x = U.to_array(ar)
     size = _static_size("unique", size)
     if size is None:
@@ -232,7 +232,7 @@ def _in1d(a, b, invert, method="auto"):
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
     """Boolean array of ``element``'s shape: is each entry in ``test_elements``?"""
-    U.check_arraylike("isin", element, test_elements)
+    element, test_elements = U.ensure_arraylike("isin", element, test_elements)
     x, t = U.promote_dtypes(U.to_array(element), U.to_array(test_elements))
     out = _in1d(S.ravel(x), S.ravel(t), invert, method)
     return lax.reshape(out, x.shape)
@@ -242,7 +242,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 
 
 def _flat_pair(name, ar1, ar2):
-    U.check_arraylike(name, ar1, ar2)
+    ar1, ar2 = U.ensure_arraylike(name, ar1, ar2)
     a, b = U.promote_dtypes(U.to_array(ar1), U.to_array(ar2))
     return S.ravel(a), S.ravel(b)
 
@@ -279,7 +279,7 @@ def _big(dt):
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
     """Sorted unique values present in either array."""
-    U.check_arraylike("union1d", ar1, ar2)
+    ar1, ar2 = U.ensure_arraylike("union1d", ar1, ar2)
     size = _static_size("union1d", size)
     if size is None:
         _concrete("union1d", ar1, ar2)
@@ -292,7 +292,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     size = _static_size("setdiff1d", size)
     if size is None:
         _concrete("setdiff1d", ar1)
-    U.check_arraylike("setdiff1d", ar1, ar2)
+    ar1, ar2 = U.ensure_arraylike("setdiff1d", ar1, ar2)
     # JAX: the result keeps ar1's dtype (ar2 is only compared against)
     a, b = S.ravel(U.to_array(ar1)), S.ravel(U.to_array(ar2))
     fill = 0 if fill_value is None else fill_value

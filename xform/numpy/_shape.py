@@ -19,7 +19,7 @@ import builtins
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
-from xform._src.interpreters.core import Array, ArrayOps
+from xform._src.interpreters.core import Array, ArrayOps, Tracer
 from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.numpy import _ufuncs as F
@@ -27,28 +27,48 @@ from xform.numpy._ufuncs import subtract
 
 
 def _arr(x, name):
-    U.check_arraylike(name, x)
+    x = U.ensure_arraylike(name, x)
     return U.to_array(x)
 
 
+def _shape_of(name, a):
+    """The shape of ``a``; a list or tuple is read as NumPy reads it, with JAX's
+    DeprecationWarning."""
+    if isinstance(a, (list, tuple)):
+        import warnings
+        warnings.warn(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                      "position 0. Convert it with jnp.asarray first.", DeprecationWarning,
+                      stacklevel=3)
+        return np.shape(a)
+    return U.aval(U.from_jax_array(a)).shape
+
+
 def shape(a):
-    return U.aval(a).shape
+    return _shape_of("shape", a)
 
 
 def ndim(a):
-    return len(U.aval(a).shape)
+    return len(_shape_of("ndim", a))
 
 
 def size(a, axis=None):
-    s = U.aval(a).shape
+    s = _shape_of("size", a)
     if axis is None:
         return int(np.prod(s, dtype=np.int64))
+    if isinstance(axis, (tuple, list)):
+        axes = [U.canonicalize_axis(ax, len(s)) for ax in axis]
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"size: repeated axis in {tuple(axis)} for an array of "
+                             f"dimension {len(s)}")
+        return int(np.prod([s[ax] for ax in axes], dtype=np.int64))
     return s[U.canonicalize_axis(axis, len(s))]
 
 
 def isscalar(element):
-    if isinstance(element, ArrayOps):
+    if isinstance(element, (ArrayOps, np.ndarray)):     # 0-d arrays are scalars, as JAX
         return element.ndim == 0
+    if hasattr(element, "__jax_array__"):
+        return np.ndim(element.__jax_array__()) == 0
     return type(element) in U._SCALARS or isinstance(element, np.generic)
 
 
@@ -139,8 +159,8 @@ def swapaxes(a, axis1, axis2):
 
 def moveaxis(a, source, destination):
     x = _arr(a, "moveaxis")
-    src = (source,) if not isinstance(source, (tuple, list)) else tuple(source)
-    dst = (destination,) if not isinstance(destination, (tuple, list)) else tuple(destination)
+    src = U.axis_tuple(source)
+    dst = U.axis_tuple(destination)
     if len(src) != len(dst):
         raise ValueError("Inconsistent number of elements: "
                          f"{len(src)} vs {len(dst)}")
@@ -154,7 +174,7 @@ def moveaxis(a, source, destination):
 
 def expand_dims(a, axis):
     x = _arr(a, "expand_dims")
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = U.axis_tuple(axis)
     nd = x.ndim + len(axes)
     axes = sorted(U.canonicalize_axis(ax, nd) for ax in axes)
     if len(set(axes)) != len(axes):
@@ -222,7 +242,10 @@ def broadcast_shapes(*shapes):
 def broadcast_to(array, shape):
     x = _asarr(array)
     shape = U.canonical_shape(shape)
-    if len(shape) < x.ndim or U.broadcast_shapes_or_none(x.shape, shape) != shape:
+    if len(shape) < x.ndim:
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape="
+                         f"{x.shape} shape={shape}")
+    if U.broadcast_shapes_or_none(x.shape, shape) != shape:
         raise ValueError(f"Incompatible shapes for broadcasting: {x.shape} and requested shape "
                          f"{shape}")
     return U.broadcast_to_shape(x, shape)
@@ -350,7 +373,11 @@ def _split(name, ary, indices_or_sections, axis, strict):
         idx = [min(max(i + n if i < 0 else i, 0), n) for i in idx]
         bounds = [0] + idx + [n]
     else:
-        k = U.static_int(indices_or_sections, f"{name} sections")
+        k = indices_or_sections
+        if isinstance(k, ArrayOps) and k.ndim == 0:   # a concrete scalar converts with int()
+            k = np.asarray(core.concrete_or_error(k, f"{name} sections must be a static "
+                                                     "value")).item()
+        k = int(k) if isinstance(k, (float, np.floating)) else U.static_int(k, f"{name} sections")
         if k <= 0:
             raise ValueError(f"number of sections must be larger than 0, got {k}")
         if strict and n % k:
@@ -504,22 +531,29 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
     default, wrapping unless ``mode='promise_in_bounds'``)."""
     x = _arr(arr, "take_along_axis")
     idx = indices if isinstance(indices, ArrayOps) else np.asarray(indices)
-    if axis is None:
-        x, axis = ravel(x), 0
-        idx = ravel(U.to_array(idx)) if isinstance(idx, ArrayOps) else idx.reshape(-1)
     if idx.dtype.kind not in "iu":
-        raise TypeError(f"take_along_axis indices must be integers, got dtype {idx.dtype}")
+        raise TypeError(f"take_along_axis indices must be of integer type, got {idx.dtype}")
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError(f"take_along_axis indices must be 1D if axis=None, got shape "
+                             f"{idx.shape}")
+        x, axis = ravel(x), 0
     ax = U.canonicalize_axis(axis, x.ndim)
     if idx.ndim != x.ndim:
         raise ValueError(f"indices and arr must have the same number of dimensions; "
                          f"{idx.ndim} vs. {x.ndim}")
-    if mode not in (None, "fill", "clip", "promise_in_bounds"):
-        raise ValueError(f"take_along_axis: invalid mode {mode!r}; use 'fill', 'clip' or "
-                         "'promise_in_bounds'")
+    if mode not in (None, "fill", "clip", "promise_in_bounds", "one_hot"):
+        raise ValueError(f"take_along_axis: invalid mode {mode!r}; use 'fill', 'clip', "
+                         "'promise_in_bounds' or 'one_hot'")
     n = x.shape[ax]
     if wrap_negative_indices is None:
         wrap_negative_indices = mode != "promise_in_bounds"
-    if wrap_negative_indices:
+    if wrap_negative_indices and n:
+        # indices + n must not overflow: wrapping works in a signed type that holds n
+        wide = np.dtype(np.int32 if n < 2**31 else np.int64)
+        if idx.dtype != wide:
+            idx = idx.astype(wide) if not isinstance(idx, ArrayOps) else \
+                lax.convert_element_type(idx, wide)
         idx = _wrap_indices(idx, n, None)
     try:
         bshape = tuple(idx.shape[i] if i == ax else U.broadcast_shapes((d,), (e,))[0]
@@ -535,6 +569,19 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
     x = U.broadcast_to_shape(x, xs)
     if not isinstance(idx, ArrayOps):
         idx = U.to_array(idx.astype(np.int32 if n < 2**31 else np.int64))
+    if mode == "one_hot":
+        # a one-hot mask over the axis (out-of-range indices select nothing: zeros)
+        ib = lax.broadcast_in_dim(U.broadcast_to_shape(idx, bshape), bshape + (n,),
+                                  tuple(range(len(bshape))))
+        hot = lax.eq(ib, lax.broadcasted_iota(ib.dtype, bshape + (n,), len(bshape)))
+        xm = lax.broadcast_in_dim(moveaxis(x, ax, -1), bshape + (n,),
+                                  tuple(i for i in range(len(bshape)) if i != ax) +
+                                  (len(bshape),))
+        zero = U.to_array(0, x.dtype, False)
+        picked = lax.select(hot, xm, U.broadcast_to_shape(zero, hot.shape))
+        if x.dtype == np.bool_:
+            return lax.reduce_or(picked, (len(bshape),))
+        return lax.reduce_sum(picked, (len(bshape),))
     ii = lax.reshape(U.broadcast_to_shape(idx, bshape), bshape + (1,))
     others = tuple(i for i in range(x.ndim) if i != ax)
     dn = lax.GatherDimensionNumbers((), (ax,), (ax,), others, others)
@@ -568,8 +615,18 @@ def roll(a, shift, axis=None):
     x = _arr(a, "roll")
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), x.shape)
+    if isinstance(shift, (np.ndarray, ArrayOps)):
+        if shift.ndim > 1:
+            raise ValueError(f"roll: shift must be a scalar or 1-D, got shape {shift.shape}")
+        if isinstance(shift, Tracer) and shift.to_concrete_value() is None:
+            return _roll_dynamic(x, shift, axis)
+        v = np.asarray(shift._value if isinstance(shift, Array) else
+                       shift.to_concrete_value() if isinstance(shift, Tracer) else shift)
+        if v.dtype.kind not in "iub":
+            raise TypeError(f"roll shift must be an integer, got dtype {v.dtype}")
+        shift = tuple(int(i) for i in v.reshape(-1)) if v.ndim else int(v)
     shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = U.axis_tuple(axis)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     if len(axes) == 1 and len(shifts) > 1:
@@ -587,8 +644,36 @@ def roll(a, shift, axis=None):
     return x
 
 
+def _roll_dynamic(x, shift, axis):
+    """``roll`` by traced shifts: per axis, a dynamic slice of the array concatenated
+    with itself (the shift taken modulo the axis length)."""
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if shift.dtype.kind not in "iu":
+        raise TypeError(f"roll shift must be an integer, got dtype {shift.dtype}")
+    shifts = shift if shift.ndim else lax.broadcast_in_dim(shift, (1,), ())
+    k = builtins.max(shifts.shape[0], len(axes))
+    if shifts.shape[0] not in (1, k) or len(axes) not in (1, k):
+        raise ValueError(f"roll: shift and axis must broadcast, got {shifts.shape[0]} shifts "
+                         f"and axes {tuple(axes)}")
+    for j in range(k):
+        ax = U.canonicalize_axis(axes[j if len(axes) > 1 else 0], x.ndim)
+        n = x.shape[ax]
+        if n == 0:
+            continue
+        s = lax.convert_element_type(
+            lax.reshape(lax.slice(shifts, (j if shifts.shape[0] > 1 else 0,),
+                                  ((j if shifts.shape[0] > 1 else 0) + 1,)), ()), np.int32)
+        s = lax.rem(lax.add(lax.rem(s, np.int32(n)), np.int32(n)), np.int32(n))
+        both = concatenate([x, x], ax)
+        x = lax.dynamic_slice_in_dim(both, lax.sub(np.int32(n), s), n, axis=ax)
+    return x
+
+
 def rot90(m, k=1, axes=(0, 1)):
     x = _arr(m, "rot90")
+    if x.ndim < 2:
+        raise ValueError("rot90 requires its first argument to have ndim at least two, but "
+                         f"got first argument of shape {x.shape}, which has ndim {x.ndim}")
     if len(axes) != 2:
         raise ValueError("len(axes) must be 2.")
     a0, a1 = (U.canonicalize_axis(a, x.ndim) for a in axes)
@@ -650,7 +735,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     the axis (shape (1,) included); with ``total_repeat_length`` the output length is
     static, so ``repeats`` may be traced (the last block runs on, or the output is
     truncated).  ``a`` and ``repeats`` are arrays or scalars (lists are refused, as JAX)."""
-    U.check_arraylike("repeat", a, repeats)
+    a, repeats = U.ensure_arraylike("repeat", a, repeats)
     x = _arr(a, "repeat")
     if axis is None:
         x, axis = ravel(x), 0
@@ -754,7 +839,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
                "symmetric": ("reflect_type",), "linear_ramp": ("end_values",),
                **{m: ("stat_length",) for m in _pad_modes._STATS}}
     if mode not in allowed:
-        raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad; use one of "
+        raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad; use one of "
                          f"'constant', {', '.join(repr(m) for m in allowed)} or a callable")
     unexpected = set(kwargs) - set(allowed[mode])
     if unexpected:
@@ -763,10 +848,12 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return x
     if mode == "empty":
         return _pad_modes.pad_empty(x, pw)
-    if mode == "linear_ramp":
-        return _pad_modes.pad_linear_ramp(x, pw, kwargs.get("end_values", 0))
-    if mode in _pad_modes._STATS:
-        return _pad_modes.pad_stat(x, pw, mode, kwargs.get("stat_length"))
+    if mode == "linear_ramp" or mode in _pad_modes._STATS:
+        out = _pad_modes.pad_linear_ramp(x, pw, kwargs.get("end_values", 0)) \
+            if mode == "linear_ramp" else \
+            _pad_modes.pad_stat(x, pw, mode, kwargs.get("stat_length"))
+        # the padding is computed from x alone: a weakly typed x stays weak, as in JAX
+        return U.to_array(out, x.dtype, x.weak_type) if x.weak_type else out
     reflect_type = kwargs.get("reflect_type", "even")
     if reflect_type not in ("even", "odd"):
         raise ValueError(f"reflect_type must be 'even' or 'odd', got {reflect_type!r}")

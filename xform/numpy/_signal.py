@@ -16,7 +16,7 @@ def conj(x):
 
 
 def _conv1d(x, y, mode, op, precision, preferred_element_type):
-    _util.check_arraylike(op, x, y)
+    x, y = _util.ensure_arraylike(op, x, y)
     if len(_util.shape_of(x)) != 1 or len(_util.shape_of(y)) != 1:
         raise ValueError(f"{op}() only support 1-dimensional inputs.")
     if preferred_element_type is None:

@@ -51,9 +51,9 @@ _METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
 
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Insertion indices of ``v`` into the sorted 1-D array ``a``."""
-    U.check_arraylike("searchsorted", a, v)
+    a, v = U.ensure_arraylike("searchsorted", a, v)
     if sorter is not None:
-        U.check_arraylike("searchsorted", sorter)
+        sorter = U.ensure_arraylike("searchsorted", sorter)
     if side not in ("left", "right"):
         raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
                          "['left', 'right'].")
@@ -93,7 +93,7 @@ def search(x, q, side, idt):
 
 def digitize(x, bins, right=False, *, method=None):
     """Index of the bin of ``bins`` (monotonic) each ``x`` falls in."""
-    U.check_arraylike("digitize", x, bins)
+    x, bins = U.ensure_arraylike("digitize", x, bins)
     xx, b = U.to_array(x), U.to_array(bins)
     right = bool(core.concrete_or_error(right, "right argument of digitize()")) \
         if not isinstance(right, bool) else right
@@ -131,7 +131,7 @@ def lexsort(keys, axis=-1):
 
 
 def _partition_prep(name, a, kth, axis):
-    U.check_arraylike(name, a)
+    a = U.ensure_arraylike(name, a)
     x = U.to_array(a)
     if x.dtype.kind == "c":
         raise NotImplementedError(f"{name} for complex dtype is not supported.")
@@ -183,7 +183,7 @@ def argpartition(a, kth, axis=-1):
 
 def sort_complex(a):
     """Sort along the last axis (real part first, then imaginary), as complex."""
-    U.check_arraylike("sort_complex", a)
+    a = U.ensure_arraylike("sort_complex", a)
     x = U.to_array(a)
     if x.ndim:
         x = lax.sort(x, dimension=x.ndim - 1, is_stable=True)

@@ -32,7 +32,7 @@ def _int():
 
 
 def _inexact(name, a):
-    U.check_arraylike(name, a)
+    a = U.ensure_arraylike(name, a)
     x = U.to_array(a)
     (x,) = U.promote_dtypes_inexact(x)
     return U.to_array(x, x.dtype, False)
@@ -42,7 +42,7 @@ def _inexact(name, a):
 
 
 def _to_last(x, axis):
-    """Move the reduced axes to one trailing axis; return (x, kept-shape-with-1s)."""
+    """Move the reduced axes to one trailing axis; return (x, the kept shape with ones)."""
     nd = x.ndim
     if axis is None:
         return lax.reshape(x, (x.size,)), (1,) * nd
@@ -62,14 +62,14 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
     if method not in _QMETHODS:
         raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', "
                          "'nearest' or 'inverted_cdf'")
-    U.check_arraylike(name, a, q)
+    a, q = U.ensure_arraylike(name, a, q)
     x = U.to_array(a)
     if x.dtype.kind == "c":
         raise ValueError("quantile does not support complex input, as the operation is "
                          "poorly defined.")
     w = None
     if weights is not None:
-        U.check_arraylike(name, weights)
+        weights = U.ensure_arraylike(name, weights)
         w = U.to_array(weights)
         if w.dtype.kind == "c":
             raise ValueError("Weights cannot be complex types.")
@@ -162,14 +162,15 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights, out=None
         high = F.clip(high, zero, top)
         lo = take(U.to_array(low, _int(), False))
         hi = take(U.to_array(high, _int(), False))
-        if method == "linear":
-            res = F.add(F.multiply(lo, lw), F.multiply(hi, hw))
+        if method == "linear":      # interpolated in q's dtype, as JAX
+            res = F.add(F.multiply(U.to_array(lo, qdt, False), lw),
+                        F.multiply(U.to_array(hi, qdt, False), hw))
         elif method == "lower":
             res = lo
         elif method == "higher":
             res = hi
         elif method == "nearest":
-            res = F.where(F.less_equal(hw, U.to_array(0.5, dt, False)), lo, hi)
+            res = F.where(F.less_equal(hw, U.to_array(0.5, qdt, False)), lo, hi)
         else:
             res = F.multiply(F.add(lo, hi), U.to_array(0.5, dt, False))
     # res: rest + (nq,) -> q.shape + rest (or keepdims shape)
@@ -194,7 +195,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 def _pct(name, q):
-    U.check_arraylike(name, q)
+    q = U.ensure_arraylike(name, q)
     (qq,) = U.promote_dtypes_inexact(U.to_array(q))
     return F.true_divide(qq, U.to_array(100, qq.dtype, True))
 
@@ -224,7 +225,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def bincount(x, weights=None, minlength=0, *, length=None):
     """Occurrences of each non-negative integer (negative values count as 0)."""
-    U.check_arraylike("bincount", x)
+    x = U.ensure_arraylike("bincount", x)
     xx = U.to_array(x)
     if xx.dtype.kind not in "iub" or dtypes.is_bfloat16(xx.dtype):
         raise TypeError(f"x argument to bincount must have an integer type; got {xx.dtype}")
@@ -246,7 +247,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if weights is None:
         w = U.broadcast_to_shape(U.to_array(1, _int(), False), xx.shape)
     else:
-        U.check_arraylike("bincount", weights)
+        weights = U.ensure_arraylike("bincount", weights)
         w = U.to_array(weights)
         if w.shape != xx.shape:
             w = S.broadcast_to(w, xx.shape)
@@ -285,7 +286,7 @@ def _range_edges(name, x, bins, rng):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """Edges of the bins ``histogram`` would use."""
-    U.check_arraylike("histogram_bin_edges", a)
+    a = U.ensure_arraylike("histogram_bin_edges", a)
     x = _inexact("histogram_bin_edges", a)
     if isinstance(bins, (ArrayOps, np.ndarray, list, tuple)):
         b = U.to_array(np.asarray(bins) if isinstance(bins, (list, tuple)) else bins)
@@ -306,10 +307,10 @@ def _bin_index(x, edges):
 
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """Counts (or density) of ``a`` in ``bins``; returns (hist, bin_edges)."""
-    U.check_arraylike("histogram", a)
+    a = U.ensure_arraylike("histogram", a)
     x = S.ravel(_inexact("histogram", a))
     if weights is not None:
-        U.check_arraylike("histogram", weights)
+        weights = U.ensure_arraylike("histogram", weights)
         w = U.to_array(weights)
         if w.shape != U.to_array(a).shape:
             raise ValueError(f"weights should have the same shape as a; got "
@@ -332,7 +333,10 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """D-dimensional histogram of ``sample`` of shape (N, D); returns (hist, edges list)."""
-    U.check_arraylike("histogramdd", sample)
+    sample = U.ensure_arraylike("histogramdd", sample)
+    if weights is not None:   # sample and weights promote together (int16 and int16: float)
+        weights = U.ensure_arraylike("histogramdd", weights)
+        sample, weights = U.promote_dtypes_inexact(U.to_array(sample), U.to_array(weights))
     s = _inexact("histogramdd", sample)
     if s.ndim == 1:
         s = lax.reshape(s, (s.shape[0], 1))
@@ -340,7 +344,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
         raise ValueError(f"histogramdd: sample must be 2-D (N, D); got shape {s.shape}")
     N, D = s.shape
     if weights is not None:
-        U.check_arraylike("histogramdd", weights)
+        weights = U.ensure_arraylike("histogramdd", weights)
         w = U.to_array(weights)
         if w.shape != (N,):
             raise ValueError("should have one weight for each sample.")
@@ -389,12 +393,12 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     """2-D histogram of points (x, y); returns (hist, xedges, yedges)."""
-    U.check_arraylike("histogram2d", x, y)
+    x, y = U.ensure_arraylike("histogram2d", x, y)
     xx, yy = U.to_array(x), U.to_array(y)
     if xx.shape != yy.shape or xx.ndim != 1:
         raise ValueError(f"histogram2d: x and y must be 1-D of the same length; got "
                          f"{xx.shape} and {yy.shape}")
-    xx, yy = U.promote_dtypes_inexact(xx, yy)
+    xx, yy = U.promote_dtypes(xx, yy)     # (histogramdd makes them inexact, with weights)
     try:
         nb = len(bins)
     except TypeError:
@@ -414,13 +418,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         dtype=None):
     """Covariance matrix of the variables in the rows (``rowvar``) of ``m`` (computed in
     ``dtype`` when given, which must be inexact)."""
-    U.check_arraylike("cov", m)
+    m = U.ensure_arraylike("cov", m)
     x = U.to_array(m)
     if x.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
     if ddof is not None and not isinstance(ddof, int):
         raise ValueError("ddof must be integer")
-    if dtype is not None and U.canonical_dtype(dtype).kind not in "fc":
+    if dtype is not None and not dtypes.is_inexact(U.canonical_dtype(dtype)):
         raise ValueError(f"cov: dtype must be a subclass of float or complex; got {dtype=}")
     m_ndim = x.ndim
     x = S.atleast_2d(x)
@@ -429,7 +433,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if x.shape[0] == 0:
         return zeros((0, 0), U.result_dtype(x, 0.0)[0])
     if y is not None:
-        U.check_arraylike("cov", y)
+        y = U.ensure_arraylike("cov", y)
         yy = U.to_array(y)
         if yy.ndim > 2:
             raise ValueError("y has more than 2 dimensions")
@@ -447,7 +451,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     n = x.shape[1]
     w = None
     if fweights is not None:
-        U.check_arraylike("cov", fweights)
+        fweights = U.ensure_arraylike("cov", fweights)
         fw = U.to_array(fweights)
         if fw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional fweights")
@@ -457,7 +461,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             raise TypeError("fweights must be integer.")
         w = U.to_array(F.absolute(fw), x.dtype, False)
     if aweights is not None:
-        U.check_arraylike("cov", aweights)
+        aweights = U.ensure_arraylike("cov", aweights)
         aw = U.to_array(aweights)
         if aw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional aweights")
@@ -492,8 +496,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients (``cov`` normalised, clipped to [-1, 1])."""
-    U.check_arraylike("corrcoef", x)
-    if dtype is not None and U.canonical_dtype(dtype).kind not in "fc":
+    x = U.ensure_arraylike("corrcoef", x)
+    if dtype is not None and not dtypes.is_inexact(U.canonical_dtype(dtype)):
         raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got "
                          f"{dtype=}")
     c = cov(x, y, rowvar, dtype=dtype)
@@ -514,7 +518,7 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """n-th discrete difference along ``axis`` (``!=`` for booleans)."""
-    U.check_arraylike("diff", a)
+    a = U.ensure_arraylike("diff", a)
     x = U.to_array(a)
     n = U.static_int(n, "diff: n")
     if n < 0:
@@ -529,7 +533,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         if extra is None:
             parts.append(None)
             continue
-        U.check_arraylike("diff", extra)
+        extra = U.ensure_arraylike("diff", extra)
         e = U.to_array(extra)
         if e.ndim == 0:
             shp = list(x.shape)
@@ -551,7 +555,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of the flattened array, with optional values before/after."""
-    U.check_arraylike("ediff1d", ary)
+    ary = U.ensure_arraylike("ediff1d", ary)
     x = S.ravel(U.to_array(ary))
     if x.dtype == dtypes.bool_:
         raise TypeError("ediff1d does not accept boolean input (subtraction of booleans); "
@@ -559,11 +563,11 @@ def ediff1d(ary, to_end=None, to_begin=None):
     out = diff(x) if x.shape[0] else x
     pieces = []
     if to_begin is not None:
-        U.check_arraylike("ediff1d", to_begin)
+        to_begin = U.ensure_arraylike("ediff1d", to_begin)
         pieces.append(U.to_array(S.ravel(U.to_array(to_begin)), out.dtype, out.weak_type))
     pieces.append(out)
     if to_end is not None:
-        U.check_arraylike("ediff1d", to_end)
+        to_end = U.ensure_arraylike("ediff1d", to_end)
         pieces.append(U.to_array(S.ravel(U.to_array(to_end)), out.dtype, out.weak_type))
     return S.concatenate(pieces) if len(pieces) > 1 else out
 
@@ -623,12 +627,20 @@ def gradient(f, *varargs, axis=None, edge_order=None):
 
 def interp(x, xp, fp, left=None, right=None, period=None):
     """One-dimensional piecewise-linear interpolation (``xp`` increasing)."""
-    U.check_arraylike("interp", x, xp, fp)
+    extrapolate = {}
+    for name, v in (("left", left), ("right", right)):
+        extrapolate[name] = isinstance(v, str)
+        if isinstance(v, str) and v != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', "
+                             f"but got: {v!r}")
+    x, xp, fp = U.ensure_arraylike("interp", x, xp, fp)
     xa, xpa, fpa = U.to_array(x), U.to_array(xp), U.to_array(fp)
-    if xpa.ndim != 1 or fpa.ndim != 1:
-        raise ValueError("xp and fp must be one-dimensional")
-    if xpa.shape[0] != fpa.shape[0]:
-        raise ValueError("xp and fp must have the same length")
+    if xpa.ndim != 1 or fpa.ndim != 1 or xpa.shape[0] != fpa.shape[0]:
+        raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+    if xa.dtype.kind == "c":
+        raise ValueError("jnp.interp: complex x values not supported.")
+    if period is not None and np.ndim(period) != 0:
+        raise ValueError(f"period must be a scalar; got {period}")
     if xpa.shape[0] == 0:
         raise ValueError("xp and fp must be non-empty")
     if fpa.dtype.kind == "c":
@@ -676,26 +688,30 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if period is None:
         first = S.take(xpa, U.to_array(0, _int(), False))
         last = S.take(xpa, U.to_array(m - 1, _int(), False))
-        fl = S.take(fpa, U.to_array(0, _int(), False)) if left is None else \
-            U.to_array(left, fpa.dtype, False)
-        fr = S.take(fpa, U.to_array(m - 1, _int(), False)) if right is None else \
-            U.to_array(right, fpa.dtype, False)
-        out = F.where(F.less(xa, first), fl, out)
-        out = F.where(F.greater(xa, last), fr, out)
+        fl = S.take(fpa, U.to_array(0, _int(), False)) if left is None or \
+            extrapolate["left"] else U.to_array(left, fpa.dtype, False)
+        fr = S.take(fpa, U.to_array(m - 1, _int(), False)) if right is None or \
+            extrapolate["right"] else U.to_array(right, fpa.dtype, False)
+        if not extrapolate["left"]:
+            out = F.where(F.less(xa, first), fl, out)
+        if not extrapolate["right"]:
+            out = F.where(F.greater(xa, last), fr, out)
     return U.to_array(out, fpa.dtype, False)
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Integral of ``y`` along ``axis`` by the trapezoidal rule."""
     if x is None:
-        U.check_arraylike("trapezoid", y)
+        y = U.ensure_arraylike("trapezoid", y)
         yy = _inexact("trapezoid", y)
         ax = U.canonicalize_axis(axis, yy.ndim)
         d = U.to_array(dx)
         (yy, d) = U.promote_dtypes_inexact(yy, d)
         yy = U.to_array(yy, yy.dtype, False)
+        if 0 < d.ndim < yy.ndim:      # an array dx lines up with y's trailing axes
+            d = lax.reshape(d, (1,) * (yy.ndim - d.ndim) + d.shape)
     else:
-        U.check_arraylike("trapezoid", y, x)
+        y, x = U.ensure_arraylike("trapezoid", y, x)
         yy, xx = U.promote_dtypes_inexact(U.to_array(y), U.to_array(x))
         yy, xx = U.to_array(yy, yy.dtype, False), U.to_array(xx, xx.dtype, False)
         ax = U.canonicalize_axis(axis, yy.ndim)
@@ -705,7 +721,12 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
             shp[ax] = d.shape[0]
             d = lax.reshape(d, tuple(shp))
         else:
-            d = S.moveaxis(diff(S.moveaxis(xx, ax, -1)), -1, ax)
+            # x's own axis (x may have fewer dimensions than y; they broadcast, as JAX)
+            xa = U.canonicalize_axis(axis, xx.ndim)
+            d = diff(S.moveaxis(xx, xa, -1))
+            nd = builtins.max(yy.ndim, d.ndim)
+            d = lax.reshape(d, (1,) * (nd - d.ndim) + d.shape) if d.ndim < nd else d
+            d = S.moveaxis(d, -1, ax)
     n = yy.shape[ax]
     if n == 0:
         return R.sum(yy, axis=ax)
@@ -716,25 +737,26 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
-    """Unwrap phase jumps larger than ``discont`` (default ``period / 2``)."""
-    x = _inexact("unwrap", p)
+    """Unwrap phase jumps larger than ``discont`` (default ``period / 2``); the result
+    has the dtype of ``p`` promoted with ``period`` (integers stay integers, as JAX)."""
+    U.check_arraylike("unwrap", p)
+    x, per = U.promote_dtypes(U.to_array(p), period)
+    if x.dtype.kind == "c":
+        raise ValueError("jnp.unwrap does not support complex inputs.")
     ax = U.canonicalize_axis(axis, x.ndim)
-    per = U.to_array(period, x.dtype, False)
-    half = F.true_divide(per, U.to_array(2, x.dtype, False))
-    disc = half if discont is None else U.to_array(discont, x.dtype, False)
-    n = x.shape[ax]
-    if n <= 1:
+    if x.shape[ax] == 0:
         return x
+    if discont is None:
+        discont = F.true_divide(per, 2)
+    interval = F.floor_divide(per, 2) if x.dtype.kind in "iu" else F.true_divide(per, 2)
     dd = diff(x, axis=ax)
-    ddmod = F.subtract(F.remainder(F.add(dd, half), per), half)
-    ddmod = F.where(F.logical_and(F.equal(ddmod, F.negative(half)),
-                                  F.greater(dd, U.to_array(0, x.dtype, False))), half, ddmod)
-    corr = F.subtract(ddmod, dd)
-    corr = F.where(F.less(F.absolute(dd), disc), U.to_array(0, x.dtype, False), corr)
-    shp = list(x.shape)
-    shp[ax] = 1
-    zero = U.broadcast_to_shape(U.to_array(0, x.dtype, False), tuple(shp))
-    return F.add(x, S.concatenate([zero, R.cumsum(corr, axis=ax)], axis=ax))
+    ddmod = F.subtract(F.remainder(F.add(dd, interval), per), interval)
+    ddmod = F.where(F.logical_and(F.equal(ddmod, F.negative(interval)),
+                                  F.greater(dd, 0)), interval, ddmod)
+    corr = F.where(F.less(F.absolute(dd), discont), 0, F.subtract(ddmod, dd))
+    n = x.shape[ax]
+    rest = F.add(lax.slice_in_dim(x, 1, n, 1, ax), R.cumsum(corr, axis=ax))
+    return S.concatenate([lax.slice_in_dim(x, 0, 1, 1, ax), rest], axis=ax)
 
 
 __all__ = ["quantile", "nanquantile", "percentile", "nanpercentile", "nanmedian", "bincount",

@@ -76,6 +76,9 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
     p = _try_prim(pname)
     fast = _floats_too(fast)
     fast_scalar = _floats_too(_F_FAST & fast)
+    noop_promote = (promote is U.promote_dtypes or (
+        promote is U.promote_dtypes_inexact and fast <= _F | _C)) and (
+        bool_pname is None or dtypes.bool_ not in fast)
     # The last Python scalar converted, by identity: in a loop ``x * 2.0`` the constant
     # is one object, so its 0-d array (read-only, never handed out) is made once.
     last = [(None, None, None)]
@@ -128,12 +131,39 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         if f is not None:
                             return f(x2.weak_type, scalar(x1, v2.dtype), v2)
                         return p.bind(Array(scalar(x1, v2.dtype), True), x2)
+            elif noop_promote and isinstance(x1, ArrayOps) and isinstance(x2, ArrayOps):
+                # Under a trace: operands of one dtype and weak type that promotion leaves
+                # as they are, of equal shapes or one of rank 0 (which the primitive
+                # broadcasts): promotion and broadcasting below would change nothing.
+                d = x1.dtype
+                w = x1.weak_type
+                if d in fast and x2.dtype == d and x2.weak_type == w \
+                        and U.promotes_to_itself(d, w):
+                    s1, s2 = x1.shape, x2.shape
+                    if s1 == s2 or not s1 or not s2:
+                        if p is None:
+                            p = prim(pname)
+                        return p.bind(x1, x2)
             if operator and not isinstance(x2, _ARRAYLIKE):
-                return NotImplemented
-            U.check_arraylike(name, x1, x2)
+                # an object with ``__jax_array__`` is the array it gives (as in JAX);
+                # for anything else Python tries the other operand's reflected method
+                m = getattr(x2, "__jax_array__", None)
+                if m is None:
+                    return NotImplemented
+                x2 = m()
+            x1, x2 = U.ensure_arraylike(name, x1, x2)
+            if operator:     # (the ufunc objects check their own calls)
+                U.check_rank_promotion(name, (np.shape(x1), np.shape(x2)))
             a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
+            if a.dtype in _C and pname in ("lt", "le", "gt", "ge"):
+                # complex numbers order lexicographically on (real, imag), as in JAX
+                if p is None:
+                    p = prim(pname)
+                ra, rb = lax.real(a), lax.real(b)
+                return lax.select(lax.eq(ra, rb), p.bind(lax.imag(a), lax.imag(b)),
+                                  p.bind(ra, rb))
             if a.dtype not in fast:
                 if name in ("equal", "not_equal") and dtypes.is_extended(a.dtype):
                     # typed PRNG keys compare (all key words equal), as in JAX
@@ -178,7 +208,15 @@ def _unary(name, pname, inexact=True, fast=_F, accept=None, doc=None):
                     if f is not None:
                         return f(x.weak_type, v)
                 return p.bind(x)
-        U.check_arraylike(name, x)
+        elif isinstance(x, ArrayOps):
+            # Under a trace: a dtype the primitive accepts that promotion leaves as it is
+            d = x.dtype
+            if d in fast and d in accept and (not inexact or d in _F or d in _C) \
+                    and U.promotes_to_itself(d, x.weak_type, 1):
+                if p is None:
+                    p = prim(pname)
+                return p.bind(x)
+        x = U.ensure_arraylike(name, x)
         (a,) = U.promote_dtypes_inexact(x) if inexact else U.promote_dtypes(x)
         if a.dtype not in accept:
             _reject(name, a.dtype, accept)
@@ -205,10 +243,10 @@ nextafter = _binary("nextafter", "nextafter", promote=U.promote_dtypes_inexact, 
 
 equal = _binary("equal", "eq", fast=_ALL)
 not_equal = _binary("not_equal", "ne", fast=_ALL)
-less = _binary("less", "lt", fast=_ALL)
-less_equal = _binary("less_equal", "le", fast=_ALL)
-greater = _binary("greater", "gt", fast=_ALL)
-greater_equal = _binary("greater_equal", "ge", fast=_ALL)
+less = _binary("less", "lt", fast=_ALL - _C)
+less_equal = _binary("less_equal", "le", fast=_ALL - _C)
+greater = _binary("greater", "gt", fast=_ALL - _C)
+greater_equal = _binary("greater_equal", "ge", fast=_ALL - _C)
 
 bitwise_and = _binary("bitwise_and", "and", fast=_I | _U | _B)
 bitwise_or = _binary("bitwise_or", "or", fast=_I | _U | _B)
@@ -250,7 +288,7 @@ def _neg_like(name, pname):
                 if f is not None:
                     return f(x.weak_type, x._npy)
             return p.bind(x)
-        U.check_arraylike(name, x)
+        x = U.ensure_arraylike(name, x)
         (a,) = U.promote_dtypes(x)
         if a.dtype not in _NUM:
             raise TypeError(f"{pname} does not accept dtype {a.dtype.name}. Accepted dtypes are "
@@ -266,7 +304,7 @@ negative = _neg_like("negative", "neg")
 
 def sign(x, /):
     """-1, 0 or 1 by sign (unsigned: 0 or 1); NaN stays NaN."""
-    U.check_arraylike("sign", x)
+    x = U.ensure_arraylike("sign", x)
     (a,) = U.promote_dtypes(x)
     if a.dtype in _B:
         raise TypeError("sign does not accept dtype bool. Accepted dtypes are subtypes of "
@@ -289,13 +327,13 @@ def convert_bool(b, like):
 
 
 def positive(x, /):
-    U.check_arraylike("positive", x)
+    x = U.ensure_arraylike("positive", x)
     return U.to_array(x)
 
 
 def absolute(x, /):
     """|x|; complex -> its real dtype; unsigned and bool unchanged."""
-    U.check_arraylike("absolute", x)
+    x = U.ensure_arraylike("absolute", x)
     a = U.to_array(x)
     if a.dtype in _U | _B:
         return a
@@ -306,20 +344,20 @@ abs = absolute
 
 
 def square(x, /):
-    U.check_arraylike("square", x)
+    x = U.ensure_arraylike("square", x)
     (a,) = U.promote_dtypes_numeric(x)
     return _bind("square", a)            # lax.square, as JAX's jnp.square
 
 
 def reciprocal(x, /):
-    U.check_arraylike("reciprocal", x)
+    x = U.ensure_arraylike("reciprocal", x)
     (a,) = U.promote_dtypes_inexact(x)
     return lax.integer_pow(a, -1)      # as JAX's jnp.reciprocal
 
 
 def _int_identity(name, pname):
     def fn(x, /):
-        U.check_arraylike(name, x)
+        x = U.ensure_arraylike(name, x)
         a = U.to_array(x)
         if a.dtype in _I | _U | _B:
             return a
@@ -338,7 +376,7 @@ ceil = _int_identity("ceil", "ceil")
 
 def trunc(x, /):
     """Round toward zero; integers unchanged."""
-    U.check_arraylike("trunc", x)
+    x = U.ensure_arraylike("trunc", x)
     a = U.to_array(x)
     if a.dtype in _I | _U | _B:
         return a
@@ -350,14 +388,16 @@ fix = trunc
 
 def rint(x, /):
     """Round half to even; integers become float (as JAX)."""
-    U.check_arraylike("rint", x)
+    x = U.ensure_arraylike("rint", x)
     (a,) = U.promote_dtypes_inexact(x)
+    if a.dtype in _C:    # real and imaginary parts rounded separately, as JAX
+        return lax.complex(lax.round(lax.real(a), 1), lax.round(lax.imag(a), 1))
     return lax.round(a, 1)
 
 
 def round(a, decimals=0, out=None):
     """Round half to even to ``decimals`` places (integers: unchanged for decimals >= 0)."""
-    U.check_arraylike("round", a)
+    a = U.ensure_arraylike("round", a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to round is not supported.")
     decimals = U.static_int(decimals, "decimals")
@@ -400,25 +440,25 @@ around = round
 
 
 def log2(x, /):
-    U.check_arraylike("log2", x)
+    x = U.ensure_arraylike("log2", x)
     (a,) = U.promote_dtypes_inexact(x)
     return true_divide(log(a), log(_const(a, 2)))
 
 
 def log10(x, /):
-    U.check_arraylike("log10", x)
+    x = U.ensure_arraylike("log10", x)
     (a,) = U.promote_dtypes_inexact(x)
     return true_divide(log(a), log(_const(a, 10)))
 
 
 def deg2rad(x, /):
-    U.check_arraylike("deg2rad", x)
+    x = U.ensure_arraylike("deg2rad", x)
     (a,) = U.promote_dtypes_inexact(x)
     return multiply(a, _const(a, math.pi / 180))
 
 
 def rad2deg(x, /):
-    U.check_arraylike("rad2deg", x)
+    x = U.ensure_arraylike("rad2deg", x)
     (a,) = U.promote_dtypes_inexact(x)
     return multiply(a, _const(a, 180 / math.pi))
 
@@ -430,7 +470,7 @@ radians, degrees = deg2rad, rad2deg
 
 def _lax_args(name, *args):
     """``promote_args`` for operands of lax n-ary ops: rank-0 operands stay rank 0."""
-    U.check_arraylike(name, *args)
+    args = U.ensure_arraylike_tuple(name, args)
     return U.promote_shapes_lax(name, *U.promote_dtypes(*args))
 
 
@@ -497,7 +537,7 @@ def power(x1, x2, /):
     multiplication (``integer_pow``, which refuses negative powers of integers); integer
     bases with array exponents use JAX's six-step binary exponentiation (so its results for
     negative or >= 64 exponents are JAX's); otherwise ``pow``."""
-    U.check_arraylike("power", x1, x2)
+    x1, x2 = U.ensure_arraylike("power", x1, x2)
     if not isinstance(x2, core.Tracer) and not isinstance(x2, bool):
         try:
             n = operator.index(x2)
@@ -506,6 +546,11 @@ def power(x1, x2, /):
         else:
             (a,) = U.promote_dtypes_numeric(x1)
             return lax.integer_pow(a, n)
+    a, b = U.to_array(x1), U.to_array(x2)
+    if a.dtype.kind in "fc" and b.dtype.kind in "iu":
+        # an inexact base with an integer exponent binds pow without promoting the
+        # exponent (JAX's case): its derivative in x is then defined at x = 0 (0 for y = 0)
+        return _bind("pow", *U.promote_shapes_lax("power", a, b))
     a, b = U.promote_dtypes_numeric(x1, x2)
     if a.dtype in _I | _U or a.dtype == np.bool_:
         return _int_pow(*U.promote_args("power", a, b))
@@ -532,7 +577,7 @@ pow = power
 
 
 def float_power(x1, x2, /):
-    U.check_arraylike("float_power", x1, x2)
+    x1, x2 = U.ensure_arraylike("float_power", x1, x2)
     dt = dtypes.default_float_dtype()
     a, b = _lax_args("float_power", U.to_array(x1, _float_or_complex(x1, dt)),
                      U.to_array(x2, _float_or_complex(x2, dt)))
@@ -546,7 +591,7 @@ def _float_or_complex(x, dt):
 # ----------------------------------------------------------------- comparisons & logic
 
 def logical_not(x, /):
-    U.check_arraylike("logical_not", x)
+    x = U.ensure_arraylike("logical_not", x)
     return _bind("not", _as_bool(x))
 
 
@@ -559,7 +604,7 @@ def _as_bool(x):
 
 def _logical(name, pname):
     def fn(x1, x2, /):
-        U.check_arraylike(name, x1, x2)
+        x1, x2 = U.ensure_arraylike(name, x1, x2)
         a, b = U.promote_shapes_lax(name, _as_bool(x1), _as_bool(x2))
         return _bind(pname, a, b)
     fn.__name__ = fn.__qualname__ = name
@@ -573,7 +618,7 @@ logical_xor = _logical("logical_xor", "xor")
 
 
 def bitwise_not(x, /):
-    U.check_arraylike("bitwise_not", x)
+    x = U.ensure_arraylike("bitwise_not", x)
     a = U.to_array(x)
     if a.dtype not in _I | _U | _B:
         _reject("bitwise_not", a.dtype, _I | _U | _B)
@@ -603,7 +648,7 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 # ----------------------------------------------------------------- float classification
 
 def isfinite(x, /):
-    U.check_arraylike("isfinite", x)
+    x = U.ensure_arraylike("isfinite", x)
     a = U.to_array(x)
     if a.dtype in _F:
         return _bind("is_finite", a)
@@ -617,7 +662,7 @@ def _full_bool(a, v):
 
 
 def isinf(x, /):
-    U.check_arraylike("isinf", x)
+    x = U.ensure_arraylike("isinf", x)
     a = U.to_array(x)
     if a.dtype in _F:
         return equal(absolute(a), _const(a, np.inf))
@@ -627,7 +672,7 @@ def isinf(x, /):
 
 
 def isnan(x, /):
-    U.check_arraylike("isnan", x)
+    x = U.ensure_arraylike("isnan", x)
     a = U.to_array(x)
     if a.dtype in _F | _C:
         return not_equal(a, a)
@@ -650,7 +695,7 @@ _SIGNED_OF_BITS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 def signbit(x, /):
     """True where the sign bit is set: negative numbers, -0.0, -inf and NaNs with the
     sign bit (-nan) -- read from the float's bits, as IEEE 754 and JAX do."""
-    U.check_arraylike("signbit", x)
+    x = U.ensure_arraylike("signbit", x)
     a = U.to_array(x)
     if a.dtype in _U | _B:
         return _full_bool(a, False)
@@ -688,7 +733,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
                          "to xform.numpy.where.")
-    U.check_arraylike("where", condition, x, y)
+    condition, x, y = U.ensure_arraylike("where", condition, x, y)
     c = _as_bool(condition)
     a, b = U.promote_dtypes(x, y)
     if c.shape:
@@ -704,7 +749,13 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
         arr = a
     min = a_min if min is None else min
     max = a_max if max is None else max
-    U.check_arraylike("clip", arr)
+    arr = U.ensure_arraylike("clip", arr)
+    if any(iscomplexobj(t) for t in (arr, min, max) if t is not None):
+        raise ValueError("Clip received a complex value either through the input or the "
+                         "min/max keywords. Complex values have no ordering and cannot be "
+                         "clipped. Please convert to a real value or array by taking the "
+                         "real or imaginary components via jax.numpy.real/imag "
+                         "respectively.")
     out = U.to_array(arr)
     if min is not None:
         out = maximum(min, out)
@@ -726,6 +777,10 @@ def fmin(x1, x2, /):
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without overflow: scale by the larger magnitude."""
     a, b = U.promote_args_inexact_lax("hypot", x1, x2)
+    if a.dtype.kind == "c":
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                         "convert to real values first, such as by using jnp.real or "
+                         "jnp.imag to take the real or imaginary components respectively.")
     a, b = absolute(a), absolute(b)
     inf_ = logical_or(isinf(a), isinf(b))
     hi, lo = maximum(a, b), minimum(a, b)
@@ -738,6 +793,8 @@ def hypot(x1, x2, /):
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
     a, b = U.promote_args_inexact_lax("logaddexp", x1, x2)
+    if a.dtype.kind == "c":
+        return _logaddexp_complex(a, b, 1.0)
     amax = maximum(a, b)
     delta = subtract(a, b)
     out = add(amax, log1p(exp(negative(absolute(delta)))))
@@ -746,11 +803,29 @@ def logaddexp(x1, x2, /):
 
 def logaddexp2(x1, x2, /):
     a, b = U.promote_args_inexact_lax("logaddexp2", x1, x2)
+    if a.dtype.kind == "c":
+        return _logaddexp_complex(a, b, 1 / math.log(2))
     amax = maximum(a, b)
     delta = subtract(a, b)
     ln2 = _const(a, math.log(2))
     out = add(amax, true_divide(log1p(exp2(negative(absolute(delta)))), ln2))
     return where(isnan(delta), add(a, b), out)
+
+
+def _logaddexp_complex(a, b, scale):
+    """Complex logaddexp (``scale`` 1) / logaddexp2 (``scale`` 1/ln 2), JAX's formula:
+    ``m + scale * log1p(base**(a + b - 2m))`` with ``m`` the larger operand (complex
+    order), the imaginary part wrapped into ``[-pi*scale, pi*scale)``."""
+    m = lax.max(a, b)
+    delta = lax.sub(lax.add(a, b), lax.mul(m, lax.full_like(m, 2)))
+    e = lax.exp(delta) if scale == 1.0 else lax.exp2(delta)
+    out = lax.add(m, lax.mul(lax.full_like(m, scale), lax.log1p(e)))
+    im = lax.imag(out)
+    half = lax.full_like(im, math.pi * scale)
+    period = lax.full_like(im, 2 * math.pi * scale)
+    r = lax.rem(lax.add(im, half), period)
+    r = lax.select(lax.lt(r, lax.full_like(r, 0)), lax.add(r, period), r)
+    return lax.complex(lax.real(out), lax.sub(r, half))
 
 
 def heaviside(x1, x2, /):
@@ -797,7 +872,16 @@ def angle(z, deg=False):
 
 
 def iscomplexobj(x):
-    return U.dtype_of(x) in _C
+    if x is None:
+        return False
+    dt = getattr(x, "dtype", None)
+    if dt is None:   # a Python value or a (nested) list: its dtype as NumPy infers it
+        if isinstance(x, (list, tuple)):
+            from xform.numpy._creation import asarray   # deferred: import cycle
+            dt = asarray(x).dtype
+        else:
+            dt = U.dtype_of(x)
+    return np.dtype(dt).kind == "c"
 
 
 def isrealobj(x):

@@ -9,6 +9,8 @@ this module: the ufunc wrappers test for it first.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
@@ -44,14 +46,43 @@ _PRIMS: dict = {}
 
 def is_arraylike(x) -> bool:
     return isinstance(x, (ArrayOps, np.ndarray, np.generic)) or type(x) in _SCALARS or \
-        (isinstance(x, _SCALARS) and not isinstance(x, (list, tuple)))
+        (isinstance(x, _SCALARS) and not isinstance(x, (list, tuple))) or \
+        getattr(x, "__jax_array__", None) is not None
 
 
 def check_arraylike(name, *args):
+    """Raise JAX's TypeError unless every argument is array-like: an Array or tracer, a
+    NumPy array or scalar, a Python scalar, or an object with ``__jax_array__``."""
     for i, a in enumerate(args):
         if not is_arraylike(a):
             raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
                             f"position {i}. Convert lists/tuples with xform.numpy.asarray first.")
+
+
+def from_jax_array(x):
+    """``x``, or the array its ``__jax_array__()`` gives (objects such as flax.nnx's
+    Variables stand for the array they hold)."""
+    if isinstance(x, ArrayOps) or type(x) in _SCALARS:
+        return x
+    m = getattr(x, "__jax_array__", None)
+    return x if m is None else m()
+
+
+def ensure_arraylike(name, *args):
+    """``check_arraylike``, then each argument with ``__jax_array__`` replaced by the
+    array it gives (JAX's ``ensure_arraylike``). Other values are returned as they
+    are (Python scalars stay weakly typed). One argument gives one value, several a
+    tuple."""
+    check_arraylike(name, *args)
+    if len(args) == 1:
+        return from_jax_array(args[0])
+    return tuple(from_jax_array(a) for a in args)
+
+
+def ensure_arraylike_tuple(name, args):
+    """``ensure_arraylike`` of a sequence of arguments, always a tuple."""
+    check_arraylike(name, *args)
+    return tuple(from_jax_array(a) for a in args)
 
 
 def aval(x):
@@ -65,7 +96,7 @@ def shape_of(x):
 def dtype_of(x):
     if isinstance(x, ArrayOps):
         return x.dtype
-    return dtypes.dtype_of(x)
+    return dtypes.dtype_of(from_jax_array(x))
 
 
 def is_weak(x):
@@ -83,7 +114,8 @@ def to_array(x, dtype=None, weak=None):
     if isinstance(x, ArrayOps):
         if dtype is None:
             return x
-        dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
+        if not isinstance(dtype, np.dtype):
+            dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
         w = x.weak_type if weak is None else weak
         if x.dtype == dtype and x.weak_type == w:
             return x
@@ -97,6 +129,9 @@ def to_array(x, dtype=None, weak=None):
         dt = dtypes.canonicalize_dtype(dtypes.dtype_of(x)) if dtype is None else np.dtype(dtype)
         v = np.array(x, dtype=dt)  # copy: the Array must not see later mutation
         return Array(v, bool(weak))
+    m = getattr(x, "__jax_array__", None)
+    if m is not None:
+        return to_array(m(), dtype, weak)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "
                     "Use an xform Array, a NumPy array or a Python scalar.")
 
@@ -126,6 +161,22 @@ _rt_cache: dict = {}
 
 def _clear(_=None):
     _rt_cache.clear()
+    _noop_cache.clear()
+
+
+_noop_cache: dict = {}
+
+
+def promotes_to_itself(dtype, weak, n=2) -> bool:
+    """Whether promoting ``n`` operands that all have ``dtype`` and weak type ``weak``
+    leaves them as they are (``promote_dtypes`` would return them unchanged): the test
+    behind the fast paths of the elementwise functions under a trace."""
+    key = (dtype, weak, n)
+    r = _noop_cache.get(key)
+    if r is None:
+        r = _noop_cache[key] = dtypes.lattice_result_type(
+            *[_Proxy(dtype, weak)] * n) == (dtype, weak)
+    return r
 
 
 config.on_change("jax_enable_x64", _clear)
@@ -138,6 +189,7 @@ def _key(x):
         return t
     if isinstance(x, ArrayOps):
         return (x.dtype, x.weak_type)
+    x = from_jax_array(x)
     return (dtypes.dtype_of(x), dtypes.is_weakly_typed(x))
 
 
@@ -159,6 +211,12 @@ def result_dtype(*args):
 
 
 def promote_dtypes(*args):
+    if len(args) == 2:      # two arrays of one dtype and weak type promotion leaves alone
+        a, b = args
+        if isinstance(a, ArrayOps) and isinstance(b, ArrayOps):
+            d, w = a.dtype, a.weak_type
+            if b.dtype == d and b.weak_type == w and promotes_to_itself(d, w):
+                return [a, b]
     dt, weak = result_dtype(*args)
     return [to_array(a, dt, weak) for a in args]
 
@@ -233,6 +291,29 @@ def broadcast_to_shape(x, shape):
     return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in keep))
 
 
+def check_rank_promotion(name, shapes):
+    """JAX's ``jax_numpy_rank_promotion``: operands of different non-zero ranks broadcast
+    silently ('allow'), with a warning ('warn') or not at all ('raise': ValueError).
+    Checked where users call a binary ufunc (``xnp.add``, ``x + y``); xform's own
+    functions broadcast through the ufunc functions underneath, unchecked."""
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if s}) < 2:
+        return
+    shapes_str = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "warn":
+        import warnings
+        warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes "
+                      f"{shapes_str}. Set the jax_numpy_rank_promotion config option to "
+                      "'allow' to disable this warning; for more information, see "
+                      "https://docs.jax.dev/en/latest/rank_promotion_warning.html.",
+                      stacklevel=4)
+    elif mode == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                         f"{shapes_str} and with the config option "
+                         "jax_numpy_rank_promotion='raise'. For more information, see "
+                         "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+
+
 def promote_shapes(name, *args):
     shapes = [a.shape for a in args]
     s0 = shapes[0]
@@ -278,22 +359,22 @@ def promote_shapes_lax(name, *args):
 
 def promote_args_lax(name, *args):
     """``promote_args`` for code built from lax n-ary ops (rank-0 operands stay rank 0)."""
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes_lax(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact_lax(name, *args):
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes_lax(name, *promote_dtypes_inexact(*args))
 
 
 def promote_args(name, *args):
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
-    check_arraylike(name, *args)
+    args = ensure_arraylike_tuple(name, args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
 
 
@@ -301,7 +382,7 @@ def promote_args_inexact(name, *args):
 
 def canonicalize_axis(axis, ndim, name="axis"):
     try:
-        a = int(axis) if not isinstance(axis, ArrayOps) else int(core.concrete_or_error(
+        a = operator.index(axis) if not isinstance(axis, ArrayOps) else int(core.concrete_or_error(
             axis, "an axis argument must be a static Python int"))
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {axis!r}") from None
@@ -310,10 +391,36 @@ def canonicalize_axis(axis, ndim, name="axis"):
     return a % ndim if ndim else a
 
 
+def axis_tuple(axis):
+    """An axis argument as a tuple: an integer (anything with ``__index__``) is one axis,
+    any other iterable (tuple, list, range, a 1-d integer array) a sequence of them, as
+    JAX's ``jax.numpy`` reads ``axis`` arguments."""
+    if isinstance(axis, (tuple, list)):
+        return tuple(axis)
+    if isinstance(axis, ArrayOps) and axis.ndim == 0:
+        return (axis,)
+    try:
+        return (operator.index(axis),)
+    except TypeError:
+        pass
+    if isinstance(axis, (str, bytes)) or not hasattr(axis, "__iter__"):
+        return (axis,)        # canonicalize_axis names the bad value
+    return tuple(axis)
+
+
 def canonicalize_axes(axis, ndim):
     """``None`` -> all axes; int or sequence -> sorted tuple of unique non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is tuple:     # already canonical (as passed on by another reduction)
+        for a in axis:
+            if type(a) is not int or not 0 <= a < ndim:
+                break
+        else:
+            if len(set(axis)) == len(axis):
+                return axis
+    if not isinstance(axis, (tuple, list)):
+        axis = axis_tuple(axis)
     if isinstance(axis, (tuple, list)):
         out = tuple(canonicalize_axis(a, ndim) for a in axis)
         if len(set(out)) != len(out):
@@ -332,14 +439,33 @@ def static_int(x, what):
 
 
 def canonical_shape(shape, name="shape"):
-    if isinstance(shape, (int, np.integer)) or (isinstance(shape, ArrayOps) and not shape.shape):
+    """A static shape tuple; JAX's TypeError for anything else (a float, a traced
+    value, a negative size)."""
+    if isinstance(shape, (int, np.integer)) or (
+            isinstance(shape, (ArrayOps, np.ndarray)) and not shape.shape):
         shape = (shape,)
     try:
-        out = tuple(static_int(d, f"{name} entries") for d in shape)
+        entries = tuple(shape)
     except TypeError:
-        raise TypeError(f"{name} must be an int or a sequence of ints, got {shape!r}") from None
+        entries = (shape,)
+    out = []
+    for d in entries:
+        if isinstance(d, Tracer) and d.to_concrete_value() is None:
+            raise TypeError(
+                f"Shapes must be 1D sequences of concrete values of integer type, got "
+                f"{entries}: {name} entries must be static.\nIf using `jit`, try using "
+                "`static_argnums` or applying `jit` to smaller subfunctions.")
+        if isinstance(d, ArrayOps):
+            d = core.concrete_or_error(d)
+        if isinstance(d, (bool, np.bool_)) or not hasattr(d, "__index__") or \
+                np.ndim(d) != 0:
+            raise TypeError(f"Shapes must be 1D sequences of concrete values of integer "
+                            f"type, got {entries}: {name} must be an int or a sequence of "
+                            "ints.")
+        out.append(operator.index(d) if not isinstance(d, np.ndarray) else int(d))
+    out = tuple(out)
     if any(d < 0 for d in out):
-        raise ValueError(f"negative dimensions are not allowed: {name}={out}")
+        raise TypeError(f"negative dimensions are not allowed: {name}={out}")
     return out
 
 
@@ -347,6 +473,8 @@ def canonical_dtype(dtype, allow_none=True):
     """User dtype argument -> canonical np.dtype (TypeError for unknown names)."""
     if dtype is None:
         return None
+    if isinstance(dtype, (int, float, complex)):    # a value, not a dtype (NumPy's error)
+        raise TypeError(f"Cannot interpret '{dtype!r}' as a data type")
     return dtypes.dtype_of(dtype) if not isinstance(dtype, np.dtype) else \
         dtypes.canonicalize_dtype(dtype)
 

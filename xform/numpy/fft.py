@@ -68,7 +68,7 @@ def _core(func_name, typ_name, a, s, axes, norm):
     FftType, _ = _lax_fft()
     typ = FftType[typ_name]
     xnp = _xnp()
-    _util.check_arraylike(f"xform.numpy.fft.{func_name}", a)
+    a = _util.ensure_arraylike(f"xform.numpy.fft.{func_name}", a)
     arr = xnp.asarray(a)
     if s is not None:
         s = tuple(operator.index(v) for v in s)

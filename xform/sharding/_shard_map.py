@@ -268,6 +268,11 @@ def _spmd_compiler(closed, donated_invars, name):
     if mesh is None:
         return None
     from xform._src.lowering import spmd  # deferred: keeps `import xform` light
+    from xform._src.primitives import prng
+    if prng.jaxpr_has_keys(closed):   # typed PRNG keys: partition the program over their words
+        from xform._src.lowering.runtime import KeyedCompiled
+        inner = _spmd_compiler(prng.physicalize_closed(closed), donated_invars, name)
+        return KeyedCompiled(inner, closed.in_avals, closed.out_avals)
     n = len(closed.jaxpr.invars)
     return spmd.SpmdCompiled(closed, mesh, (None,) * n, (None,) * len(closed.jaxpr.outvars),
                              donated_invars, name)

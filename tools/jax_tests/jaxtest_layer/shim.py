@@ -58,7 +58,8 @@ def _build():
         ConcretizationTypeError=lambda: _jax().errors.ConcretizationTypeError,
         typeof=lambda: _jax().typeof,
         Primitive=_primitive_type)
-    root.array = _lazy_module("jax._src.array", ArrayImpl=lambda: _jax().Array)
+    root.array = _lazy_module("jax._src.array",
+                              ArrayImpl=lambda: type(_jax().numpy.zeros(())))
     root.errors = _lazy_module(
         "jax._src.errors",
         UnexpectedTracerError=lambda: _jax().errors.UnexpectedTracerError,
