@@ -48,14 +48,19 @@ class ShapedArray:
         return None if f is None else f(self)
 
     def __init__(self, shape, dtype, weak_type=False):
-        self.shape = shape = tuple(shape)
-        if isinstance(dtype, ExtendedDType):
+        if type(shape) is not tuple:
+            shape = tuple(shape)
+        self.shape = shape
+        if isinstance(dtype, np.dtype) and dtype.kind != "V":
+            self.dtype = dtype
+        elif isinstance(dtype, ExtendedDType):
             self.dtype = dtype
         else:
             dt = np.dtype(dtype)
             # a structured dtype that represents an extended one (concrete key arrays)
             self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
-        self.weak_type = bool(weak_type)
+        self.weak_type = weak_type if weak_type is False or weak_type is True \
+            else bool(weak_type)
         # Every abstract value passes here, under every trace: refuse shapes whose element
         # count or byte size int64 cannot hold before XLA sees them (it aborts the process).
         n = _prod(shape)
@@ -419,6 +424,14 @@ class Tracer(ArrayOps):
     def item(self):
         return self._concrete(errors.ConcretizationTypeError, ".item() of a traced array").item()
 
+    def __copy__(self):
+        # a traced value is immutable: its copy is itself (a fresh buffer comes out of the
+        # compiled program); copying the tracer object would detach it from its trace
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     def tolist(self):
         return np.asarray(self._concrete(
             errors.ConcretizationTypeError,
@@ -762,8 +775,8 @@ class Array(ArrayOps):
     def copy(self):
         return Array(np.array(self._value), self.weak_type)
 
-    def __copy__(self):
-        return self
+    def __copy__(self):        # a new buffer, as JAX's copy.copy of an array
+        return self.copy()
 
     def __deepcopy__(self, memo):
         return self.copy()

@@ -170,12 +170,32 @@ def _check_dnums(lhs, rhs, dimension_numbers):
                             f"rhs dim {r} (size {rhs.shape[r]}) {where}")
 
 
+_dot_shapes: dict = {}    # (lhs shape, rhs shape, dimension numbers) -> checked result shape
+
+
+def _dot_shape(lhs, rhs, dimension_numbers):
+    """The result shape, after ``_check_dnums`` (both depend on shapes and dimension
+    numbers only, so a checked answer is remembered: large programs repeat them)."""
+    key = (lhs.shape, rhs.shape, dimension_numbers)
+    try:
+        shape = _dot_shapes.get(key)
+    except TypeError:           # unhashable dimension numbers or dimensions
+        shape, key = None, None
+    if shape is None:
+        _check_dnums(lhs, rhs, dimension_numbers)
+        (lc, rc), (lb, rb) = dimension_numbers
+        shape = (tuple(lhs.shape[i] for i in lb)
+                 + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
+                 + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
+        if key is not None:
+            if len(_dot_shapes) > 10_000:
+                _dot_shapes.clear()
+            _dot_shapes[key] = shape
+    return shape
+
+
 def _dot_abstract(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    _check_dnums(lhs, rhs, dimension_numbers)
-    (lc, rc), (lb, rb) = dimension_numbers
-    shape = (tuple(lhs.shape[i] for i in lb)
-             + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
-             + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
+    shape = _dot_shape(lhs, rhs, dimension_numbers)
     dt = _result_dtype(lhs, rhs, preferred_element_type)
     weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
     return ShapedArray(shape, dt, weak)
@@ -316,6 +336,12 @@ def _canon_precision(precision):
 
 
 def _index_tuple(x, what):
+    if type(x) is tuple:
+        for i in x:
+            if type(i) is not int:
+                break
+        else:
+            return x
     try:
         return tuple(operator.index(i) for i in (x if isinstance(x, (tuple, list)) else (x,)))
     except TypeError:

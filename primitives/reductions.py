@@ -65,14 +65,34 @@ def _wide(dt):
 # ----------------------------------------------------------------- monoid reductions
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 def _reduce_abstract(name, kinds):
+    memo = {}   # (shape, dtype, weak type, axes) -> checked result (errors not remembered)
+
     def rule(x, *, axes):
+        key = (x.shape, x.dtype, x.weak_type, axes)
+        try:
+            r = memo.get(key)
+        except TypeError:       # unhashable axes or dimensions
+            key = r = None
+        if r is None:
+            r = _rule(x, axes)
+            if key is not None:
+                if len(memo) > 1000:
+                    memo.clear()
+                memo[key] = r
+        return r
+
+    def _rule(x, axes):
+        nd = len(x.shape)
         if len(set(axes)) != len(axes):
             raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
-        if any(not 0 <= a < x.ndim for a in axes):
+        if any(not 0 <= a < nd for a in axes):
             raise ValueError(f"{name}: axes {axes} must be dimensions of operand "
                              f"{x.str_short()}")
-        if kinds == "number" and x.dtype == np.bool_:
+        if kinds == "number" and x.dtype == _BOOL:
             raise TypeError(f"{name} does not accept dtype bool. Accepted dtypes are numbers; "
                             "cast the operand first")
         if kinds == "intbool" and not (x.dtype == np.bool_ or dtypes.is_integer(x.dtype)):
@@ -375,6 +395,13 @@ defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
 
 def _axes(name, operand, axes):
     nd = core.get_aval(operand).ndim
+    if type(axes) is tuple:     # already canonical: distinct in-range Python ints
+        for a in axes:
+            if type(a) is not int or not 0 <= a < nd:
+                break
+        else:
+            if len(set(axes)) == len(axes):
+                return axes
     try:
         axes = tuple(canonicalize_axis(a, nd, f"{name}: axis") for a in axes)
     except TypeError:

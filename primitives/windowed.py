@@ -567,7 +567,7 @@ def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
     orders).  The initial values' tangents count too (JAX requires them to be zero)."""
     from xform._src.primitives import structural as S
     n = len(primals) // 2
-    xs, inits = primals[:n], primals[n:]
+    xs = primals[:n]
     outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)
     if all(type(t) is Zero for t in tangents):
         return outs, [Zero.from_primal(o) for o in outs]
