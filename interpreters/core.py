@@ -47,7 +47,14 @@ class ShapedArray:
         f = type_sharding_impl
         return None if f is None else f(self)
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, *, sharding=None, **jax_only):
+        # ``sharding=`` (and JAX's ``manual_axis_type``/``memory_space``) are accepted for
+        # code written against JAX's constructor (flax's scan rebuilds avals with the
+        # sharding it read from one): xform's types carry no sharding of their own, the
+        # ``sharding`` property above gives the one every value of the type has.
+        if jax_only and jax_only.keys() - {"manual_axis_type", "memory_space", "vma"}:
+            raise TypeError(f"ShapedArray() got unexpected keyword arguments "
+                            f"{sorted(jax_only.keys() - {'manual_axis_type', 'memory_space', 'vma'})}")
         self.shape = shape = tuple(shape)
         if isinstance(dtype, ExtendedDType):
             self.dtype = dtype
