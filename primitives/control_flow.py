@@ -47,6 +47,8 @@ from xform._src.primitives import elementwise as ew
 from xform._src.primitives import structural as st
 from xform._src.primitives._rules import bdim_at_front, moveaxis
 from xform._src.primitives.custom import check_forward_evaluable
+from xform._src.primitives import jit as _jit
+from xform._src.interpreters.config import config
 from xform._src.interpreters import tree_util
 from xform._src.primitives import reductions as red
 
@@ -276,6 +278,52 @@ def _branches_from_funs(funs, in_avals):
     return _hoist_branches(closed)
 
 
+# ================================================================ eager loops run compiled
+
+# An eager while/scan on concrete values runs as one compiled program, as in JAX (where
+# applying a loop primitive outside ``jit`` dispatches it compiled): its body is not
+# interpreted op by op once per iteration (thousands of iterations of an optimiser
+# step in ``fori_loop`` would take minutes), and its numerics are XLA's, as under
+# ``jit``.  The interpreter remains for what cannot run compiled: tracer operands,
+# arrays committed to a device, ``disable_jit``, debug_nans/infs (re-run op by op) and
+# bodies with no lowering.
+_compiled_loops = jt.Memo(maxsize=256)
+_NOT_COMPILED = "not compiled"
+
+
+def _compiled_loop(prim, args, params):
+    """``prim``'s outputs on ``args`` from its compiled one-equation program, or None
+    where it must be interpreted."""
+    if _jit.compiler is None or config.jax_disable_jit or core._debug_checks_on:
+        return None
+    for a in args:
+        if isinstance(a, Tracer) or (type(a) is Array and (a._committed or a._deleted)):
+            return None
+    try:
+        avals = tuple(core.get_aval(a) for a in args)
+    except TypeError:
+        return None
+    programs = tuple(v for v in params.values() if isinstance(v, ClosedJaxpr))
+    key = (prim, tuple(sorted((k, id(v) if isinstance(v, ClosedJaxpr) else v)
+                              for k, v in params.items())), avals)
+    try:
+        prog = _compiled_loops.get(key)
+    except TypeError:   # an unhashable param
+        return None
+    if prog is None:
+        def fun(*xs):
+            return list(prim.bind(*xs, **params))
+        with core.set_current_trace(core.EVAL_TRACE):
+            closed = ClosedJaxpr(*trace_to_jaxpr(fun, avals, name=prim.name))
+        prog = _jit.compile_program(closed, name=prim.name)
+        if isinstance(prog, _jit.EagerProgram):   # would interpret (and re-enter here)
+            prog = _NOT_COMPILED
+        _compiled_loops.put(key, programs, prog)
+    if prog is _NOT_COMPILED:
+        return None
+    return list(prog(*args))
+
+
 # ================================================================ while
 
 while_p = Primitive("while", multiple_results=True)
@@ -284,6 +332,11 @@ while_p.impl_takes_arrays = True
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     check_forward_evaluable(cond_jaxpr, body_jaxpr)
+    outs = _compiled_loop(while_p, args, dict(
+        cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+        body_nconsts=body_nconsts))
+    if outs is not None:
+        return outs
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     while bool(np.asarray(_value(_eval(cond_jaxpr, *cc, *carry)[0]))):
         carry = _eval(body_jaxpr, *bc, *carry)
@@ -488,6 +541,12 @@ def _index_leading(x, i):
 
 
 def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    if length > 1:
+        outs = _compiled_loop(scan_p, args, dict(
+            reverse=reverse, length=length, jaxpr=jaxpr, num_consts=num_consts,
+            num_carry=num_carry, linear=linear, unroll=unroll))
+        if outs is not None:
+            return outs
     consts, carry, xs = _split(args, num_consts, num_carry)
     out_avals = _scan_abstract(*[core.get_aval(a) for a in args], reverse=reverse, length=length,
                                jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,
