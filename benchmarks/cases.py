@@ -747,12 +747,13 @@ def large_pytree(ctx):
                                      "its C++ call path)")
 
 
-GROWTH_SIZES = (1000, 2000, 4000, 8000, 16000)
+GROWTH_SIZES = (1000, 2000, 5000, 10000, 20000, 50000)
 
 
 @case("large/growth_trace_lower", "large", "trace + lower of the loop program at 1k, 2k, "
-      "4k, 8k and 16k equations (quick: 500, 1k, 2k): the growth curve; exponent = "
-      "log-log slope between sizes (1 = linear)",
+      "5k, 10k, 20k and 50k equations (quick: 500, 1k, 2k): the growth curve; exponent = "
+      "log-log slope between sizes (1 = linear); xform's us/eqn split into trace, simplify "
+      "passes and StableHLO emission",
       metrics=tuple(f"trace_lower_{n}" for n in GROWTH_SIZES), libs=LARGE_LIBS)
 def large_growth(ctx):
     from benchmarks import large
@@ -781,6 +782,13 @@ def large_growth(ctx):
     got, sk = timing.phases({n: factory(n) for n in LARGE_LIBS}, 1 if ctx.quick else 3)
     skipped.update(sk)
     metrics = {f"trace_lower_{n}": {lib: v[n] for lib, v in got.items()} for n in sizes}
+    # xform's per-equation split (one more run per size, best of the rounds' clock)
+    split = {}
+    if "xform" in got:
+        L = ctx.libs["xform"]
+        for n in sizes:
+            make = large.loop_program(n // large.LOOP_EQNS_PER_ITER, variant=-2)
+            split[n] = large.xform_breakdown(make(L), dev["xform"], timing._steady_clock[0])
     for n in GROWTH_SIZES:
         if n not in sizes:
             metrics[f"trace_lower_{n}"] = {}
@@ -788,7 +796,8 @@ def large_growth(ctx):
                 skipped.setdefault(lib, "sizes above 2000 equations: full mode only")
     lines = [f"{'equations':>10}" + "".join(f"{lib + ' ms':>11}{lib + ' us/eqn':>14}"
                                             f"{lib + ' exp':>10}" for lib in got)
-             + f"{'xform/jax':>11}"]
+             + f"{'xform/jax':>11}"
+             + ("   xform us/eqn: trace / passes / emit" if split else "")]
     prev = {}
     for n in sizes:
         row = f"{n:>10}"
@@ -800,8 +809,14 @@ def large_growth(ctx):
             row += f"{t * 1e3:>11.1f}{t / n * 1e6:>14.1f}{exp:>10}"
         if "xform" in got and "jax" in got:
             row += f"{got['xform'][n] / got['jax'][n]:>10.2f}x"
+        if n in split:
+            row += "   " + " / ".join(f"{t / n * 1e6:.1f}" for t in split[n])
         lines.append(row)
-    rec = {"params": {"sizes": list(sizes), "program": "loop (5 equations per iteration)"},
+    rec = {"params": {"sizes": list(sizes), "program": "loop (5 equations per iteration)",
+                      "xform_split_us_per_eqn": {
+                          n: dict(zip(("trace", "passes", "emit"),
+                                      (round(t / n * 1e6, 2) for t in split[n])))
+                          for n in split}},
            "metrics": metrics, "skipped": skipped}
     rec["growth_table"] = "\n".join(lines)
     return rec

@@ -125,7 +125,8 @@ def trace_lower(L, prog, args, clock=None):
     """Trace and lower ``prog`` once with ``L``; ((trace s, lower s), jitted, lowered).
 
     xform's lower is the StableHLO text its first call compiles (the simplify passes
-    and the text with locations); JAX's is ``Traced.lower()`` (its MLIR module).
+    and the text with locations, ``first_call_text``); JAX's is ``Traced.lower()`` (its
+    MLIR module).
     ``clock``: ``time.perf_counter`` (default) or ``time.process_time`` (both phases run
     on one thread: CPU time is robust on a loaded machine)."""
     import time
@@ -137,9 +138,45 @@ def trace_lower(L, prog, args, clock=None):
     if L.name == "jax":
         lowered = traced.lower()
     else:
-        lowered = traced.lower().as_text(debug_info=True)
+        lowered = first_call_text(traced.lower())
     t2 = clock()
     return (t1 - t0, t2 - t1), jf, lowered
+
+
+def first_call_text(lowered):
+    """The StableHLO text an xform ``Lowered``'s first call compiles: the simplify passes
+    and the generic-syntax text with locations.  (``Lowered.as_text()`` prints the same
+    module in MLIR's pretty syntax, as JAX's does, which parses and re-prints it through
+    MLIR: a cost a first call does not pay.)"""
+    from xform._src import lowering
+    from xform._src.interpreters import passes
+    w, e = lowered._wrapped, lowered._entry
+    donated = (False,) * len(e.const_args) + e.donated
+    return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
+                                donated_invars=donated, keep_unused=w._keep_unused,
+                                debug_info=True)
+
+
+def xform_breakdown(prog, args, clock=None):
+    """xform's trace + lower of ``prog`` split in three: (trace s, passes s, emit s) --
+    the staging trace, the simplify passes and the StableHLO text (with locations), the
+    same work ``trace_lower`` times as trace and lower."""
+    import time
+
+    import xform
+    from xform._src import lowering
+    from xform._src.interpreters import passes
+    clock = clock or time.perf_counter
+    jf = xform.jit(prog)
+    t0 = clock()
+    lowered = jf.trace(*args).lower()
+    t1 = clock()
+    closed = passes.simplify(lowered._entry.closed)
+    t2 = clock()
+    lowering.lower_jaxpr(closed, name="main", donated_invars=(False,) * len(closed.in_avals),
+                         keep_unused=False, debug_info=True)
+    t3 = clock()
+    return t1 - t0, t2 - t1, t3 - t2
 
 
 # ----------------------------------------------------------------- peak host memory

@@ -48,14 +48,19 @@ class ShapedArray:
         return None if f is None else f(self)
 
     def __init__(self, shape, dtype, weak_type=False):
-        self.shape = shape = tuple(shape)
-        if isinstance(dtype, ExtendedDType):
+        if type(shape) is not tuple:
+            shape = tuple(shape)
+        self.shape = shape
+        if isinstance(dtype, np.dtype) and dtype.kind != "V":
+            self.dtype = dtype
+        elif isinstance(dtype, ExtendedDType):
             self.dtype = dtype
         else:
             dt = np.dtype(dtype)
             # a structured dtype that represents an extended one (concrete key arrays)
             self.dtype = extended_by_struct.get(dt, dt) if dt.kind == "V" else dt
-        self.weak_type = bool(weak_type)
+        self.weak_type = weak_type if weak_type is False or weak_type is True \
+            else bool(weak_type)
         # Every abstract value passes here, under every trace: refuse shapes whose element
         # count or byte size int64 cannot hold before XLA sees them (it aborts the process).
         n = _prod(shape)
@@ -214,7 +219,7 @@ class Primitive:
     accepts it).
     """
 
-    __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "weak_rule",
+    __slots__ = ("name", "multiple_results", "impl", "abstract_eval",
                  "impl_takes_arrays", "effectful", "cse", "pp_name", "missing_rules",
                  "_eager_fast",
                  "__weakref__")
@@ -224,7 +229,6 @@ class Primitive:
         self.multiple_results = multiple_results
         self.impl = None
         self.abstract_eval = None
-        self.weak_rule = None
         self.impl_takes_arrays = False
         self.effectful = False
         self.cse = True
@@ -247,17 +251,19 @@ class Primitive:
         """``f(weak, *numpy values) -> Array``: ``EvalTrace.process_primitive``'s common
         case for a param-less call on host values, minus the generic argument loop.
 
-        ``weak`` is the standard rule's answer (every operand weak), which the caller
-        knows from its operands without building a tuple.  Exists only for primitives
-        that use the standard eager path (a NumPy impl, one result, the standard weak
-        rule); ``None`` otherwise.  Eager fast paths (the ``xform.numpy`` ufuncs and
+        ``weak`` says whether every operand is weakly typed, which the caller knows from
+        its operands without building a tuple; the callers pass operands of one shape
+        and one dtype the primitive accepts (so its shape rule cannot fail), and the
+        result's weak type is the shape rule's answer for that flag, asked once per
+        flag.  Exists only for primitives with a NumPy impl, a shape rule and one
+        result; ``None`` otherwise.  Eager fast paths (the ``xform.numpy`` ufuncs and
         the Python operators, on host Arrays under the eval trace) call this instead
         of ``bind`` so the semantics stay here, next to the eval trace.
         """
         f = self._eager_fast
         if f is None:
             if (self.impl is None or self.impl_takes_arrays or self.multiple_results
-                    or self.weak_rule is not None):
+                    or self.abstract_eval is None):
                 f = False
             else:
                 f = _make_eager_fast(self)
@@ -417,6 +423,14 @@ class Tracer(ArrayOps):
 
     def item(self):
         return self._concrete(errors.ConcretizationTypeError, ".item() of a traced array").item()
+
+    def __copy__(self):
+        # a traced value is immutable: its copy is itself (a fresh buffer comes out of the
+        # compiled program); copying the tracer object would detach it from its trace
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def tolist(self):
         return np.asarray(self._concrete(
@@ -761,8 +775,8 @@ class Array(ArrayOps):
     def copy(self):
         return Array(np.array(self._value), self.weak_type)
 
-    def __copy__(self):
-        return self
+    def __copy__(self):        # a new buffer, as JAX's copy.copy of an array
+        return self.copy()
 
     def __deepcopy__(self, memo):
         return self.copy()
@@ -916,6 +930,7 @@ class EvalTrace(Trace):
                     self.check_foreign_tracer(a)
             return prim.impl(*args, **params)
         vals = []
+        on_device = False
         for a in args:
             ta = type(a)
             if ta is Array:
@@ -923,21 +938,31 @@ class EvalTrace(Trace):
                     if a._deleted:
                         raise a._deleted_error(prim.name)
                     if not _buffer_is_cpu(a._buf):
-                        return device_impl_hook(prim, args, params)
+                        on_device = True
+                        continue
                 vals.append(a._value)
             elif isinstance(a, Tracer):
                 self.check_foreign_tracer(a)
             else:
                 vals.append(a)
+        # The shape rule runs eagerly too: misuse gets the rule's error (not NumPy's),
+        # and the results' weak types are the rule's, as under every other trace.
+        rule = prim.abstract_eval
+        out_aval = rule(*[get_aval(a) for a in args], **params) if rule is not None else None
+        if on_device:
+            return device_impl_hook(prim, args, params)
         out = prim.impl(*vals, **params)
-        weak_rule = prim.weak_rule
-        weak = weak_rule(args, params) if weak_rule is not None else _all_weak(args)
         if prim.multiple_results:
-            outs = [Array(o, weak) for o in out]
+            if out_aval is None:
+                weaks = [_all_weak(args)] * len(out)
+            else:
+                weaks = [getattr(o, "weak_type", False) for o in out_aval]
+            outs = [Array(o, w) for o, w in zip(out, weaks)]
             if _debug_checks_on:
                 for o in outs:
                     _check_nans(prim, o)
             return outs
+        weak = _all_weak(args) if out_aval is None else getattr(out_aval, "weak_type", False)
         res = Array(out, weak)
         if _debug_checks_on:
             _check_nans(prim, res)
@@ -988,9 +1013,19 @@ def quiet(fn):
 def _make_eager_fast(prim):
     impl = prim.impl
     inner = getattr(impl, "quiet_fn", None) if _errset is not None else None
+    rule = prim.abstract_eval
+    weak_out = {}      # operands' weak flag -> the result's, as the shape rule says
+
+    def out_weak(weak, vals):
+        w = weak_out.get(weak)
+        if w is None:
+            avals = [ShapedArray(np.shape(v), v.dtype, weak) for v in vals]
+            w = weak_out[weak] = bool(rule(*avals).weak_type)
+        return w
+
     if inner is None:
         def eager_fast(weak, *vals):
-            out = Array(impl(*vals), weak)
+            out = Array(impl(*vals), out_weak(weak, vals))
             if _debug_checks_on:
                 _check_nans(prim, out)
             return out
@@ -1001,7 +1036,7 @@ def _make_eager_fast(prim):
                 out = inner(*vals)
             finally:
                 _errreset(tok)
-            out = Array(out, weak)
+            out = Array(out, out_weak(weak, vals))
             if _debug_checks_on:
                 _check_nans(prim, out)
             return out

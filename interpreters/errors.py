@@ -16,7 +16,10 @@ def _package_dirs():
     return _PKG_DIRS
 
 
-_user_code: dict = {}     # code object -> whether its frames are the user's
+# id(code object) -> (the code object, whether its frames are the user's).  Keyed by id:
+# hashing a code object hashes its bytecode and constants, on every frame walked; the
+# entry holds the code object, so its id is not reused while the entry lives.
+_user_code: dict = {}
 
 
 def _is_user_code(code) -> bool:
@@ -25,7 +28,7 @@ def _is_user_code(code) -> bool:
           and "contextlib" not in fn and "functools" not in fn)
     if len(_user_code) > 100_000:
         _user_code.clear()
-    _user_code[code] = ok
+    _user_code[id(code)] = (code, ok)
     return ok
 
 
@@ -46,9 +49,8 @@ def user_frame(skip: int = 1):
     f = sys._getframe(skip)
     while f is not None:
         code = f.f_code
-        ok = known.get(code)
-        if ok is None:
-            ok = _is_user_code(code)
+        e = known.get(id(code))
+        ok = e[1] if e is not None else _is_user_code(code)
         if ok:
             return f
         f = f.f_back

@@ -72,7 +72,7 @@ Atom = "Var | Literal"
 class Eqn:
     """``outvars = primitive[params] invars``."""
 
-    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info", "_holds")
 
     def __init__(self, primitive, invars, outvars, params, source_info=None):
         self.primitive = primitive
@@ -80,6 +80,7 @@ class Eqn:
         self.outvars = list(outvars)
         self.params = params
         self.source_info = source_info
+        self._holds = None      # (params, holds_programs(params)), see eqn_holds_programs
 
     @property
     def effects(self):
@@ -219,16 +220,48 @@ def _holds(seq) -> bool:
     return False
 
 
+_tuple_holds: dict = {}    # hashable tuple params known to hold no program -> False
+
+
 def holds_programs(params) -> bool:
     """Whether an equation's params hold any program (what ``subjaxprs_of_params``
-    would yield): the cheap test the passes run on every equation."""
+    would yield): the cheap test the passes run on every equation (several times)."""
     for v in params.values():
         t = type(v)
         if t is ClosedJaxpr or t is Jaxpr:
             return True
-        if (t is tuple or t is list) and v and _holds(v):
+        if t is tuple and v:
+            # Programs compare by identity, so a tuple equal to one that held none holds
+            # none: that answer is remembered per tuple value (only that one, so the
+            # memo keeps no program alive).
+            try:
+                h = _tuple_holds.get(v)
+            except TypeError:       # an unhashable element
+                h = _holds(v)
+            else:
+                if h is None:
+                    h = _holds(v)
+                    if not h:
+                        if len(_tuple_holds) > 10_000:
+                            _tuple_holds.clear()
+                        _tuple_holds[v] = False
+            if h:
+                return True
+        elif t is list and v and _holds(v):
             return True
     return False
+
+
+def eqn_holds_programs(eqn) -> bool:
+    """``holds_programs(eqn.params)``, remembered on the equation (the passes ask it of
+    every equation several times) for as long as its params are the same object."""
+    h = eqn._holds
+    params = eqn.params
+    if h is not None and h[0] is params:
+        return h[1]
+    r = holds_programs(params)
+    eqn._holds = (params, r)
+    return r
 
 
 def _iter_jaxprs(v):
@@ -695,7 +728,7 @@ def count_eqns(jaxpr, recursive: bool = True) -> int:
     n = len(jaxpr.eqns)
     if recursive:
         for eqn in jaxpr.eqns:
-            if holds_programs(eqn.params):
+            if eqn_holds_programs(eqn):
                 for _, sub in subjaxprs_of_params(eqn.params):
                     n += count_eqns(sub)
     return n

@@ -27,7 +27,7 @@ import numpy as np
 
 from xform._src.interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var, count_eqns  # noqa: F401
 from xform._src.interpreters import core
-from xform._src.interpreters.ir import holds_programs
+from xform._src.interpreters.ir import eqn_holds_programs, holds_programs
 
 # prim -> f(eqn, used_outputs) -> (new eqn or None, used_inputs)
 call_dce_rules: dict = {}
@@ -60,7 +60,7 @@ def eqn_effectful(eqn) -> bool:
     params = eqn.params
     if params.get("has_side_effect", False) is True:   # per call (an FFI call's param)
         return True
-    return holds_programs(params) and any(has_effects(j) for j in _subjaxprs(params))
+    return eqn_holds_programs(eqn) and any(has_effects(j) for j in _subjaxprs(params))
 
 
 def has_effects(jaxpr) -> bool:
@@ -119,7 +119,7 @@ def _substituted(eqn, env, on_program):
         new = [a if type(a) is Literal else env.get(a, a) for a in invars]
         if any(x is not y for x, y in zip(new, invars)):
             invars = new
-    params = _map_subjaxprs(eqn.params, on_program)
+    params = _map_subjaxprs(eqn.params, on_program) if eqn_holds_programs(eqn) else eqn.params
     if invars is eqn.invars and params is eqn.params:
         return eqn
     return eqn.replace(invars=invars, params=params)
@@ -160,8 +160,11 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
             continue
         if not any(used) and not eqn_effectful(eqn):
             continue
-        params = _map_subjaxprs(eqn.params, on_program)
-        kept.append(eqn if params is eqn.params else eqn.replace(params=params))
+        if eqn_holds_programs(eqn):
+            params = _map_subjaxprs(eqn.params, on_program)
+            kept.append(eqn if params is eqn.params else eqn.replace(params=params))
+        else:
+            kept.append(eqn)
         for a in eqn.invars:
             if type(a) is not Literal:
                 live.add(a)
@@ -235,7 +238,7 @@ def _cse_ok(eqn) -> bool:
     if (prim.effectful or not prim.cse or params.get("prevent_cse", False)
             or params.get("has_side_effect", False) is True):
         return False
-    return not (holds_programs(params) and any(has_effects(j) for j in _subjaxprs(params)))
+    return not (eqn_holds_programs(eqn) and any(has_effects(j) for j in _subjaxprs(params)))
 
 
 def _atom_key(a):
@@ -247,8 +250,10 @@ def _atom_key(a):
 
 def _eqn_key(eqn):
     try:
-        key = (eqn.primitive, tuple(_atom_key(a) for a in eqn.invars),
-               tuple(sorted(eqn.params.items())))
+        params = eqn.params
+        key = (eqn.primitive,
+               tuple([a if type(a) is not Literal else _atom_key(a) for a in eqn.invars]),
+               tuple(sorted(params.items())) if len(params) > 1 else tuple(params.items()))
         hash(key)
         return key
     except TypeError:

@@ -12,6 +12,7 @@ become the program's constants -- the residuals.
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -27,7 +28,16 @@ record_source_info = True
 # ``completion_rules[prim](trace, args, params) -> (args, params)`` completes them before
 # the equation is recorded, so every recorded equation holds only programs.
 completion_rules: dict = {}
-_name_scopes = threading.local()   # .stack: xform.named_scope names, outermost first
+
+
+class _NameScopes(threading.local):
+    # Class defaults, so a thread that never set them reads None without the cost of a
+    # missing attribute (an AttributeError caught inside getattr) on every equation.
+    stack = None    # xform.named_scope names, outermost first
+    bounds = None   # make_jaxpr's caller frames (see source_boundaries)
+
+
+_name_scopes = _NameScopes()
 
 
 # prim -> rule(trace, args, params): how a primitive is staged when it is not recorded
@@ -60,6 +70,23 @@ class StagingTracer(Tracer):
     @property
     def aval(self):
         return self._var.aval
+
+    # Tracer's properties, one indirection shorter (the numpy layer reads them per call)
+    @property
+    def shape(self):
+        return self._var.aval.shape
+
+    @property
+    def dtype(self):
+        return self._var.aval.dtype
+
+    @property
+    def weak_type(self):
+        return self._var.aval.weak_type
+
+    @property
+    def ndim(self):
+        return len(self._var.aval.shape)
 
     def __repr__(self):
         return f"JitTracer({core.aval_text(self._var.aval)})"
@@ -139,19 +166,20 @@ class StagingTrace(core.Trace):
             out = srule(self, args, params)
             if out is not NotImplemented:
                 return out
-        invars = [self.to_atom(a) for a in args]
+        invars = [a._var if type(a) is StagingTracer and a._trace is self else self.to_atom(a)
+                  for a in args]
         rule = prim.abstract_eval
         if rule is None:
             raise NotImplementedError(f"primitive {prim.name} has no abstract evaluation rule")
         out = rule(*[a.aval for a in invars], **params)
+        src = _source_info() if record_source_info else None
         if prim.multiple_results:
             outvars = [Var(a) for a in out]
-        else:
-            outvars = [Var(out)]
-        src = _source_info() if record_source_info else None
-        self.eqns.append(Eqn(prim, invars, outvars, params, src))
-        tracers = [StagingTracer(self, v) for v in outvars]
-        return tracers if prim.multiple_results else tracers[0]
+            self.eqns.append(Eqn(prim, invars, outvars, params, src))
+            return [StagingTracer(self, v) for v in outvars]
+        v = Var(out)
+        self.eqns.append(Eqn(prim, invars, [v], params, src))
+        return StagingTracer(self, v)
 
     def add_eqn(self, prim, in_atoms, out_avals, params):
         """Record an equation directly (for rules that build programs by hand)."""
@@ -224,19 +252,35 @@ def _source_info():
     src = source_context.src
     if src is not None:     # an equation being interpreted: its location, as JAX
         return src
-    f = errors.user_frame(3)
-    if f is None:
+    # errors.user_frame(3), inlined: this runs for every staged equation
+    known = errors._user_code
+    f = sys._getframe(2)
+    while f is not None:
+        code = f.f_code
+        e = known.get(id(code))
+        ok = e[1] if e is not None else errors._is_user_code(code)
+        if ok:
+            break
+        f = f.f_back
+    else:
         return None
-    bounds = getattr(_name_scopes, "bounds", None)
+    ns = _name_scopes
+    bounds = ns.bounds
     if bounds and any(f is b for b in bounds):
         return None
-    code = f.f_code
-    scopes = getattr(_name_scopes, "stack", None)
-    name = "/".join(scopes + [code.co_name]) if scopes else code.co_name
+    scopes = ns.stack
     # One object per source position: a loop's equations share their lines' objects.
-    key = (code, f.f_lasti, name)
+    # (keyed by the code object's id, which the SourceInfo holding it keeps unique)
+    if scopes:
+        name = "/".join(scopes + [code.co_name])
+        key = (id(code), f.f_lasti, name)
+    else:
+        name = None
+        key = (id(code), f.f_lasti)
     src = _source_infos.get(key)
     if src is None:
+        if name is None:
+            name = code.co_name
         if len(_source_infos) > 100_000:
             _source_infos.clear()
         src = _source_infos[key] = SourceInfo(code.co_filename, f.f_lineno, name, code,
@@ -244,7 +288,7 @@ def _source_info():
     return src
 
 
-_source_infos: dict = {}     # (code, instruction offset, scoped name) -> SourceInfo
+_source_infos: dict = {}     # (id(code), instruction offset[, scoped name]) -> SourceInfo
 
 
 def trace_to_jaxpr(fun, in_avals, name: str = "staging"):

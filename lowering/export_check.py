@@ -17,6 +17,7 @@ calling convention.  Importing this module imports nothing from jax/jaxlib.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -97,23 +98,13 @@ def check_module(blob):
 
 def _child_context():
     """An MLIR context with the dialects an exported module may use (StableHLO, CHLO,
-    Shardy and jaxlib's upstream ones), as ``lowering.runtime`` and ``export_mlir`` set
-    up theirs, built from jaxlib alone (the child does not import xform)."""
-    from jaxlib.mlir import ir
-    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
-    try:
-        from jaxlib.mlir._mlir_libs import _jax_mlir_ext as upstream
-    except ImportError:  # jaxlib <= 0.6
-        from jaxlib.mlir._mlir_libs import register_jax_dialects as upstream
-    ctx = ir.Context()
-    registry = ir.DialectRegistry()
-    upstream.register_dialects(registry)
-    ctx.append_dialect_registry(registry)
-    ctx.load_all_available_dialects()
-    stablehlo.register_dialect(ctx)
-    chlo.register_dialect(ctx)
-    sdy.register_dialect(ctx)
-    return ctx
+    Shardy and jaxlib's upstream ones), as the runtime builds its own, made by
+    ``mlir_context.py`` loaded by path (the child does not import xform)."""
+    spec = importlib.util.spec_from_file_location(
+        "_xform_mlir_context", os.path.join(os.path.dirname(_SCRIPT), "mlir_context.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.new_mlir_context(shardy=True)
 
 
 def _func_types(ir, op):

@@ -19,6 +19,7 @@ constants make the text large; XLA folds them into the executable once.)
 """
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -295,7 +296,8 @@ class LoweringContext:
         self.lines: list[str] = []
         self.indent = indent
         self.types: dict = _Scope(parent.types if parent is not None else None)
-        self._counter = parent._counter if parent is not None else [0]
+        # SSA numbers, shared with nested regions (next(self._ids): 1, 2, ...)
+        self._ids = parent._ids if parent is not None else itertools.count(1)
         self.in_avals = self.out_avals = ()
         self.loc = ""
         self.name_stack = parent.name_stack if parent is not None else ""
@@ -304,12 +306,10 @@ class LoweringContext:
 
     # -- names
     def fresh(self) -> str:
-        self._counter[0] += 1
-        return f"%{self._counter[0]}"
+        return f"%{next(self._ids)}"
 
     def fresh_arg(self, type_: str, prefix: str = "arg") -> str:
-        self._counter[0] += 1
-        n = f"%{prefix}{self._counter[0]}"
+        n = f"%{prefix}{next(self._ids)}"
         self.types[n] = type_
         return n
 
@@ -325,42 +325,69 @@ class LoweringContext:
         ``out_types``: a list of tensor types (or avals).  Returns the result names.
         """
         out_types = [t if type(t) is str else aval_type(t) for t in out_types]
+        n = len(out_types)
+        if n == 1:
+            return [self.op1(name, operands, out_types[0], attrs, regions)]
         types = self.types
         in_types = ", ".join([types[o] for o in operands])
-        n = len(out_types)
         if n == 0:
             lhs, results = "", []
-        elif n == 1:
-            r = self.fresh()
-            lhs, results = f"{r} = ", [r]
         else:
             r = self.fresh()
             lhs, results = f"{r}:{n} = ", [f"{r}#{i}" for i in range(n)]
         for res, t in zip(results, out_types):
-            self.types[res] = t
-        outs = out_types[0] if n == 1 else "(" + ", ".join(out_types) + ")"
-        reg = ""
-        if regions:
-            reg = " (" + ", ".join(regions) + ")"
+            types[res] = t
+        reg = " (" + ", ".join(regions) + ")" if regions else ""
         attr = f" {{{attrs}}}" if attrs else ""
+        loc = self.loc
         self.lines.append(f"{' ' * self.indent}{lhs}\"{name}\"({', '.join(operands)}){reg}{attr} "
-                          f": ({in_types}) -> {outs} {self.loc}".rstrip())
+                          f": ({in_types}) -> ({', '.join(out_types)})"
+                          + (" " + loc if loc else ""))
         return results
 
     def op1(self, name, operands, out_type, attrs="", regions=None) -> str:
-        return self.op(name, operands, [out_type], attrs, regions)[0]
+        """``op`` with one result (the common case, written out: it runs per operation)."""
+        if type(out_type) is not str:
+            out_type = aval_type(out_type)
+        types = self.types
+        in_types = ", ".join([types[o] for o in operands])
+        r = f"%{next(self._ids)}"
+        types[r] = out_type
+        loc = self.loc
+        if regions or attrs:
+            self.lines.append(
+                f"{' ' * self.indent}{r} = \"{name}\"({', '.join(operands)})"
+                + (" (" + ", ".join(regions) + ")" if regions else "")
+                + (f" {{{attrs}}}" if attrs else "")
+                + f" : ({in_types}) -> {out_type}" + (" " + loc if loc else ""))
+        elif loc:
+            self.lines.append(f"{' ' * self.indent}{r} = \"{name}\"({', '.join(operands)}) "
+                              f": ({in_types}) -> {out_type} {loc}")
+        else:
+            self.lines.append(f"{' ' * self.indent}{r} = \"{name}\"({', '.join(operands)}) "
+                              f": ({in_types}) -> {out_type}")
+        return r
 
     def constant(self, value, dtype=None, shape=None) -> str:
         """A constant tensor of ``dtype`` (broadcast to ``shape`` as a splat)."""
         v = np.asarray(value, dtype=dtype)
         if v.dtype == _dtypes.float0:
             v = np.zeros(v.shape, np.bool_)
-        t = tensor_type(v.shape if shape is None else shape, v.dtype)
-        if shape is not None and tuple(shape) != v.shape:
-            if v.size != 1:
-                raise ValueError(f"constant of shape {v.shape} cannot be splatted to {shape}")
-            v = v.reshape(())
-        return self.op1("stablehlo.constant", [], t, f"value = dense<{dense_literal(v)}> : {t}")
+        if v.size <= 16:    # small constants (literals, identities) repeat: text memoised
+            key = (v.dtype, v.shape, None if shape is None else tuple(shape), v.tobytes())
+            try:
+                ta = _small_constants.get(key)
+            except TypeError:       # a dimension that is not hashable
+                ta = key = None
+            if ta is None:
+                ta = _constant_text(v, shape)
+                if key is not None:
+                    if len(_small_constants) > 10_000:
+                        _small_constants.clear()
+                    _small_constants[key] = ta
+        else:
+            ta = _constant_text(v, shape)
+        return self.op1("stablehlo.constant", [], ta[0], ta[1])
 
     def full_like(self, value, aval) -> str:
         """``value`` broadcast to ``aval`` (via a splat constant)."""
@@ -382,6 +409,18 @@ class LoweringContext:
             f"{a}: {t}" for a, t in zip(args, arg_types)) + "):\n"
         return head + "\n".join(c.lines) + "\n" + " " * self.indent + "}"
 
+    def binary_region(self, op_name: str, type_: str) -> str:
+        """``region([t, t], lambda c, a, b: [c.op1(op_name, [a, b], t)])`` (a reduction's
+        monoid), written directly: the same text without a child context."""
+        ids = self._ids
+        a, b, r = f"%r{next(ids)}", f"%r{next(ids)}", f"%{next(ids)}"
+        pad = " " * (self.indent + 4)
+        loc = self.loc
+        return ("{\n" + " " * (self.indent + 2) + f"^bb0({a}: {type_}, {b}: {type_}):\n"
+                + f'{pad}{r} = "{op_name}"({a}, {b}) : ({type_}, {type_}) -> {type_}'
+                + (" " + loc if loc else "") + "\n"
+                + f'{pad}"stablehlo.return"({r}) : ({type_}) -> ()\n' + " " * self.indent + "}")
+
     # -- common helpers for rules
     def convert(self, x: str, dtype, shape=None) -> str:
         t = self.types[x]
@@ -397,6 +436,19 @@ class LoweringContext:
 
     def select(self, pred, on_true, on_false) -> str:
         return self.op1("stablehlo.select", [pred, on_true, on_false], self.types[on_true])
+
+
+_small_constants: dict = {}    # (dtype, shape, splat shape, bytes) -> (type, attribute)
+
+
+def _constant_text(v, shape):
+    """``(tensor type, value attribute)`` of constant ``v`` (splatted to ``shape``)."""
+    t = tensor_type(v.shape if shape is None else shape, v.dtype)
+    if shape is not None and tuple(shape) != v.shape:
+        if v.size != 1:
+            raise ValueError(f"constant of shape {v.shape} cannot be splatted to {shape}")
+        v = v.reshape(())
+    return t, f"value = dense<{dense_literal(v)}> : {t}"
 
 
 def _shape_of(type_str: str) -> tuple:
@@ -422,16 +474,26 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
             return ctx.constant(np.asarray(a.val, a.aval.dtype), shape=a.aval.shape)
         return env[a]
 
+    rules = lowering_rules
+    debug = ctx.module.debug_info
     for eqn in jaxpr.eqns:
-        rule = lookup_rule(eqn.primitive)
-        if eqn.primitive in _SCALAR_BROADCASTING and eqn.outvars[0].aval.shape:
+        prim = eqn.primitive
+        rule = rules.get(prim) or lookup_rule(prim)
+        invars, outvars = eqn.invars, eqn.outvars
+        if prim in _SCALAR_BROADCASTING and outvars[0].aval.shape:
             ins = None          # read below, with rank-0 operands broadcast
         else:
-            ins = [read(a) for a in eqn.invars]
-            ctx.in_avals = [a.aval for a in eqn.invars]
-        ctx.out_avals = [v.aval for v in eqn.outvars]
+            ins = [read(a) if type(a) is Literal else env[a] for a in invars]
+            ctx.in_avals = [a.aval for a in invars]
+        ctx.out_avals = [v.aval for v in outvars]
         saved_loc = ctx.loc
-        ctx.loc = location(eqn.primitive.name, eqn.source_info) if ctx.module.debug_info else ""
+        if debug:
+            try:
+                ctx.loc = _locations[(prim.name, eqn.source_info)]
+            except (KeyError, TypeError):
+                ctx.loc = location(prim.name, eqn.source_info)
+        else:
+            ctx.loc = ""
         if ins is None:
             ins = _read_broadcasting(ctx, eqn, env)
         try:
@@ -440,15 +502,18 @@ def lower_eqns(ctx: LoweringContext, jaxpr: Jaxpr, env: dict):
             raise
         except Exception as e:  # a rule bug must not surface as KeyError/AttributeError
             raise NotImplementedError(
-                f"lowering {eqn.primitive.name} with params {eqn.params} on "
+                f"lowering {prim.name} with params {eqn.params} on "
                 f"{[a.str_short() for a in ctx.in_avals]} failed: {type(e).__name__}: {e}") from e
         finally:
             ctx.loc = saved_loc
-        if len(outs) != len(eqn.outvars):
-            raise NotImplementedError(f"lowering rule of {eqn.primitive.name} returned "
-                                      f"{len(outs)} results for {len(eqn.outvars)} outputs")
-        for v, o in zip(eqn.outvars, outs):
-            env[v] = o
+        if len(outs) != len(outvars):
+            raise NotImplementedError(f"lowering rule of {prim.name} returned "
+                                      f"{len(outs)} results for {len(outvars)} outputs")
+        if len(outvars) == 1:
+            env[outvars[0]] = outs[0]
+        else:
+            for v, o in zip(outvars, outs):
+                env[v] = o
     return [read(a) for a in jaxpr.outvars]
 
 

@@ -36,13 +36,30 @@ def _dot_general(ctx, eqn, lhs, rhs):
     if la.dtype != ra.dtype:
         lhs, rhs = ctx.convert(lhs, out.dtype), ctx.convert(rhs, out.dtype)
     prec = p.get("precision")
+    key = (p["dimension_numbers"], prec)
+    try:
+        attrs = _attrs.get(key)
+    except TypeError:           # unhashable params
+        attrs = key = None
+    if attrs is None:
+        attrs = _attr_text(lb, rb, lc, rc, prec)
+        if key is not None:
+            if len(_attrs) > 1000:
+                _attrs.clear()
+            _attrs[key] = attrs
+    return [ctx.op1("stablehlo.dot_general", [lhs, rhs], out, attrs)]
+
+
+_attrs: dict = {}    # (dimension numbers, precision) -> attribute text
+
+
+def _attr_text(lb, rb, lc, rc, prec):
     if not isinstance(prec, (tuple, list)):
         prec = (prec, prec)
-    attrs = (f"dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = {_dims(lb)}, "
+    return (f"dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = {_dims(lb)}, "
              f"rhs_batching_dimensions = {_dims(rb)}, lhs_contracting_dimensions = {_dims(lc)}, "
              f"rhs_contracting_dimensions = {_dims(rc)}>, precision_config = ["
              + ", ".join(f"#stablehlo<precision {_precision_name(q)}>" for q in prec) + "]")
-    return [ctx.op1("stablehlo.dot_general", [lhs, rhs], out, attrs)]
 
 
 @register(ragged_dot_general_p)

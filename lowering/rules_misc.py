@@ -2,8 +2,8 @@
 ``composite``."""
 from __future__ import annotations
 
-from xform._src.primitives.misc import (clz_p, composite_p, copy_p, optimization_barrier_p,
-                                       reduce_precision_p)
+from xform._src.primitives.misc import (approx_top_k_p, clz_p, composite_p, copy_p,
+                                       optimization_barrier_p, reduce_precision_p)
 from xform._src.lowering.mlir import register
 
 
@@ -18,6 +18,19 @@ def _reduce_precision(ctx, eqn, x):
     return [ctx.op1("stablehlo.reduce_precision", [x], ctx.out_avals[0],
                     f"exponent_bits = {int(p['exponent_bits'])} : i32, "
                     f"mantissa_bits = {int(p['mantissa_bits'])} : i32")]
+
+
+@register(approx_top_k_p)
+def _approx_top_k(ctx, eqn, x):
+    # JAX's CPU/GPU fallback: the exact top-k (the decomposition the impl runs)
+    from xform._src.interpreters import core, staging
+    from xform._src.lowering.mlir import lower_subjaxpr
+    from xform._src.primitives.misc import _atk_decomposed
+    with core.set_current_trace(core.EVAL_TRACE):
+        closed = staging.trace_to_closed_jaxpr(
+            lambda v: _atk_decomposed(v, **eqn.params), [ctx.in_avals[0]],
+            name="approx_top_k")
+    return lower_subjaxpr(ctx, closed, [x])
 
 
 @register(copy_p)

@@ -62,11 +62,16 @@ def _scalar(dtype):
 
 
 def _reduce_rule(op, identity):
+    inits = {}      # dtype -> (identity value, scalar type)
+
     def rule(ctx, eqn, x):
         dtype = ctx.in_avals[0].dtype
-        init = ctx.constant(np.asarray(identity(dtype)).astype(dtype))
-        st = _scalar(dtype)
-        region = ctx.region([st, st], lambda c, a, b: [c.op1(op, [a, b], st)])
+        it = inits.get(dtype)
+        if it is None:
+            it = inits[dtype] = (np.asarray(identity(dtype)).astype(dtype), _scalar(dtype))
+        init = ctx.constant(it[0])
+        st = it[1]
+        region = ctx.binary_region(op, st)
         return [ctx.op1("stablehlo.reduce", [x, init], ctx.out_avals[0],
                         f"dimensions = {i64_array(eqn.params['axes'])}", [region])]
     return rule

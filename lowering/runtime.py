@@ -41,6 +41,7 @@ import numpy as np
 from xform._src.interpreters.dtypes import canonicalize_dtype
 from xform._src.interpreters.dtypes import float0, short_name
 from xform._src.lowering.dispatch import make_caller
+from xform._src.lowering import mlir_context
 from xform._src.primitives import prng
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
@@ -561,20 +562,7 @@ def _mlir_context():
 
 
 def _new_mlir_context():
-    ir = _ir()
-    from jaxlib.mlir.dialects import chlo, stablehlo
-    try:
-        from jaxlib.mlir._mlir_libs import _jax_mlir_ext as upstream
-    except ImportError:  # jaxlib <= 0.6
-        from jaxlib.mlir._mlir_libs import register_jax_dialects as upstream
-    ctx = ir.Context()
-    registry = ir.DialectRegistry()
-    upstream.register_dialects(registry)
-    ctx.append_dialect_registry(registry)
-    ctx.load_all_available_dialects()
-    stablehlo.register_dialect(ctx)
-    chlo.register_dialect(ctx)
-    return ctx
+    return mlir_context.new_mlir_context(interrupts.import_module)
 
 
 # The quick tier: XLA's backend at optimization level 0 (LLVM without its expensive
@@ -1053,7 +1041,8 @@ def compile_jaxpr(closed_jaxpr, *, donated_invars=None, device=None, name="main"
         exe = compile_text(text, device, donated, lowered.host_callbacks, tier)
         comp = Compiled(exe, text, in_avals, out_avals, donated, device, committed,
                         synchronous=bool(lowered.host_callbacks))
-    if in_avals is not jaxpr.in_avals or out_avals is not jaxpr.out_avals:
+    if any(a.dtype == float0 for a in jaxpr.in_avals) or \
+            any(a.dtype == float0 for a in jaxpr.out_avals):
         return Float0Compiled(comp, jaxpr.in_avals, jaxpr.out_avals)
     return comp
 

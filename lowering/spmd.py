@@ -512,8 +512,7 @@ def eager_sharded(prim, args, params):
 def _host_eval(prim, args, params):
     vals = [a._value if type(a) is Array else a for a in args]
     out = prim.impl(*vals, **params)
-    weak = core._all_weak(args) if getattr(prim, "weak_rule", None) is None else \
-        prim.weak_rule(args, params)
+    out_aval = prim.abstract_eval(*[core.get_aval(a) for a in args], **params)
     if prim.multiple_results:
-        return [Array(o, weak) for o in out]
-    return Array(out, weak)
+        return [Array(o, a.weak_type) for o, a in zip(out, out_aval)]
+    return Array(out, out_aval.weak_type)

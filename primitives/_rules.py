@@ -55,6 +55,9 @@ def elementwise_aval(name, *avals, out_dtype=None, allow_weak=True, scalars=True
     """Shape/dtype rule of an n-ary elementwise op: equal dtypes; equal shapes, except
     that rank-0 operands broadcast (``scalars=False``: shapes must be equal)."""
     a0 = avals[0]
+    if len(avals) == 1:        # the common unary case, without the n-ary loops
+        return ShapedArray(a0.shape, a0.dtype if out_dtype is None else out_dtype,
+                           allow_weak and a0.weak_type and out_dtype is None)
     for a in avals[1:]:
         if a.dtype != a0.dtype:
             raise TypeError(f"{name} requires arguments of equal dtypes, got "

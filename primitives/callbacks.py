@@ -131,7 +131,6 @@ def _pure_impl(*args, callback, result_avals, vmap_method):
 
 
 pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
-pure_callback_p.weak_rule = lambda args, params: False
 
 
 def _pure_jvp(primals, tangents, **params):
@@ -190,7 +189,6 @@ def _io_impl(*args, callback, result_avals, ordered):
 
 
 io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
-io_callback_p.weak_rule = lambda args, params: False
 
 
 def _io_jvp(primals, tangents, **params):

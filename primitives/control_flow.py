@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import weakref
 
 import numpy as np
 
@@ -46,6 +47,8 @@ from xform._src.primitives import elementwise as ew
 from xform._src.primitives import structural as st
 from xform._src.primitives._rules import bdim_at_front, moveaxis
 from xform._src.primitives.custom import check_forward_evaluable
+from xform._src.primitives import jit as _jit
+from xform._src.interpreters.config import config
 from xform._src.interpreters import tree_util
 from xform._src.primitives import reductions as red
 
@@ -275,6 +278,52 @@ def _branches_from_funs(funs, in_avals):
     return _hoist_branches(closed)
 
 
+# ================================================================ eager loops run compiled
+
+# An eager while/scan on concrete values runs as one compiled program, as in JAX (where
+# applying a loop primitive outside ``jit`` dispatches it compiled): its body is not
+# interpreted op by op once per iteration (thousands of iterations of an optimiser
+# step in ``fori_loop`` would take minutes), and its numerics are XLA's, as under
+# ``jit``.  The interpreter remains for what cannot run compiled: tracer operands,
+# arrays committed to a device, ``disable_jit``, debug_nans/infs (re-run op by op) and
+# bodies with no lowering.
+_compiled_loops = jt.Memo(maxsize=256)
+_NOT_COMPILED = "not compiled"
+
+
+def _compiled_loop(prim, args, params):
+    """``prim``'s outputs on ``args`` from its compiled one-equation program, or None
+    where it must be interpreted."""
+    if _jit.compiler is None or config.jax_disable_jit or core._debug_checks_on:
+        return None
+    for a in args:
+        if isinstance(a, Tracer) or (type(a) is Array and (a._committed or a._deleted)):
+            return None
+    try:
+        avals = tuple(core.get_aval(a) for a in args)
+    except TypeError:
+        return None
+    programs = tuple(v for v in params.values() if isinstance(v, ClosedJaxpr))
+    key = (prim, tuple(sorted((k, id(v) if isinstance(v, ClosedJaxpr) else v)
+                              for k, v in params.items())), avals)
+    try:
+        prog = _compiled_loops.get(key)
+    except TypeError:   # an unhashable param
+        return None
+    if prog is None:
+        def fun(*xs):
+            return list(prim.bind(*xs, **params))
+        with core.set_current_trace(core.EVAL_TRACE):
+            closed = ClosedJaxpr(*trace_to_jaxpr(fun, avals, name=prim.name))
+        prog = _jit.compile_program(closed, name=prim.name)
+        if isinstance(prog, _jit.EagerProgram):   # would interpret (and re-enter here)
+            prog = _NOT_COMPILED
+        _compiled_loops.put(key, programs, prog)
+    if prog is _NOT_COMPILED:
+        return None
+    return list(prog(*args))
+
+
 # ================================================================ while
 
 while_p = Primitive("while", multiple_results=True)
@@ -283,6 +332,11 @@ while_p.impl_takes_arrays = True
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     check_forward_evaluable(cond_jaxpr, body_jaxpr)
+    outs = _compiled_loop(while_p, args, dict(
+        cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+        body_nconsts=body_nconsts))
+    if outs is not None:
+        return outs
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     while bool(np.asarray(_value(_eval(cond_jaxpr, *cc, *carry)[0]))):
         carry = _eval(body_jaxpr, *bc, *carry)
@@ -487,6 +541,12 @@ def _index_leading(x, i):
 
 
 def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    if length > 1:
+        outs = _compiled_loop(scan_p, args, dict(
+            reverse=reverse, length=length, jaxpr=jaxpr, num_consts=num_consts,
+            num_carry=num_carry, linear=linear, unroll=unroll))
+        if outs is not None:
+            return outs
     consts, carry, xs = _split(args, num_consts, num_carry)
     out_avals = _scan_abstract(*[core.get_aval(a) for a in args], reverse=reverse, length=length,
                                jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,
@@ -723,8 +783,37 @@ batching.batch_rules[scan_p] = _scan_batch
 # ================================================================ user-facing functions
 
 
+# Programs traced from user functions outside any transformation, per function (held
+# weakly) and (input structure, avals, role, options): as JAX caches its traces of
+# control-flow bodies, calling ``lax.scan(f, ...)`` / ``while_loop`` / ``switch`` again
+# with the same function and argument types reuses the program (the function's Python
+# side effects run once, and values it closes over are those of the first trace).
+# Under a transformation the enclosing trace differs on every call, so nothing is kept.
+_body_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
+                  "jax_default_matmul_precision", "jax_debug_nans", "jax_debug_infs",
+                  "jax_disable_jit")
+
+
 def _trace(fun, in_tree, in_avals, what):
     """Trace ``fun(*unflatten(in_tree, args))`` into (const-free program, consts, out_tree)."""
+    if core.current_trace() is not core.EVAL_TRACE:
+        return _trace_now(fun, in_tree, in_avals, what)
+    from xform._src.interpreters.config import config
+    key = (in_tree, tuple(in_avals), what, tuple(config.read(o) for o in _CACHE_OPTIONS))
+    try:
+        per_fun = _body_cache.get(fun)
+        if per_fun is None:
+            per_fun = _body_cache[fun] = {}
+        hit = per_fun.get(key)
+    except TypeError:           # not weakly referable or not hashable: trace every time
+        return _trace_now(fun, in_tree, in_avals, what)
+    if hit is None:
+        hit = per_fun[key] = _trace_now(fun, in_tree, in_avals, what)
+    return hit
+
+
+def _trace_now(fun, in_tree, in_avals, what):
     tu = _tu()
     tree_box = []
 
@@ -1170,6 +1259,31 @@ def _static_int(x):
     return None
 
 
+_fori_steps: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _fori_scan_step(body_fun, dt):
+    """The scan body of ``fori_loop(.., body_fun, ..)``: one function per ``body_fun`` (and
+    index dtype), so that the scan's trace cache recognises the loop (as JAX's)."""
+    def make(get_fun):
+        one = Array(np.asarray(1, dt), True)
+
+        def step(carry, _):
+            i, x = carry
+            return (ew.add_p.bind(i, one), get_fun()(i, x)), None
+        return step
+    try:
+        per_fun = _fori_steps.get(body_fun)
+        if per_fun is None:
+            per_fun = _fori_steps[body_fun] = {}
+    except TypeError:
+        return make(lambda: body_fun)
+    step = per_fun.get(dt)
+    if step is None:   # (held weakly: the cache must not keep body_fun alive)
+        step = per_fun[dt] = make(weakref.ref(body_fun))
+    return step
+
+
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
@@ -1195,11 +1309,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         # typed default-int scalar (and stays weak in the loop).
         dt_i = dtypes.canonicalize_dtype(np.int64)
         lower_a = Array(np.asarray(lo_s, dt_i), True)
-        one = Array(np.asarray(1, dt_i), True)
-
-        def step(carry, _):
-            i, x = carry
-            return (ew.add_p.bind(i, one), body_fun(i, x)), None
+        step = _fori_scan_step(body_fun, dt_i)
         if unroll is None:
             unroll = 1
         (_, out), _ = scan(step, (lower_a, init_val), None, length=n, unroll=unroll)

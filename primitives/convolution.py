@@ -32,7 +32,7 @@ from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.dot_general import _canon_precision, _pp_precision, _result_dtype
-from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, checked_bind, reshape_p,
+from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, reshape_p,
                                    rev_p, transpose_p)
 from xform._src.primitives import elementwise
 from xform._src.primitives.dot_general import dot_general
@@ -550,8 +550,6 @@ def _conv_batch(axis_data, vals, dims, **params):
 
 conv_general_dilated_p.def_abstract_eval(_conv_abstract)
 conv_general_dilated_p.def_impl(_conv_impl)
-conv_general_dilated_p.weak_rule = lambda args, params: (
-    core.is_weak(args[0]) and core.is_weak(args[1]) and params["preferred_element_type"] is None)
 ad.jvp_rules[conv_general_dilated_p] = _conv_jvp
 ad.transpose_rules[conv_general_dilated_p] = _conv_transpose_rule
 batching.batch_rules[conv_general_dilated_p] = _conv_batch
@@ -627,7 +625,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
     lhs, rhs = _same_dtypes(lhs, rhs)
-    return checked_bind(conv_general_dilated_p, lhs, rhs, window_strides=window_strides,
+    return conv_general_dilated_p.bind(lhs, rhs, window_strides=window_strides,
                         padding=tuple(pads), lhs_dilation=lhs_dil, rhs_dilation=rhs_dil,
                         dimension_numbers=dn, feature_group_count=operator.index(
                             feature_group_count),

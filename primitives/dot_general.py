@@ -18,7 +18,7 @@ from xform._src.interpreters import ad, batching, core, dtypes, ir
 from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis, zeros_like_aval
-from xform._src.primitives.structural import as_operand, checked_bind, transpose_p
+from xform._src.primitives.structural import as_operand, transpose_p
 from xform._src.primitives import elementwise
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision", "DotAlgorithm",
@@ -170,12 +170,32 @@ def _check_dnums(lhs, rhs, dimension_numbers):
                             f"rhs dim {r} (size {rhs.shape[r]}) {where}")
 
 
+_dot_shapes: dict = {}    # (lhs shape, rhs shape, dimension numbers) -> checked result shape
+
+
+def _dot_shape(lhs, rhs, dimension_numbers):
+    """The result shape, after ``_check_dnums`` (both depend on shapes and dimension
+    numbers only, so a checked answer is remembered: large programs repeat them)."""
+    key = (lhs.shape, rhs.shape, dimension_numbers)
+    try:
+        shape = _dot_shapes.get(key)
+    except TypeError:           # unhashable dimension numbers or dimensions
+        shape, key = None, None
+    if shape is None:
+        _check_dnums(lhs, rhs, dimension_numbers)
+        (lc, rc), (lb, rb) = dimension_numbers
+        shape = (tuple(lhs.shape[i] for i in lb)
+                 + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
+                 + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
+        if key is not None:
+            if len(_dot_shapes) > 10_000:
+                _dot_shapes.clear()
+            _dot_shapes[key] = shape
+    return shape
+
+
 def _dot_abstract(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    _check_dnums(lhs, rhs, dimension_numbers)
-    (lc, rc), (lb, rb) = dimension_numbers
-    shape = (tuple(lhs.shape[i] for i in lb)
-             + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
-             + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
+    shape = _dot_shape(lhs, rhs, dimension_numbers)
     dt = _result_dtype(lhs, rhs, preferred_element_type)
     weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
     return ShapedArray(shape, dt, weak)
@@ -297,8 +317,6 @@ def _dot_batch(axis_data, vals, dims, *, dimension_numbers, **params):
 
 dot_general_p.def_abstract_eval(_dot_abstract)
 dot_general_p.def_impl(_dot_impl)
-dot_general_p.weak_rule = lambda args, params: (core.is_weak(args[0]) and core.is_weak(args[1])
-                                                and params["preferred_element_type"] is None)
 ad.jvp_rules[dot_general_p] = _dot_jvp
 ad.transpose_rules[dot_general_p] = _dot_transpose
 batching.batch_rules[dot_general_p] = _dot_batch
@@ -318,6 +336,12 @@ def _canon_precision(precision):
 
 
 def _index_tuple(x, what):
+    if type(x) is tuple:
+        for i in x:
+            if type(i) is not int:
+                break
+        else:
+            return x
     try:
         return tuple(operator.index(i) for i in (x if isinstance(x, (tuple, list)) else (x,)))
     except TypeError:
@@ -339,7 +363,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (_index_tuple(lb, "batch dims"), _index_tuple(rb, "batch dims")))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return checked_bind(dot_general_p, lhs, rhs, dimension_numbers=dn,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                         precision=_canon_precision(precision), preferred_element_type=pet)
 
 
@@ -754,9 +778,6 @@ def _ragged_batch(axis_data, vals, dims, *, ragged_dot_dimension_numbers, **para
 ragged_dot_general_p = Primitive("ragged_dot_general")
 ragged_dot_general_p.def_abstract_eval(_ragged_abstract)
 ragged_dot_general_p.def_impl(_ragged_impl)
-ragged_dot_general_p.weak_rule = lambda args, params: (
-    core.is_weak(args[0]) and core.is_weak(args[1])
-    and params["preferred_element_type"] is None)
 ad.jvp_rules[ragged_dot_general_p] = _ragged_jvp
 ad.transpose_rules[ragged_dot_general_p] = _ragged_transpose
 batching.batch_rules[ragged_dot_general_p] = _ragged_batch
@@ -777,7 +798,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     lhs, rhs, gs = as_operand(lhs), as_operand(rhs), as_operand(group_sizes)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return checked_bind(ragged_dot_general_p, lhs, rhs, gs,
+    return ragged_dot_general_p.bind(lhs, rhs, gs,
                         ragged_dot_dimension_numbers=ragged_dot_dimension_numbers,
                         precision=_canon_precision(precision), preferred_element_type=pet,
                         group_offset=None)

@@ -177,11 +177,7 @@ def _replace_zero(x):
     return select_n_p.bind(eq_p.bind(x, _scalar_like(x, 0)), x, _full_like(x, 1))
 
 
-def _weak_false(args, params):
-    return False
 
-
-_ACCEPTS: dict = {}   # prim -> accepted dtypes per position (the lax wrappers' eager check)
 
 
 def _unary(name, accepts=_any, out=None):
@@ -201,13 +197,36 @@ def _std(name, accepts, out=None, scalars=True):
     ``scalars=False``.
     """
     p = Primitive(name)
+    # The rule reads only the operands' shapes, dtypes and weak types (not the params),
+    # so a checked answer is remembered for one or two operands: large programs apply
+    # the same operation to the same types over and over.  (Errors are not remembered.)
+    memo = {}
 
     def abstract(*avals, **params):
+        if len(avals) == 1:
+            a = avals[0]
+            key = (a.shape, a.dtype, a.weak_type)
+        elif len(avals) == 2:
+            a, b = avals
+            key = (a.shape, a.dtype, a.weak_type, b.shape, b.dtype, b.weak_type)
+        else:
+            key = None
+        if key is not None:
+            try:
+                r = memo.get(key)
+            except TypeError:       # a dimension that is not hashable
+                r = key = None
+            if r is not None:
+                return r
         _check_dtypes(name, accepts, [a.dtype for a in avals])
         aval = elementwise_aval(name, *avals, scalars=scalars)
-        return aval if out is None else aval.update(dtype=out(aval.dtype))
+        r = aval if out is None else aval.update(dtype=out(aval.dtype))
+        if key is not None:
+            if len(memo) > 1000:
+                memo.clear()
+            memo[key] = r
+        return r
     p.def_abstract_eval(abstract)
-    _ACCEPTS[p] = accepts
     return p
 
 
@@ -286,7 +305,7 @@ _mul_std_abstract = mul_p.abstract_eval
 def _mul_abstract(x, y, out_dtype=None):
     if out_dtype is None:
         return _mul_std_abstract(x, y)
-    _check_dtypes("mul", _ACCEPTS[mul_p], [x.dtype, y.dtype])
+    _check_dtypes("mul", (_num, _num), [x.dtype, y.dtype])
     _check_dtypes("mul", (_num,), [np.dtype(out_dtype)])
     out = np.dtype(out_dtype)
     return elementwise_aval("mul", x.update(dtype=out), y.update(dtype=out)).update(
@@ -398,7 +417,6 @@ def _pow_impl(x, y):
 
 pow_p = Primitive("pow")
 pow_p.def_abstract_eval(_pow_abstract)
-_ACCEPTS[pow_p] = (_fc, _num)
 _impl(pow_p, _pow_impl)
 
 
@@ -452,7 +470,6 @@ def _integer_pow_jvp(t, x, *, y):
 
 integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
-_ACCEPTS[integer_pow_p] = (_num,)
 _impl(integer_pow_p, _integer_pow_impl, small_floats_in_f32=False)
 defjvp(integer_pow_p, _integer_pow_jvp)
 defvectorized(integer_pow_p)
@@ -1059,7 +1076,6 @@ def _select_n_batch(axis_data, vals, dims):
 select_n_p = Primitive("select_n")
 select_n_p.def_abstract_eval(_select_n_abstract)
 select_n_p.def_impl(_select_n_impl)
-select_n_p.weak_rule = lambda args, params: all(core.is_weak(c) for c in args[1:])
 ad.jvp_rules[select_n_p] = _select_n_jvp
 ad.transpose_rules[select_n_p] = _select_n_transpose
 batching.batch_rules[select_n_p] = _select_n_batch
@@ -1185,7 +1201,6 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.def_abstract_eval(_convert_abstract)
 convert_element_type_p.def_impl(_quiet(_convert_impl))
-convert_element_type_p.weak_rule = lambda args, params: params["weak_type"]
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)
@@ -1232,7 +1247,6 @@ def _bitcast_batch(axis_data, vals, dims, *, new_dtype):
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 bitcast_convert_type_p.def_impl(_bitcast_impl)
-bitcast_convert_type_p.weak_rule = _weak_false
 defjvp_zero(bitcast_convert_type_p)
 batching.batch_rules[bitcast_convert_type_p] = _bitcast_batch
 
@@ -1370,15 +1384,10 @@ def _check_accuracy(name, accuracy):
 
 
 def _unop(prim, name, doc):
-    acc = _ACCEPTS[prim]
-    ok = acc[0].dtypes
-
     def fn(x):
         if type(x) is not Array and not isinstance(x, Tracer):
             x = _as_operand(x, name)
-        if x.dtype not in ok:
-            _check_dtypes(prim.name, acc, [x.dtype])
-        return prim.bind(x)
+        return prim.bind(x)     # the shape rule checks the dtype (under every trace)
     if name in _ACCURACY_FNS:
         plain = fn
 
@@ -1390,17 +1399,11 @@ def _unop(prim, name, doc):
 
 
 def _binop(prim, name, doc, tip=None):
-    acc = _ACCEPTS[prim]
-    ok = acc[0].dtypes
-
     def fn(x, y):
-        if type(x) is Array and type(y) is Array:      # the eager fast path
-            dt = x.dtype
-            if dt == y.dtype and dt in ok and x.shape == y.shape:
-                return prim.bind(x, y)
-        x, y = _operands(name, (x, y), tip=tip)
-        _check_dtypes(prim.name, acc, [x.dtype, y.dtype])
-        return prim.bind(x, y)
+        if not (type(x) is Array and type(y) is Array and x.dtype == y.dtype
+                and x.shape == y.shape):
+            x, y = _operands(name, (x, y), tip=tip)
+        return prim.bind(x, y)  # the shape rule checks the dtypes (under every trace)
     return _doc(fn, name, doc)
 
 
@@ -1479,21 +1482,6 @@ for _n, _p, _d in _UNARY_FNS:
 for _n, _p, _d, _tip in _BINARY_FNS:
     globals()[_n] = _binop(_p, _n, _d, _tip)
 
-_mul_same = mul  # noqa: F821  (made just above)
-
-
-def mul(x, y, *, out_dtype=None):  # noqa: F811
-    """Elementwise multiplication x * y.  ``out_dtype``: the product's dtype (JAX's keyword);
-    the operands, of any numeric dtypes then, are converted to it first (as JAX computes
-    it on CPU and GPU)."""
-    if out_dtype is None:
-        return _mul_same(x, y)
-    dt = D.canonicalize_dtype(out_dtype)
-    x, y = _as_operand(x, "mul"), _as_operand(y, "mul")
-    _check_dtypes("mul", _ACCEPTS[mul_p], [core.get_aval(x).dtype, core.get_aval(y).dtype])
-    return _mul_same(convert_element_type(x, dt), convert_element_type(y, dt))
-
-
 _mul_plain = mul   # noqa: F821  (made by the _BINARY_FNS loop above)
 
 
@@ -1504,7 +1492,7 @@ def mul(x, y, *, out_dtype=None):
         return _mul_plain(x, y)
     out = D.canonicalize_dtype(np.dtype(out_dtype))
     x, y = _operands("mul", (x, y), same_dtypes=False)
-    _check_dtypes("mul", _ACCEPTS[mul_p], [x.dtype, y.dtype])
+    _check_dtypes("mul", (_num, _num), [x.dtype, y.dtype])
     return mul_p.bind(x, y, out_dtype=out)
 
 
@@ -1550,7 +1538,6 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
         raise ValueError(f"rounding_method must be a RoundingMethod (0 or 1), got "
                          f"{rounding_method!r}")
     x = _as_operand(x, "round")
-    _check_dtypes("round", _ACCEPTS[round_p], [x.dtype])
     return round_p.bind(x, rounding_method=m)
 
 

@@ -126,7 +126,6 @@ def _ffi_impl(*args, **params):
 
 ffi_call_p.def_abstract_eval(_ffi_abstract)
 ffi_call_p.def_impl(_ffi_impl)
-ffi_call_p.weak_rule = lambda args, params: False
 
 
 def _not_differentiable(*_, target_name, **__):

@@ -22,7 +22,7 @@ from xform._src.interpreters import ad, batching, core, dtypes
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
-from xform._src.primitives.structural import as_operand, checked_bind, pad_p
+from xform._src.primitives.structural import as_operand, pad_p
 from xform._src.primitives import elementwise
 from xform._src.primitives.structural import broadcast_in_dim_p
 
@@ -151,7 +151,6 @@ def _fft_batch(axis_data, vals, dims, **params):
 
 fft_p.def_abstract_eval(_fft_abstract)
 fft_p.def_impl(_fft_impl)
-fft_p.weak_rule = lambda args, params: False
 ad.jvp_rules[fft_p] = _fft_jvp
 ad.transpose_rules[fft_p] = _fft_transpose
 batching.batch_rules[fft_p] = _fft_batch
@@ -191,4 +190,4 @@ def fft(x, fft_type, fft_lengths):
     fft_lengths = tuple(operator.index(n) for n in fft_lengths)
     if not fft_lengths:
         return x
-    return checked_bind(fft_p, x, fft_type=typ, fft_lengths=fft_lengths)
+    return fft_p.bind(x, fft_type=typ, fft_lengths=fft_lengths)

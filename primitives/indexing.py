@@ -504,7 +504,6 @@ def _gather_batch(axis_data, vals, dims, *, dimension_numbers, slice_sizes, **pa
 
 gather_p.def_abstract_eval(_gather_abstract)
 gather_p.def_impl(_gather_impl)
-gather_p.weak_rule = lambda args, params: core.is_weak(args[0])
 ad.jvp_rules[gather_p] = _gather_jvp
 ad.transpose_rules[gather_p] = _gather_transpose
 batching.batch_rules[gather_p] = _gather_batch
@@ -550,7 +549,6 @@ def _make_scatter(name, ufunc):
     p = Primitive(name)
     p.def_abstract_eval(lambda *avals, **kw: _scatter_abstract(*avals, name=name, **kw))
     p.def_impl(_scatter_impl_with(ufunc))
-    p.weak_rule = lambda args, params: core.is_weak(args[0])
     batching.batch_rules[p] = _scatter_batch_with(p)
     return p
 

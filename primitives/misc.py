@@ -1,6 +1,6 @@
-"""Miscellaneous lax operations: ``clz``, ``reduce_precision``, ``optimization_barrier``
-(primitives) and ``approx_max_k/approx_min_k``, ``index_take``, ``broadcast_shapes``,
-``empty`` (compositions of other primitives).
+"""Miscellaneous lax operations: ``clz``, ``reduce_precision``, ``optimization_barrier``,
+``copy``, ``approx_top_k`` (primitives; ``approx_max_k``/``approx_min_k`` bind the last)
+and ``index_take``, ``broadcast_shapes``, ``empty`` (compositions of other primitives).
 
 ``approx_max_k``/``approx_min_k`` are exact on every backend here (JAX's CPU/GPU
 fallback; the TPU partial-reduce algorithm is not emulated): values sorted best first,
@@ -16,18 +16,18 @@ from xform._src.interpreters import ad, batching, core, dtypes, errors, ir, stag
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
-from xform._src.primitives._rules import deflinear, defjvp_zero, defvectorized, moveaxis
-from xform._src.primitives.structural import as_operand, checked_bind
+from xform._src.primitives._rules import deflinear, defjvp_zero, defvectorized
+from xform._src.primitives.structural import as_operand
 from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
 from xform._src.primitives import elementwise as ew
 from xform._src.primitives.indexing import GatherDimensionNumbers, gather
-from xform._src.primitives.sorting import top_k
 from xform._src.primitives.structural import concatenate, reshape
 from xform._src.primitives.structural import full
 
 __all__ = ["clz", "reduce_precision", "optimization_barrier", "approx_max_k", "approx_min_k",
            "index_take", "broadcast_shapes", "empty", "clz_p", "reduce_precision_p",
-           "optimization_barrier_p", "create_token", "after_all", "composite", "copy_p"]
+           "optimization_barrier_p", "create_token", "after_all", "composite", "copy_p",
+           "approx_top_k_p"]
 
 # ----------------------------------------------------------------- clz
 
@@ -66,7 +66,7 @@ defvectorized(clz_p)
 
 def clz(x):
     """Number of leading zero bits of each integer."""
-    return checked_bind(clz_p, as_operand(x))
+    return clz_p.bind(as_operand(x))
 
 
 # ----------------------------------------------------------------- reduce_precision
@@ -177,7 +177,7 @@ ad.transpose_rules[reduce_precision_p] = lambda ct, x, **params: [
 def reduce_precision(operand, exponent_bits, mantissa_bits):
     """Round ``operand`` to a float format with the given exponent and mantissa bits."""
     x = as_operand(operand)
-    return checked_bind(reduce_precision_p, x, exponent_bits=operator.index(exponent_bits),
+    return reduce_precision_p.bind(x, exponent_bits=operator.index(exponent_bits),
                         mantissa_bits=operator.index(mantissa_bits))
 
 
@@ -261,6 +261,77 @@ def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, input_size
     return -(-(-(-n // tiling)) // (1 << log2_reduction)) * tiling
 
 
+# approx_top_k (JAX's primitive): exact on every backend here, as JAX's CPU/GPU fallback:
+# the top_k of the operand (max) or of its negation (min) along reduction_dimension,
+# ``_approx_output_size`` results per row. Impl and lowering run that decomposition; the
+# tangent is the operand's tangent in the results' order (top_k's rule); batching moves
+# the reduction dimension.
+approx_top_k_p = Primitive("approx_top_k", multiple_results=True)
+approx_top_k_p.impl_takes_arrays = True
+
+
+def _atk_dims(shape, k, reduction_dimension, recall_target, reduction_input_size_override,
+              aggregate_to_topk):
+    d = reduction_dimension % len(shape)
+    return d, _approx_output_size(shape[d], len(shape), k, float(recall_target),
+                                  bool(aggregate_to_topk), reduction_input_size_override)
+
+
+def _atk_abstract(x, *, k, reduction_dimension, recall_target, is_max_k,
+                  reduction_input_size_override, aggregate_to_topk):
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    if x.ndim == 0:
+        raise TypeError(f"approx_top_k operand must have >= 1 dimension, got {x.shape}")
+    if not dtypes.is_float(x.dtype):
+        raise ValueError("operand must be a floating type")
+    d, n = _atk_dims(x.shape, k, reduction_dimension, recall_target,
+                     reduction_input_size_override, aggregate_to_topk)
+    if x.shape[d] < k:
+        raise ValueError(f"k must be smaller than the size of reduction_dim {x.shape[d]}, "
+                         f"got {k}")
+    shape = x.shape[:d] + (n,) + x.shape[d + 1:]
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.dtype(np.int32))]
+
+
+def _atk_decomposed(x, *, k, reduction_dimension, recall_target, is_max_k,
+                    reduction_input_size_override, aggregate_to_topk):
+    from xform._src.primitives.sorting import top_k_p
+    d, n = _atk_dims(core.get_aval(x).shape, k, reduction_dimension, recall_target,
+                     reduction_input_size_override, aggregate_to_topk)
+    key = x if is_max_k else _order_key_reversed(x)
+    vals, idx = top_k_p.bind(key, k=n, axis=d)
+    return [vals if is_max_k else _order_key_reversed(vals), idx]
+
+
+def _atk_jvp(primals, tangents, **params):
+    from xform._src.primitives.sorting import _top_k_jvp
+    (x,), (t,) = primals, tangents
+    vals, idx = approx_top_k_p.bind(x, **params)
+    if type(t) is Zero:
+        return [vals, idx], [Zero.from_primal(vals), Zero.from_primal(idx)]
+    d, n = _atk_dims(core.get_aval(x).shape, params["k"], params["reduction_dimension"],
+                     params["recall_target"], params["reduction_input_size_override"],
+                     params["aggregate_to_topk"])
+    key = x if params["is_max_k"] else _order_key_reversed(x)
+    # t in the order of the results (the same order for max and min: values = ±keys)
+    _, (t_out, _) = _top_k_jvp([key], [t], k=n, axis=d)
+    return [vals, idx], [t_out, Zero.from_primal(idx)]
+
+
+def _atk_batch(axis_data, vals, dims, *, reduction_dimension, **params):
+    (x,), (b,) = vals, dims
+    d = reduction_dimension % (core.get_aval(x).ndim - 1)
+    outs = approx_top_k_p.bind(x, reduction_dimension=d + (b <= d), **params)
+    return outs, [b, b]
+
+
+approx_top_k_p.def_abstract_eval(_atk_abstract)
+approx_top_k_p.def_impl(lambda x, **params: _atk_decomposed(x, **params))
+ad.jvp_rules[approx_top_k_p] = _atk_jvp
+batching.batch_rules[approx_top_k_p] = _atk_batch
+
+
 def _approx_k(name, operand, k, reduction_dimension, largest, recall_target=0.95,
               reduction_input_size_override=-1, aggregate_to_topk=True):
     x = as_operand(operand)
@@ -282,15 +353,14 @@ def _approx_k(name, operand, k, reduction_dimension, largest, recall_target=0.95
                          f"({a.shape[d]}) of operand {a.str_short()}")
     if not 0 < recall_target <= 1:
         raise ValueError(f"{name}: recall_target must be in (0, 1], got {recall_target}")
-    k = _approx_output_size(a.shape[d], a.ndim, k, float(recall_target),
-                            bool(aggregate_to_topk), operator.index(reduction_input_size_override))
-    x = moveaxis(x, d, a.ndim - 1)
-    if largest:
-        vals, idx = top_k(x, k)
-    else:
-        keys, idx = top_k(_order_key_reversed(x), k)
-        vals = _order_key_reversed(keys)
-    return moveaxis(vals, a.ndim - 1, d), moveaxis(idx, a.ndim - 1, d)
+    override = operator.index(reduction_input_size_override)
+    _approx_output_size(a.shape[d], a.ndim, k, float(recall_target), bool(aggregate_to_topk),
+                        override)   # checks the override
+    vals, idx = approx_top_k_p.bind(
+        x, k=k, reduction_dimension=operator.index(reduction_dimension),
+        recall_target=float(recall_target), is_max_k=bool(largest),
+        reduction_input_size_override=override, aggregate_to_topk=bool(aggregate_to_topk))
+    return vals, idx
 
 
 def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,

@@ -118,7 +118,6 @@ def _wrap_abstract(x, *, impl="threefry2x32"):
 
 
 random_wrap_p.def_impl(lambda x, *, impl="threefry2x32": to_struct(x))
-random_wrap_p.weak_rule = lambda args, params: False
 defjvp_zero(random_wrap_p)
 
 
@@ -150,7 +149,6 @@ def _unwrap_abstract(x):
 
 
 random_unwrap_p.def_impl(to_words)
-random_unwrap_p.weak_rule = lambda args, params: False
 defjvp_zero(random_unwrap_p)
 batching.batch_rules[random_unwrap_p] = \
     lambda axis_data, vals, dims: (random_unwrap_p.bind(vals[0]), dims[0])

@@ -19,7 +19,7 @@ from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import defjvp2, defjvp_zero, deflinear
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
-                                   checked_bind, pad_p, reshape_p, slice_p, transpose_p)
+                                   pad_p, reshape_p, slice_p, transpose_p)
 from xform._src.primitives import elementwise
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
@@ -65,14 +65,34 @@ def _wide(dt):
 # ----------------------------------------------------------------- monoid reductions
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 def _reduce_abstract(name, kinds):
+    memo = {}   # (shape, dtype, weak type, axes) -> checked result (errors not remembered)
+
     def rule(x, *, axes):
+        key = (x.shape, x.dtype, x.weak_type, axes)
+        try:
+            r = memo.get(key)
+        except TypeError:       # unhashable axes or dimensions
+            key = r = None
+        if r is None:
+            r = _rule(x, axes)
+            if key is not None:
+                if len(memo) > 1000:
+                    memo.clear()
+                memo[key] = r
+        return r
+
+    def _rule(x, axes):
+        nd = len(x.shape)
         if len(set(axes)) != len(axes):
             raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
-        if any(not 0 <= a < x.ndim for a in axes):
+        if any(not 0 <= a < nd for a in axes):
             raise ValueError(f"{name}: axes {axes} must be dimensions of operand "
                              f"{x.str_short()}")
-        if kinds == "number" and x.dtype == np.bool_:
+        if kinds == "number" and x.dtype == _BOOL:
             raise TypeError(f"{name} does not accept dtype bool. Accepted dtypes are numbers; "
                             "cast the operand first")
         if kinds == "intbool" and not (x.dtype == np.bool_ or dtypes.is_integer(x.dtype)):
@@ -115,8 +135,6 @@ def _reduce_prim(name, kind, dtypes_ok):
     p = Primitive(name)
     p.def_abstract_eval(_reduce_abstract(name, dtypes_ok))
     p.def_impl(core.quiet(_np_reduce(kind)))   # impls never warn (XLA is silent)
-    if dtypes_ok == "intbool":
-        p.weak_rule = lambda args, params: False
     _reducer_batch(p)
     return p
 
@@ -245,7 +263,6 @@ argmin_p = Primitive("argmin")
 for _p, _f in ((argmax_p, np.argmax), (argmin_p, np.argmin)):
     _p.def_abstract_eval(_argminmax_abstract(_p.name))
     _p.def_impl(_argminmax_impl(_f))
-    _p.weak_rule = lambda args, params: False
     defjvp_zero(_p)
     _reducer_batch(_p)
 
@@ -378,6 +395,13 @@ defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
 
 def _axes(name, operand, axes):
     nd = core.get_aval(operand).ndim
+    if type(axes) is tuple:     # already canonical: distinct in-range Python ints
+        for a in axes:
+            if type(a) is not int or not 0 <= a < nd:
+                break
+        else:
+            if len(set(axes)) == len(axes):
+                return axes
     try:
         axes = tuple(canonicalize_axis(a, nd, f"{name}: axis") for a in axes)
     except TypeError:
@@ -390,7 +414,7 @@ def _axes(name, operand, axes):
 def _reducer(prim):
     def fn(operand, axes):
         operand = as_operand(operand)
-        return checked_bind(prim, operand, axes=_axes(prim.name, operand, axes))
+        return prim.bind(operand, axes=_axes(prim.name, operand, axes))
     fn.__name__ = prim.name
     fn.__doc__ = f"``lax.{prim.name}(operand, axes)``: reduce over ``axes``."
     return fn
@@ -408,14 +432,14 @@ reduce_xor = _reducer(reduce_xor_p)
 def argmax(operand, axis, index_dtype):
     """Index of the maximum along ``axis`` (a non-negative axis, as JAX's lax.argmax)."""
     operand = as_operand(operand)
-    return checked_bind(argmax_p, operand, axes=(operator.index(axis),),
+    return argmax_p.bind(operand, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
     """Index of the minimum along ``axis`` (a non-negative axis, as JAX's lax.argmin)."""
     operand = as_operand(operand)
-    return checked_bind(argmin_p, operand, axes=(operator.index(axis),),
+    return argmin_p.bind(operand, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
@@ -426,7 +450,7 @@ def _cumulative(prim):
         if a.ndim == 0:
             raise ValueError(f"{prim.name}: operand must have at least one dimension, got "
                              f"{a.str_short()}")
-        return checked_bind(prim, operand, axis=canonicalize_axis(axis, a.ndim),
+        return prim.bind(operand, axis=canonicalize_axis(axis, a.ndim),
                             reverse=bool(operator.index(reverse)))
     fn.__name__ = prim.name
     fn.__doc__ = f"``lax.{prim.name}(operand, axis=0, reverse=False)``."

@@ -19,7 +19,7 @@ from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.structural import (as_operand, broadcast_in_dim_p, canonicalize_axis,
-                                   checked_bind, iota_p, rev_p, slice_p)
+                                   iota_p, rev_p, slice_p)
 from xform._src.primitives import elementwise as ew
 from xform._src.primitives import indexing
 
@@ -211,7 +211,6 @@ def _top_k_batch(axis_data, vals, dims, *, k, axis):
 
 top_k_p.def_abstract_eval(_top_k_abstract)
 top_k_p.def_impl(_top_k_impl)
-top_k_p.weak_rule = lambda args, params: False   # one flag for both outputs: indices win
 ad.jvp_rules[top_k_p] = _top_k_jvp
 batching.batch_rules[top_k_p] = _top_k_batch
 
@@ -233,7 +232,7 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
         raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
                          f"operands ({len(ops)})")
     dimension = canonicalize_axis(dimension, nd, "sort: dimension")
-    outs = checked_bind(sort_p, *ops, dimension=dimension, is_stable=bool(is_stable),
+    outs = sort_p.bind(*ops, dimension=dimension, is_stable=bool(is_stable),
                         num_keys=num_keys)
     return outs[0] if single else tuple(outs)
 
@@ -270,5 +269,5 @@ def top_k(operand, k, *, axis=-1):
     except TypeError:
         raise TypeError(f"top_k: k must be a Python integer, got {k!r}") from None
     axis = canonicalize_axis(axis, a.ndim, "top_k: axis")
-    v, i = checked_bind(top_k_p, operand, k=k, axis=axis)
+    v, i = top_k_p.bind(operand, k=k, axis=axis)
     return v, i

@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes, ir, passes, staging
+from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
 from xform._src.interpreters.ad import Zero, instantiate, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import bdim_at_front, deflinear, moveaxis
@@ -48,9 +48,6 @@ def _shape_str(a):
     return a.str_short()
 
 
-def _operand_weak(args, params):
-    return core.is_weak(args[0])
-
 
 def canonicalize_axis(axis, ndim, name="axis"):
     axis = operator.index(axis)
@@ -66,17 +63,6 @@ def as_operand(x, dtype=None):
     weak = type(x) in (int, float, complex) and dtype is None
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else core.get_aval(x).dtype
     return core.Array(np.asarray(x, dt), weak)
-
-
-def checked_bind(prim, *args, **params):
-    """Bind after running the shape rule, so eager misuse gets the rule's error message
-    (the eager interpreter calls the NumPy impl directly).  A staging trace that records
-    every equation runs the same rule on the same avals itself, so it is not run twice."""
-    t = core._state.trace
-    if not (type(t) is staging.StagingTrace and not t.forward_known
-            and prim not in staging.staging_rules and prim not in staging.completion_rules):
-        prim.abstract_eval(*[core.get_aval(a) for a in args], **params)
-    return prim.bind(*args, **params)
 
 
 def _ew():
@@ -463,7 +449,6 @@ def _pad_batch(axis_data, vals, dims, *, padding_config):
 
 pad_p.def_abstract_eval(_pad_abstract)
 pad_p.def_impl(_pad_impl)
-pad_p.weak_rule = lambda args, params: core.is_weak(args[0]) and core.is_weak(args[1])
 ad.jvp_rules[pad_p] = _pad_jvp
 ad.transpose_rules[pad_p] = _pad_transpose
 batching.batch_rules[pad_p] = _pad_batch
@@ -644,7 +629,6 @@ def _ds_batch(axis_data, vals, dims, *, slice_sizes):
 
 dynamic_slice_p.def_abstract_eval(_ds_abstract)
 dynamic_slice_p.def_impl(_ds_impl)
-dynamic_slice_p.weak_rule = _operand_weak
 ad.jvp_rules[dynamic_slice_p] = _ds_jvp
 ad.transpose_rules[dynamic_slice_p] = _ds_transpose
 batching.batch_rules[dynamic_slice_p] = _ds_batch
@@ -704,8 +688,6 @@ def _dus_batch(axis_data, vals, dims):
 
 dynamic_update_slice_p.def_abstract_eval(_dus_abstract)
 dynamic_update_slice_p.def_impl(_dus_impl)
-dynamic_update_slice_p.weak_rule = lambda args, params: (core.is_weak(args[0])
-                                                         and core.is_weak(args[1]))
 ad.jvp_rules[dynamic_update_slice_p] = _dus_jvp
 ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
 batching.batch_rules[dynamic_update_slice_p] = _dus_batch
@@ -735,7 +717,6 @@ def _iota_impl(*, dtype, shape, dimension):
 
 iota_p.def_abstract_eval(_iota_abstract)
 iota_p.def_impl(_iota_impl)
-iota_p.weak_rule = lambda args, params: False
 ad.jvp_rules[iota_p] = lambda primals, tangents, **p: (
     iota_p.bind(**p), Zero(ShapedArray(p["shape"], p["dtype"])))
 
@@ -758,7 +739,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
         check_broadcast_in_dim(a, shape, bd)
         perm = tuple(sorted(range(len(bd)), key=lambda i: bd[i]))
         operand, bd = transpose(operand, perm), tuple(sorted(bd))
-    return checked_bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd)
 
 
 def broadcast(operand, sizes, out_sharding=None):
@@ -799,7 +780,7 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
         dims = None
     if dims is None and new_sizes == a.shape:
         return operand
-    return checked_bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
+    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims)
 
 
 def transpose(operand, permutation):
@@ -807,7 +788,7 @@ def transpose(operand, permutation):
     perm = _ints(permutation, "transpose", "permutation")
     if perm == tuple(range(core.get_aval(operand).ndim)):
         return operand
-    return checked_bind(transpose_p, operand, permutation=perm)
+    return transpose_p.bind(operand, permutation=perm)
 
 
 def squeeze(array, dimensions):
@@ -822,7 +803,7 @@ def squeeze(array, dimensions):
     dims = tuple(sorted(dims))       # repeats are the shape rule's error, as in JAX
     if not dims:
         return array
-    return checked_bind(squeeze_p, array, dimensions=dims)
+    return squeeze_p.bind(array, dimensions=dims)
 
 
 def expand_dims(array, dimensions):
@@ -838,12 +819,12 @@ def expand_dims(array, dimensions):
     for d in dims:
         shape.insert(d, 1)
     kept = tuple(i for i in range(out_nd) if i not in dims)
-    return checked_bind(broadcast_in_dim_p, array, shape=tuple(shape), broadcast_dimensions=kept)
+    return broadcast_in_dim_p.bind(array, shape=tuple(shape), broadcast_dimensions=kept)
 
 
 def rev(operand, dimensions):
     operand = as_operand(operand)
-    return checked_bind(rev_p, operand, dimensions=_ints(dimensions, "rev", "dimensions"))
+    return rev_p.bind(operand, dimensions=_ints(dimensions, "rev", "dimensions"))
 
 
 def concatenate(operands, dimension):
@@ -857,7 +838,7 @@ def concatenate(operands, dimension):
         dim += nd
     if len(operands) == 1 and 0 <= dim < nd:
         return operands[0]
-    return checked_bind(concatenate_p, *operands, dimension=dim)
+    return concatenate_p.bind(*operands, dimension=dim)
 
 
 def pad(operand, padding_value, padding_config):
@@ -871,7 +852,7 @@ def pad(operand, padding_value, padding_config):
     if any(len(c) != 3 for c in cfg):
         raise ValueError(f"pad: padding_config entries must be (low, high, interior) triples, "
                          f"got {padding_config}")
-    return checked_bind(pad_p, operand, pv, padding_config=cfg)
+    return pad_p.bind(operand, pv, padding_config=cfg)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
@@ -879,7 +860,7 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
     st = None if strides is None else _ints(strides, "slice", "strides")
     if st is not None and all(s == 1 for s in st):
         st = None
-    return checked_bind(slice_p, operand,
+    return slice_p.bind(operand,
                         start_indices=_ints(start_indices, "slice", "start_indices"),
                         limit_indices=_ints(limit_indices, "slice", "limit_indices"), strides=st)
 
@@ -979,7 +960,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
     operand = as_operand(operand)
     _check_index_types("dynamic_slice", start_indices)
     idxs = _index_operands("dynamic_slice", operand, start_indices, allow_negative_indices)
-    return checked_bind(dynamic_slice_p, operand, *idxs,
+    return dynamic_slice_p.bind(operand, *idxs,
                         slice_sizes=_ints(slice_sizes, "dynamic_slice", "slice_sizes"))
 
 
@@ -990,7 +971,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     _check_index_types("dynamic_update_slice", start_indices)
     idxs = _index_operands("dynamic_update_slice", operand, start_indices,
                            allow_negative_indices)
-    return checked_bind(dynamic_update_slice_p, operand, update, *idxs)
+    return dynamic_update_slice_p.bind(operand, update, *idxs)
 
 
 def iota(dtype, size):
@@ -1000,7 +981,7 @@ def iota(dtype, size):
 def broadcasted_iota(dtype, shape, dimension, out_sharding=None):
     shape = _ints(shape, "broadcasted_iota", "shape")
     dimension = canonicalize_axis(dimension, len(shape), "broadcasted_iota: dimension")
-    return checked_bind(iota_p, dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
                         dimension=dimension)
 
 
@@ -1022,7 +1003,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
             fv = core.Array(np.asarray(fill_value, dt))
     else:
         fv = as_operand(fill_value)
-    return checked_bind(broadcast_in_dim_p, fv, shape=shape, broadcast_dimensions=())
+    return broadcast_in_dim_p.bind(fv, shape=shape, broadcast_dimensions=())
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):

@@ -30,7 +30,7 @@ from xform._src.interpreters.ad import Zero, is_undefined_primal
 from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.interpreters.ir import ClosedJaxpr
 from xform._src.primitives._rules import bdim_at_front, moveaxis
-from xform._src.primitives.structural import as_operand, checked_bind, pad_p, slice_p
+from xform._src.primitives.structural import as_operand, pad_p, slice_p
 from xform._src.interpreters import ir
 from xform._src.interpreters import ir, staging
 from xform._src.interpreters import jaxpr_transforms as jt
@@ -380,7 +380,7 @@ batching.batch_rules[select_and_scatter_add_p] = _pair_batch(select_and_scatter_
 def select_and_gather_add(tangents, operand, select_prim, window_dimensions, window_strides,
                           padding, base_dilation, window_dilation):
     """Each window's tangent at the element ``select_prim`` ('ge' = max, 'le' = min) picks."""
-    return checked_bind(select_and_gather_add_p, as_operand(tangents), as_operand(operand),
+    return select_and_gather_add_p.bind(as_operand(tangents), as_operand(operand),
                         select_prim=_select_name(select_prim),
                         window_dimensions=tuple(window_dimensions),
                         window_strides=tuple(window_strides),
@@ -392,7 +392,7 @@ def select_and_gather_add(tangents, operand, select_prim, window_dimensions, win
 def select_and_scatter_add(source, operand, select_prim, window_dimensions, window_strides,
                            padding):
     """Scatter-add each window's ``source`` value onto the element ``select_prim`` picks."""
-    return checked_bind(select_and_scatter_add_p, as_operand(source), as_operand(operand),
+    return select_and_scatter_add_p.bind(as_operand(source), as_operand(operand),
                         select_prim=_select_name(select_prim),
                         window_dimensions=tuple(window_dimensions),
                         window_strides=tuple(window_strides),
@@ -567,7 +567,7 @@ def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
     orders).  The initial values' tangents count too (JAX requires them to be zero)."""
     from xform._src.primitives import structural as S
     n = len(primals) // 2
-    xs, inits = primals[:n], primals[n:]
+    xs = primals[:n]
     outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)
     if all(type(t) is Zero for t in tangents):
         return outs, [Zero.from_primal(o) for o in outs]
@@ -746,8 +746,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
             iv = _concrete_scalar(inits[0])
             dt = core.get_aval(flat_ops[0]).dtype
             if iv is not None and bool(iv == _identity(kname, dt)):
-                return tree_unflatten(tree, [checked_bind(prim, flat_ops[0], **params)])
-    outs = checked_bind(reduce_window_p, *flat_ops, *inits, jaxpr=closed, **params)
+                return tree_unflatten(tree, [prim.bind(flat_ops[0], **params)])
+    outs = reduce_window_p.bind(*flat_ops, *inits, jaxpr=closed, **params)
     return tree_unflatten(tree, list(outs))
 
 
@@ -789,6 +789,6 @@ def reduce(operands, init_values, computation, dimensions):
                 except TypeError:
                     pass
                 else:
-                    return tree_unflatten(tree, [checked_bind(prim, flat_ops[0], axes=dims)])
-    outs = checked_bind(reduce_p, *flat_ops, *inits, jaxpr=closed, dimensions=dims)
+                    return tree_unflatten(tree, [prim.bind(flat_ops[0], axes=dims)])
+    outs = reduce_p.bind(*flat_ops, *inits, jaxpr=closed, dimensions=dims)
     return tree_unflatten(tree, list(outs))

@@ -97,14 +97,22 @@ def test_eager_fast_path_is_silent_and_honours_debug_nans():
 
 def test_eager_fast_rebuilt_when_a_rule_changes():
     from xform._src.interpreters.core import Primitive
+    from xform._src.interpreters import core
     p = Primitive("probe_double")
-    p.def_impl(lambda x: x * 2)
-    f = p.eager_fast()
-    assert np.asarray(f(False, np.ones(2))).tolist() == [2.0, 2.0]
-    p.def_impl(lambda x: x * 3)
-    assert np.asarray(p.eager_fast()(False, np.ones(2))).tolist() == [3.0, 3.0]
-    p.weak_rule = lambda args, params: False    # non-standard weak rule: no fast path
-    assert p.eager_fast() is None
+    try:
+        p.def_impl(lambda x: x * 2)
+        assert p.eager_fast() is None                 # no shape rule yet: no fast path
+        p.def_abstract_eval(lambda a: a)
+        f = p.eager_fast()
+        assert np.asarray(f(False, np.ones(2))).tolist() == [2.0, 2.0]
+        p.def_impl(lambda x: x * 3)
+        assert np.asarray(p.eager_fast()(False, np.ones(2))).tolist() == [3.0, 3.0]
+        assert p.eager_fast()(True, np.ones(2)).weak_type
+        p.def_abstract_eval(lambda a: a.strip_weak_type())   # the result's weak type follows it
+        assert not p.eager_fast()(True, np.ones(2)).weak_type
+    finally:   # out of the global rule tables (the rule-coverage test reads them)
+        core.impl_rules.pop(p, None)
+        core.abstract_eval_rules.pop(p, None)
 
 
 def test_operators_still_defer_to_other_operands():

@@ -557,7 +557,11 @@ print(json.dumps(res))
     assert "jax._src.literals" in errors["import jax._src.literals"]
 
 
-LIBRARIES = ["equinox", "haiku", "flax.linen", "chex"]
+# library -> the tests/ecosystem script run (under the alias) before the check, so what
+# the library reaches while running is checked too, not only what it imports
+LIBRARIES = {"equinox": None, "haiku": None, "flax.linen": None, "chex": None,
+             "numpyro": "numpyro_svi.py", "optax": "optax_step.py",
+             "orbax.checkpoint": "orbax_roundtrip.py", "flax.nnx": "flax_nnx_step.py"}
 
 _LEAK_CHECK = r'''
 import importlib.util, json, os, sys, types
@@ -565,6 +569,10 @@ import xform
 xform.compat.alias_jax()
 lib = sys.argv[1]
 importlib.import_module(lib)
+if SCRIPT:
+    import runpy
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    runpy.run_path(SCRIPT, run_name="__main__")
 jax_dir = os.path.join(os.path.dirname(os.path.dirname(importlib.util.find_spec("jaxlib").origin)), "jax")
 top = lib.split(".")[0]
 leaks, checked = set(), 0
@@ -592,8 +600,9 @@ def test_no_real_jax_internals_reachable_from_aliased_library(lib):
     module (``jax._src.*``, ``jax.extend.*``, ``jax.core``, ...) or an object defined in
     JAX's tracing internals: what it reached of JAX's internals is xform's."""
     pytest.importorskip(lib.split(".")[0])
-    code = _LEAK_CHECK.replace("sys.argv[1]", repr(lib))
-    res = json.loads(_run_aliased(code).strip().splitlines()[-1])
+    script = LIBRARIES[lib] and str(ROOT / "tests" / "ecosystem" / LIBRARIES[lib])
+    code = _LEAK_CHECK.replace("sys.argv[1]", repr(lib)).replace("SCRIPT", repr(script))
+    res = json.loads(_run_aliased(code, timeout=900).strip().splitlines()[-1])
     assert res["checked"] > 3
     assert res["leaks"] == []
 
@@ -602,7 +611,7 @@ def test_leak_check_detects_real_jax_modules():
     """The check above can fail: without the alias, equinox holds real JAX internals."""
     pytest.importorskip("equinox")
     code = _LEAK_CHECK.replace("xform.compat.alias_jax()", "").replace(
-        "sys.argv[1]", repr("equinox"))
+        "sys.argv[1]", repr("equinox")).replace("SCRIPT", "None")
     res = json.loads(_run_aliased(code).strip().splitlines()[-1])
     assert any("jax._src.traceback_util" in x for x in res["leaks"])
 

@@ -97,7 +97,7 @@ def test_huge_shape_message_names_shape_and_dtype():
 
 @pytest.mark.parametrize("limit", [None, 60000])
 def test_deep_pytrees_raise_recursion_error_or_work(limit):
-    """Depth-5000 lists, dicts and tuples through the tree utilities and the transforms:
+    """Depth 5000 lists, dicts and tuples through the tree utilities and the transforms:
     RecursionError (default limit) or a result (raised limit), never a crash."""
     code = f"""
         import sys, numpy as np, xform, xform.numpy as jnp

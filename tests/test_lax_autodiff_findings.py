@@ -197,3 +197,31 @@ def test_copy_equations_match_jax(fn):
     np.testing.assert_array_equal(np.asarray(xform.vmap(f(xform))(x)),
                                   np.asarray(jax.vmap(f(jax))(x)))
     assert xform.lax.copy_p.name == jax.lax.copy_p.name == "copy"
+
+
+# ---------------------------------------------------------------- approx_top_k_p
+
+@pytest.mark.parametrize("largest, k, dim", [(True, 3, -1), (False, 2, 0), (True, 1, 1),
+                                             (False, 4, -1)])
+def test_approx_top_k_primitive_matches_jax(largest, k, dim):
+    import re
+    x = np.random.RandomState(k).permutation(36).reshape(4, 9).astype(np.float32) - 17
+
+    def f(lib):
+        fn = lib.lax.approx_max_k if largest else lib.lax.approx_min_k
+        return lambda x: fn(x, k, reduction_dimension=dim)
+
+    def text(lib, g):
+        return re.sub(r"\s+", " ", str(lib.make_jaxpr(g)(x)))
+    assert text(xform, f(xform)) == text(jax, f(jax))
+    for got, want in ((f(xform)(x), f(jax)(x)), (xform.jit(f(xform))(x), f(jax)(x)),
+                      (xform.vmap(f(xform))(np.stack([x, -x])),
+                       jax.vmap(f(jax))(np.stack([x, -x])))):
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    loss = lambda lib: lambda x: (f(lib)(x)[0] ** 2).sum()  # noqa: E731
+    np.testing.assert_allclose(np.asarray(xform.grad(loss(xform))(x)),
+                               np.asarray(jax.grad(loss(jax))(x)))
+    check_grads(lambda x: f(xform)(x)[0], (x / 7,), order=2, modes=["fwd", "rev"])
+    assert xform.lax.approx_top_k_p.name == jax.lax.approx_top_k_p.name

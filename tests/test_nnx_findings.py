@@ -75,3 +75,67 @@ def test_pmap_over_typed_key_arrays_as_jax(fun):
         return np.asarray(out)
 
     np.testing.assert_array_equal(run(xform), run(jax))
+
+
+def _trace_counts(lib, n):
+    """How often each control-flow function's body runs in Python over two identical
+    calls (nnx.scan's tests count them)."""
+    counts = {}
+
+    def count(name):
+        counts[name] = counts.get(name, 0) + 1
+
+    def scan_body(c, x):
+        count("scan")
+        return c + 1, x * 2
+
+    def cond_fun(c):
+        count("while")
+        return c < 3
+
+    def branch(x):
+        count("switch")
+        return x + 1
+
+    def fori_body(i, c):
+        count("fori")
+        return c + i
+
+    class Body:
+        def __call__(self, c, x):
+            count("object")
+            return c, x
+
+    obj = Body()
+    xs = n.arange(5)
+    for _ in range(2):
+        lib.lax.scan(scan_body, n.array(0), xs)
+        lib.lax.while_loop(cond_fun, lambda c: c + 1, n.array(0))
+        lib.lax.switch(1, [branch, branch], n.array(0))
+        lib.lax.fori_loop(0, 3, fori_body, n.array(0))
+        lib.lax.scan(obj, n.array(0), xs)
+    # under jit each trace of the enclosing function traces the body again
+    @lib.jit
+    def outer(z):
+        def body(c, x):
+            count("under_jit")
+            return c + z, x
+        return lib.lax.scan(body, 0, n.arange(3))[0]
+    outs = [int(outer(1)), int(outer(2))]
+    return counts, outs
+
+
+def test_control_flow_bodies_are_traced_once_per_function_and_types_as_jax():
+    assert _trace_counts(xform, xnp) == _trace_counts(jax, jnp)
+
+
+def test_control_flow_trace_cache_depends_on_argument_types():
+    n = []
+
+    def body(c, x):
+        n.append(x.dtype)
+        return c + x, x
+
+    for xs in (xnp.arange(3), xnp.arange(3.0), xnp.arange(3)):
+        xform.lax.scan(body, xs[0] * 0, xs)
+    assert len(n) == 2

@@ -829,3 +829,15 @@ def test_builtin_ufunc_methods():
     for f in cases:
         check(f(xnp), f(jnp))
     assert xnp.add.identity == jnp.add.identity and xnp.multiply.nin == 2
+
+
+def test_load_reads_bfloat16_back(tmp_path):
+    # np.save writes bfloat16 as 2-byte voids; jnp.load reads them as bfloat16
+    p = tmp_path / "bf16.npy"
+    np.save(p, np.asarray(jnp.arange(3, dtype=jnp.bfloat16) / 2))
+    got, want = xnp.load(p), jnp.load(p)
+    assert isinstance(got, xform.Array) and got.dtype == want.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    s = tmp_path / "str.npy"
+    np.save(s, np.array(["a", "b"]))
+    assert type(xnp.load(s)) is type(jnp.load(s)) is np.ndarray

@@ -523,3 +523,50 @@ def test_quantile_float16_data_float32_q_strict(method):
         for name, q in (("quantile", np.float32(0.3)), ("nanpercentile", np.float32(70))):
             _same(getattr(xnp, name)(a, q, axis=0, method=method),
                   getattr(jnp, name)(a, q, axis=0, method=method))
+
+
+def test_names_jax_removed_are_absent():
+    for name in ("fix", "row_stack"):
+        assert (name in dir(xnp)) == (name in dir(jnp)) is False
+        with pytest.raises(AttributeError):
+            getattr(xnp, name)
+
+
+def test_rint_complex_and_complex_to_real_astype_warning():
+    z = np.array([1.5 + 2.5j, 0.4 - 1.6j], np.complex64)
+    _same(xnp.rint(z), jnp.rint(z))
+    for make in (xnp, jnp):
+        with pytest.warns(DeprecationWarning, match="Casting from complex to real dtypes"):
+            make.asarray(z).astype("float32")
+    _same(xnp.asarray(1j).astype(bool), jnp.asarray(1j).astype(bool))
+
+
+@pytest.mark.parametrize("func", ["deepcopy", "copy"])
+def test_copy_module_on_arrays_and_under_jit(func):
+    def check(lib, make):
+        f = getattr(copy, func)
+        x = make.ones(10, dtype="int32")
+        ptr = lambda a: a.unsafe_buffer_pointer()
+        c, cj = f(x), lib.jit(f)(x)
+        assert ptr(c) != ptr(x) and ptr(cj) != ptr(x)
+        x.delete()
+        return c.is_deleted(), cj.is_deleted(), int(c.sum()), int(cj.sum())
+    assert check(xform, xnp) == check(jax, jnp)
+
+
+def test_masked_array_argument_under_jit():
+    m = np.ma.array([1, 2], mask=[True, False])
+    _same(xnp.array(m), jnp.array(m))
+    _raises_alike(lambda: xform.jit(xnp.asarray)(m), lambda: jax.jit(jnp.asarray)(m),
+                  ValueError, "numpy masked arrays are not supported")
+
+
+@pytest.mark.parametrize("name", ["less", "less_equal", "greater", "greater_equal"])
+def test_complex_comparisons_are_lexicographic(name):
+    a = np.array([1 + 2j, 1 + 3j, 2 + 0j, 1 + 2j, np.nan], np.complex64)
+    b = np.array([1 + 3j, 1 + 2j, 1 + 5j, 1 + 2j, 1], np.complex64)
+    _same(getattr(xnp, name)(a, b), getattr(jnp, name)(a, b))
+    _same(xform.jit(getattr(xnp, name))(a, b), jax.jit(getattr(jnp, name))(a, b))
+    op = {"less": "__lt__", "less_equal": "__le__", "greater": "__gt__",
+          "greater_equal": "__ge__"}[name]
+    _same(getattr(xnp.asarray(a), op)(xnp.asarray(b)), getattr(jnp.asarray(a), op)(jnp.asarray(b)))

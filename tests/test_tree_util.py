@@ -11,7 +11,6 @@ import functools
 import pickle
 import subprocess
 import sys
-import timeit
 
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
@@ -755,15 +754,3 @@ def test_module_does_not_import_jax():
     code = ("import sys, xform.tree_util as t; t.tree_flatten((1, [2]));"
             "assert not any(m == 'jax' or m.startswith('jax.') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def test_flatten_flat_tuple_is_fast():
-    # jit dispatch flattens arguments on every call.  The budget is ~10x the
-    # expected cost so the test only catches gross regressions.
-    tree = (1.0, 2.0, 3.0, 4.0)
-    leaves, td = xtu.tree_flatten(tree)
-    n = 20000
-    flat = min(timeit.repeat(lambda: xtu.tree_flatten(tree), number=n, repeat=3)) / n
-    unflat = min(timeit.repeat(lambda: td.unflatten(leaves), number=n, repeat=3)) / n
-    assert flat < 10e-6, f"tree_flatten took {flat * 1e6:.2f} us"
-    assert unflat < 10e-6, f"unflatten took {unflat * 1e6:.2f} us"

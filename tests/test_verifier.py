@@ -505,6 +505,21 @@ def _top_k(data, name):
     return {"k": data.draw(st.integers(0, shape[axis])), "axis": axis}, [x]
 
 
+@spec("approx_top_k", exact=True)
+def _approx_top_k(data, name):
+    """Distinct float values; max or min, any reduction dimension (exact fallback)."""
+    shape = data.draw(shapes(min_rank=1))
+    if 0 in shape:
+        shape = tuple(max(s, 1) for s in shape)
+    dt = data.draw(st.sampled_from(F), label="dtype")
+    size = int(np.prod(shape))
+    x = (_rng(data).permutation(size) - size // 2).reshape(shape).astype(dt)
+    d = data.draw(st.integers(-len(shape), len(shape) - 1))
+    return {"k": data.draw(st.integers(1, shape[d])), "reduction_dimension": d,
+            "recall_target": 0.95, "is_max_k": data.draw(st.booleans()),
+            "reduction_input_size_override": -1, "aggregate_to_topk": True}, [x]
+
+
 # gather / scatter: random dimension numbers (incl. batching axes), out-of-bounds indices,
 # every mode; small integer values so accumulation order cannot change float sums
 def _gather_scatter_config(data):

@@ -223,6 +223,10 @@ def _leaf_key_slow(x):
     if isinstance(x, (Tracer, Array)):
         a = x.aval
         return (a.shape, a.dtype, a.weak_type)
+    if isinstance(x, np.ma.MaskedArray):    # (its mask would be silently dropped)
+        raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
+                         "functions. Use arr.filled() to convert the value to a standard "
+                         "numpy array.")
     if isinstance(x, (np.ndarray, np.generic)):
         return (x.shape, canonicalize_dtype(x.dtype), False)
     if isinstance(x, ShapeDtypeStruct):

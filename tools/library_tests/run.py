@@ -66,12 +66,12 @@ def _site_root(dist, files):
     raise SystemExit(f"cannot find where {dist} is installed")
 
 
-def _checkout(lib, dist, tag_pattern, source, dest, files):
+def _checkout(lib, dist, tag_pattern, source, dest, files, ref=None):
     version = importlib.metadata.version(dist)
-    tag = tag_pattern.format(version=version)
+    tag = ref or tag_pattern.format(version=version)
     tags = subprocess.run(["git", "--git-dir", source, "tag"], capture_output=True,
                           text=True, check=True).stdout.split()
-    if tag not in tags:   # the closest older release the checkout has
+    if tag not in tags and not ref:   # the closest older release the checkout has
         import re
         def key(t):
             return tuple(int(x) for x in re.findall(r"\d+", t))
@@ -128,6 +128,8 @@ def main(argv=None):
     ap.add_argument("library", choices=sorted(LIBRARIES))
     ap.add_argument("--files", nargs="*", help="test files, relative to the test root")
     ap.add_argument("--source", help="git directory of the library (for git-sourced tests)")
+    ap.add_argument("--ref", help="git revision of the tests (default: the installed "
+                    "version's release tag, else the closest older release)")
     ap.add_argument("--backend", choices=["jax", "xform", "both"], default="both")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per backend run")
     ap.add_argument("--json", help="write the per-case results here")
@@ -143,7 +145,7 @@ def main(argv=None):
             if not source:
                 raise SystemExit(f"{a.library}'s tests are not in its wheel: pass --source "
                                  f"(a git directory of its repository)")
-            root = _checkout(a.library, dist, tag_pattern, source, Path(tmp), files)
+            root = _checkout(a.library, dist, tag_pattern, source, Path(tmp), files, a.ref)
         backends = ["jax", "xform"] if a.backend == "both" else [a.backend]
         results = {b: _run(b, root, files, a.timeout, a.pytest_args.split()) for b in backends}
     by_file = {}

@@ -153,7 +153,14 @@ def astype(x, dtype, /, *, copy=False, device=None):
     if dt is None:
         dt = _dtypes.default_float_dtype()
     if a.dtype.kind == "c" and dt.kind != "c":
-        a = _F.real(a)
+        if dt != _dtypes.bool_:
+            import warnings
+            warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+                          "Please first use jnp.real or jnp.imag to take the real/imaginary "
+                          "component of your input.", DeprecationWarning, stacklevel=2)
+            a = _F.real(a)
+        else:            # nonzero, as JAX (real or imaginary part)
+            return _F.not_equal(a, _util.to_array(0, a.dtype, False))
     if dt == _dtypes.bool_ and a.dtype != _dtypes.bool_:
         return _F.not_equal(a, _util.to_array(0, a.dtype, False))
     return _util.to_array(a, dt, False)
@@ -207,7 +214,17 @@ _LAZY_DTYPE_NAMES = frozenset(_creation_lazy) | frozenset(_dtype_names._NAMES)
 __all__ = sorted(set(__all__) | _LAZY_DTYPE_NAMES)
 
 
+# NumPy names JAX 0.10.2 no longer has (AttributeError with JAX's message)
+_REMOVED = {
+    "fix": "jax.numpy.fix was deprecated in JAX v0.9.0, and will be removed in JAX v0.10.0. "
+           "Use jax.numpy.trunc instead.",
+    "row_stack": "module 'jax.numpy' has no attribute 'row_stack' (use vstack)",
+}
+
+
 def __getattr__(name):
+    if name in _REMOVED:
+        raise AttributeError(_REMOVED[name])
     if name in _LAZY_DTYPE_NAMES:
         value = getattr(_creation if name in _creation_lazy else _dtype_names, name)
         globals()[name] = value
@@ -234,4 +251,9 @@ for _name in ("arange", "array", "asarray", "bincount", "broadcast_to", "dot", "
               "empty", "full", "full_like", "matmul", "ones", "ones_like", "percentile",
               "ravel", "repeat", "reshape", "tensordot", "zeros", "zeros_like"):
     globals()[_name] = _with_out_sharding(globals()[_name])
+del _name
+
+for _name in _REMOVED:
+    globals().pop(_name, None)
+__all__ = [n for n in __all__ if n not in _REMOVED]
 del _name

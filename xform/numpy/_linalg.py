@@ -15,6 +15,8 @@ import string
 import numpy as np
 
 from xform._src.interpreters import dtypes
+from xform._src.interpreters.core import ArrayOps
+from xform._src.primitives.dot_general import dot_general_p
 from xform.numpy import _reductions as R
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
@@ -58,9 +60,29 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
                         preferred_element_type=preferred_element_type)
 
 
+_matmul_dims: dict = {}    # number of batch dims -> matmul's dimension numbers
+
+
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """``a @ b`` with NumPy's rules: 1-D operands are promoted then squeezed; batch dims
     broadcast."""
+    if precision is None and preferred_element_type is None and isinstance(a, ArrayOps) \
+            and isinstance(b, ArrayOps):
+        # The common case, which the general path below turns into exactly this
+        # dot_general: operands of rank >= 2 with equal batch dimensions, of one dtype
+        # that promotion leaves alone, neither weakly typed.
+        sa, sb = a.shape, b.shape
+        nd = len(sa)
+        if nd >= 2 and len(sb) == nd and sa[-1] == sb[-2] and sa[:-2] == sb[:-2]:
+            d = a.dtype
+            if b.dtype == d and not a.weak_type and not b.weak_type \
+                    and U.promotes_to_itself(d, False):
+                dn = _matmul_dims.get(nd)
+                if dn is None:
+                    batch = tuple(range(nd - 2))
+                    dn = _matmul_dims[nd] = (((nd - 1,), (nd - 2,)), (batch, batch))
+                return dot_general_p.bind(a, b, dimension_numbers=dn, precision=None,
+                                          preferred_element_type=dtypes.canonicalize_dtype(d))
     a, b = U.ensure_arraylike("matmul", a, b)
     a, b = U.to_array(a), U.to_array(b)
     for n, x in (("a", a), ("b", b)):

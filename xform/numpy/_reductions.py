@@ -103,6 +103,10 @@ def _prod_id(dt):
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
     _no_out(out, "sum")
+    if dtype is None and initial is None and where is None and _plain_inexact(a):
+        axes = U.canonicalize_axes(axis, len(a.shape))
+        if axes:       # the general path's one reduce_sum, without its argument handling
+            return _keep(lax.reduce_sum(a, axes), a.shape, axes, keepdims)
     return _reduction("sum", a, axis, dtype, keepdims, initial, where,
                       lax_fn=lambda x, ax: lax.reduce_sum(x, ax), identity=_sum_id,
                       binop=F.add, result_dtype=lambda d: _promoted_int(d, promote_integers))
@@ -166,9 +170,25 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):
                         True)
 
 
+_counts: dict = {}
+
+
 def _count(x, axes, where, keepdims, dt):
     if where is None:
-        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        n = 1
+        for i in axes:
+            n *= int(x.shape[i])
+        if type(n) is int and isinstance(dt, np.dtype):
+            # one immutable host scalar per (count, dtype): large programs take the mean
+            # of equal shapes again and again
+            key = (n, dt)
+            c = _counts.get(key)
+            if c is None:
+                c = U.to_array(n, dt, False)
+                if len(_counts) > 1000:
+                    _counts.clear()
+                _counts[key] = c
+            return c
         return U.to_array(n, dt, False)
     m = U.broadcast_to_shape(U.to_array(where), x.shape) if U.shape_of(where) != x.shape \
         else U.to_array(where)
@@ -179,8 +199,27 @@ def _inexact_dt(dt):
     return dtypes.to_inexact_dtype(dt) if dt.kind in "biu" else dt
 
 
+def _plain_inexact(a):
+    """Whether ``a`` is an array whose dtype a sum or mean keeps as it is: not weakly
+    typed, a canonical float or complex dtype of at least 32 bits (16-bit floats are
+    summed in float32)."""
+    if not isinstance(a, ArrayOps) or a.weak_type:
+        return False
+    dt = a.dtype
+    return (isinstance(dt, np.dtype) and dt.kind in "fc" and dt not in _LOWP
+            and dtypes.canonicalize_dtype(dt) == dt)
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _no_out(out, "mean")
+    if dtype is None and where is None and _plain_inexact(a):
+        # What the general path below computes for this case, without its repeated
+        # argument handling: one reduce_sum, divided by the element count.
+        nd = len(a.shape)
+        axes = U.canonicalize_axes(axis, nd)
+        if axes:
+            s = _keep(lax.reduce_sum(a, axes), a.shape, axes, keepdims)
+            return F.true_divide(s, _count(a, axes, None, keepdims, a.dtype))
     x = _prep("mean", a)
     where = _check_where("mean", where)
     axes = U.canonicalize_axes(axis, x.ndim)

@@ -42,7 +42,7 @@ def _inexact(name, a):
 
 
 def _to_last(x, axis):
-    """Move the reduced axes to one trailing axis; return (x, kept-shape-with-1s)."""
+    """Move the reduced axes to one trailing axis; return (x, the kept shape with ones)."""
     nd = x.ndim
     if axis is None:
         return lax.reshape(x, (x.size,)), (1,) * nd

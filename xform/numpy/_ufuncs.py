@@ -76,6 +76,9 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
     p = _try_prim(pname)
     fast = _floats_too(fast)
     fast_scalar = _floats_too(_F_FAST & fast)
+    noop_promote = (promote is U.promote_dtypes or (
+        promote is U.promote_dtypes_inexact and fast <= _F | _C)) and (
+        bool_pname is None or dtypes.bool_ not in fast)
     # The last Python scalar converted, by identity: in a loop ``x * 2.0`` the constant
     # is one object, so its 0-d array (read-only, never handed out) is made once.
     last = [(None, None, None)]
@@ -128,6 +131,19 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         if f is not None:
                             return f(x2.weak_type, scalar(x1, v2.dtype), v2)
                         return p.bind(Array(scalar(x1, v2.dtype), True), x2)
+            elif noop_promote and isinstance(x1, ArrayOps) and isinstance(x2, ArrayOps):
+                # Under a trace: operands of one dtype and weak type that promotion leaves
+                # as they are, of equal shapes or one of rank 0 (which the primitive
+                # broadcasts): promotion and broadcasting below would change nothing.
+                d = x1.dtype
+                w = x1.weak_type
+                if d in fast and x2.dtype == d and x2.weak_type == w \
+                        and U.promotes_to_itself(d, w):
+                    s1, s2 = x1.shape, x2.shape
+                    if s1 == s2 or not s1 or not s2:
+                        if p is None:
+                            p = prim(pname)
+                        return p.bind(x1, x2)
             if operator and not isinstance(x2, _ARRAYLIKE):
                 # an object with ``__jax_array__`` is the array it gives (as in JAX);
                 # for anything else Python tries the other operand's reflected method
@@ -141,6 +157,13 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
             a, b = U.promote_shapes_lax(name, *promote(x1, x2))
             if bool_pname is not None and a.dtype == dtypes.bool_:
                 return _bind(bool_pname, a, b)
+            if a.dtype in _C and pname in ("lt", "le", "gt", "ge"):
+                # complex numbers order lexicographically on (real, imag), as in JAX
+                if p is None:
+                    p = prim(pname)
+                ra, rb = lax.real(a), lax.real(b)
+                return lax.select(lax.eq(ra, rb), p.bind(lax.imag(a), lax.imag(b)),
+                                  p.bind(ra, rb))
             if a.dtype not in fast:
                 if name in ("equal", "not_equal") and dtypes.is_extended(a.dtype):
                     # typed PRNG keys compare (all key words equal), as in JAX
@@ -185,6 +208,14 @@ def _unary(name, pname, inexact=True, fast=_F, accept=None, doc=None):
                     if f is not None:
                         return f(x.weak_type, v)
                 return p.bind(x)
+        elif isinstance(x, ArrayOps):
+            # Under a trace: a dtype the primitive accepts that promotion leaves as it is
+            d = x.dtype
+            if d in fast and d in accept and (not inexact or d in _F or d in _C) \
+                    and U.promotes_to_itself(d, x.weak_type, 1):
+                if p is None:
+                    p = prim(pname)
+                return p.bind(x)
         x = U.ensure_arraylike(name, x)
         (a,) = U.promote_dtypes_inexact(x) if inexact else U.promote_dtypes(x)
         if a.dtype not in accept:
@@ -212,10 +243,10 @@ nextafter = _binary("nextafter", "nextafter", promote=U.promote_dtypes_inexact, 
 
 equal = _binary("equal", "eq", fast=_ALL)
 not_equal = _binary("not_equal", "ne", fast=_ALL)
-less = _binary("less", "lt", fast=_ALL)
-less_equal = _binary("less_equal", "le", fast=_ALL)
-greater = _binary("greater", "gt", fast=_ALL)
-greater_equal = _binary("greater_equal", "ge", fast=_ALL)
+less = _binary("less", "lt", fast=_ALL - _C)
+less_equal = _binary("less_equal", "le", fast=_ALL - _C)
+greater = _binary("greater", "gt", fast=_ALL - _C)
+greater_equal = _binary("greater_equal", "ge", fast=_ALL - _C)
 
 bitwise_and = _binary("bitwise_and", "and", fast=_I | _U | _B)
 bitwise_or = _binary("bitwise_or", "or", fast=_I | _U | _B)
@@ -359,6 +390,8 @@ def rint(x, /):
     """Round half to even; integers become float (as JAX)."""
     x = U.ensure_arraylike("rint", x)
     (a,) = U.promote_dtypes_inexact(x)
+    if a.dtype in _C:    # real and imaginary parts rounded separately, as JAX
+        return lax.complex(lax.round(lax.real(a), 1), lax.round(lax.imag(a), 1))
     return lax.round(a, 1)
 
 

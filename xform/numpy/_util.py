@@ -114,7 +114,8 @@ def to_array(x, dtype=None, weak=None):
     if isinstance(x, ArrayOps):
         if dtype is None:
             return x
-        dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
+        if not isinstance(dtype, np.dtype):
+            dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
         w = x.weak_type if weak is None else weak
         if x.dtype == dtype and x.weak_type == w:
             return x
@@ -160,6 +161,22 @@ _rt_cache: dict = {}
 
 def _clear(_=None):
     _rt_cache.clear()
+    _noop_cache.clear()
+
+
+_noop_cache: dict = {}
+
+
+def promotes_to_itself(dtype, weak, n=2) -> bool:
+    """Whether promoting ``n`` operands that all have ``dtype`` and weak type ``weak``
+    leaves them as they are (``promote_dtypes`` would return them unchanged): the test
+    behind the fast paths of the elementwise functions under a trace."""
+    key = (dtype, weak, n)
+    r = _noop_cache.get(key)
+    if r is None:
+        r = _noop_cache[key] = dtypes.lattice_result_type(
+            *[_Proxy(dtype, weak)] * n) == (dtype, weak)
+    return r
 
 
 config.on_change("jax_enable_x64", _clear)
@@ -194,6 +211,12 @@ def result_dtype(*args):
 
 
 def promote_dtypes(*args):
+    if len(args) == 2:      # two arrays of one dtype and weak type promotion leaves alone
+        a, b = args
+        if isinstance(a, ArrayOps) and isinstance(b, ArrayOps):
+            d, w = a.dtype, a.weak_type
+            if b.dtype == d and b.weak_type == w and promotes_to_itself(d, w):
+                return [a, b]
     dt, weak = result_dtype(*args)
     return [to_array(a, dt, weak) for a in args]
 
@@ -389,6 +412,13 @@ def canonicalize_axes(axis, ndim):
     """``None`` -> all axes; int or sequence -> sorted tuple of unique non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is tuple:     # already canonical (as passed on by another reduction)
+        for a in axis:
+            if type(a) is not int or not 0 <= a < ndim:
+                break
+        else:
+            if len(set(axis)) == len(axis):
+                return axis
     if not isinstance(axis, (tuple, list)):
         axis = axis_tuple(axis)
     if isinstance(axis, (tuple, list)):
