@@ -236,3 +236,27 @@ def test_broadcast_shapes_faulty_inputs_raise_as_jax(shapes):
         xl.broadcast_shapes(*shapes)
     assert str(ex.value) == str(ej.value)
     assert xl.broadcast_shapes((3, 1), (4,)) == jl.broadcast_shapes((3, 1), (4,))
+
+
+@pytest.mark.parametrize("v,dt", [(2 ** 32, "int32"), (-2 ** 63, "int32"), (2 ** 64 - 1, "uint8"),
+                                  (300, "int8"), (-1, "uint32")])
+def test_convert_element_type_of_a_python_int_wraps_as_jax(v, dt):
+    got, want = xl.convert_element_type(v, dt), jl.convert_element_type(v, dt)
+    assert got.dtype == want.dtype and int(got) == int(want)
+
+
+def test_dot_options_are_keyword_only_as_jax():
+    a = np.arange(5.0, dtype=np.float32)
+    for L in (jl, xl):
+        with pytest.raises(TypeError, match=r"dot\(\) takes 2 positional arguments"):
+            L.dot(a, a, L.Precision.DEFAULT)
+    assert float(xl.dot(a, a, precision=xl.Precision.HIGHEST)) == float(jl.dot(a, a))
+
+
+def test_comparisons_of_weak_operands_are_weak_as_jax():
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        for args in ((1.0, 2.0), (np.float32(1), 2.0), (1, 2)):
+            assert getattr(xl, name)(*args).weak_type == getattr(jl, name)(*args).weak_type
+    assert xl.is_finite(1.0).weak_type == jl.is_finite(1.0).weak_type
+    assert xform.jit(lambda x: xl.lt(x, 2.0))(1.0).weak_type == \
+        jax.jit(lambda x: jl.lt(x, 2.0))(1.0).weak_type
