@@ -226,3 +226,13 @@ def test_top_k_of_more_than_int32_max_elements_raises_as_jax():
 def test_conv_window_strides_of_the_wrong_length_raise_as_jax():
     f = lambda L: (lambda x: L.conv(x, np.zeros((1, 1, 1, 1), np.float32), [1], "SAME"))
     _same_error(f(xl), f(jl), np.zeros((1, 1, 3, 3), np.float32))
+
+
+@pytest.mark.parametrize("shapes", [((-1,),), ("hello",), ((2, -3), (1,))])
+def test_broadcast_shapes_faulty_inputs_raise_as_jax(shapes):
+    with pytest.raises(TypeError) as ej:
+        jl.broadcast_shapes(*shapes)
+    with pytest.raises(TypeError) as ex:
+        xl.broadcast_shapes(*shapes)
+    assert str(ex.value) == str(ej.value)
+    assert xl.broadcast_shapes((3, 1), (4,)) == jl.broadcast_shapes((3, 1), (4,))

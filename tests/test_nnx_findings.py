@@ -202,3 +202,18 @@ def test_sharding_constraint_on_typed_key_arrays_as_jax(under_jit):
 
     for g, w in zip(run(xform), run(jax)):
         np.testing.assert_array_equal(g, w)
+
+
+def test_out_sharding_of_a_value_inside_pmap_as_jax():
+    # (nnx.Dropout passes out_sharding=typeof(x).sharding; inside pmap that is a sharding
+    # over the manual pmap axis)
+    def run(lib, n):
+        def f(k, x):
+            s = lib.typeof(x).sharding
+            m = lib.random.bernoulli(k, 0.5, x.shape, out_sharding=s)
+            return n.where(m, x, 0.0), lib.random.normal(k, x.shape, out_sharding=s)
+        ks = lib.random.split(lib.random.key(0), 1)
+        return [np.asarray(o) for o in lib.pmap(f)(ks, n.ones((1, 4)))]
+
+    for g, w in zip(run(xform, xnp), run(jax, jnp)):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
