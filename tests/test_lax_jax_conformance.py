@@ -260,3 +260,11 @@ def test_comparisons_of_weak_operands_are_weak_as_jax():
     assert xl.is_finite(1.0).weak_type == jl.is_finite(1.0).weak_type
     assert xform.jit(lambda x: xl.lt(x, 2.0))(1.0).weak_type == \
         jax.jit(lambda x: jl.lt(x, 2.0))(1.0).weak_type
+
+
+def test_copy_method_of_traced_arrays_matches_jax():
+    x = np.arange(3, dtype=np.float32)
+    f = lambda v: (v.copy() * v).sum()
+    np.testing.assert_array_equal(np.asarray(xform.grad(f)(x)), np.asarray(jax.grad(f)(x)))
+    np.testing.assert_array_equal(np.asarray(xform.jit(lambda v: v.copy())(x)), x)
+    np.testing.assert_array_equal(np.asarray(xform.vmap(lambda v: v.copy() + 1)(x)), x + 1)
