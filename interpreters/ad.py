@@ -91,13 +91,27 @@ def add_maybe_zero(x, y):
 # ----------------------------------------------------------------- forward mode
 
 
-class JVPTracer(Tracer):
-    __slots__ = ("primal", "tangent")
+_PY_SCALARS = (bool, int, float, complex)
 
-    def __init__(self, trace, primal, tangent):
+
+def _py_to_array(x, like=None):
+    """A Python scalar as the Array binding it gives (``like``'s dtype for a tangent)."""
+    aval = core.get_aval(x) if like is None else tangent_aval(core.get_aval(like))
+    if like is not None:
+        return core.Array(np.asarray(x, aval.dtype), core.get_aval(like).weak_type)
+    return core.Array(np.asarray(x, aval.dtype), aval.weak_type)
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent", "py")
+
+    def __init__(self, trace, primal, tangent, py=None):
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
+        # (primal, tangent) as Python scalars, when the primal was one (jvp of Python
+        # floats): a custom_jvp rule gets them as they are, and jvp returns them, as JAX
+        self.py = py
 
     @property
     def aval(self):
@@ -136,8 +150,14 @@ class JVPTrace(core.Trace):
     def process_primitive(self, prim, args, params):
         primals, tangents = [], []
         nonzero = False
+        raw = prim in python_scalar_rules
         for a in args:
             if isinstance(a, JVPTracer) and a._trace is self:
+                if raw and a.py is not None:
+                    primals.append(a.py[0])
+                    tangents.append(a.py[1])
+                    nonzero = True
+                    continue
                 primals.append(a.primal)
                 tangents.append(a.tangent)
                 nonzero = nonzero or type(a.tangent) is not Zero
@@ -164,19 +184,38 @@ class JVPTrace(core.Trace):
         return self.wrap(primal_out, tangent_out)
 
     def wrap(self, p, t):
+        if type(p) in _PY_SCALARS:     # a rule in python_scalar_rules kept it as it was
+            pa = _py_to_array(p)
+            if type(t) is Zero or t is None:
+                return pa
+            ta = _py_to_array(t, pa) if type(t) in _PY_SCALARS else t
+            return JVPTracer(self, pa, ta, (p, t))
         if type(t) is Zero or t is None:
             return p
         return JVPTracer(self, p, t)
 
 
-def jvp_flat(fun, primals, tangents):
-    """``fun(*flat) -> flat list``; returns (primals_out, tangents_out) with Zeros kept."""
+# primitives whose JVP rule gets Python-scalar primals and tangents as they are (a
+# custom_jvp rule, as in JAX) and may return Python scalars
+python_scalar_rules: set = set()
+
+
+def jvp_flat(fun, primals, tangents, py=None):
+    """``fun(*flat) -> flat list``; returns (primals_out, tangents_out) with Zeros kept.
+    ``py``: per input, None or the (primal, tangent) Python scalars it was given as;
+    an output still carrying them is returned as them."""
     trace = JVPTrace(core.current_trace())
-    ins = [p if type(t) is Zero else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    py = py or [None] * len(primals)
+    ins = [p if type(t) is Zero else JVPTracer(trace, p, t, q)
+           for p, t, q in zip(primals, tangents, py)]
     with core.running(trace):
         outs = fun(*ins)
     ps, ts = [], []
     for o in outs:
+        if type(o) is JVPTracer and o._trace is trace and o.py is not None:
+            ps.append(o.py[0])
+            ts.append(o.py[1])
+            continue
         p, t = trace.unpack(o)
         ps.append(p)
         ts.append(t)

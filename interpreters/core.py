@@ -47,7 +47,11 @@ class ShapedArray:
         f = type_sharding_impl
         return None if f is None else f(self)
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, *, sharding=None, manual_axis_type=None,
+                 memory_space=None):
+        # JAX's keywords are accepted for code written against its constructor (flax's
+        # scan rebuilds avals with the sharding it read from one): xform's types carry no
+        # sharding of their own; the ``sharding`` property gives the one every value has.
         if type(shape) is not tuple:
             shape = tuple(shape)
         self.shape = shape

@@ -229,6 +229,12 @@ class SourceInfo(tuple):
                               else self[2].rsplit("/", 1)[-1])
         return self._qualname
 
+    @property
+    def name_stack(self) -> str:
+        """The ``named_scope``s the equation was staged under, outermost first, joined by
+        ``/`` (JAX's ``source_info.name_stack``, as ``str`` gives it; "" outside any)."""
+        return self[2].rsplit("/", 1)[0] if "/" in self[2] else ""
+
     def summary(self) -> str:
         """JAX's ``file:line:column (qualified name)`` (no column when it is 0)."""
         col = self.column

@@ -194,12 +194,16 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
     # covered by the user's rule, which only knows the explicit arguments: fall back
     # to differentiating the primal program.
     if not _is_lazy(call_jaxpr) and any(type(t) is not Zero for t in tangents[:num_consts]):
+        primals = [ad._py_to_array(p) if type(p) in ad._PY_SCALARS else p for p in primals]
+        tangents = [ad._py_to_array(t, p) if type(t) in ad._PY_SCALARS else t
+                    for p, t in zip(primals, tangents)]
         return ad.jvp_flat(_eval_closed(call_jaxpr), list(primals), list(tangents))
     outs, touts = jvp(list(primals[num_consts:]), list(tangents[num_consts:]))
     return list(outs), list(touts)
 
 
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+ad.python_scalar_rules.add(custom_jvp_call_p)   # the user's rule sees Python floats, as in JAX
 
 
 def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, symbolic_zeros):

@@ -14,6 +14,7 @@ from xform._src.primitives._rules import deflinear
 from xform._src.interpreters.batching import AxisData, batch_jaxpr, moveaxis
 from xform._src.primitives import collectives, elementwise
 from xform._src.primitives import structural
+from xform._src.primitives import prng
 from xform._src.primitives.collectives import _tree_map
 from xform._src.primitives.collectives import axis_size as _asz, _tree_map
 from xform._src.primitives.collectives import axis_size, _tree_map
@@ -25,6 +26,15 @@ sharding_constraint_p.def_abstract_eval(lambda x, *, sharding: x)
 sharding_constraint_p.def_impl(lambda x, *, sharding: x)
 deflinear(sharding_constraint_p,
           lambda ct, x, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
+
+
+def _physical(in_avals, out_avals, x, *, sharding):
+    # a typed PRNG key array's words: the spec names the key's (leading) dimensions, the
+    # trailing word dimension stays unsharded, as JAX lays key data out
+    return [sharding_constraint_p.bind(x, sharding=sharding)]
+
+
+prng.physical_rules["sharding_constraint"] = _physical
 
 
 def _batch(axis_data, vals, dims, *, sharding):

@@ -697,3 +697,17 @@ def test_jitted_function_type_name_and_repr_are_jaxs():
     assert type(xform.jit(f)).__name__ == type(jax.jit(f)).__name__
     assert repr(xform.jit(f)) == repr(jax.jit(f))
     assert pickle.loads(pickle.dumps(type(xform.jit(f)))) is type(xform.jit(f))
+
+
+def test_equation_name_stack_is_jaxs():
+    # haiku's jaxpr_info groups equations by str(eqn.source_info.name_stack)
+    def f(lib):
+        def g(x):
+            with lib.named_scope("outer"):
+                with lib.named_scope("inner"):
+                    y = lib.numpy.sin(x)
+                z = y * 2
+            return z + 1
+        return [str(e.source_info.name_stack)
+                for e in lib.make_jaxpr(g)(np.float32(1.0)).jaxpr.eqns]
+    assert f(xform) == f(jax) == ["outer/inner", "outer", ""]

@@ -149,3 +149,42 @@ def test_eager_pure_and_io_callback_failures_are_jax_runtime_errors(case):
                      lambda: io(cb, spec, np.float32(1.0))):
             with pytest.raises(lib.errors.JaxRuntimeError, match="CpuCallback error"):
                 call()
+
+
+def _jvp_cases(lib):
+    seen = []
+
+    @lib.custom_jvp
+    def g(x):
+        return x * 2
+
+    @g.defjvp
+    def g_jvp(p, t):
+        seen.append((type(p[0]), type(t[0])))
+        return g(p[0]), t[0] * 2
+    f0 = np.zeros((), lib.dtypes.float0)
+    cases = [(lambda x: 5.0, (2.0,), (3.0,)), (lambda x: x, (2.0,), (3.0,)),
+             (lambda x: x * 2, (2.0,), (3.0,)), (lambda x: (x, 3), (2.0,), (3.0,)),
+             (lambda x: x, (2,), (f0,)), (g, (2.0,), (3.0,)),
+             (g, (lib.numpy.ones(2),), (lib.numpy.ones(2),))]
+    return [lib.jvp(f, p, t) for f, p, t in cases], seen
+
+
+def test_jvp_of_python_scalars_keeps_them_as_jax():
+    got, seen_x = _jvp_cases(xform)
+    want, seen_j = _jvp_cases(jax)
+    leaves_x = xform.tree_util.tree_leaves(got)
+    leaves_j = jax.tree_util.tree_leaves(want)
+    assert len(leaves_x) == len(leaves_j)
+    for a, b in zip(leaves_x, leaves_j):
+        if isinstance(b, (bool, int, float)):     # JAX's TypedFloat is a float
+            assert isinstance(a, (bool, int, float)) and type(a) in (bool, int, float)
+            assert a == b and issubclass(type(b), type(a))
+        elif getattr(b, "dtype", None) == jax.dtypes.float0:
+            assert a.dtype == xform.dtypes.float0
+        else:
+            assert isinstance(a, xform.Array) and a.dtype == b.dtype
+            assert a.weak_type == b.weak_type
+            np.testing.assert_allclose(a, b)
+    # the custom rule sees Python floats where JAX's does
+    assert [s[0] is float for s in seen_x] == [s[0] is float for s in seen_j]

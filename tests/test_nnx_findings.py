@@ -139,3 +139,81 @@ def test_control_flow_trace_cache_depends_on_argument_types():
     for xs in (xnp.arange(3), xnp.arange(3.0), xnp.arange(3)):
         xform.lax.scan(body, xs[0] * 0, xs)
     assert len(n) == 2
+
+
+@pytest.mark.parametrize("subscripts", ["i1->1", "i1->i", "1#->#1", "é1->1é", "i1", "1i",
+                                        "αi"])
+def test_einsum_labels_may_be_any_character_as_jax(subscripts):
+    # (nnx's grouped-query attention contracts '...qhgd,...kh1d->...hgqk')
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(xnp.einsum(subscripts, x)),
+                                  np.asarray(jnp.einsum(subscripts, x)))
+
+
+def test_einsum_ellipsis_with_digit_label_as_jax():
+    q, k = np.ones((2, 3, 4, 2, 5), np.float32), np.ones((2, 6, 4, 1, 5), np.float32)
+    s = "...qhgd,...kh1d->...hgqk"
+    np.testing.assert_array_equal(np.asarray(xnp.einsum(s, q, k)),
+                                  np.asarray(jnp.einsum(s, q, k)))
+
+
+def test_shaped_array_takes_a_sharding_keyword_as_jax():
+    # (flax's scan rebuilds avals as ShapedArray(shape, dtype, sharding=x.aval.sharding))
+    x = xnp.ones((2, 3))
+    a = xform.core.ShapedArray((3,), np.float32, sharding=xform.typeof(x).sharding,
+                               weak_type=True)
+    b = jax.core.ShapedArray((3,), np.float32, sharding=None, weak_type=True)
+    assert (a.shape, a.dtype, a.weak_type) == (b.shape, b.dtype, b.weak_type)
+    with pytest.raises(TypeError):
+        xform.core.ShapedArray((3,), np.float32, shardings=None)
+
+
+class _ArrayAndJaxArray:
+    """Both ``__array__`` and ``__jax_array__`` (as linen's boxed parameters): the
+    ``__jax_array__`` wins, so a traced value inside is not pulled to NumPy."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.v, dtype)
+
+    def __jax_array__(self):
+        return self.v
+
+
+def test_asarray_prefers_jax_array_over_array_as_jax():
+    want = jax.jit(lambda v: jnp.asarray(_ArrayAndJaxArray(v)) * 2)(np.float32(3))
+    got = xform.jit(lambda v: xnp.asarray(_ArrayAndJaxArray(v)) * 2)(np.float32(3))
+    assert float(got) == float(want) == 6.0
+
+
+@pytest.mark.parametrize("under_jit", [False, True])
+def test_sharding_constraint_on_typed_key_arrays_as_jax(under_jit):
+    def run(lib):
+        mesh = lib.make_mesh((1,), ("x",), axis_types=(lib.sharding.AxisType.Auto,))
+        s = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec("x"))
+
+        def f(k):
+            ks = lib.lax.with_sharding_constraint(lib.random.split(k, 4), s)
+            return lib.random.key_data(ks), lib.random.normal(ks[1], (2,))
+        out = (lib.jit(f) if under_jit else f)(lib.random.key(1))
+        return [np.asarray(o) for o in out]
+
+    for g, w in zip(run(xform), run(jax)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_out_sharding_of_a_value_inside_pmap_as_jax():
+    # (nnx.Dropout passes out_sharding=typeof(x).sharding; inside pmap that is a sharding
+    # over the manual pmap axis)
+    def run(lib, n):
+        def f(k, x):
+            s = lib.typeof(x).sharding
+            m = lib.random.bernoulli(k, 0.5, x.shape, out_sharding=s)
+            return n.where(m, x, 0.0), lib.random.normal(k, x.shape, out_sharding=s)
+        ks = lib.random.split(lib.random.key(0), 1)
+        return [np.asarray(o) for o in lib.pmap(f)(ks, n.ones((1, 4)))]
+
+    for g, w in zip(run(xform, xnp), run(jax, jnp)):
+        np.testing.assert_allclose(g, w, rtol=1e-6)

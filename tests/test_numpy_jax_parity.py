@@ -570,3 +570,11 @@ def test_complex_comparisons_are_lexicographic(name):
     op = {"less": "__lt__", "less_equal": "__le__", "greater": "__gt__",
           "greater_equal": "__ge__"}[name]
     _same(getattr(xnp.asarray(a), op)(xnp.asarray(b)), getattr(jnp.asarray(a), op)(jnp.asarray(b)))
+
+
+def test_mixed_grids_under_strict_promotion():
+    with xform.numpy_dtype_promotion("strict"), jax.numpy_dtype_promotion("strict"):
+        _same(xnp.mgrid[1:6:8j, 2:4], jnp.mgrid[1:6:8j, 2:4])
+        for g, w in zip(xnp.ogrid[1:6:8j, 2:4], jnp.ogrid[1:6:8j, 2:4]):
+            _same(g, w)
+        assert xform.config.jax_numpy_dtype_promotion == "strict"

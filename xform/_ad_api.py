@@ -112,7 +112,10 @@ def _dyn_args(name, argnums, args, kwargs, fun):
     return f_partial, tuple(args[i] for i in nums)
 
 
-def _flat_fun(fun, in_tree, out_store, has_aux=False):
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _flat_fun(fun, in_tree, out_store, has_aux=False, keep_py_scalars=False):
     """Flat-argument version of ``fun``; stores the output treedef (and aux)."""
     def flat(*leaves):
         args = tree_unflatten(in_tree, leaves)
@@ -130,6 +133,9 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
             out_store["aux"] = aux
         out_leaves, out_tree = tree_flatten(out)
         out_store["tree"] = out_tree
+        if keep_py_scalars:   # an output that never met a tracer stays as it is (jvp)
+            return [o if type(o) in _PY_SCALARS else _as_value_in(o, "function output")
+                    for o in out_leaves]
         return [_as_value_in(o, "function output") for o in out_leaves]
     return flat
 
@@ -180,6 +186,7 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError("primal and tangent arguments to xform.jvp must have the same tree "
                         f"structure; primals have tree structure {p_tree} whereas tangents "
                         f"have tree structure {t_tree}.")
+    py_in = p_leaves
     p_leaves = [_as_value_in(p, "jvp primal") for p in p_leaves]
     t_vals = []
     for p, t in zip(p_leaves, t_leaves):
@@ -187,13 +194,27 @@ def jvp(fun, primals, tangents, has_aux=False):
             isinstance(t, np.ndarray) and t.dtype == float0) else t
         _check_tangent(p, t)
         t_vals.append(Zero(ad.tangent_aval(core.get_aval(p))) if _dtype(t) == float0 else t)
+    # Python-scalar primals travel as such too (a custom_jvp rule gets them, an output
+    # that is one comes back as one), as in JAX
+    py = [(x, t_raw if type(t_raw) in _PY_SCALARS else t) if type(x) in _PY_SCALARS
+          else None for x, t_raw, t in zip(py_in, t_leaves, t_vals)]
+    # a Python scalar without a tangent (an integer's float0) reaches fun as it is
+    p_leaves = [x if q is not None and type(t) is Zero else p
+                for x, q, t, p in zip(py_in, py, t_vals, p_leaves)]
     store = {}
-    flat = _flat_fun(fun, p_tree, store, has_aux)
-    outs, touts = ad.jvp_flat(flat, p_leaves, t_vals)
+    flat = _flat_fun(fun, p_tree, store, has_aux, keep_py_scalars=True)
+    outs, touts = ad.jvp_flat(flat, p_leaves, t_vals, py)
     out_tree = store["tree"]
     res = (tree_unflatten(out_tree, outs),
-           tree_unflatten(out_tree, [_instantiate(t) for t in touts]))
+           tree_unflatten(out_tree, [_instantiate_like(t, o) for t, o in zip(touts, outs)]))
     return res + (store["aux"],) if has_aux else res
+
+
+def _instantiate_like(t, primal):
+    """A zero tangent made an array, weakly typed when its primal is (as JAX's jvp)."""
+    if type(t) is not Zero or t.aval.dtype == float0:
+        return _instantiate(t)
+    return Array(np.zeros(t.aval.shape, t.aval.dtype), core.get_aval(primal).weak_type)
 
 
 # ----------------------------------------------------------------- linearize

@@ -219,7 +219,10 @@ class custom_jvp:
             else:
                 ts = [_zeros(t.aval) if type(t) is Zero else t for t in tangents]
             out = rule(*nondiff, tuple(ps), tuple(tree_unflatten(in_tree, ts)))
-            return _check_jvp_out(name, out, flat)
+            # from Python-scalar primals (jvp of Python floats) Python-scalar results
+            # stay as they are, as in JAX
+            keep = any(type(p) in _PY_SCALARS for p in primals)
+            return _check_jvp_out(name, out, flat, keep)
 
         _name_for_printing(None, name, jvp_flat=(jvp_flat, rule))
 
@@ -251,7 +254,7 @@ def _is_zero_leaf(x):
     return isinstance(x, SymbolicZero) or x is None
 
 
-def _check_jvp_out(name, out, flat):
+def _check_jvp_out(name, out, flat, keep_py_scalars=False):
     """Check a JVP rule's output against the primal function's (when it has run or been
     staged; otherwise the rule's primal output defines the types, as in JAX)."""
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -289,6 +292,10 @@ def _check_jvp_out(name, out, flat):
                 f"with corresponding shapes and dtypes. Expected {v.expected.str_short()} "
                 f"(tangent type of {v.primal.str_short()}) but got {v.got.str_short()}.")
         t_vals.append(v)
+    if keep_py_scalars:
+        p_vals = [x if type(x) in _PY_SCALARS else v for x, v in zip(p_leaves, p_vals)]
+        t_vals = [x if type(x) in _PY_SCALARS and type(p) in _PY_SCALARS else v
+                  for x, p, v in zip(t_leaves, p_vals, t_vals)]
     return p_vals, t_vals
 
 

@@ -18,6 +18,10 @@ def with_out_sharding(fn):
         mesh = getattr(out_sharding, "mesh", None)
         if out_sharding is None or (mesh is not None and not tuple(mesh.axis_names)):
             return out
+        if mesh is not None and _all_manual(mesh):
+            # inside shard_map/pmap (what typeof(x).sharding is there, as flax's Dropout
+            # passes it): values are per-shard, there is nothing to lay out
+            return out
         from xform.sharding import reshard
         return reshard(out, out_sharding)
 
@@ -29,3 +33,8 @@ def with_out_sharding(fn):
                                     default=None))
     wrapper.__signature__ = sig.replace(parameters=params + kw)
     return wrapper
+
+
+def _all_manual(mesh):
+    types = tuple(getattr(mesh, "axis_types", ()) or ())
+    return bool(types) and all(getattr(t, "name", str(t)) == "Manual" for t in types)

@@ -52,6 +52,29 @@ LIBRARIES = {
               "haiku/_src/module_test.py", "haiku/_src/transform_test.py"]),
     "optax": ("optax", "package", None, ["optax/_src/alias_test.py",
               "optax/_src/numerics_test.py", "optax/_src/update_test.py"]),
+    "distrax": ("distrax", "package", None, [
+                f"distrax/_src/{f}_test.py" for f in (
+                    "distributions/normal", "distributions/categorical",
+                    "distributions/mvn_diag", "distributions/transformed",
+                    "distributions/independent", "distributions/mixture_same_family",
+                    "bijectors/tanh", "bijectors/scalar_affine", "bijectors/chain",
+                    "bijectors/block", "utils/math")]),
+    "jaxopt": ("jaxopt", "git", "jaxopt-v{version}", [
+               f"tests/{f}_test.py" for f in (
+                   "lbfgs", "gradient_descent", "proximal_gradient", "projection",
+                   "prox", "bisection", "broyden", "implicit_diff", "tree_util",
+                   "linear_solve", "zoom_linesearch")]),
+    "lineax": ("lineax", "git", "v{version}", ["tests/test_solve.py", "tests/test_operator.py",
+               "tests/test_misc.py", "tests/test_singular.py", "tests/test_norm.py"]),
+    "optimistix": ("optimistix", "git", "v{version}", ["tests/test_root_find.py",
+                   "tests/test_minimise.py", "tests/test_least_squares.py",
+                   "tests/test_fixed_point.py", "tests/test_misc.py"]),
+    "diffrax": ("diffrax", "git", "v{version}", ["test/test_integrate.py",
+                "test/test_saveat_solution.py", "test/test_term.py",
+                "test/test_interpolation.py", "test/test_vmap.py"]),
+    "jaxtyping": ("jaxtyping", "git", "v{version}", ["test/test_array.py",
+                  "test/test_decorator.py", "test/test_pytree.py", "test/test_messages.py",
+                  "test/test_generators.py"]),
 }
 
 

@@ -44,9 +44,12 @@ class _JVPTable(dict):
             return rule(tuple(primals), tuple(tangents), **params)
         jvp.__wrapped__ = rule
         _ad.jvp_rules[prim] = jvp
+        # as JAX calls it: Python-scalar primals (jvp of Python floats) reach it as they are
+        _ad.python_scalar_rules.add(prim)
 
     def __delitem__(self, prim):
         del _ad.jvp_rules[prim]
+        _ad.python_scalar_rules.discard(prim)
 
     def __iter__(self):
         return iter(_ad.jvp_rules)

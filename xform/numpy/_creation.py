@@ -228,11 +228,11 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return U.to_array(a, dt, False)
     if isinstance(a, (list, tuple)):
         return _nested_to_arrays(a, dt)
+    if getattr(a, "__jax_array__", None) is not None:   # (before __array__, as JAX)
+        return asarray(a.__jax_array__(), dtype)
     if hasattr(a, "__array__"):
         v = np.array(a)
         return Array(np.array(v, dtype=dt or dtypes.canonicalize_dtype(v.dtype)), False)
-    if hasattr(a, "__jax_array__"):
-        return asarray(a.__jax_array__(), dtype)
     if isinstance(a, (bytearray, memoryview)) or type(a).__module__ == "array":
         return asarray(np.asarray(a), dtype)   # the buffer protocol, as NumPy reads it
     if a is None:

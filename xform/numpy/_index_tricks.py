@@ -9,6 +9,7 @@ import operator
 import numpy as np
 
 from xform._src.interpreters import core, dtypes
+from xform._src.interpreters.config import config
 from xform._src.interpreters.core import ArrayOps, Tracer
 from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
@@ -136,7 +137,9 @@ class _Mgrid:
             return _grid_1d(key, "mgrid")
         if not key:
             return arange(0)
-        parts = U.promote_dtypes(*(_grid_1d(k, "mgrid") for k in key))
+        parts = [_grid_1d(k, "mgrid") for k in key]
+        with config.override("jax_numpy_dtype_promotion", "standard"):   # as JAX
+            parts = U.promote_dtypes(*parts)
         grids = meshgrid(*parts, indexing="ij", sparse=False)
         if not grids:
             return arange(0)
@@ -151,7 +154,9 @@ class _Ogrid:
             return _grid_1d(key, "ogrid")
         if not key:
             return []
-        parts = U.promote_dtypes(*(_grid_1d(k, "ogrid") for k in key))
+        parts = [_grid_1d(k, "ogrid") for k in key]
+        with config.override("jax_numpy_dtype_promotion", "standard"):   # as JAX
+            parts = U.promote_dtypes(*parts)
         return meshgrid(*parts, indexing="ij", sparse=True)
 
 

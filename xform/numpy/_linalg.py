@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import operator
-import string
 
 import numpy as np
 
@@ -282,11 +281,9 @@ def _parse_einsum(subscripts, shapes):
     if len(inputs) != len(shapes):
         raise ValueError(f"einsum: {len(inputs)} input subscripts given for {len(shapes)} "
                          "operands")
+    # as JAX's (opt_einsum's) parser: any character but '.', ',', '-' and '>' is a label
     used = set(subscripts) - set(".,->")
-    for c in used:
-        if c not in string.ascii_letters:
-            raise ValueError(f"einsum: invalid subscript character {c!r}")
-    spare = iter(chr(0x3b1 + i) for i in range(64))  # Greek letters for '...'
+    spare = iter(c for c in (chr(0x3b1 + i) for i in range(4096)) if c not in used)  # '...'
     ell_rank = 0
     for sub, shp in zip(inputs, shapes):
         if "..." in sub:

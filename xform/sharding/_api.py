@@ -62,6 +62,10 @@ def put_leaf(x, sharding):
             else x
     if isinstance(sharding, S.NamedSharding):
         _check_shape(sharding, np.shape(x))
+    if isinstance(x, Array) and x._is_key_array():
+        # typed PRNG key arrays live on the host (compiled programs take and give their
+        # uint32 words): placing one leaves it as it is, as single-device device_put does
+        return x
     return _spmd().put(x, sharding)
 
 
