@@ -303,14 +303,15 @@ def _sync_runtime_config():
     ``xform.config.update`` before the first computation: forwarded once."""
     _synced[0] = True
     _jax_runtime()
-    import jax
+    # JAX's own options object (with `import jax` aliased, `jax.config` is xform's)
+    from jax._src.config import config as jax_config
     try:
         n = config.jax_num_cpu_devices
         if n is not None and n != -1:
-            jax.config.update("jax_num_cpu_devices", int(n))
+            jax_config.update("jax_num_cpu_devices", int(n))
         impl = config.jax_cpu_collectives_implementation
         if impl is not None:
-            jax.config.update("jax_cpu_collectives_implementation", impl)
+            jax_config.update("jax_cpu_collectives_implementation", impl)
     except Exception:     # the client already exists (then the options cannot apply)
         pass
 

@@ -367,7 +367,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                         precision=_canon_precision(precision), preferred_element_type=pet)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
         out_sharding=None):
     """Vector/matrix products (or ``dot_general`` when ``dimension_numbers`` is given)."""
     lhs, rhs = as_operand(lhs), as_operand(rhs)

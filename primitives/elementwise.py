@@ -231,11 +231,9 @@ def _std(name, accepts, out=None, scalars=True):
 
 
 def _compare(name, accepts, nargs=2):
-    """Bool-valued: the output is never weak."""
-    p = _std(name, (accepts,) * nargs, out=lambda _: D.bool_)
-    inner = p.abstract_eval
-    p.def_abstract_eval(lambda *avals: inner(*avals).strip_weak_type())
-    return p
+    """Bool-valued; weak iff every operand is weak (JAX's rule: ``lax.eq(1.0, 2.0)`` is a
+    weak bool)."""
+    return _std(name, (accepts,) * nargs, out=lambda _: D.bool_)
 
 
 # ================================================================ arithmetic
@@ -1582,6 +1580,14 @@ def convert_element_type(operand, new_dtype):
     m = getattr(operand, "__jax_array__", None)
     if m is not None and not isinstance(operand, (Array, Tracer)):
         operand = m()     # as JAX's convert_element_type (lax's only such conversion)
+    if type(operand) is int and new_dtype.kind in "iu":
+        # a Python int wraps around into the integer type, as JAX's conversion does
+        try:
+            v = np.asarray(operand, np.int64)
+        except OverflowError:
+            v = np.asarray(operand, np.uint64) if operand > 0 else None
+        if v is not None:
+            return core.Array(v.astype(new_dtype), False)
     if isinstance(operand, (bool, int, float, builtins.complex, np.generic)) and \
             new_dtype.kind in "biufc" and not (
                 new_dtype.kind in "iub" and isinstance(operand, (float, builtins.complex,

@@ -411,7 +411,18 @@ def broadcast_shapes(*shapes):
     """NumPy's broadcast of shapes (tuples of ints) -> the result shape."""
     if not shapes:
         return ()
-    shapes = [tuple(operator.index(d) for d in s) for s in shapes]
+    checked = []
+    for s in shapes:            # JAX's validation of each shape (TypeError)
+        try:
+            c = tuple(operator.index(d) for d in s)
+        except TypeError:
+            raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, "
+                            f"got {s}.") from None
+        if any(d < 0 for d in c):
+            raise TypeError(f"Only non-negative indices are allowed when broadcasting static "
+                            f"shapes, but got shape {s!r}.")
+        checked.append(c)
+    shapes = checked
     nd = max(len(s) for s in shapes)
     padded = [(1,) * (nd - len(s)) + s for s in shapes]
     out = []

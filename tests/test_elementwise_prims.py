@@ -450,8 +450,11 @@ def test_python_scalars_and_weak_types():
                      (lax.sub(Array(np.float32(1.0), weak_type=True), 2.0), jax.lax.sub(1.0, 2.0))]:
         assert out.dtype == ref.dtype and out.weak_type == ref.weak_type
         np.testing.assert_allclose(np.asarray(out), np.asarray(ref))
-    # comparisons are strong bool even on weak inputs; convert is strong
-    assert not lax.lt(1.0, 2.0).weak_type and lax.lt(1.0, 2.0).dtype == BOOL
+    # comparisons of weak inputs are weak bools, as JAX's; convert is strong
+    assert lax.lt(1.0, 2.0).weak_type == jax.lax.lt(1.0, 2.0).weak_type == True  # noqa: E712
+    assert lax.lt(1.0, 2.0).dtype == BOOL
+    assert lax.is_finite(1.0).weak_type == jax.lax.is_finite(1.0).weak_type
+    assert lax.lt(np.float32(1), 2.0).weak_type == jax.lax.lt(np.float32(1), 2.0).weak_type
     assert not lax.convert_element_type(1.0, np.float32).weak_type
     assert lax.add(x, 2.5).dtype == F32 and not lax.add(x, 2.5).weak_type
     # a Python scalar takes the array operand's dtype when its kind fits (lax.add(x, 2)
@@ -562,7 +565,7 @@ def test_abstract_eval_errors_when_staged():
                                             ew.convert_element_type_p.bind(
                                                 x, new_dtype=I32, weak_type=True)],
                               [core.ShapedArray((3,), F32, True)] * 2)
-    assert [v.aval for v in jaxpr.outvars] == [core.ShapedArray((3,), BOOL, False),
+    assert [v.aval for v in jaxpr.outvars] == [core.ShapedArray((3,), BOOL, True),   # as JAX
                                                core.ShapedArray((3,), I32, True)]
 
 

@@ -226,3 +226,45 @@ def test_top_k_of_more_than_int32_max_elements_raises_as_jax():
 def test_conv_window_strides_of_the_wrong_length_raise_as_jax():
     f = lambda L: (lambda x: L.conv(x, np.zeros((1, 1, 1, 1), np.float32), [1], "SAME"))
     _same_error(f(xl), f(jl), np.zeros((1, 1, 3, 3), np.float32))
+
+
+@pytest.mark.parametrize("shapes", [((-1,),), ("hello",), ((2, -3), (1,))])
+def test_broadcast_shapes_faulty_inputs_raise_as_jax(shapes):
+    with pytest.raises(TypeError) as ej:
+        jl.broadcast_shapes(*shapes)
+    with pytest.raises(TypeError) as ex:
+        xl.broadcast_shapes(*shapes)
+    assert str(ex.value) == str(ej.value)
+    assert xl.broadcast_shapes((3, 1), (4,)) == jl.broadcast_shapes((3, 1), (4,))
+
+
+@pytest.mark.parametrize("v,dt", [(2 ** 32, "int32"), (-2 ** 63, "int32"), (2 ** 64 - 1, "uint8"),
+                                  (300, "int8"), (-1, "uint32")])
+def test_convert_element_type_of_a_python_int_wraps_as_jax(v, dt):
+    got, want = xl.convert_element_type(v, dt), jl.convert_element_type(v, dt)
+    assert got.dtype == want.dtype and int(got) == int(want)
+
+
+def test_dot_options_are_keyword_only_as_jax():
+    a = np.arange(5.0, dtype=np.float32)
+    for L in (jl, xl):
+        with pytest.raises(TypeError, match=r"dot\(\) takes 2 positional arguments"):
+            L.dot(a, a, L.Precision.DEFAULT)
+    assert float(xl.dot(a, a, precision=xl.Precision.HIGHEST)) == float(jl.dot(a, a))
+
+
+def test_comparisons_of_weak_operands_are_weak_as_jax():
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        for args in ((1.0, 2.0), (np.float32(1), 2.0), (1, 2)):
+            assert getattr(xl, name)(*args).weak_type == getattr(jl, name)(*args).weak_type
+    assert xl.is_finite(1.0).weak_type == jl.is_finite(1.0).weak_type
+    assert xform.jit(lambda x: xl.lt(x, 2.0))(1.0).weak_type == \
+        jax.jit(lambda x: jl.lt(x, 2.0))(1.0).weak_type
+
+
+def test_copy_method_of_traced_arrays_matches_jax():
+    x = np.arange(3, dtype=np.float32)
+    f = lambda v: (v.copy() * v).sum()
+    np.testing.assert_array_equal(np.asarray(xform.grad(f)(x)), np.asarray(jax.grad(f)(x)))
+    np.testing.assert_array_equal(np.asarray(xform.jit(lambda v: v.copy())(x)), x)
+    np.testing.assert_array_equal(np.asarray(xform.vmap(lambda v: v.copy() + 1)(x)), x + 1)

@@ -217,3 +217,16 @@ def test_out_sharding_of_a_value_inside_pmap_as_jax():
 
     for g, w in zip(run(xform, xnp), run(jax, jnp)):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_named_sharding_update_as_jax():
+    # (flax's scan drops the batch dimension of an xs sharding with .update(spec=...))
+    def run(lib):
+        mesh = lib.make_mesh((1,), ("x",), axis_types=(lib.sharding.AxisType.Auto,))
+        s = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec("x", None))
+        u = s.update(spec=lib.sharding.PartitionSpec(*s.spec[1:]))
+        v = s.update(spec=(None, "x"))
+        return (tuple(u.spec), tuple(v.spec), u.mesh.axis_names,
+                isinstance(v.spec, lib.sharding.PartitionSpec))
+
+    assert run(xform) == run(jax)

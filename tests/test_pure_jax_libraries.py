@@ -203,3 +203,15 @@ def test_shape_dtype_struct_inside_abstract_tracing_like_jax():
             lib.jit(lambda: s)()              # no value to run with
         with pytest.raises(TypeError):
             lib.numpy.asarray(s)
+
+
+def test_alias_num_cpu_devices_option_takes_effect():
+    # equinox's conftest sets jax_num_cpu_devices=2 through the aliased jax.config
+    res = _run_aliased(r'''
+import json, xform
+xform.compat.alias_jax()
+import jax
+jax.config.update("jax_num_cpu_devices", 2)
+print(json.dumps([len(jax.devices()), len(xform.devices()), jax.devices()[1].id]))
+''')
+    assert res == [2, 2, 1]

@@ -294,6 +294,8 @@ def _install_methods(cls):
     cls.__contains__ = _contains
     cls.compress = _compress
     cls.argpartition = _argpartition
+    if not hasattr(cls, "copy"):     # tracers: JAX's Tracer.copy is jnp.array(x, copy=True)
+        cls.copy = lambda self: xnp.array(self, copy=True)
     if not hasattr(cls, "itemsize"):
         cls.itemsize = property(lambda self: self.dtype.itemsize)
     if not hasattr(cls, "nbytes"):

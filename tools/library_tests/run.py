@@ -35,6 +35,7 @@ LIBRARIES = {
              "tests/nnx/nn/linear_test.py", "tests/nnx/nn/conv_test.py",
              "tests/nnx/module_test.py", "tests/linen/linen_combinators_test.py",
              "tests/linen/linen_linear_test.py"]),
+    # (numpyro's mirror may lack the installed release's tag: --ref master)
     "numpyro": ("numpyro", "git", "{version}", ["test/test_distributions_util.py",
                 "test/infer/test_svi.py", "test/test_handlers.py"]),
     "orbax": ("orbax-checkpoint", "git", "v{version}", [

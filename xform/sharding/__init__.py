@@ -669,6 +669,14 @@ class NamedSharding(Sharding):
     def with_memory_kind(self, kind):
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
+    def update(self, *, mesh=None, spec=None, memory_kind=None):
+        """This sharding with ``mesh``/``spec``/``memory_kind`` replaced (JAX's ``update``;
+        a tuple ``spec`` becomes a PartitionSpec)."""
+        return NamedSharding(self.mesh if mesh is None else mesh,
+                             self.spec if spec is None else spec,
+                             memory_kind=self.memory_kind if memory_kind is None
+                             else memory_kind)
+
     @property
     def device_set(self):
         return set(self.mesh.devices.flat)
