@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 # name -> default.  Names are JAX's; values we do not act on are still stored so
 # JAX programs that set them run unchanged.
@@ -254,7 +255,6 @@ class Config:
     def parse_flags_with_absl(self) -> None:
         """Apply ``--jax_<option>=<value>`` command-line arguments (``sys.argv``), as
         JAX's test files call at import; other arguments are left alone."""
-        import sys
         for arg in sys.argv[1:]:
             if not arg.startswith("--jax_"):
                 continue

@@ -90,7 +90,7 @@ class ShapedArray:
     def to_tangent_aval(self):
         """The type of this type's tangents (JAX's name): the same shape and inexact
         dtype, not weak; ``float0`` for integer and boolean values."""
-        from xform._src.interpreters.ad import tangent_aval
+        from xform._src.interpreters.ad import tangent_aval  # deferred: import cycle
         return tangent_aval(self)
 
     def __eq__(self, other):
@@ -821,7 +821,7 @@ class Array(ArrayOps):
         return str(v)
 
     def _repr_html_(self):
-        import html
+        import html  # deferred: keeps `import xform` light
         return f"<pre>{html.escape(repr(self))}</pre>"
 
 

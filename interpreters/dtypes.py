@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 from xform._src.interpreters.config import config
+import importlib.util
 
 __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -502,7 +503,7 @@ def finfo(dtype):
     dt = _np_dtype(dtype)
     if dt.kind in "fc" and not _ml_loaded[0]:
         return np.finfo(dt)
-    import ml_dtypes
+    import ml_dtypes  # deferred: keeps `import xform` light
     return ml_dtypes.finfo(dt)
 
 
@@ -510,7 +511,7 @@ def iinfo(dtype):
     dt = _np_dtype(dtype)
     if dt.kind in "iub" and not _ml_loaded[0]:
         return np.iinfo(dt)
-    import ml_dtypes
+    import ml_dtypes  # deferred: keeps `import xform` light
     return ml_dtypes.iinfo(dt)
 
 
@@ -572,7 +573,7 @@ def _load_ml_dtypes() -> None:
     global _narrow_signed_types, _narrow_unsigned_types, _F8_NODES, _NARROW_NODES
     if _ml_loaded[0]:
         return
-    import ml_dtypes
+    import ml_dtypes  # deferred: keeps `import xform` light
     if _ml_loaded[0]:         # the import hook ran it meanwhile
         return
     bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -648,7 +649,6 @@ class _MlDtypesWatcher:
     def find_spec(self, name, path=None, target=None):
         if name != "ml_dtypes":
             return None
-        import importlib.util
         if self in sys.meta_path:
             sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)

@@ -17,6 +17,7 @@ import numpy as np
 
 from xform._src.interpreters import core, errors
 from xform._src.interpreters.core import ShapedArray
+import collections
 
 _var_ids = itertools.count()
 
@@ -157,7 +158,7 @@ class Jaxpr:
                         source_info=source_info)
 
     def _repr_html_(self):
-        import html
+        import html  # deferred: keeps `import xform` light
         return f"<pre>{html.escape(str(self))}</pre>"
 
 
@@ -198,7 +199,7 @@ class ClosedJaxpr:
         return self.jaxpr.pretty_print(**kwargs)
 
     def _repr_html_(self):
-        import html
+        import html  # deferred: keeps `import xform` light
         return f"<pre>{html.escape(str(self))}</pre>"
 
 
@@ -668,7 +669,6 @@ def _subprograms(params):
 def pp_jaxpr(jaxpr: Jaxpr, *, print_shapes=True, custom_pp_eqn_rules=True, width=_WIDTH,
              source_info=False) -> str:
     """The program as JAX prints it (``str(jax.make_jaxpr(f)(...))``)."""
-    import collections
     jaxpr = _unjaxpr(jaxpr)
     # Top-level outputs nobody reads print as ``_``.
     preset = {}

@@ -20,6 +20,7 @@ import numpy as np
 from xform._src.interpreters import core, errors
 from xform._src.interpreters.core import Array, ShapedArray, Tracer
 from xform._src.interpreters.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, source_context
+import itertools
 
 record_source_info = True
 
@@ -214,7 +215,6 @@ class SourceInfo(tuple):
             col = 0
             code = self._code
             if code is not None and self._lasti >= 0 and hasattr(code, "co_positions"):
-                import itertools
                 pos = next(itertools.islice(code.co_positions(), self._lasti // 2, None), None)
                 if pos is not None and pos[0] == self[1] and pos[2] is not None:
                     col = pos[2]

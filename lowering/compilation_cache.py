@@ -56,7 +56,7 @@ def cache_dir() -> str | None:
 
 
 def cache_key(text: str, options_bytes: bytes, donated, device) -> str:
-    import jaxlib
+    import jaxlib  # deferred: keeps `import xform` light
     h = hashlib.sha256()
     for part in ("xform-cc-v1", jaxlib.__version__, device.platform,
                  getattr(device.client, "platform_version", ""),

@@ -38,6 +38,7 @@ from xform._src.interpreters.ir import ClosedJaxpr, eval_jaxpr
 from xform._src.interpreters.staging import trace_to_jaxpr
 from xform._src.primitives.elementwise import bitcast_convert_type, convert_element_type
 from xform._src.primitives.structural import reshape, slice as slice_
+from xform._src.interpreters import interrupts
 
 __all__ = ["MISS", "make_caller", "tree_codegen_ok"]
 
@@ -207,7 +208,6 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
         return put(javal, sh, [v], devlist, True, False, HBS, True)    # enable_x64
     w.ns.update(_host=host, _put=put, _HBS=HBS, _sh=sh, _dl=devlist)
 
-    from xform._src.interpreters import interrupts
     w.ns.update(_down=interrupts.closing)
     w.lines.append("def call(args):")
     w.emit("if _down[0]: return MISS")      # the interpreter is exiting: the general path says so

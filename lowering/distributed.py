@@ -14,7 +14,7 @@ from xform._src.interpreters.config import config
 
 
 def _client_exists() -> bool:
-    from jax._src import xla_bridge
+    from jax._src import xla_bridge  # deferred: keeps `import xform` light
     return bool(getattr(xla_bridge, "_backends", None))
 
 

@@ -116,8 +116,8 @@ def _child_main():
     """In the child: decode and verify the module read from stdin; print one JSON line."""
     blob = sys.stdin.buffer.read()
     try:
-        from jaxlib import _jax
-        from jaxlib.mlir import ir
+        from jaxlib import _jax  # deferred: keeps `import xform` light
+        from jaxlib.mlir import ir  # deferred: keeps `import xform` light
         ctx = _child_context()
         with ctx:
             try:

@@ -19,7 +19,7 @@ def device_for(dl_device_type, device_id):
 def buffer_from_dlpack(x, copy=None):
     """A PJRT buffer (jax ArrayImpl) over ``x``'s DLPack capsule; shares ``x``'s memory
     unless ``copy`` is True (or the data needs copying, e.g. misaligned)."""
-    from jaxlib import _jax
+    from jaxlib import _jax  # deferred: keeps `import xform` light
     dl_type, dev_id = x.__dlpack_device__()
     device = device_for(dl_type, dev_id)
     stream = None

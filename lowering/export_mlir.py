@@ -25,6 +25,7 @@ import threading
 
 from xform._src.primitives.call_exported import call_exported_p
 from xform._src.lowering.mlir import register
+from xform._src.interpreters import interrupts
 
 _lock = threading.Lock()
 
@@ -38,7 +39,6 @@ def _ctx():
     from xform._src.lowering.runtime import _mlir_context  # deferred: keeps `import xform` light
     ctx = _mlir_context()
     if not _sdy_done:
-        from xform._src.interpreters import interrupts
         sdy = interrupts.import_module("jaxlib.mlir.dialects.sdy")
         sdy.register_dialect(ctx)
         _sdy_done.append(True)
@@ -46,12 +46,11 @@ def _ctx():
 
 
 def _ir():
-    from xform._src.interpreters import interrupts
     return interrupts.import_module("jaxlib.mlir.ir")
 
 
 def target_version() -> str:
-    from jaxlib.mlir.dialects import stablehlo
+    from jaxlib.mlir.dialects import stablehlo  # deferred: keeps `import xform` light
     return str(stablehlo.get_version_from_compatibility_requirement(
         stablehlo.StablehloCompatibilityRequirement.WEEK_4))
 
@@ -159,7 +158,7 @@ def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
                      result_info=None, platform_index_arg: bool = False,
                      constraints=()) -> bytes:
     """VHLO bytecode of the StableHLO module ``text`` (a portable artifact)."""
-    from jaxlib import _jax
+    from jaxlib import _jax  # deferred: keeps `import xform` light
     ir = _ir()
     with _lock, _ctx():
         if platform_index_arg:
@@ -185,7 +184,7 @@ def serialize_module(text: str, *, uses_shape_polymorphism: bool = False,
         sharded = "sdy.mesh" in text
         blob = bytes(_jax.mlir.serialize_portable_artifact(_bytecode(module), target_version(),
                                                            sharded))
-    from xform._src.lowering import export_check
+    from xform._src.lowering import export_check  # deferred: keeps `import xform` light
     export_check.mark_trusted(blob)       # made here: deserializing it needs no check
     return blob
 
@@ -194,15 +193,15 @@ def hlo_sharding(axis_sizes, axis_names, spec, ndim):
     """jaxlib's ``HloSharding`` of a PartitionSpec ``spec`` (entries None / name / tuple of
     names) over an abstract mesh, for a rank-``ndim`` array (what JAX computes for the
     shardings of a deserialized Exported)."""
-    from jax._src.mesh import AbstractMesh
-    from jax._src.named_sharding import NamedSharding
-    from jax._src.partition_spec import PartitionSpec
+    from jax._src.mesh import AbstractMesh  # deferred: keeps `import xform` light
+    from jax._src.named_sharding import NamedSharding  # deferred: keeps `import xform` light
+    from jax._src.partition_spec import PartitionSpec  # deferred: keeps `import xform` light
     mesh = AbstractMesh(tuple(axis_sizes), tuple(axis_names))
     return NamedSharding(mesh, PartitionSpec(*spec))._to_xla_hlo_sharding(ndim)
 
 
 def _deserialize(blob):
-    from jaxlib import _jax
+    from jaxlib import _jax  # deferred: keeps `import xform` light
     try:
         return _jax.mlir.deserialize_portable_artifact(bytes(blob), context=_ctx())
     except Exception as e:
@@ -247,7 +246,7 @@ def specialize(blob: bytes, in_types: tuple, platform_index):
     result_types)``: the refined module's top-level operations (generic
     syntax, symbols prefixed so they cannot clash with ours) and its entry.
     """
-    from jaxlib import _jax
+    from jaxlib import _jax  # deferred: keeps `import xform` light
     ir = _ir()
     with _lock, _ctx():
         module = _deserialize(blob)
@@ -436,7 +435,7 @@ def hlo_computation(text: str):
     """The StableHLO ``text`` converted to an XLA HLO computation (``as_hlo_text()``,
     ``as_hlo_module()``, ...), what ``Lowered.compiler_ir('hlo')`` returns in JAX."""
     try:
-        from jaxlib import _jax
+        from jaxlib import _jax  # deferred: keeps `import xform` light
     except ImportError:          # older jaxlib layouts
-        from jaxlib import xla_extension as _jax
+        from jaxlib import xla_extension as _jax  # deferred: keeps `import xform` light
     return _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False)

@@ -28,6 +28,7 @@ from xform._src.interpreters import core, dtypes as _dtypes
 from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr, Literal
 from xform._src.primitives._rules import scalar_broadcasting as _SCALAR_BROADCASTING
 from xform._src import lowering
+import importlib
 
 # ----------------------------------------------------------------- types
 
@@ -58,7 +59,7 @@ _NARROW_INTS: set = set()
 
 
 def _add_ml_dtypes():
-    import ml_dtypes
+    import ml_dtypes  # deferred: keeps `import xform` light
     for name, mlir in _ML_ELEMENT_TYPES:
         if hasattr(ml_dtypes, name):
             d = np.dtype(getattr(ml_dtypes, name))
@@ -195,8 +196,7 @@ def load_rule_modules():
     global _rule_modules_loaded
     if _rule_modules_loaded:
         return
-    import importlib
-    import pkgutil
+    import pkgutil  # deferred: keeps `import xform` light
     for m in pkgutil.iter_modules(lowering.__path__):
         if m.name.startswith("rules_") or m.name == "export_mlir":
             importlib.import_module(f"{lowering.__name__}.{m.name}")

@@ -19,7 +19,7 @@ def profile_data_lib():
 
 def start_server(port: int, requires_backend: bool):
     if requires_backend:
-        from xform._src.lowering import runtime
+        from xform._src.lowering import runtime  # deferred: keeps `import xform` light
         runtime.get_backend()      # backends first, so their tracers are registered
     return profiler_lib().start_server(int(port))
 
@@ -30,5 +30,5 @@ def register_subprocess(pid: int, port: int):
 
 def heap_profile(backend=None) -> bytes:
     """The client's live buffers and executables as a gzipped pprof protocol buffer."""
-    from xform._src.lowering import runtime
+    from xform._src.lowering import runtime  # deferred: keeps `import xform` light
     return gzip.compress(runtime.get_backend(backend).heap_profile())

@@ -15,6 +15,7 @@ from xform._src.primitives.remat import remat_p
 from xform._src.lowering.mlir import call_subjaxpr, lower_subjaxpr, register
 from xform._src.interpreters import core
 from xform._src.primitives.debug_print import print_now
+import numpy as np
 
 
 @register(jit_p, closed_call_p, custom_jvp_call_p, custom_vjp_call_p, remat_p)
@@ -45,7 +46,6 @@ def _debug_callback(ctx, eqn, *operands):
 def _side_effect_callback(ctx, operands, fn):
     """A side-effecting custom call that hands the operands (as xform Arrays) to ``fn`` on
     the host and returns nothing."""
-    import numpy as np
 
     def host_fn(*arrays):
         fn([core.Array(np.array(a)) for a in arrays])

@@ -67,7 +67,7 @@ def _ragged_dot_general(ctx, eqn, lhs, rhs, group_sizes):
     """The ragged dot as a masked dense dot (``ragged_dot_dense``: each operand expanded
     to one zero-padded copy per group), staged for the operand types and inlined."""
     from xform._src.interpreters import core, staging   # deferred: keeps import light
-    from xform._src.lowering.mlir import lower_subjaxpr
+    from xform._src.lowering.mlir import lower_subjaxpr  # deferred: keeps `import xform` light
     avals = [a.strip_weak_type() if hasattr(a, "strip_weak_type") else a
              for a in ctx.in_avals]
     with core.set_current_trace(core.EVAL_TRACE):

@@ -40,6 +40,7 @@ from xform._src.primitives import elementwise as E
 from xform._src.primitives import linalg_decomp as D
 from xform._src.primitives import reductions as R
 from xform._src.primitives import structural as S
+from xform._src.interpreters import interrupts
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
@@ -119,21 +120,20 @@ def _ensure_targets(platform):
     them or, after a Ctrl-C held until the end, none: see ``interpreters.interrupts``)."""
     if platform in _registered:
         return
-    from xform._src.interpreters import interrupts
     with interrupts.deferred():
         _register_targets(platform)
 
 
 def _register_targets(platform):
-    from jaxlib import xla_client as xc
+    from jaxlib import xla_client as xc  # deferred: keeps `import xform` light
     if platform == "cpu":
-        from jaxlib.cpu import _lapack
+        from jaxlib.cpu import _lapack  # deferred: keeps `import xform` light
         _lapack.initialize()   # binds SciPy's LAPACK into the kernels
         for name, fn in _lapack.registrations().items():
             if name.endswith("_ffi"):
                 xc.register_custom_call_target(name, fn, platform="cpu", api_version=1)
     elif platform == "cuda":
-        from jaxlib import gpu_solver
+        from jaxlib import gpu_solver  # deferred: keeps `import xform` light
         for plat, targets in gpu_solver.registrations().items():
             for name, fn, api in targets:
                 xc.register_custom_call_target(name, fn, platform=plat, api_version=api)

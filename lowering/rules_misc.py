@@ -5,6 +5,11 @@ from __future__ import annotations
 from xform._src.primitives.misc import (approx_top_k_p, clz_p, composite_p, copy_p,
                                        optimization_barrier_p, reduce_precision_p)
 from xform._src.lowering.mlir import register
+from xform._src.interpreters import dtypes
+from xform._src.interpreters.tree_util import tree_unflatten
+import numpy as np
+from xform._src.interpreters import core, staging
+from xform._src.primitives.misc import _atk_decomposed
 
 
 @register(clz_p)
@@ -23,9 +28,7 @@ def _reduce_precision(ctx, eqn, x):
 @register(approx_top_k_p)
 def _approx_top_k(ctx, eqn, x):
     # JAX's CPU/GPU fallback: the exact top-k (the decomposition the impl runs)
-    from xform._src.interpreters import core, staging
-    from xform._src.lowering.mlir import lower_subjaxpr
-    from xform._src.primitives.misc import _atk_decomposed
+    from xform._src.lowering.mlir import lower_subjaxpr  # deferred: keeps `import xform` light
     with core.set_current_trace(core.EVAL_TRACE):
         closed = staging.trace_to_closed_jaxpr(
             lambda v: _atk_decomposed(v, **eqn.params), [ctx.in_avals[0]],
@@ -47,9 +50,7 @@ def _attribute(v) -> str:
     """A composite attribute's MLIR text (JAX's ``mlir.ir_attribute``): Python bool/int/
     float as i1/i64/f64, NumPy scalars and arrays as dense elements (scalars as typed
     numbers), dtypes as types, strings, sequences as arrays, dicts as dictionaries."""
-    import numpy as np
-    from xform._src.interpreters import dtypes
-    from xform._src.lowering.mlir import _quote, dense_literal, element_type, tensor_type
+    from xform._src.lowering.mlir import _quote, dense_literal, element_type, tensor_type  # deferred: keeps `import xform` light
     v = getattr(v, "val", v)                           # HashableArray
 
     def scalar(x):
@@ -94,8 +95,7 @@ def _attribute(v) -> str:
 def _composite(ctx, eqn, *args):
     """``stablehlo.composite "name"`` whose decomposition is a private function named
     after the composite (emitted once per program)."""
-    from xform._src.interpreters.tree_util import tree_unflatten
-    from xform._src.lowering.mlir import _function_text, _quote, aval_type
+    from xform._src.lowering.mlir import _function_text, _quote, aval_type  # deferred: keeps `import xform` light
     p = eqn.params
     mod, closed = ctx.module, p["jaxpr"]
     key = ("composite", id(closed.jaxpr), p["name"])

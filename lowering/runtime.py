@@ -43,6 +43,7 @@ from xform._src.interpreters.dtypes import float0, short_name
 from xform._src.lowering.dispatch import make_caller
 from xform._src.lowering import mlir_context
 from xform._src.primitives import prng
+import ctypes
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # as jax does: no INFO lines from C++
 import atexit  # noqa: E402
@@ -81,7 +82,7 @@ def _jax_runtime():
     """JAX's runtime layer (imported here, lazily: only the "jax" runtime needs it)."""
     with interrupts.deferred():
         import jax  # noqa: F401  (initialises jax's runtime state)
-        from jax._src import xla_bridge
+        from jax._src import xla_bridge  # deferred: keeps `import xform` light
     return xla_bridge
 
 
@@ -277,7 +278,7 @@ def get_backend(backend=None):
         raise _unknown_backend(backend, ["cpu"], "no PJRT plugin for it is installed")
     if not _synced[0]:
         _sync_runtime_config()
-    from jax._src.xla_bridge import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend  # deferred: keeps `import xform` light
     try:
         with interrupts.deferred():          # JAX's backend initialisation
             return jax_get_backend(backend)
@@ -304,7 +305,7 @@ def _sync_runtime_config():
     _synced[0] = True
     _jax_runtime()
     # JAX's own options object (with `import jax` aliased, `jax.config` is xform's)
-    from jax._src.config import config as jax_config
+    from jax._src.config import config as jax_config  # deferred: keeps `import xform` light
     try:
         n = config.jax_num_cpu_devices
         if n is not None and n != -1:
@@ -319,7 +320,7 @@ def _sync_runtime_config():
 def _available_platforms():
     if runtime_kind() == "own":
         return ["cpu"]
-    from jax._src.xla_bridge import get_backend as jax_get_backend
+    from jax._src.xla_bridge import get_backend as jax_get_backend  # deferred: keeps `import xform` light
     out = []
     for p in ("cpu", "gpu", "tpu"):
         try:
@@ -399,7 +400,7 @@ def _jax_aval(shape, dtype):
         if runtime_kind() == "own":
             a = _Aval(*key)
         else:
-            from jax._src import core as jcore
+            from jax._src import core as jcore  # deferred: keeps `import xform` light
             a = jcore.ShapedArray(*key)
         a = _jax_avals.setdefault(key, a)
     return a
@@ -450,7 +451,6 @@ def _buffer_to_host(buf):
         if n == 0:
             v = np.zeros(shape, dt)
         else:
-            import ctypes
             raw = (ctypes.c_char * n).from_address(buf.unsafe_buffer_pointer())
             v = np.frombuffer(raw, dtype=dt).reshape(shape).copy()
     else:
@@ -1072,7 +1072,7 @@ def _optimized_if_cached(text, device, donated):
             return exe
         if key in _in_flight:            # being compiled: run the quick tier meanwhile
             return None
-    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.lowering import compilation_cache as pcache  # deferred: keeps `import xform` light
     if pcache.cache_dir() is None:
         return None
     opts = _compile_options(device)

@@ -45,10 +45,10 @@ def _jax():
     the real modules under compat.alias_jax."""
     if not _jsh_cache:
         rt.share_client_with_jax()
-        from jax._src import core as jcore
-        from jax._src.mesh import AxisType, Mesh
-        from jax._src.partition_spec import PartitionSpec
-        from jax._src.sharding_impls import NamedSharding, SingleDeviceSharding
+        from jax._src import core as jcore  # deferred: keeps `import xform` light
+        from jax._src.mesh import AxisType, Mesh  # deferred: keeps `import xform` light
+        from jax._src.partition_spec import PartitionSpec  # deferred: keeps `import xform` light
+        from jax._src.sharding_impls import NamedSharding, SingleDeviceSharding  # deferred: keeps `import xform` light
         _jsh_cache.append(types.SimpleNamespace(
             Mesh=Mesh, AxisType=AxisType, PartitionSpec=PartitionSpec, NamedSharding=NamedSharding,
             SingleDeviceSharding=SingleDeviceSharding, core=jcore))
@@ -308,7 +308,7 @@ def _compile(text, mesh):
     if exe is None:
         client = mesh.devices.flat[0].client
         try:
-            from xform._src.lowering import runtime
+            from xform._src.lowering import runtime  # deferred: keeps `import xform` light
             exe = runtime._client_compile(client, text, xc.DeviceList(tuple(mesh.devices.flat)),
                                           compile_options(mesh))
         except Exception as e:
@@ -411,7 +411,7 @@ class SpmdCompiled:
         return spec_from_hlo(hlo, self.mesh, len(aval.shape))
 
     def _gspmd(self, proto):
-        from jax._src import sharding_impls
+        from jax._src import sharding_impls  # deferred: keeps `import xform` light
         return sharding_impls.GSPMDSharding(tuple(self.mesh.devices.flat),
                                             xc.HloSharding.from_proto(proto))
 

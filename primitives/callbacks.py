@@ -91,15 +91,6 @@ def _to_array(x):
     return core.Array(np.asarray(x))
 
 
-def _to_array(x):
-    if isinstance(x, core.Array):
-        return x
-    if isinstance(x, core.Tracer):
-        v = x.to_concrete_value()
-        return core.Array(np.asarray(v)) if v is not None else x
-    return core.Array(np.asarray(x))
-
-
 def _move_front(vals, dims):
     return [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
 

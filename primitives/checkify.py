@@ -34,6 +34,14 @@ from xform._src.primitives import elementwise as ew
 from xform._src.primitives import reductions as red
 from xform._src.primitives import structural as st
 from xform._src.primitives._rules import bdim_at_front
+from xform._src.interpreters.ir import eval_jaxpr
+from xform._src.primitives import indexing
+from xform._src.primitives import indexing as ix
+from xform._src.primitives import spmd
+from xform._src.primitives.jit import jit_p
+from xform._src.primitives.remat import remat_p
+import importlib
+import sys
 
 __all__: list = []
 
@@ -513,7 +521,6 @@ def _dynamic_update_slice_rule(error, enabled, operand, update, *starts):
 
 
 def _gather_rule(error, enabled, operand, indices, **params):
-    from xform._src.primitives import indexing as ix
     out = ix.gather_p.bind(operand, indices, **params)
     if OOBError not in enabled:
         return error, out
@@ -560,9 +567,6 @@ def _scatter_rule(prim):
 
 
 def _register_automatic_rules():
-    import importlib
-    import sys
-    from xform._src.primitives import indexing
     pkg = sys.modules["xform._src.primitives"]
     mods = [importlib.import_module(f"{pkg.__name__}.{f}") for f in pkg.FAMILIES
             if f != "checkify"]
@@ -629,7 +633,6 @@ def _trace_with_tree(fun, avals):
 
 
 def _jit_rule(error, enabled, *args, jaxpr, **params):
-    from xform._src.primitives.jit import jit_p
     leaves, tree = tree_util.tree_flatten(error)
     closed, out_tree = checkify_jaxpr_to_jaxpr(jaxpr, enabled, tree,
                                                _avals(leaves) + _avals(args))
@@ -719,7 +722,6 @@ def _scan_rule(error, enabled, *args, reverse, length, jaxpr, num_consts, num_ca
 
 
 def _remat_rule(error, enabled, *args, jaxpr, **params):
-    from xform._src.primitives.remat import remat_p
     leaves, tree = tree_util.tree_flatten(error)
     closed, out_tree = checkify_jaxpr_to_jaxpr(jaxpr, enabled, tree,
                                                _avals(leaves) + _avals(args))
@@ -786,9 +788,6 @@ def _custom_vjp_rule(error, enabled, *args, call_jaxpr, fwd, bwd, num_consts, sy
 def _shard_map_rule(error, enabled, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
     """Errors enter every device replicated and leave with a leading axis over the
     devices (one error per device, as JAX: ``get()`` names the failing devices' index)."""
-    from xform._src.interpreters import batching
-    from xform._src.interpreters.ir import eval_jaxpr
-    from xform._src.primitives import spmd
     P = spmd.PartitionSpec
     leaves, tree = tree_util.tree_flatten(error)
     n = len(leaves)
@@ -816,8 +815,6 @@ def _shard_map_rule(error, enabled, *args, jaxpr, mesh, in_specs, out_specs, che
 
 
 def _register_higher_order_rules():
-    from xform._src.primitives.jit import jit_p
-    from xform._src.primitives.remat import remat_p
     checkify_rules[jit_p] = _jit_rule
     checkify_rules[cf.cond_p] = _cond_rule
     checkify_rules[cf.while_p] = _while_rule
@@ -825,7 +822,6 @@ def _register_higher_order_rules():
     checkify_rules[remat_p] = _remat_rule
     checkify_rules[cu.custom_jvp_call_p] = _custom_jvp_rule
     checkify_rules[cu.custom_vjp_call_p] = _custom_vjp_rule
-    from xform._src.primitives import spmd
     checkify_rules[spmd.shard_map_p] = _shard_map_rule
 
 

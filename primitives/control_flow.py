@@ -799,7 +799,6 @@ def _trace(fun, in_tree, in_avals, what):
     """Trace ``fun(*unflatten(in_tree, args))`` into (const-free program, consts, out_tree)."""
     if core.current_trace() is not core.EVAL_TRACE:
         return _trace_now(fun, in_tree, in_avals, what)
-    from xform._src.interpreters.config import config
     key = (in_tree, tuple(in_avals), what, tuple(config.read(o) for o in _CACHE_OPTIONS))
     try:
         per_fun = _body_cache.get(fun)

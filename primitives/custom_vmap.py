@@ -9,6 +9,7 @@ from __future__ import annotations
 from xform._src.interpreters import ad, batching, core, dtypes
 from xform._src.interpreters.core import Primitive
 from xform._src.interpreters.ir import eval_jaxpr
+from xform._src.interpreters.tree_util import broadcast_prefix, tree_flatten
 from xform._src.primitives._rules import moveaxis
 from xform._src.primitives.custom import trace_flat
 
@@ -36,7 +37,6 @@ class UserRule:
         self.rule, self.in_tree, self.out_tree = rule, in_tree, out_tree
 
     def __call__(self, axis_size, in_batched, *vals):
-        from xform.tree_util import broadcast_prefix, tree_flatten
         a_args, a_kwargs = self.in_tree.unflatten(list(vals))
         b_args, _ = self.in_tree.unflatten(list(in_batched))
         res = self.rule(axis_size, list(b_args), *a_args, **a_kwargs)
@@ -67,8 +67,6 @@ class _JVPRule:
         self.rule, self.n, self.tangents_only = rule, n, tangents_only
 
     def __call__(self, axis_size, in_batched, *vals):
-        from xform._ad_api import jvp
-        from xform._vmap import vmap
         n = self.n
         ps, ts = list(vals[:n]), list(vals[n:])
         bp, bt = in_batched[:n], in_batched[n:]
@@ -82,15 +80,18 @@ class _JVPRule:
             store["flags"] = flags
             return list(outs)
 
-        def inner(ps_, ts_):
-            o, t = jvp(to_jvp, tuple(ps_), tuple(ts_))
-            return list(o), list(t)
+        def inner(*flat):
+            o, t = ad.jvp_flat(to_jvp, list(flat[:n]), list(flat[n:]))
+            return list(o) + [ad.instantiate(x) for x in t]
         if any(e is not None for e in extra_p + extra_t):
-            out_p, out_t = vmap(inner, in_axes=(extra_p, extra_t), axis_size=axis_size)(ps, ts)
-            fp = ft = [True] * len(out_p)
+            outs, _ = batching.batch_flat(inner, batching.AxisData(int(axis_size), None, None),
+                                          ps + ts, extra_p + extra_t,
+                                          out_dims=lambda k: [0] * k)
+            fp = ft = [True] * (len(outs) // 2)
         else:
-            out_p, out_t = inner(ps, ts)
+            outs = inner(*ps, *ts)
             fp = ft = list(store["flags"])
+        out_p, out_t = outs[:len(outs) // 2], outs[len(outs) // 2:]
         if self.tangents_only:
             return list(out_t), ft
         return list(out_p) + list(out_t), fp + ft

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from xform._src.interpreters import ad, batching
 from xform._src.interpreters.core import Primitive
+from xform._src.interpreters.tree_util import tree_leaves
+from xform._src.primitives.structural import as_operand
 
 __all__ = ["dce_sink", "dce_sink_p"]
 
@@ -36,7 +38,5 @@ batching.batch_rules[dce_sink_p] = (
 def dce_sink(val, *, prevent_mlir_dce=False):
     """Keep every array of the pytree ``val`` alive against dead-code elimination.
     Returns None."""
-    from xform.numpy import _util as U
-    from xform.tree_util import tree_leaves
     for leaf in tree_leaves(val):
-        dce_sink_p.bind(U.to_array(leaf), prevent_mlir_dce=bool(prevent_mlir_dce))
+        dce_sink_p.bind(as_operand(leaf), prevent_mlir_dce=bool(prevent_mlir_dce))

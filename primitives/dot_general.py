@@ -20,6 +20,8 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.primitives._rules import moveaxis, zeros_like_aval
 from xform._src.primitives.structural import as_operand, transpose_p
 from xform._src.primitives import elementwise
+from xform._src.primitives import reductions, structural
+from xform._src.primitives._rules import bdim_at_front
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision", "DotAlgorithm",
            "DotAlgorithmPreset"]
@@ -587,7 +589,6 @@ def _ragged_impl(lhs, rhs, group_sizes, *, ragged_dot_dimension_numbers, precisi
 
 def _full_group_sizes(gs, x_aval, prefix):
     """group_sizes as ``[p.., g]`` (a ``[g]`` one broadcast over the prefix dimensions)."""
-    from xform._src.primitives import structural
     ga = core.get_aval(gs)
     if ga.ndim == 1 and prefix:
         shape = tuple(x_aval.shape[i] for i in prefix) + ga.shape
@@ -597,7 +598,6 @@ def _full_group_sizes(gs, x_aval, prefix):
 
 def _group_mask(gs, x_aval, dim, prefix):
     """bool ``[g, *x.shape]``: True where position ``pos`` along ``dim`` is in group i."""
-    from xform._src.primitives import reductions, structural
     ga = core.get_aval(gs)
     # count in at least 32 bits (a narrow group_sizes dtype must not wrap the positions)
     dt = ga.dtype if ga.dtype.itemsize >= 4 else np.dtype(
@@ -626,7 +626,6 @@ def _zeros(aval):
 
 
 def _expanded(x, dim, gs, prefix):
-    from xform._src.primitives import structural
     xa = core.get_aval(x)
     mask = _group_mask(gs, xa, dim, prefix)
     shape = (core.get_aval(mask).shape[0],) + tuple(xa.shape)
@@ -675,7 +674,6 @@ def _to_dtype(x, aval):
 
 
 def _ragged_transpose(ct, x, y, group_sizes, *, ragged_dot_dimension_numbers, **params):
-    from xform._src.primitives import reductions, structural
     rdn = ragged_dot_dimension_numbers
     if is_undefined_primal(group_sizes):
         raise ValueError("ragged_dot_general is not linear in group_sizes")
@@ -746,8 +744,6 @@ def _ragged_transpose(ct, x, y, group_sizes, *, ragged_dot_dimension_numbers, **
 
 def _ragged_batch(axis_data, vals, dims, *, ragged_dot_dimension_numbers, **params):
     """A new leading batch dimension on both operands (and group_sizes' prefix)."""
-    from xform._src.primitives import structural
-    from xform._src.primitives._rules import bdim_at_front
     lhs, rhs, gs = vals
     dl, dr, dg = dims
     size = axis_data.size

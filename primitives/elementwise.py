@@ -27,9 +27,11 @@ from xform._src.interpreters import ad, batching, core, ir, passes
 from xform._src.interpreters import dtypes as D
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Array, Primitive, ShapedArray, Tracer
+from xform._src.interpreters.tree_util import tree_map
 from xform._src.primitives._rules import (bdim_at_front, broadcast_scalar, defbroadcasting, defjvp, defjvp2,
                                defjvp_zero, defvectorized, elementwise_aval, nary_shape,
                                unbroadcast)
+import operator
 
 # ================================================================ dtype classes
 # JAX checks each operand against a set of numpy abstract classes; these are the
@@ -155,20 +157,15 @@ def _broadcast_to(x, shape):
     a = core.get_aval(x)
     if a.shape == tuple(shape):
         return x
-    if type(x) is Array and (core.current_trace() is core.EVAL_TRACE or _structural() is None):
+    if type(x) is Array and core.current_trace() is core.EVAL_TRACE:
         return Array(np.broadcast_to(x._value, shape), x.weak_type)
     s = _structural()
-    if s is None:
-        raise NotImplementedError("broadcasting a traced value needs primitives.structural")
     dims = tuple(range(a.ndim)) if a.ndim else ()
     return s.broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=dims)
 
 
 def _structural():
-    try:
-        from xform._src.primitives import structural
-    except ImportError:
-        return None
+    from xform._src.primitives import structural  # deferred: import cycle (structural imports this module)
     return structural
 
 
@@ -1514,7 +1511,6 @@ def pow(x, y):  # noqa: A001  (JAX's name)
 
 def integer_pow(x, y):
     """Elementwise x ** y for a static Python integer y (repeated multiplication)."""
-    import operator
     try:
         y = operator.index(y)
     except TypeError:
@@ -1619,10 +1615,6 @@ def stop_gradient(x):
     def stop(leaf):
         leaf = _as_operand(leaf, "stop_gradient")
         return stop_gradient_p.bind(leaf) if leaf.dtype in _FLOATS | _COMPLEX else leaf
-    try:
-        from xform._src.interpreters.tree_util import tree_map
-    except ImportError:  # pragma: no cover
-        return stop(x)
     return tree_map(stop, x)
 
 

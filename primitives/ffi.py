@@ -25,6 +25,8 @@ from xform._src.interpreters import ad, batching, core
 from xform._src.interpreters.core import Primitive
 from xform._src.primitives.callbacks import _move_front, _sequential
 from xform._src.primitives.structural import broadcast_in_dim_p
+from xform._src.interpreters import staging
+from xform._src.primitives import jit
 
 __all__: list = []
 
@@ -106,8 +108,6 @@ _programs: dict = {}   # (params, input avals) -> the one-equation program
 
 def _ffi_impl(*args, **params):
     # XLA runs the handler: compile the one-equation program (once) and run it
-    from xform._src.interpreters import staging
-    from xform._src.primitives import jit
     args = [a if isinstance(a, core.Array) else core.Array(np.asarray(a)) for a in args]
     avals = tuple(core.get_aval(a) for a in args)
     key = (tuple(sorted(params.items())), avals)

@@ -250,14 +250,14 @@ def _batched(fn, x, out_shapes_dtypes):
 
 @functools.lru_cache(maxsize=None)
 def _lapack(name, dt):
-    from scipy.linalg import lapack
+    from scipy.linalg import lapack  # deferred: keeps `import xform` light
     return getattr(lapack, {np.float32: "s", np.float64: "d", np.complex64: "c",
                             np.complex128: "z"}[np.dtype(dt).type] + name)
 
 
 @functools.lru_cache(maxsize=None)
 def _blas(name, dt):
-    from scipy.linalg import blas
+    from scipy.linalg import blas  # deferred: keeps `import xform` light
     return getattr(blas, {np.float32: "s", np.float64: "d", np.complex64: "c",
                           np.complex128: "z"}[np.dtype(dt).type] + name)
 
@@ -700,7 +700,7 @@ def _qr_impl(x, *, pivoting, full_matrices, use_magma):
         if a.size == 0:
             res = [np.eye(m, k, dtype=a.dtype), np.zeros((k, n), a.dtype)]
             return res + ([np.zeros(n, np.int32)] if pivoting else [])
-        import scipy.linalg
+        import scipy.linalg  # deferred: keeps `import xform` light
         mode = "full" if full_matrices else "economic"
         if pivoting:
             q, r, p = scipy.linalg.qr(a, mode=mode, pivoting=True)

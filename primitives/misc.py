@@ -23,6 +23,11 @@ from xform._src.primitives import elementwise as ew
 from xform._src.primitives.indexing import GatherDimensionNumbers, gather
 from xform._src.primitives.structural import concatenate, reshape
 from xform._src.primitives.structural import full
+from xform._src.interpreters.tree_util import register_pytree_node
+import functools
+import math
+from xform._src.primitives.sorting import _top_k_jvp
+from xform._src.primitives.sorting import top_k_p
 
 __all__ = ["clz", "reduce_precision", "optimization_barrier", "approx_max_k", "approx_min_k",
            "index_take", "broadcast_shapes", "empty", "clz_p", "reduce_precision_p",
@@ -240,7 +245,6 @@ def _order_key_reversed(x):
 def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, input_size_override):
     """Results per row (XLA's ApproxTopKReductionOutputSize): k when aggregating, else the
     size of the TPU algorithm's partial reduction (JAX returns that many, best first)."""
-    import math
     if aggregate_to_topk:
         return k
     tiling = 1024 if rank == 1 else 128
@@ -296,7 +300,6 @@ def _atk_abstract(x, *, k, reduction_dimension, recall_target, is_max_k,
 
 def _atk_decomposed(x, *, k, reduction_dimension, recall_target, is_max_k,
                     reduction_input_size_override, aggregate_to_topk):
-    from xform._src.primitives.sorting import top_k_p
     d, n = _atk_dims(core.get_aval(x).shape, k, reduction_dimension, recall_target,
                      reduction_input_size_override, aggregate_to_topk)
     key = x if is_max_k else _order_key_reversed(x)
@@ -305,7 +308,6 @@ def _atk_decomposed(x, *, k, reduction_dimension, recall_target, is_max_k,
 
 
 def _atk_jvp(primals, tangents, **params):
-    from xform._src.primitives.sorting import _top_k_jvp
     (x,), (t,) = primals, tangents
     vals, idx = approx_top_k_p.bind(x, **params)
     if type(t) is Zero:
@@ -461,7 +463,6 @@ class Token:
 
 
 def _register_token():
-    from xform._src.interpreters.tree_util import register_pytree_node
     register_pytree_node(Token, lambda t: ((), None), lambda _, __: Token())
 
 
@@ -569,7 +570,6 @@ def composite(decomposition, name: str, version: int = 0):
         raise TypeError(f"composite: decomposition must be callable, got {decomposition!r}")
     if not isinstance(name, str):
         raise TypeError(f"composite: name must be a string, got {name!r}")
-    import functools
 
     @functools.wraps(decomposition)
     def composite_fn(*args, **kwargs):

@@ -24,7 +24,6 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.interpreters.dtypes import ExtendedDType, prng_key, register_extended
 from xform._src.primitives._rules import defjvp_zero
 from xform._src.interpreters import staging
-from xform._src.interpreters.ir import ClosedJaxpr
 from xform._src.interpreters.ir import ClosedJaxpr, Jaxpr
 from xform._src.interpreters.ir import Literal
 from xform._src.primitives import elementwise

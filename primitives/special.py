@@ -33,7 +33,7 @@ _float = E._float
 
 
 def _sp():
-    import scipy.special as sp
+    import scipy.special as sp  # deferred: keeps `import xform` light
     return sp
 
 

@@ -15,9 +15,8 @@ from xform._src.interpreters.batching import AxisData, batch_jaxpr, moveaxis
 from xform._src.primitives import collectives, elementwise
 from xform._src.primitives import structural
 from xform._src.primitives import prng
-from xform._src.primitives.collectives import _tree_map
-from xform._src.primitives.collectives import axis_size as _asz, _tree_map
-from xform._src.primitives.collectives import axis_size, _tree_map
+from xform._src.primitives.collectives import _tree_map, axis_size
+from xform._src.primitives.collectives import axis_size as _asz
 
 __all__ = ["sharding_constraint_p"]
 

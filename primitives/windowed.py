@@ -31,11 +31,8 @@ from xform._src.interpreters.core import Primitive, ShapedArray
 from xform._src.interpreters.ir import ClosedJaxpr
 from xform._src.primitives._rules import bdim_at_front, moveaxis
 from xform._src.primitives.structural import as_operand, pad_p, slice_p
-from xform._src.interpreters import ir
 from xform._src.interpreters import ir, staging
 from xform._src.interpreters import jaxpr_transforms as jt
-from xform._src.interpreters import staging
-from xform._src.interpreters.tree_util import tree_flatten
 from xform._src.interpreters.tree_util import tree_flatten, tree_unflatten
 from xform._src.primitives import elementwise
 from xform._src.primitives import reductions as R
@@ -43,6 +40,7 @@ from xform._src.primitives.convolution import _vjp_lhs_padding as f
 from xform._src.primitives.convolution import padtype_to_pads
 from xform._src.primitives.reductions import _identity as ident
 from xform._src.primitives.reductions import _wide
+from xform._src.primitives import structural as S
 
 __all__ = ["reduce_window", "reduce_window_shape_tuple", "reduce", "select_and_scatter_add",
            "select_and_gather_add", "reduce_window_sum_p", "reduce_window_max_p",
@@ -565,7 +563,6 @@ def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
     tangent) pairs, its tangent part is linear and made of the computation's
     primitives, so it transposes (reverse mode) and differentiates again (higher
     orders).  The initial values' tangents count too (JAX requires them to be zero)."""
-    from xform._src.primitives import structural as S
     n = len(primals) // 2
     xs = primals[:n]
     outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)

@@ -74,3 +74,16 @@ def test_is_supported_dtype_matches_jax():
                np.complex128, ml_dtypes.bfloat16, ml_dtypes.int4, ml_dtypes.float8_e4m3fn,
                ml_dtypes.float8_e5m2, jnp.float32, "float32", np.dtype("int8")):
         assert xd.is_supported_dtype(dt) == jax.dlpack.is_supported_dtype(dt), dt
+
+
+def test_to_dlpack_gives_a_capsule_of_the_array():
+    """The legacy capsule API: ``to_dlpack(x)`` is ``x.__dlpack__()``."""
+    import ctypes
+    x = xform.numpy.arange(6.0).reshape(2, 3)
+    cap = xform.dlpack.to_dlpack(x)
+    assert type(cap).__name__ == "PyCapsule"
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    assert name(cap) in (b"dltensor", b"dltensor_versioned")
+    with pytest.raises(TypeError, match="expected an xform Array"):
+        xform.dlpack.to_dlpack(np.ones(3))

@@ -24,6 +24,7 @@ from xform._src.interpreters.ir import ClosedJaxpr
 from xform._src.interpreters.ir import Jaxpr, Literal
 from xform._src.primitives import structural
 from xform._src.primitives.elementwise import convert_element_type_p
+from xform._vmap import vmap
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
            "jacobian", "hessian", "linear_transpose"]
@@ -538,29 +539,10 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 # ----------------------------------------------------------------- jacobians
 
 
-def _vmap():
-    try:
-        from xform._vmap import vmap
-    except ImportError:
-        return None
-    return vmap
-
-
-def _lax():
-    return structural
-
-
 def _map_basis(fn, basis):
     """``fn`` applied to each row of the (leading-axis) ``basis`` leaves; results
-    stacked along a new leading axis (vmap when available, else a loop)."""
-    vmap = _vmap()
-    if vmap is not None:
-        return vmap(fn)(*basis)
-    lax = _lax()
-    n = basis[0].shape[0] if basis else 0
-    rows = [fn(*[b[i] for b in basis]) for i in range(n)]
-    return [lax.concatenate([lax.reshape(r[j], (1,) + tuple(np.shape(r[j]))) for r in rows], 0)
-            for j in range(len(rows[0]))]
+    stacked along a new leading axis."""
+    return vmap(fn)(*basis)
 
 
 def _std_basis(avals):
@@ -581,7 +563,7 @@ def _std_basis(avals):
 
 def _split_rows(x, n_lead, sizes, shapes, lead_shape, trailing=False):
     """Reshape ``x`` of shape (N, *rest) into pieces; piece k covers rows of leaf k."""
-    lax = _lax()
+    lax = structural
     pieces, off = [], 0
     rest = tuple(x.shape[1:])
     for s, shp in zip(sizes, shapes):

@@ -36,7 +36,6 @@ from xform._src.interpreters.config import config
 from xform._src.interpreters.dtypes import float0
 from xform import _ad_api
 from xform import _devices, _jit
-from xform import _jit
 from xform._jit import jit
 from xform._src import lowering
 from xform._src.interpreters import ad
@@ -45,6 +44,7 @@ from xform._src.primitives import jit as pjit
 from xform.sharding import _typeof_sharding
 from xform.tree_util import register_pytree_node
 from xform.tree_util import tree_leaves
+from importlib import metadata
 
 __all__ = ["float0", "named_call", "named_scope", "ensure_compile_time_eval", "typeof",
            "clear_caches", "live_arrays", "print_environment_info", "Device",
@@ -179,7 +179,6 @@ def live_arrays(platform=None):
 
 def print_environment_info(return_string: bool = False):
     """Versions of xform, its dependencies and Python, and the platform."""
-    from importlib import metadata
     import xform  # deferred: import cycle
 
     def ver(pkg):

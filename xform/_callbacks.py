@@ -27,6 +27,7 @@ from xform._src.primitives.callbacks import FlatCallback, io_callback_p, pure_ca
 from xform._ad_api import as_value
 from xform.tree_util import tree_flatten
 from xform.tree_util import tree_unflatten
+import traceback
 
 __all__ = ["pure_callback"]
 
@@ -34,7 +35,6 @@ __all__ = ["pure_callback"]
 def _eager_error(exc):
     """An eager pure/io callback that raised: JAX's JaxRuntimeError, its message holding
     the callback's traceback (as the compiled call's error does)."""
-    import traceback
     from xform._src.lowering import runtime     # deferred: import xform stays light
     return runtime.JaxRuntimeError("INTERNAL: CpuCallback error calling callback: "
                                    + "".join(traceback.format_exception(exc)))

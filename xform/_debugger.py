@@ -14,12 +14,14 @@ import os
 import pprint
 import sys
 import traceback
+from xform._src import interpreters, lowering, primitives
+from xform._src.interpreters import core
+from xform.tree_util import tree_flatten, tree_unflatten
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 
 
 def _engine_dirs():
-    from xform._src import interpreters, lowering, primitives
     return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                  for m in (interpreters, lowering, primitives))
 
@@ -143,9 +145,7 @@ def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=Fal
     ``w``, ``c``, ``q``) over the calling frames.  Under ``jit`` it opens each time the
     compiled program reaches it, with the traced locals as concrete arrays.  ``stdin`` /
     ``stdout`` keyword arguments redirect its input and output."""
-    from xform import debug
-    from xform._src.interpreters import core
-    from xform.tree_util import tree_flatten, tree_unflatten
+    from xform import debug  # deferred: import cycle
     unknown = set(kwargs) - {"stdin", "stdout"}
     if unknown:
         raise TypeError(f"breakpoint: unexpected keyword arguments {sorted(unknown)}")

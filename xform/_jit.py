@@ -43,7 +43,6 @@ from xform._src.primitives.jit import _hoist, compile_program, jit_p
 from xform.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from xform._src.lowering.dispatch import MISS, make_packed_caller, pack_plan, tree_codegen_ok
 from xform import _devices, sharding as S
-from xform import sharding as S
 from xform._src import lowering
 from xform._src.interpreters import dtypes as _dt
 from xform._src.primitives.jit import check_outputs_or_rerun
@@ -101,7 +100,7 @@ class ShapeDtypeStruct:
     def __init__(self, shape, dtype, *, sharding=None, weak_type=False, is_ref=False):
         layout = None
         if type(sharding).__name__ == "Format":       # a layout.Format: layout + sharding
-            from xform.experimental.layout import Format, _check_supported
+            from xform.experimental.layout import Format, _check_supported  # deferred: keeps `import xform` light
             if isinstance(sharding, Format):
                 _check_supported(sharding.layout, "ShapeDtypeStruct")
                 layout, sharding = sharding.layout, sharding.sharding
@@ -123,7 +122,7 @@ class ShapeDtypeStruct:
     @property
     def format(self):
         """The layout and sharding (``xform.experimental.layout.Format``)."""
-        from xform.experimental.layout import Format
+        from xform.experimental.layout import Format  # deferred: keeps `import xform` light
         return Format(self._layout, self.sharding)
 
     def __setattr__(self, name, value):
@@ -978,7 +977,6 @@ def _to_device(c, device):
     if device is None or isinstance(c, Tracer):
         return c
     try:
-        from xform._src import lowering
         return lowering.device_put(c, device)
     except Exception:
         return c
@@ -1134,7 +1132,7 @@ def jit(fun=None, in_shardings=None, out_shardings=None, static_argnums=None,
 def _pretty_mlir(text, debug_info):
     """The module in MLIR's custom (pretty) syntax, as JAX's ``Lowered.as_text()`` prints
     it (xform emits the generic syntax; both parse to the same module)."""
-    from xform._src.lowering import export_mlir
+    from xform._src.lowering import export_mlir  # deferred: keeps `import xform` light
     try:
         module = export_mlir.stablehlo_module(text)
     except Exception:       # a module the MLIR parser refuses: its text as emitted
@@ -1143,7 +1141,7 @@ def _pretty_mlir(text, debug_info):
 
 
 def _compiler_ir(text, dialect):
-    from xform._src.lowering import export_mlir
+    from xform._src.lowering import export_mlir  # deferred: keeps `import xform` light
     if dialect is None or dialect == "stablehlo":
         return export_mlir.stablehlo_module(text)
     if dialect == "hlo":

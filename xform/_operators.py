@@ -17,6 +17,7 @@ from xform.numpy import _array_api, _indexing, _ufuncs as F
 from xform.numpy import _util as U
 from xform._src.interpreters.dtypes import is_extended
 from xform.random import _keys_equal
+from xform import lax
 
 __all__: list = []
 
@@ -189,8 +190,6 @@ def _view(self, dtype=None, type=None):
         raise NotImplementedError("`type` argument of array.view() is not supported.")
     if dtype is None:
         return self
-    from xform import lax
-    from xform.numpy import _util as U
     dt = U.canonical_dtype(dtype)
     x = self
     if x.dtype == dt:
@@ -233,7 +232,6 @@ def _byteswap(self, inplace=False):
     if inplace:
         raise ValueError("Inplace byteswapping is not supported in xform (arrays are "
                          "immutable).")
-    from xform import lax
     if self.dtype.kind == "c":       # each float of the (real, imag) pair swapped
         return lax.complex(_byteswap(xnp.real(self)), _byteswap(xnp.imag(self)))
     n = self.dtype.itemsize
@@ -250,7 +248,6 @@ def _contains(self, other):
     if self.ndim != 1:
         raise ValueError(f"Array.__contains__: search array must be one-dimensional; got "
                          f"array of shape {self.shape}")
-    from xform.numpy import _util as U
     if other is None or not U.is_arraylike(other):
         raise TypeError(f"Array.__contains__: unsupported operand type "
                         f"{builtins_type(other).__name__!r}")

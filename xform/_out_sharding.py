@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from xform.sharding import reshard
 
 
 def with_out_sharding(fn):
@@ -22,7 +23,6 @@ def with_out_sharding(fn):
             # inside shard_map/pmap (what typeof(x).sharding is there, as flax's Dropout
             # passes it): values are per-shard, there is nothing to lay out
             return out
-        from xform.sharding import reshard
         return reshard(out, out_sharding)
 
     sig = inspect.signature(fn)

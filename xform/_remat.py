@@ -25,6 +25,8 @@ from xform._src.primitives.remat import name_p, remat_p
 from xform._ad_api import _as_value_in
 from xform.tree_util import tree_flatten, tree_unflatten
 from xform.tree_util import keystr, tree_flatten_with_path
+from xform._src.interpreters.jaxpr_transforms import policy_saves
+import inspect
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
 
@@ -107,7 +109,6 @@ def save_anything_except_these_names(*names):
 def save_from_both_policies(policy_1, policy_2):
     """Saveable iff either policy says so."""
     def policy(prim, *args, **params):
-        from xform._src.interpreters.jaxpr_transforms import policy_saves
         return policy_saves(policy_1(prim, *args, **params)) or \
             policy_saves(policy_2(prim, *args, **params))
     return policy
@@ -243,7 +244,6 @@ def _src(eqn):
 
 
 def _arg_names(f, args, kwargs, in_tree):
-    import inspect
     try:
         sig = inspect.signature(f).parameters.values()
     except (TypeError, ValueError):

@@ -13,6 +13,7 @@ import inspect
 from xform._src.interpreters import ir as _ir
 from xform._src.interpreters import tree_util as _tu
 from xform.extend import linear_util as _lu
+from xform._src.interpreters import core
 
 __all__ = ["debug_info", "flatten_fun", "flatten_fun_nokwargs", "shaped_abstractify"]
 
@@ -93,5 +94,4 @@ def debug_info(traced_for, fun, args, kwargs, *, static_argnums=(), static_argna
 
 def shaped_abstractify(x):
     """The abstract value (``ShapedArray``) of an array-like."""
-    from xform._src.interpreters import core
     return core.get_aval(x)

@@ -65,10 +65,10 @@ import numpy as np
 
 from xform._src.interpreters import tree_util as _tu
 from xform import random as _random
-from xform._src.interpreters.core import Array
 from xform._src.interpreters.core import Array, Tracer
 from xform._src.interpreters.dtypes import is_extended
 from xform.sharding import Sharding
+import collections
 
 __all__ = ["save", "save_async", "restore", "CheckpointError", "FORMAT", "VERSION"]
 
@@ -96,7 +96,7 @@ def _dtype_from_name(name):
             return dt
     except TypeError:
         pass
-    import ml_dtypes
+    import ml_dtypes  # deferred: keeps `import xform` light
     try:
         return np.dtype(getattr(ml_dtypes, name))
     except AttributeError:
@@ -170,8 +170,7 @@ def save_async(path, pytree, *, overwrite: bool = True):
 
     Saves to one path are ordered by call: if an earlier save finishes after this one,
     it does not overwrite this one's file (its future still succeeds)."""
-    import concurrent.futures
-    import threading
+    import concurrent.futures  # deferred: keeps `import xform` light
     job = _prepare(path, pytree, overwrite, copy=True)
     fut = concurrent.futures.Future()
 
@@ -544,7 +543,6 @@ def _build(node, leaves):
         conv = int if node.get("key_type") == "int" else str
         return {conv(k): _build(c, leaves) for k, c in node["dict"]}
     if "namedtuple" in node:
-        import collections
         cls = collections.namedtuple(node["namedtuple"], node["fields"])
         return cls(*[_build(c, leaves) for c in node["children"]])
     raise ValueError(f"restore(): the checkpoint holds a custom pytree node {node['node']!r}; "

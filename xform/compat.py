@@ -45,6 +45,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
+import builtins
 
 __all__ = ["alias_jax", "unalias_jax", "is_aliased"]
 
@@ -64,7 +65,7 @@ class _JaxProxy(types.ModuleType):
     def __getattr__(self, name):
         import xform  # deferred: import cycle
         if name == "_src":          # JAX's internals as library code sees them
-            import xform._jax_src
+            import xform._jax_src  # deferred: keeps `import xform` light
             return xform._jax_src
         if name == "version":       # the alias's versions, not xform.version's
             return _version_module()
@@ -135,7 +136,7 @@ def _importer_is_library(globals_) -> bool:
 
 def _serve_internal(name: str, fromlist):
     """The module ``xform._jax_src.*`` standing for ``jax._src.*`` (or ImportError)."""
-    from xform import _jax_src
+    from xform import _jax_src  # deferred: keeps `import xform` light
     xname = "xform._jax_src" + name[len("jax._src"):]
     try:
         mod = importlib.import_module(xname)
@@ -221,7 +222,6 @@ def alias_jax() -> types.ModuleType:
     sys.modules["jax"] = _proxy()
     global _orig_import
     if _orig_import is None:
-        import builtins
         _orig_import = builtins.__import__
         builtins.__import__ = _aliased_import
     return sys.modules["jax"]
@@ -236,7 +236,6 @@ def unalias_jax() -> None:
     _finder = None
     global _orig_import
     if _orig_import is not None:
-        import builtins
         if builtins.__import__ is _aliased_import:
             builtins.__import__ = _orig_import
         _orig_import = None

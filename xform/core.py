@@ -51,7 +51,7 @@ def eval_jaxpr(jaxpr, consts, *args, propagate_source_info=True):
 
 def ensure_compile_time_eval():
     """Operations inside run eagerly on concrete values even while tracing."""
-    import xform
+    import xform  # deferred: import cycle
     return xform.ensure_compile_time_eval()
 
 

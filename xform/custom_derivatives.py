@@ -7,6 +7,11 @@ from xform._src.interpreters import ad, core
 from xform.tree_util import tree_map
 
 from xform._src.primitives.custom import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
+from xform._src.interpreters import tree_util as tu
+from xform._src.primitives.custom import trace_flat
+from xform._src.primitives.linear_call import linear_call_p
+from xform._src.primitives.structural import as_operand
+import numpy as np
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
            "custom_jvp_call_p", "custom_vjp_call_p", "custom_vjp_primal_tree_values",
@@ -15,7 +20,6 @@ __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradien
 
 def zero_from_primal(val, symbolic_zeros=False):
     """Zero tangents shaped like ``val`` (float0 for integer leaves)."""
-    import numpy as np
 
 
     def z(x):
@@ -34,10 +38,6 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
     ``linear_args`` and ``fun_transpose(residual_args, cotangents)`` as its transpose:
     reverse-mode differentiation (and ``linear_transpose``) use ``fun_transpose``
     instead of transposing ``fun``.  Residuals are not differentiated."""
-    from xform._src.interpreters import tree_util as tu
-    from xform._src.primitives.custom import trace_flat
-    from xform._src.primitives.linear_call import linear_call_p
-    from xform._src.primitives.structural import as_operand
     res_leaves, res_tree = tu.tree_flatten(residual_args)
     lin_leaves, lin_tree = tu.tree_flatten(linear_args)
     res_leaves = [as_operand(x) for x in res_leaves]

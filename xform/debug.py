@@ -27,6 +27,10 @@ from xform._src.interpreters import errors
 from xform.sharding._api import visualize_array_sharding as _v, visualize_sharding
 from xform.tree_util import tree_flatten
 from xform._debugger import breakpoint  # noqa: A004
+from xform import sharding as S
+import xform.numpy as xnp
+import logging
+import numpy as np
 
 __all__ = ["print", "log", "callback", "debug_callback_p", "visualize_array_sharding",
            "visualize_sharding", "inspect_array_sharding", "breakpoint"]
@@ -50,7 +54,6 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
 
     Staged as JAX's ``debug_print`` primitive.  Also the two-call form
     ``debug.print(ordered=True)(fmt, *args, **kwargs)``."""
-    import numpy as np
 
     def _debug_print(fmt, *c_args, **c_kwargs):
         if not isinstance(fmt, str):
@@ -71,7 +74,6 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
                 static_args.append((i, leaf))
         record = None
         if _use_logging:
-            import logging
             f = _user_frame()
             record = logging.getLogger("xform").makeRecord(
                 "xform", logging.INFO, f.f_code.co_filename if f else "(unknown file)",
@@ -92,7 +94,6 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
 
 
 def _is_array_leaf(x):
-    import numpy as np
     if isinstance(x, (core.Tracer, core.Array, bool, int, float, complex)):
         return True
     return isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc"
@@ -118,9 +119,7 @@ def log(fmt=None, *args, ordered: bool = False, partitioned: bool = False,
 def _staged_sharding(x):
     """The sharding a staged value will have: its type's sharding when a mesh is in
     context, else replicated over the devices the program runs on."""
-    import numpy as np
-    import xform
-    from xform import sharding as S
+    import xform  # deferred: import cycle
     t = xform.typeof(x).sharding
     mesh = getattr(t, "mesh", None)
     if mesh is not None and getattr(mesh, "shape_tuple", ()) and hasattr(mesh, "devices"):
@@ -145,5 +144,4 @@ def inspect_array_sharding(value, *, callback):
         elif hasattr(leaf, "sharding"):
             callback(leaf.sharding)
         else:
-            import xform.numpy as xnp
             callback(xnp.asarray(leaf).sharding)

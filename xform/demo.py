@@ -14,10 +14,11 @@ import numpy as np
 import xform
 import xform.numpy as xnp
 from xform import nn
+import sys
 
 
 def load_digits_split(seed=0):
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # deferred: keeps `import xform` light
     data = load_digits()
     x = (data.data / 16.0).astype(np.float32)
     y = data.target.astype(np.int32)
@@ -62,7 +63,6 @@ def main(argv=None):
                     help="train the second model: a conv-relu-maxpool CNN (xform.demo_cnn)")
     args, rest = ap.parse_known_args(argv)
     if args.cnn:
-        import sys
         from xform import demo_cnn  # deferred: keeps `import xform` light
         return demo_cnn.main([a for a in (sys.argv[1:] if argv is None else argv)
                               if a != "--cnn"])

@@ -44,8 +44,7 @@ def to_dlpack(x, stream=None, src_device=None, dl_device=None, max_version=None,
     ``from_dlpack``)."""
     if not isinstance(x, Array):
         raise TypeError(f"to_dlpack: expected an xform Array, got {type(x).__name__}")
-    return _array_dlpack(x, stream=stream, max_version=max_version, dl_device=dl_device,
-                         copy=copy)
+    return x.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
 
 def from_dlpack(external_array, device=None, copy=None):

@@ -33,7 +33,7 @@ def __getattr__(name):
         # jaxlib's own class, as in JAX: what XLA raises running a program (a host
         # callback that raised, ...); looked up on first use so `import xform` does not
         # load jaxlib
-        from xform._src.lowering import runtime
+        from xform._src.lowering import runtime  # deferred: keeps `import xform` light
         return runtime.JaxRuntimeError
     raise AttributeError(f"module 'xform.errors' has no attribute {name!r}")
 

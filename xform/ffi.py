@@ -19,6 +19,8 @@ import numpy as np
 from xform._src.interpreters import core
 from xform._src.interpreters.core import ShapedArray
 from xform._src.primitives.ffi import ffi_call_p, wrap_attributes
+from xform._src.primitives.structural import as_operand
+import importlib.util
 
 __all__ = ["build_ffi_lowering_function", "ffi_call", "ffi_lowering", "include_dir",
            "pycapsule", "register_ffi_target", "register_ffi_target_as_batch_partitionable",
@@ -67,7 +69,6 @@ def pycapsule(funcptr):
 
 def include_dir() -> str:
     """The directory of the XLA FFI headers shipped with jaxlib (``xla/ffi/api/ffi.h``)."""
-    import importlib.util
     spec = importlib.util.find_spec("jaxlib")
     if spec is None:
         raise RuntimeError("jaxlib is not installed: the FFI headers ship with it")
@@ -125,7 +126,6 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
                          f"custom_call_api_version < 4; got {custom_call_api_version}.")
 
     def wrapped(*args, **kwargs):
-        from xform._src.primitives.structural import as_operand
         args = [as_operand(x) for x in args]
         in_avals = [core.get_aval(x) for x in args]
         if input_layouts is None:
@@ -185,7 +185,7 @@ def build_ffi_lowering_function(call_target_name: str, *, operand_layouts=None,
     ``lowering_args``: ``api_version`` (4), ``has_side_effect``,
     ``operand_output_aliases`` (a dict input -> output)."""
     def emit(ctx, eqn, *operands, **params):
-        from xform._src.lowering.rules_ffi import emit_custom_call
+        from xform._src.lowering.rules_ffi import emit_custom_call  # deferred: keeps `import xform` light
         kw = dict(lowering_args)
         return emit_custom_call(
             ctx, call_target_name, operands, ctx.in_avals, ctx.out_avals,

@@ -14,6 +14,9 @@ import operator
 import numpy as np
 
 from xform import lax as _lax
+from xform.errors import ConcretizationTypeError
+from xform.numpy import _util as U
+import xform.numpy as xnp
 
 __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
 
@@ -45,7 +48,6 @@ class ResizeMethod(enum.Enum):
 
 
 def _xnp():
-    import xform.numpy as xnp
     return xnp
 
 
@@ -112,7 +114,6 @@ def _weight_matrix(in_size, out_size, scale, translation, kernel, antialias,
             try:
                 s = float(scale)
             except Exception:
-                from xform.errors import ConcretizationTypeError
                 raise ConcretizationTypeError(
                     scale, "Antialiasing with edge padding requires a static scale: "
                     "pass a Python float (or mark it static under jit).") from None
@@ -197,7 +198,6 @@ def scale_and_translate(image, shape, spatial_dims, scale, translation, method,
                          f"({len(spatial_dims)}), got {len(scale)} and {len(translation)}")
     if not spatial_dims:
         return image
-    from xform.numpy import _util as U
     image, = U.promote_dtypes_inexact(image)
     scale, translation = U.promote_dtypes_inexact(xnp.asarray(scale), xnp.asarray(translation))
     return _apply(image, shape, spatial_dims, scale, translation, method, antialias,
@@ -222,7 +222,6 @@ def resize(image, shape, method, antialias=True, precision=_lax.Precision.HIGHES
     "area" or a :class:`ResizeMethod`).  ``antialias`` widens the kernel when
     downsampling.  Nearest keeps the input dtype; the others promote to floating."""
     xnp = _xnp()
-    from xform.numpy import _util as U
     image = xnp.asarray(image)
     shape = _canonical_shape(shape, image)
     method = _method(method)

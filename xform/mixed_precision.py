@@ -47,7 +47,7 @@ def half_dtype():
     """The half-precision dtype for this platform: bfloat16 (TPU-style) unless the
     default backend is a GPU, where float16 has the faster kernels."""
     try:
-        import xform
+        import xform  # deferred: import cycle (xform imports this module)
         if xform.default_backend() == "gpu":
             return np.dtype(np.float16)
     except Exception:  # no runtime yet: the portable answer

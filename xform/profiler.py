@@ -37,7 +37,7 @@ def start_server(port: int, requires_backend: bool = True):
     ``jax.collect_profile``, connects to it and samples this process's XLA activity);
     one at a time. ``requires_backend``: create the default backend first."""
     global _server
-    from xform._src.lowering import profiling
+    from xform._src.lowering import profiling  # deferred: keeps `import xform` light
     if _server is not None:
         raise ValueError("Only one profiler server can be active at a time.")
     _server = profiling.start_server(port, requires_backend)
@@ -56,14 +56,14 @@ def register_subprocess(pid: int, port: int):
     """Profile the subprocess ``pid`` (whose profiler server listens on ``port``) with
     this process; returns the function that unregisters it. RuntimeError if it cannot
     be reached."""
-    from xform._src.lowering import profiling
+    from xform._src.lowering import profiling  # deferred: keeps `import xform` light
     return profiling.register_subprocess(pid, port)
 
 
 def device_memory_profile(backend: str | None = None) -> bytes:
     """The live device buffers and executables of ``backend``'s client as a gzipped
     ``pprof`` protocol buffer (read it with the pprof tool)."""
-    from xform._src.lowering import profiling
+    from xform._src.lowering import profiling  # deferred: keeps `import xform` light
     return profiling.heap_profile(backend)
 
 
@@ -82,11 +82,11 @@ def __getattr__(name):
     # ProfileData/ProfileEvent/ProfilePlane read an XSpace (a collected profile);
     # ProfileOptions configures the profiler's collectors
     if name in ("ProfileData", "ProfileEvent", "ProfilePlane"):
-        from xform._src.lowering import profiling
+        from xform._src.lowering import profiling  # deferred: keeps `import xform` light
         return getattr(profiling.profile_data_lib(), name)
     if name == "ProfileOptions":
         if name not in _lazy:
-            from xform._src.lowering import profiling
+            from xform._src.lowering import profiling  # deferred: keeps `import xform` light
 
             class ProfileOptions(profiling.profiler_lib().ProfileOptions):
                 """Profiler options: which collectors run and at what level."""

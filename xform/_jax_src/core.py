@@ -5,6 +5,7 @@ from __future__ import annotations
 from xform._src.interpreters import core as _core
 from xform.core import *  # noqa: F401,F403
 from xform.extend.core import *  # noqa: F401,F403
+from xform._src.primitives import prng
 
 
 def trace_state_clean() -> bool:
@@ -17,7 +18,6 @@ def physical_aval(aval):
     ``uint32`` words); other avals as they are."""
     dt = aval.dtype
     if isinstance(dt, _core.ExtendedDType):
-        from xform._src.primitives import prng
         return prng.physical_aval(aval)
     return aval
 

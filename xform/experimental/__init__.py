@@ -27,7 +27,7 @@ def cur_qdd(x):
     """JAX's ``jax.experimental.cur_qdd`` (the quasi-dynamic data of a high-level
     value): refused with ``NotImplementedError``, as xform has no high-level types
     (``xform.experimental.hijax``)."""
-    from xform.experimental import hijax
+    from xform.experimental import hijax  # deferred: keeps `import xform` light
     return hijax.cur_qdd(x)
 from xform.experimental import compilation_cache  # noqa: E402,F401  (JAX names it here)
 from xform.experimental import multihost_utils  # noqa: E402,F401  (in dir(jax.experimental) once imported)

@@ -20,6 +20,7 @@ from xform._src.interpreters.core import Array
 from xform._src.interpreters.core import Tracer
 from xform.sharding._api import make_array_from_single_device_arrays
 from xform.sharding._jit import _broadcast_prefix
+from xform import dtypes
 
 __all__ = ["broadcast_one_to_all", "process_allgather", "sync_global_devices",
            "assert_equal", "host_local_array_to_global_array",
@@ -145,7 +146,7 @@ def reached_preemption_sync_point(step_id: int) -> bool:
     notice (SIGTERM) reached some process: call it at every step from the same starting
     step on all processes.  False when not running as several processes; RuntimeError
     if the preemption service is off (``jax_enable_preemption_service``)."""
-    from xform._src.lowering import distributed
+    from xform._src.lowering import distributed  # deferred: keeps `import xform` light
     return distributed.reached_preemption_sync_point(step_id)
 
 
@@ -186,7 +187,6 @@ def _check_traced(x, global_mesh, pspec, who):
 
 
 def _is_key(x):
-    from xform import dtypes
     dt = getattr(x, "dtype", None)
     return dt is not None and dtypes.issubdtype(dt, dtypes.prng_key)
 

@@ -223,7 +223,7 @@ def _from_data(d: dict) -> Exported:
 def _check_module(exp: Exported) -> None:
     """The embedded module decodes and verifies (in a child process, cached by hash:
     ``lowering/export_check.py``) and its ``main`` matches the calling convention."""
-    from xform._src.lowering import export_check
+    from xform._src.lowering import export_check  # deferred: keeps `import xform` light
     ins, outs = export_check.check_module(exp.mlir_module_serialized)
     if ins is None:                   # a module this process serialized
         return

@@ -216,7 +216,7 @@ def _np_dtype(name):
     try:
         return np.dtype(name)
     except TypeError:
-        import ml_dtypes
+        import ml_dtypes  # deferred: keeps `import xform` light
         return np.dtype(getattr(ml_dtypes, name))
 
 _AXIS_TYPE_CODES = {"Auto": _fb.AXIS_TYPE_AUTO, "Explicit": _fb.AXIS_TYPE_EXPLICIT,

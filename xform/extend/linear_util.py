@@ -17,6 +17,7 @@ take plain Python callables, so a ``WrappedFun`` is mostly passed to them as
 ``wrapped.call_wrapped``.
 """
 from __future__ import annotations
+import weakref
 
 __all__ = ["Store", "WrappedFun", "cache", "merge_linear_aux", "transformation",
            "transformation2", "transformation_with_aux", "transformation_with_aux2",
@@ -181,7 +182,6 @@ def merge_linear_aux(aux1, aux2):
 def cache(call, *, explain=None):
     """Memoize ``call(fun: WrappedFun, *args)`` on the wrapped function's identity and the
     (hashable) arguments."""
-    import weakref
     memo = weakref.WeakKeyDictionary()
 
     def cached(fun, *args):

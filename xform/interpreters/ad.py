@@ -19,6 +19,7 @@ from xform._src.interpreters import ad as _ad
 from xform._src.interpreters.ad import (JVPTrace, JVPTracer, UndefinedPrimal, Zero,
                                         is_undefined_primal)
 from xform._src.primitives import _rules
+from xform._src.primitives.elementwise import add_any_p
 
 __all__ = ["JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "add_jaxvals",
            "add_jaxvals_p", "add_tangents", "defbilinear", "defjvp", "defjvp2",
@@ -95,7 +96,6 @@ def add_jaxvals(x, y):
 
 def __getattr__(name):
     if name == "add_jaxvals_p":
-        from xform._src.primitives.elementwise import add_any_p
         return add_any_p
     if name == "reducing_transposes":
         raise AttributeError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 from xform._src.interpreters import batching as _b
 from xform._src.interpreters.batching import AxisData, BatchTrace, BatchTracer, not_mapped
 from xform._src.primitives import _rules
+from xform._src.primitives.reductions import reduce_sum_p
 
 __all__ = ["AxisData", "BatchTrace", "BatchTracer", "axis_primitive_batchers",
            "bdim_at_front", "broadcast", "defbroadcasting", "defvectorized",
@@ -128,7 +129,6 @@ def matchaxis(axis_data, src, dst, x, sum_match=False):
         return x
     if dst is None:
         if sum_match:
-            from xform._src.primitives.reductions import reduce_sum_p
             return reduce_sum_p.bind(x, axes=(src,))
         raise ValueError(f"matchaxis: cannot unbatch a value batched along axis {src}")
     return _move_or_broadcast(x, src, dst, axis_data.size)

@@ -20,6 +20,7 @@ equation-by-equation interpretation of the program; the MLIR-builder names JAX e
 from __future__ import annotations
 
 from xform._src.interpreters import core as _core
+from xform._src.interpreters import staging
 
 __all__ = ["lower_fun", "register_lowering", "LoweredFun"]
 
@@ -50,8 +51,7 @@ def lower_fun(fun, multiple_results: bool = True) -> LoweredFun:
 
 def _staged_rule(lowered: LoweredFun, prim):
     def rule(ctx, eqn, *operands):
-        from xform._src.interpreters import staging
-        from xform._src.lowering import mlir as _lmlir
+        from xform._src.lowering import mlir as _lmlir  # deferred: keeps `import xform` light
         in_avals = [a.aval for a in eqn.invars]
 
         def f(*args):
@@ -98,7 +98,7 @@ def register_lowering(prim, rule, platform: str | None = None, **kwargs):
     docstring)."""
     if not isinstance(prim, _core.Primitive):
         raise TypeError(f"register_lowering takes a Primitive, got {prim!r}")
-    from xform._src.lowering import mlir as _lmlir
+    from xform._src.lowering import mlir as _lmlir  # deferred: keeps `import xform` light
     platform = _canonical_platform(platform)
     native = getattr(rule, "xform_lowering_rule", False)   # xform.ffi.ffi_lowering's rules
     if isinstance(rule, LoweredFun) or native:

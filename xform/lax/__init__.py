@@ -22,12 +22,13 @@ from xform.lax import linalg  # noqa: F401
 from xform.lax._solves import custom_linear_solve, custom_root  # noqa: F401
 from xform.sharding._jit import with_sharding_constraint  # noqa: F401
 from xform.lax._primitives import *  # noqa: F401,F403  (the engine's primitives, JAX's names)
+from xform._src.interpreters import core as _core, dtypes as _dtypes
+from xform._src.primitives import elementwise as _ew
 
 
 def dtype(x):
     """JAX's ``lax.dtype``: the canonical dtype (64-bit types narrowed without x64) of an
     array, a scalar, a scalar type or a dtype name."""
-    from xform._src.interpreters import core as _core, dtypes as _dtypes
     if isinstance(x, _core.ArrayOps):
         return x.dtype
     return _dtypes.dtype_of(x)
@@ -37,7 +38,6 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
     """JAX's ``lax.scatter_sub``: ``operand`` with ``updates`` subtracted at the scattered
     positions (a ``scatter_add`` of the negated updates)."""
-    from xform._src.primitives import elementwise as _ew
     return scatter_add(operand, scatter_indices, _ew.neg(updates), dimension_numbers,  # noqa: F405
                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                        mode=mode)
@@ -46,7 +46,7 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
 def tile(operand, reps):
     """JAX's ``lax.tile``: ``operand`` repeated ``reps[i]`` times along each axis (``reps``
     has one entry per axis)."""
-    from xform.numpy import _util as _U
+    from xform.numpy import _util as _U  # deferred: import cycle
     x = _U.to_array(operand)
     reps = tuple(int(r) for r in reps)
     if len(reps) != x.ndim:
@@ -63,7 +63,7 @@ def tile(operand, reps):
 
 def stack(operands, axis=0):
     """JAX's ``lax.stack``: same-shaped arrays joined along a new axis ``axis``."""
-    from xform.numpy import _util as _U
+    from xform.numpy import _util as _U  # deferred: import cycle
     ops = [_U.to_array(o) for o in operands]
     if not ops:
         raise ValueError("Need at least one array to stack.")
@@ -81,7 +81,7 @@ def stack(operands, axis=0):
 
 def unstack(x, axis=0):
     """JAX's ``lax.unstack``: the slices of ``x`` along ``axis``, as a tuple."""
-    from xform.numpy import _util as _U
+    from xform.numpy import _util as _U  # deferred: import cycle
     x = _U.to_array(x)
     ax = axis + x.ndim if axis < 0 else axis
     if not 0 <= ax < x.ndim:

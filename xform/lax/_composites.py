@@ -20,12 +20,12 @@ PrecisionLike = typing.Union[None, str, _dg.Precision, tuple[str, str],
 
 
 def _L():
-    import xform.lax as L
+    import xform.lax as L  # deferred: import cycle
     return L
 
 
 def _arr(x):
-    from xform.numpy import _util as U
+    from xform.numpy import _util as U  # deferred: import cycle
     return U.to_array(x)
 
 
@@ -42,7 +42,7 @@ def collapse(operand, start_dimension, stop_dimension=None):
 
 def broadcast_like(arr, like_arr):
     """``arr`` broadcast (NumPy rules) to the shape of ``like_arr``."""
-    import xform.numpy as xnp
+    import xform.numpy as xnp  # deferred: import cycle
     return xnp.broadcast_to(arr, np.shape(like_arr))
 
 
@@ -72,7 +72,7 @@ def _umulhi(a, b, bits):
 def mulhi(x, y, /):
     """The most significant N bits of the 2N-bit product of N-bit integers ``x`` and
     ``y`` (elementwise; signed or unsigned, as their dtype)."""
-    import xform.numpy as xnp
+    import xform.numpy as xnp  # deferred: import cycle
     x, y = _arr(x), _arr(y)
     if x.dtype != y.dtype or not np.issubdtype(x.dtype, np.integer):
         raise TypeError("mulhi requires arguments of the same integer dtype, got "
@@ -97,7 +97,7 @@ def mulhi(x, y, /):
 
 
 def _platform_names():
-    import xform
+    import xform  # deferred: import cycle
     p = xform.devices()[0].platform
     if p == "gpu":
         kind = str(getattr(xform.devices()[0], "client", "") and
@@ -133,7 +133,7 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
     ``update_shape`` updates would write (once per time it is written: an element hit by
     ``k`` index tuples gets ``func`` applied ``k`` times).  ``func`` maps an array to one of
     the same shape and dtype elementwise."""
-    import xform.numpy as xnp
+    import xform.numpy as xnp  # deferred: import cycle
     L = _L()
     x = _arr(operand)
     ones = xnp.ones(tuple(update_shape), np.int32)

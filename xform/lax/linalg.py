@@ -6,6 +6,7 @@ from xform._src.primitives.linalg_decomp import (  # noqa: F401
     symmetrize, triangular_solve, triangular_solve_p, tridiagonal, tridiagonal_p,
     tridiagonal_solve, tridiagonal_solve_p, symmetric_product, cholesky_update, ormqr)
 from xform._src.primitives import elementwise as E
+import numpy as np
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p",
            "eig", "eig_p", "eigh", "eigh_p", "hessenberg", "hessenberg_p", "householder_product",
@@ -26,9 +27,8 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations=None, eps=None, dynami
     ``|u_k - u_{k-1}|_F < (10 eps / 2)^(1/3)`` or ``max_iterations`` (default 10).
     ``dynamic_shape=(m, n)``: x is padded from its leading m x n block.
     """
-    import numpy as np
 
-    import xform
+    import xform  # deferred: import cycle
     import xform.numpy as xnp  # deferred: import cycle
     from xform import lax  # deferred: import cycle
 

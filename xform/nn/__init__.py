@@ -18,6 +18,7 @@ from xform.numpy._util import lax
 from xform.scipy.special import logsumexp
 from xform._custom_derivatives import custom_jvp
 from xform.numpy import _jitted
+import sys
 
 __all__ = ["relu", "relu6", "gelu", "sigmoid", "silu", "swish", "softplus", "log_sigmoid",
            "elu", "leaky_relu", "softmax", "log_softmax", "logsumexp", "one_hot",
@@ -254,7 +255,6 @@ __all__ += ["dot_product_attention", "get_scaled_dot_general_config", "log1mexp"
 
 # ---- jax.nn functions that JAX wraps in jit: nested jit equations when staged
 def _install_jitted():
-    import sys
     _jitted.install(sys.modules[__name__], _jitted.NN_TABLE, prefix="xform.nn")
 
 

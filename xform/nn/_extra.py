@@ -266,7 +266,7 @@ def _quantize(x, config, axis):
     """Block-quantize ``x`` along ``axis`` as JAX's block-scaled dot does (mxfp8: power-of-two
     scales rounded up; nvfp4: float8 scales after dividing by the global scale) and return
     the dequantized float32 value (the global scale multiplied back)."""
-    import ml_dtypes
+    import ml_dtypes  # deferred: keeps `import xform` light
     x = xnp.moveaxis(x.astype(np.float32), axis, -1)
     K = x.shape[-1]
     bs = config.block_size

@@ -18,14 +18,14 @@ from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform._src.interpreters import core as _c
 from xform._src.primitives.prng import random_wrap
-from xform._src.primitives.structural import concatenate, expand_dims
+from xform._src.primitives.structural import concatenate
 from xform.numpy import _ufuncs as F
-from xform.numpy._shape import broadcast_to
 from xform.numpy._shape import broadcast_to, ravel
 from xform.numpy._shape import expand_dims, moveaxis
 from xform.numpy._shape import pad as _pad
-from xform.numpy._shape import ravel
 from xform.numpy._ufuncs import where
+from xform._src.primitives.misc import copy_p
+import warnings
 
 
 def _staging() -> bool:
@@ -261,7 +261,6 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None)
             if i < len(args) and [copy, order, ndmin][i] != [True, "K", 0][i]:
                 raise TypeError(f"array() got multiple values for argument '{name}'")
         copy, order, ndmin = (list(args) + [copy, order, ndmin][len(args):])[:3]
-        import warnings
         warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array "
                       "positionally is deprecated. Use keyword arguments instead.",
                       DeprecationWarning, stacklevel=2)
@@ -272,7 +271,6 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None)
         object = np.asarray(object)
     if copy and isinstance(object, Tracer):
         # staged, the copy is an equation of its own (JAX's copy_p), before any conversion
-        from xform._src.primitives.misc import copy_p
         object = copy_p.bind(object)
     out = asarray(object, dtype)
     if isinstance(object, Array) and copy and dtype is None:

@@ -19,7 +19,7 @@ __all__ = ["bool"]
 
 def __getattr__(name):
     if name in _NAMES:
-        import ml_dtypes
+        import ml_dtypes  # deferred: keeps `import xform` light
         t = getattr(ml_dtypes, name, None)
         if t is not None:
             value = globals()[name] = _scalar_type(name, t)

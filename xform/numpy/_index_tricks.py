@@ -15,11 +15,7 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
-from xform.numpy._creation import arange, linspace
-from xform.numpy._creation import arange, meshgrid
-from xform.numpy._creation import array
-from xform.numpy._creation import meshgrid
-from xform.numpy._creation import ones
+from xform.numpy._creation import arange, array, linspace, meshgrid, ones
 
 
 def _int_dt():

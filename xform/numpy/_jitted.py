@@ -23,6 +23,7 @@ import sys
 from xform._src.interpreters import core, errors
 from xform._src.interpreters.staging import StagingTrace
 from xform._jit import jit
+import numpy as np
 
 # xform.numpy name -> (jit name, static argument names)
 TABLE = {
@@ -168,7 +169,6 @@ def _dynamic_ok(v):
         return True
     if isinstance(v, (tuple, list)):
         return all(_dynamic_ok(x) for x in v)
-    import numpy as np
     return isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "biufc"
 
 

@@ -22,6 +22,7 @@ from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.numpy._creation import zeros
+from xform.numpy._creation import zeros_like
 
 
 def _dot_general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None,
@@ -227,7 +228,6 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a0, a1, b0, b1 = g(a, 0), g(a, 1), g(b, 0), g(b, 1)
     if a.shape[-1] == 2 and b.shape[-1] == 2:
         return F.subtract(F.multiply(a0, b1), F.multiply(a1, b0))
-    from xform.numpy._creation import zeros_like
     a2 = g(a, 2) if a.shape[-1] == 3 else zeros_like(a0)
     b2 = g(b, 2) if b.shape[-1] == 3 else zeros_like(b0)
     c = S.stack([F.subtract(F.multiply(a1, b2), F.multiply(a2, b1)),

@@ -32,6 +32,9 @@ from xform.numpy._index_tricks import unravel_index
 from xform.numpy._linalg import matmul
 from xform.numpy._reductions import cumsum
 from xform.numpy._util import check_arraylike, ensure_arraylike  # noqa: F401
+from xform._src.interpreters.config import config
+from xform.numpy._indexing import getitem
+import warnings
 
 # ----------------------------------------------------------------- NumPy re-exports
 
@@ -708,7 +711,6 @@ def _parse_signature(sig):
 def _check_vectorize_rank_promotion(arrs, cores, signature):
     """JAX: with jax_numpy_rank_promotion 'warn'/'raise', non-scalar operands whose loop
     ranks differ warn/raise (rank promotion of the loop dimensions)."""
-    from xform._src.interpreters.config import config
     mode = config.jax_numpy_rank_promotion
     if mode == "allow":
         return
@@ -721,7 +723,6 @@ def _check_vectorize_rank_promotion(arrs, cores, signature):
                "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
         if mode == "raise":
             raise ValueError(msg)
-        import warnings
         warnings.warn(msg)
 
 
@@ -1014,7 +1015,6 @@ class ufunc:
         idx = U.to_array(indices)
         if idx.ndim != 1:
             raise ValueError(f"reduceat: indices must be one-dimensional, got {idx.shape=}")
-        from xform.numpy._indexing import getitem
         n = x.shape[ax]
         sel = (slice(None),) * ax
         # out[k] starts as x[idx[k]]; element i is folded into every out[k] whose segment

@@ -17,7 +17,6 @@ from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.numpy._creation import _staging
-from xform.numpy._shape import ravel
 from xform.numpy._shape import ravel, sort, take_static
 
 _LOWP = [dtypes.float16]        # + bfloat16, once ml_dtypes is imported

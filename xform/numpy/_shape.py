@@ -24,6 +24,7 @@ from xform.numpy import _util as U
 from xform.numpy._util import lax
 from xform.numpy import _ufuncs as F
 from xform.numpy._ufuncs import subtract
+import warnings
 
 
 def _arr(x, name):
@@ -35,7 +36,6 @@ def _shape_of(name, a):
     """The shape of ``a``; a list or tuple is read as NumPy reads it, with JAX's
     DeprecationWarning."""
     if isinstance(a, (list, tuple)):
-        import warnings
         warnings.warn(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
                       "position 0. Convert it with jnp.asarray first.", DeprecationWarning,
                       stacklevel=3)

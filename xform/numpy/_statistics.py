@@ -23,6 +23,7 @@ from xform.numpy._util import lax
 from xform.numpy._creation import zeros
 from xform.numpy._linalg import diagonal
 from xform.numpy._linalg import dot
+from xform.numpy._creation import full
 
 _QMETHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
@@ -444,7 +445,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     (x,) = U.promote_dtypes_inexact(x)
     x = U.to_array(x, x.dtype, False)
     if x.shape[1] == 0:       # no observations: NaN, as JAX
-        from xform.numpy._creation import full
         return full(() if x.shape[0] == 1 else (x.shape[0], x.shape[0]), np.nan, x.dtype)
     if ddof is None:
         ddof = 0 if bias else 1

@@ -167,7 +167,7 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
             if a.dtype not in fast:
                 if name in ("equal", "not_equal") and dtypes.is_extended(a.dtype):
                     # typed PRNG keys compare (all key words equal), as in JAX
-                    from xform.random import _keys_equal
+                    from xform.random import _keys_equal  # deferred: import cycle
                     return _keys_equal(x1, x2, negate=name == "not_equal")
                 _reject(name, a.dtype, fast)
             if p is None:

@@ -17,6 +17,8 @@ from xform._src.interpreters import core, dtypes
 from xform._src.interpreters.config import config
 from xform._src.interpreters.core import Array, ArrayOps, Tracer
 from xform import lax  # noqa: F401  (xform.numpy's modules use lax through this name)
+import sys
+import warnings
 
 _SCALARS = (int, float, complex, bool)
 
@@ -28,7 +30,6 @@ def prim(name):
     p = _PRIMS.get(name)
     if p is None:
         from xform._src import primitives  # noqa: F401
-        import sys
         for fam in ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing"):
             mod = sys.modules.get(f"xform._src.primitives.{fam}")
             if mod is not None and hasattr(mod, f"{name}_p"):
@@ -301,7 +302,6 @@ def check_rank_promotion(name, shapes):
         return
     shapes_str = " ".join(str(tuple(s)) for s in shapes)
     if mode == "warn":
-        import warnings
         warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes "
                       f"{shapes_str}. Set the jax_numpy_rank_promotion config option to "
                       "'allow' to disable this warning; for more information, see "

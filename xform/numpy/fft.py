@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 from xform._src.interpreters import dtypes
+from xform._src.primitives import fft as _fft_prims
 from xform.numpy import _util
 from xform.numpy._signal import conj
 
@@ -23,8 +24,7 @@ def _xnp():
 
 
 def _lax_fft():
-    from xform._src.primitives.fft import FftType, fft
-    return FftType, fft
+    return _fft_prims.FftType, _fft_prims.fft
 
 
 def _conj(x):

@@ -15,17 +15,18 @@ import math
 import operator
 
 import numpy as np
+from xform import lax
+from xform.numpy._util import check_arraylike
+import xform.numpy as xnp
 
 __all__ = ["dct", "dctn", "idct", "idctn"]
 
 
 def _np():
-    import xform.numpy as xnp
     return xnp
 
 
 def _lax():
-    from xform import lax
     return lax
 
 
@@ -39,9 +40,8 @@ def _check(name, type, norm):
 def _axis(axis, ndim, name):
     a = operator.index(axis)
     if not -ndim <= a < ndim:
-        from xform.errors import AxisError
-        raise AxisError(f"{name}: axis {axis} is out of bounds for an array of dimension "
-                        f"{ndim}")
+        raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension "
+                         f"{ndim}")
     return a % ndim
 
 
@@ -117,7 +117,6 @@ def _idct_real(y, axis, norm):
 
 
 def _prep(name, x):
-    from xform.numpy._util import check_arraylike
     check_arraylike(name, x)
     return _np().asarray(x)
 

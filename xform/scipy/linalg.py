@@ -17,6 +17,10 @@ from xform import lax
 from xform._src.primitives import elementwise as E
 from xform._src.primitives import linalg_decomp
 import xform.numpy as xnp
+from xform._src.interpreters import dtypes as _dt
+from xform.scipy.special import comb
+import math
+import operator
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
            "eigh_tridiagonal", "expm", "expm_frechet", "funm", "hessenberg", "hilbert", "inv",
@@ -646,7 +650,6 @@ def fiedler_companion(a):
 
 def convolution_matrix(a, n: int, mode: str = "full"):
     """The Toeplitz matrix ``A`` with ``A @ v == convolve(a, v, mode)`` for ``len(v) == n``."""
-    import operator
     xnp = _xnp()
     n = operator.index(n)
     if n <= 0:
@@ -680,7 +683,6 @@ def _lbinom(n, k):
 
 def invhilbert(n: int):
     """Inverse of the n x n Hilbert matrix (default float dtype)."""
-    from xform.scipy.special import comb
     xnp = _xnp()
     a = xnp.arange(n, dtype=_float_dtype())
     i, j = a[:, None], a[None, :]
@@ -690,7 +692,6 @@ def invhilbert(n: int):
 
 
 def _float_dtype():
-    from xform._src.interpreters import dtypes as _dt
     return _dt.default_float_dtype()
 
 
@@ -746,7 +747,6 @@ def helmert(n: int, full: bool = False):
 
 def hadamard(n: int, dtype=int):
     """Sylvester's Hadamard matrix of order ``n`` (a power of 2)."""
-    import math
     if n < 1 or not math.log2(n).is_integer():
         raise ValueError(f"n must be a positive power of 2; got {n}.")
     xnp = _xnp()
@@ -758,7 +758,6 @@ def hadamard(n: int, dtype=int):
 
 def dft(n: int, scale=None, *, dtype=None):
     """The n x n discrete Fourier transform matrix (``scale``: None, 'sqrtn' or 'n')."""
-    from xform._src.interpreters import dtypes as _dt
     if scale is not None and scale not in ("sqrtn", "n"):
         raise ValueError(f"scale must be None, 'sqrtn', or 'n'; got {scale!r}.")
     if dtype is None:

@@ -6,6 +6,7 @@ from xform._src.primitives.convolution import conv_general_dilated
 from xform.numpy import _util
 from xform.numpy._signal import conj
 import xform.numpy as xnp
+import warnings
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve", "detrend",
            "stft", "istft", "welch", "csd"]
@@ -190,7 +191,6 @@ def _window(window, nperseg, input_length, dtype):
             nperseg = 256
         nperseg = int(nperseg)
         if nperseg > input_length:
-            import warnings
             warnings.warn(f"nperseg = {nperseg} is greater than input length = "
                           f"{input_length}, using nperseg = {input_length}", stacklevel=3)
             nperseg = input_length
@@ -198,7 +198,7 @@ def _window(window, nperseg, input_length, dtype):
             w = np.ones(1) if nperseg == 1 else \
                 np.sin(np.linspace(0, np.pi, nperseg, endpoint=False)) ** 2
         else:
-            from scipy.signal import get_window
+            from scipy.signal import get_window  # deferred: keeps `import xform` light
             w = get_window(window, nperseg)
         return xnp.asarray(w).astype(dtype), nperseg
     w = _util.to_array(window)
@@ -259,7 +259,6 @@ def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_on
         y = xnp.broadcast_to(y, b + y.shape[-1:])
     complex_in = x.dtype.kind == "c" or (not same and y.dtype.kind == "c")
     if complex_in and return_onesided:
-        import warnings
         warnings.warn("Input data is complex, switching to return_onesided=False",
                       stacklevel=3)
         return_onesided = False

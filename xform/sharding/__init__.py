@@ -22,6 +22,8 @@ from xform._src.interpreters import core
 from xform._src.interpreters import core as _core
 from xform._src.interpreters.core import ShapedArray as _SA
 import xform._src.primitives.spmd as _ps
+import functools
+import sys
 
 __all__ = ["Mesh", "PartitionSpec", "NamedSharding", "SingleDeviceSharding", "Sharding",
            "make_mesh", "set_mesh", "use_mesh", "get_mesh", "AxisType", "AbstractMesh",
@@ -789,7 +791,6 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
     keyword argument of the call)."""
     if f is None:
         return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
-    import functools
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
@@ -812,7 +813,6 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
     to ``in_sharding`` (given here or as a keyword argument of the call) first."""
     if f is None:
         return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
-    import functools
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
@@ -904,7 +904,6 @@ def _make_sharded_aval(aval, sharding):
 
 def _install():
     """Hand this module's classes to the layers below (they must not import xform)."""
-    import sys
 
     _ps.PartitionSpec = PartitionSpec
     _ps.sharding_api = sys.modules[__name__]

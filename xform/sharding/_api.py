@@ -17,7 +17,6 @@ from xform.tree_util import tree_flatten, tree_map, tree_unflatten
 from xform._placement import Shard
 from xform.sharding._jit import reshard, with_sharding_constraint  # noqa: E402
 from xform.sharding._shard_map import shard_map  # noqa: E402
-from xform.sharding._jit import with_sharding_constraint
 
 __all__ = ["Shard", "reshard", "shard_map", "with_sharding_constraint", "make_array_from_callback", "make_array_from_single_device_arrays",
            "make_array_from_process_local_data", "P", "NamedSharding", "process_index",

@@ -248,7 +248,7 @@ class _LoweredSpmd:
         return self
 
     def compiler_ir(self, dialect=None):
-        from xform._jit import _compiler_ir
+        from xform._jit import _compiler_ir  # deferred: import cycle
         return _compiler_ir(self._c.text, dialect)
 
     def compiled_text(self):

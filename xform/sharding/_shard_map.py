@@ -23,6 +23,7 @@ from xform._src.primitives.jit import _hoist
 from xform import sharding as S
 from xform.sharding._jit import _broadcast_prefix
 from xform.tree_util import tree_flatten, tree_unflatten
+from xform._src.primitives import prng
 
 __all__ = ["shard_map"]
 
@@ -268,9 +269,8 @@ def _spmd_compiler(closed, donated_invars, name):
     if mesh is None:
         return None
     from xform._src.lowering import spmd  # deferred: keeps `import xform` light
-    from xform._src.primitives import prng
     if prng.jaxpr_has_keys(closed):   # typed PRNG keys: partition the program over their words
-        from xform._src.lowering.runtime import KeyedCompiled
+        from xform._src.lowering.runtime import KeyedCompiled  # deferred: keeps `import xform` light
         inner = _spmd_compiler(prng.physicalize_closed(closed), donated_invars, name)
         return KeyedCompiled(inner, closed.in_avals, closed.out_avals)
     n = len(closed.jaxpr.invars)

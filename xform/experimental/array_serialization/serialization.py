@@ -16,6 +16,9 @@ from xform.experimental.array_serialization.tensorstore_impl import (  # noqa: F
     _DEFAULT_BASE_DRIVER as _DEFAULT_DRIVER, _LimitInFlightBytes,
     _TS_CONTEXT as TS_CONTEXT, _run_deserialization as run_deserialization,
     _run_serialization as run_serialization, async_deserialize, async_serialize)
+from xform import monitoring
+from xform import tree
+from xform import tree_util
 
 __all__ = ["GlobalAsyncCheckpointManagerBase", "AsyncManager",
            "GlobalAsyncCheckpointManager", "async_serialize", "async_deserialize",
@@ -96,7 +99,6 @@ class AsyncManager:
                            "if this manager is deleted before writing completes.")
 
     def _thread_func(self):
-        from xform import monitoring
         try:
             start = time.time()
             for future in self._commit_futures or ():
@@ -137,7 +139,6 @@ class GlobalAsyncCheckpointManager(AsyncManager, GlobalAsyncCheckpointManagerBas
                   transaction=None):
         """Copies ``arrays`` out, then commits them to ``tensorstore_specs`` in the
         background and runs ``on_commit_callback`` after (e.g. an atomic rename)."""
-        from xform import tree_util
         self.wait_until_finished()
         commit_futures: list = []
 
@@ -153,7 +154,6 @@ class GlobalAsyncCheckpointManager(AsyncManager, GlobalAsyncCheckpointManagerBas
 
     def serialize_with_paths(self, arrays, paths, *, on_commit_callback=None,
                              transaction=None):
-        from xform import tree
         return self.serialize(arrays, tree.map(get_tensorstore_spec, paths),
                               on_commit_callback=on_commit_callback, transaction=transaction)
 
@@ -165,6 +165,5 @@ class GlobalAsyncCheckpointManager(AsyncManager, GlobalAsyncCheckpointManagerBas
 
     def deserialize_with_paths(self, shardings, paths, global_shapes=None, dtypes=None,
                                concurrent_gb: int = 32):
-        from xform import tree
         return self.deserialize(shardings, tree.map(get_tensorstore_spec, paths),
                                 global_shapes, dtypes, concurrent_gb)

@@ -284,7 +284,7 @@ def estimate_read_memory_footprint(t: ts.TensorStore, domain: ts.IndexDomain) ->
 
 
 def _sharding_and_dtype(in_type, dtype):
-    from xform.experimental.layout import Format
+    from xform.experimental.layout import Format  # deferred: keeps `import xform` light
     import xform  # deferred: import cycle
     if isinstance(in_type, Format):
         return in_type.sharding, dtype

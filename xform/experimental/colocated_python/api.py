@@ -9,6 +9,7 @@ import numpy as np
 
 from xform.experimental.colocated_python.func import make_callable
 from xform.experimental.colocated_python.obj import wrap_class
+from xform.sharding import Mesh
 
 __all__ = ["colocated_cpu_devices", "colocated_python", "colocated_python_class"]
 
@@ -42,7 +43,6 @@ def colocated_cpu_devices(devices_or_mesh):
     """The CPU devices colocated with ``devices_or_mesh`` (a sequence of devices, or a
     ``Mesh``: then a mesh of the same shape, axis names and axis types).  Order is kept;
     a CPU device maps to itself."""
-    from xform.sharding import Mesh
     if isinstance(devices_or_mesh, Mesh):
         mesh = devices_or_mesh
         flat = _cpu_devices_for(tuple(mesh.devices.flat))

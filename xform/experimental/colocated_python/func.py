@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
+from xform import tree_util
 
 __all__ = ["make_callable", "Specialization"]
 
@@ -77,7 +78,6 @@ def _place(x, spec):
 
 
 def _run(fun, spec: Specialization, args, kwargs):
-    from xform import tree_util
     leaves, treedef = tree_util.tree_flatten((args, kwargs))
     if not leaves and spec.devices is None:
         raise ValueError("No devices found. colocated_python function without input "
@@ -123,7 +123,6 @@ def make_callable(fun: Callable[..., Any], specialization: Specialization | None
         """A colocated callable with extra specialization: ``in_specs`` (the specs of
         ``(args, kwargs)``), ``out_specs_fn`` (input specs -> output specs) and
         ``devices`` (required when the call has no array arguments)."""
-        from xform import tree_util
         if in_specs is None:
             leaves = treedef = None
         else:

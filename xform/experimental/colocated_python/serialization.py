@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from xform.sharding import Mesh, NamedSharding, SingleDeviceSharding
+import sys
 
 __all__ = ["DeviceList"]
 
@@ -81,7 +83,6 @@ def _reduce_mesh(mesh):
 
 
 def _unreduce_mesh(ids, axis_names, axis_types):
-    from xform.sharding import Mesh
     return Mesh(_lookup_all(ids), axis_names, axis_types=axis_types)
 
 
@@ -91,7 +92,6 @@ def _reduce_named_sharding(sharding):
 
 
 def _unreduce_named_sharding(reduced_mesh, spec, memory_kind):
-    from xform.sharding import NamedSharding
     mesh = reduced_mesh[0](*reduced_mesh[1])
     return NamedSharding(mesh, spec, memory_kind=memory_kind)
 
@@ -110,7 +110,6 @@ def _reduce_single_device_sharding(sharding):
 
 
 def _unreduce_single_device_sharding(device_id, memory_kind):
-    from xform.sharding import SingleDeviceSharding
     return SingleDeviceSharding(_lookup_cpu_device(_get_cpu_device_map(), device_id),
                                 memory_kind=memory_kind)
 
@@ -118,9 +117,7 @@ def _unreduce_single_device_sharding(device_id, memory_kind):
 def _serialize(obj: Any) -> bytes:
     """Pickles ``obj`` (callables by value, devices by id).  For colocated execution
     only: the bytes are ephemeral and read back by the same installation."""
-    import cloudpickle
-    from xform.sharding import Mesh, NamedSharding, SingleDeviceSharding
-    import sys
+    import cloudpickle  # deferred: keeps `import xform` light
     mod = sys.modules[__name__]   # reducers looked up at call time (libraries patch them)
 
     class _Pickler(cloudpickle.Pickler):
@@ -138,5 +135,5 @@ def _serialize(obj: Any) -> bytes:
 
 def _deserialize(serialized: bytes) -> Any:
     """Reads back what ``_serialize`` wrote."""
-    import cloudpickle
+    import cloudpickle  # deferred: keeps `import xform` light
     return cloudpickle.loads(serialized)

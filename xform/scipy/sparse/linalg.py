@@ -22,22 +22,23 @@ import functools
 import operator
 
 import numpy as np
+from xform import tree_util
+import xform.numpy as xnp
+import xform.scipy.linalg as sla
 
 __all__ = ["cg", "bicgstab", "gmres"]
 
 
 def _xf():
-    import xform
+    import xform  # deferred: import cycle
     return xform
 
 
 def _np():
-    import xform.numpy as xnp
     return xnp
 
 
 def _tu():
-    from xform import tree_util
     return tree_util
 
 
@@ -288,7 +289,6 @@ def _cycle_batched(A, b, x0, unit_residual, residual_norm, ptol, restart, M):
     """One restart cycle: the whole Arnoldi process, then the least-squares problem
     min |beta e1 - H^T y| by its normal equations."""
     xnp, lax = _np(), _xf().lax
-    import xform.scipy.linalg as sla
     dt = _result_dtype(b)
     V = _basis(unit_residual, restart)
     H = xnp.eye(restart, restart + 1, dtype=dt)   # unused rows keep the system regular
@@ -313,7 +313,6 @@ def _cycle_incremental(A, b, x0, unit_residual, residual_norm, ptol, restart, M)
     """One restart cycle with the QR factorization of H updated by Givens rotations at
     each Arnoldi step, stopping early once the residual estimate is below ``ptol``."""
     xnp, lax = _np(), _xf().lax
-    import xform.scipy.linalg as sla
     dt = _result_dtype(b)
     V = _basis(unit_residual, restart)
     R = xnp.eye(restart, restart + 1, dtype=dt)
