@@ -148,13 +148,7 @@ def first_call_text(lowered):
     and the generic-syntax text with locations.  (``Lowered.as_text()`` prints the same
     module in MLIR's pretty syntax, as JAX's does, which parses and re-prints it through
     MLIR: a cost a first call does not pay.)"""
-    from xform._src import lowering
-    from xform._src.interpreters import passes
-    w, e = lowered._wrapped, lowered._entry
-    donated = (False,) * len(e.const_args) + e.donated
-    return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
-                                donated_invars=donated, keep_unused=w._keep_unused,
-                                debug_info=True)
+    return lowered._program_text()
 
 
 def xform_breakdown(prog, args, clock=None):

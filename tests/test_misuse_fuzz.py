@@ -68,6 +68,8 @@ def _user_facing(e: BaseException, name: str = "") -> bool:
         return False
     if isinstance(e, RuntimeError) and name in CALLBACKS:
         return True
+    if isinstance(e, RuntimeError) and str(e).startswith("Unknown backend "):
+        return True                          # JAX's RuntimeError for a backend name it lacks
     return isinstance(e, ALLOWED)
 
 

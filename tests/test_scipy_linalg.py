@@ -289,3 +289,9 @@ def test_names_and_signatures_match_jax():
             b = [(p.name, p.kind) for p in inspect.signature(getattr(ours, name)).parameters.values()]
             assert a == b, (name, a, b)
     assert len([n for n in dir(jnl) if not n.startswith("_")]) == 31
+
+
+def test_qr_multiply_of_a_scalar_c_names_the_shapes():
+    # JAX indexes c.shape[-1] and fails with an internal IndexError; xform names the problem
+    with pytest.raises(ValueError, match=r"c at least 1-D.*\(3, 3\) and \(\)"):
+        xsl.qr_multiply(np.eye(3), 1.5)

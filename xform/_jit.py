@@ -989,13 +989,17 @@ class Lowered:
         self._wrapped = wrapped
         self._entry = entry
 
-    def as_text(self, dialect=None, debug_info=False):
+    def _program_text(self, debug_info=True):
+        """The StableHLO text a call compiles (and the persistent cache keys on): the
+        simplified program in MLIR's generic syntax, with locations by default."""
         w, e = self._wrapped, self._entry
         donated = (False,) * len(e.const_args) + e.donated
-        text = lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
+        return lowering.lower_jaxpr(passes.simplify(e.closed), name=w._name,
                                     donated_invars=donated, keep_unused=w._keep_unused,
                                     debug_info=debug_info)
-        return _pretty_mlir(text, debug_info)
+
+    def as_text(self, dialect=None, debug_info=False):
+        return _pretty_mlir(self._program_text(debug_info), debug_info)
 
     def compiler_ir(self, dialect=None):
         """The lowered program as an object: ``'stablehlo'`` (default) an MLIR module

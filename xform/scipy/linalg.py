@@ -788,6 +788,9 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     a, c = U.promote_dtypes_inexact(U.to_array(a), U.to_array(c))
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    if a.ndim < 2 or c.ndim < 1:
+        raise ValueError(f"qr_multiply: a must be at least 2-D and c at least 1-D, got "
+                         f"shapes {tuple(a.shape)} and {tuple(c.shape)}")
     onedim = c.ndim == 1
     if onedim:
         c = c[:, None] if mode == "left" else c[None, :]
