@@ -268,8 +268,9 @@ def get_backend(backend=None):
     if isinstance(backend, str):
         backend = backend.lower()
     elif backend is not None:
-        if hasattr(backend, "devices"):    # a client passes as is
-            return backend
+        if all(hasattr(backend, a) for a in ("devices", "local_devices", "platform")) \
+                and not isinstance(backend, (Array, Tracer)):
+            return backend                 # a PJRT client passes as is
         raise TypeError(f"backend must be a platform name ('cpu', 'gpu', 'tpu') or None, got "
                         f"{backend!r} of type {type(backend).__name__}")
     if runtime_kind() == "own":

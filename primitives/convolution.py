@@ -86,6 +86,10 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
 
 def conv_general_permutations(dimension_numbers):
     """('NHWC', 'HWIO', 'NHWC') -> the three spec tuples (positions of N, C, spatial...)."""
+    if not (isinstance(dimension_numbers, (tuple, list)) and len(dimension_numbers) == 3
+            and all(isinstance(s, str) for s in dimension_numbers)):
+        raise TypeError("convolution dimension_numbers must be three strings (lhs, rhs, out "
+                        f"specs such as ('NHWC', 'HWIO', 'NHWC')), got {dimension_numbers!r}")
     lhs_s, rhs_s, out_s = dimension_numbers
     pairs = (("N", "C"), ("O", "I"), ("N", "C"))
     for i, (a, b) in enumerate(pairs):

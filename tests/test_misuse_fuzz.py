@@ -90,3 +90,14 @@ def test_misuse_raises_user_facing_errors(fn, args):
 def test_the_fuzzer_covers_the_api():
     assert len(FUNCTIONS) > 700
     assert ("xnp", "sum") in FUNCTIONS and ("lax", "conv_general_dilated") in FUNCTIONS
+
+
+def test_a_backend_argument_that_is_an_array_is_a_type_error():
+    with pytest.raises(TypeError, match="backend must be a platform name"):
+        xform.local_device_count(xnp.ones(()))
+
+
+def test_conv_dimension_numbers_that_are_not_strings_are_a_type_error():
+    # JAX fails inside with AttributeError ('ArrayImpl' object has no attribute 'count')
+    with pytest.raises(TypeError, match="must be three strings"):
+        lax.conv_general_permutations(xnp.ones(3))
