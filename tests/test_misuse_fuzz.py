@@ -101,3 +101,10 @@ def test_conv_dimension_numbers_that_are_not_strings_are_a_type_error():
     # JAX fails inside with AttributeError ('ArrayImpl' object has no attribute 'count')
     with pytest.raises(TypeError, match="must be three strings"):
         lax.conv_general_permutations(xnp.ones(3))
+
+
+def test_bytes_as_a_shape_and_a_non_string_trim_are_type_errors():
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences"):
+        xnp.ones(b"bytes")                   # as JAX (NumPy would allocate 59 GiB)
+    with pytest.raises(TypeError, match="trim must be a string"):
+        xnp.trim_zeros(xnp.ones(3), None)    # JAX: an internal AttributeError

@@ -434,3 +434,11 @@ def test_numpy_functions_under_grad_and_vmap():
         g = lambda x: xnp.linalg.norm(x) + xnp.max(x) * xnp.var(x)
         xs = np.random.RandomState(0).randn(3, 4).astype(np.float32)
         np.testing.assert_allclose(xform.vmap(g)(xs), [g(r) for r in xs], rtol=1e-5)
+
+
+def test_namespace_has_no_helper_names_leaked_from_its_modules():
+    """Names xform.numpy has that jax.numpy lacks are deliberate (Array, half), not helpers
+    of its implementation modules (imported modules, primitives, engine classes)."""
+    import jax.numpy as jnp_
+    extra = {n for n in dir(xnp) if not n.startswith("_") and not hasattr(jnp_, n)}
+    assert extra <= {"Array", "annotations", "half"}, sorted(extra)

@@ -40,7 +40,7 @@ from xform.numpy import fft  # noqa: F401,E402
 from xform.numpy._array_api import (  # noqa: F401,E402
     __array_api_version__, __array_namespace_info__)
 from xform.numpy import _creation
-import warnings
+import warnings as _warnings
 
 # constants
 pi = _np.pi
@@ -155,7 +155,7 @@ def astype(x, dtype, /, *, copy=False, device=None):
         dt = _dtypes.default_float_dtype()
     if a.dtype.kind == "c" and dt.kind != "c":
         if dt != _dtypes.bool_:
-            warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+            _warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
                           "Please first use jnp.real or jnp.imag to take the real/imaginary "
                           "component of your input.", DeprecationWarning, stacklevel=2)
             a = _F.real(a)

@@ -621,4 +621,5 @@ def copy(a, order=None):
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "math", "np", "dtypes", "core", "Array", "ArrayOps", "U", "lax",
-    "builtins_abs")]
+    "builtins_abs", "F", "LAZY_SCALAR_TYPES", "StagingTrace", "Tracer", "config", "copy_p",
+    "random_wrap", "warnings")]

@@ -208,6 +208,8 @@ def trim_zeros(filt, trim="fb", axis=None):
     else:
         axes = {U.canonicalize_axis(a, x.ndim)
                 for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+    if not isinstance(trim, str):
+        raise TypeError(f"trim_zeros: trim must be a string of 'f' and/or 'b', got {trim!r}")
     t = trim.lower()
     if not axes or ("f" not in t and "b" not in t):
         return x

@@ -567,4 +567,4 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
-    "annotations", "builtins", "np", "dtypes", "ArrayOps", "F", "U", "lax")]
+    "annotations", "builtins", "np", "dtypes", "ArrayOps", "F", "U", "lax", "take_static")]

@@ -922,4 +922,4 @@ def _argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "np", "dtypes", "core", "Array", "ArrayOps", "U", "lax",
-    "take_static")]
+    "take_static", "F", "Tracer", "warnings")]

@@ -890,4 +890,4 @@ def isrealobj(x):
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "math", "np", "core", "dtypes", "Array", "ArrayOps", "U", "lax", "prim",
-    "convert_bool")]
+    "convert_bool", "operator")]

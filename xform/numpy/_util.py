@@ -444,6 +444,8 @@ def canonical_shape(shape, name="shape"):
     if isinstance(shape, (int, np.integer)) or (
             isinstance(shape, (ArrayOps, np.ndarray)) and not shape.shape):
         shape = (shape,)
+    if isinstance(shape, (str, bytes, bytearray)):
+        shape = (shape,)        # not a sequence of sizes (JAX's TypeError below)
     try:
         entries = tuple(shape)
     except TypeError:
