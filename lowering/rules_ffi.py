@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from xform._src.interpreters import interrupts
 from xform._src.lowering.mlir import (_quote, dense_literal, element_type, register,
                                        tensor_type)
 from xform._src.primitives.ffi import FrozenDict, HashableArray, ffi_call_p, unwrap_attributes
@@ -127,3 +128,9 @@ def _ffi_call(ctx, eqn, *operands):
         attributes=unwrap_attributes(p["attributes"]), has_side_effect=p["has_side_effect"],
         operand_layouts=p["input_layouts"], result_layouts=p["output_layouts"],
         operand_output_aliases=p["input_output_aliases"])
+
+
+def xla_client():
+    """jaxlib's ``xla_client`` (FFI target registration for ``xform.ffi``): only lowering/
+    touches jaxlib."""
+    return interrupts.import_module("jaxlib.xla_client")

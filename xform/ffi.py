@@ -28,8 +28,8 @@ __all__ = ["build_ffi_lowering_function", "ffi_call", "ffi_lowering", "include_d
 
 
 def _xla_client():
-    from jaxlib import xla_client  # deferred: `import xform` stays free of jaxlib
-    return xla_client
+    from xform._src.lowering.rules_ffi import xla_client  # deferred: keeps `import xform` light
+    return xla_client()
 
 
 def register_ffi_target(name: str, fn, platform: str = "cpu", api_version: int = 1,
