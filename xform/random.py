@@ -1028,16 +1028,55 @@ def _gamma_one(k, alpha, log_space):
     return lax.mul(lax.mul(d, V), boost)
 
 
-def _gamma_impl(k, a, log_space):
-    """Samples for every element of ``a``: one subkey per element, as JAX's
-    ``random_gamma`` (vmapped rejection sampler of Marsaglia and Tsang)."""
+def _gamma_flat(k, a, log_space):
+    """Samples for every element of ``a`` given key words ``k`` of shape
+    ``batch + (2,)`` and ``a`` of shape ``batch + rest``: each key splits into one
+    subkey per element of ``rest``, and one flat vmapped rejection sampler (Marsaglia
+    and Tsang) runs over all of them, as JAX's ``random_gamma`` does. Keeping the
+    loop flat when vmap adds key batch dimensions is what keeps vmapped samples
+    bit-identical to JAX's: XLA vectorizes a (12,) loop differently from a (3, 4) one."""
     jnp, lax = _jnp(), _lax()
     shape = a.shape
-    n = math.prod(shape)
-    keys = lax.reshape(_split_raw(k, (n,)), (n, 2))
-    alphas = lax.reshape(a, (n,))
+    nb = k.ndim - 1
+    n = math.prod(shape[nb:])
+    if nb == 0:
+        keys = _split_raw(k, (n,))
+    else:
+        keys = _x().vmap(lambda kk: _split_raw(kk, (n,)))(
+            lax.reshape(k, (math.prod(k.shape[:-1]), 2)))
+    keys = lax.reshape(keys, (math.prod(shape), 2))
+    alphas = lax.reshape(a, (math.prod(shape),))
     samples = _x().vmap(lambda kk, al: _gamma_one(kk, al, log_space))(keys, alphas)
     return jnp.reshape(samples, shape)
+
+
+_gamma_impl_cache: dict = {}
+
+
+def _gamma_impl(k, a, log_space):
+    """``_gamma_flat`` under a vmap rule that moves the batch dimension of the keys
+    and of ``a`` to the front and samples them in one flat loop (JAX's batching rule
+    for ``random_gamma``) instead of batching the loop."""
+    fn = _gamma_impl_cache.get(log_space)
+    if fn is None:
+        from xform.custom_batching import custom_vmap  # deferred: import cycle
+
+        @custom_vmap
+        def fn(k, a):
+            return _gamma_flat(k, a, log_space)
+
+        @fn.def_vmap
+        def _rule(axis_size, in_batched, k, a):
+            kb, ab = in_batched
+            jnp = _jnp()
+            if not kb:
+                k = jnp.broadcast_to(k, (axis_size, *k.shape))
+            if not ab:
+                a = jnp.broadcast_to(a, (axis_size, *a.shape))
+            return fn(k, a), True
+
+        _gamma_impl_cache[log_space] = fn
+    return fn(k, a)
 
 
 @_rjit(2, 3, 4)
