@@ -161,15 +161,18 @@ def test_python_operators_and_weak_scalars():
     assert _bits(a @ a) == _bits(jnp.asarray(x) @ x)
 
 
-def test_eager_grad_bits_equal_jit_grad():
+def test_eager_grad_bits_equal_jax_eager_grad():
     rng = np.random.default_rng(0)
     w = rng.standard_normal((16, 8)).astype(np.float32)
     x = rng.standard_normal((4, 16)).astype(np.float32)
 
     def loss(w, x):
         return xnp.mean(xnp.tanh(x @ w) ** 2)
-    g = xform.grad(loss)(w, x)
-    assert _bits(g) == _bits(xform.jit(xform.grad(loss))(w, x))
+    def jloss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+    # op by op, as JAX's eager grad runs it (a jitted gradient is one fused program,
+    # which XLA may round differently, in JAX too)
+    assert _bits(xform.grad(loss)(w, x)) == _bits(jax.grad(jloss)(w, x))
 
 
 def test_numpy_numerics_option_runs_the_reference():

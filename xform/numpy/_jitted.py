@@ -106,10 +106,11 @@ NN_TABLE = {
 # ``jnp`` functions JAX wraps in ``jit(inline=True)`` (no nested equation when staged)
 # whose compiled result differs from their operations run one by one: XLA's
 # simplifier rewrites them (``log2``: the division by ``log(2)`` becomes a multiplication
-# by its reciprocal).  Called eagerly on concrete values they run as one compiled
+# by its reciprocal; ``log10``'s product with a constant fuses with the logarithm).  Called eagerly on concrete values they run as one compiled
 # program, as in JAX, so their bits are JAX's; staged, they inline.
 INLINE_TABLE = {
     "log2": ("log2", ()),
+    "log10": ("log10", ()),
 }
 
 
