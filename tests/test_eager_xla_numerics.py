@@ -201,3 +201,13 @@ def test_kernels_are_cached_per_signature():
         xnp.sin(x + 1)
     assert eager_kernels.cache_info()["kernels"] == before
     assert core.xla_kernel_hook is eager_kernels.run
+
+
+def test_strided_and_broadcast_views():
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    a = xnp.asarray(x)
+    assert _bits(xnp.sin(a.T)) == _bits(jnp.sin(x.T))
+    assert _bits(xnp.exp(a[:, ::2])) == _bits(jnp.exp(x[:, ::2]))
+    row = np.broadcast_to(x[0], (5, 4))
+    assert _bits(xnp.tanh(xnp.broadcast_to(a[0], (5, 4)))) == _bits(jnp.tanh(row))
+    assert _bits(xnp.sum(a.T, axis=1)) == _bits(jnp.sum(x.T, axis=1))
