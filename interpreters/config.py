@@ -54,6 +54,11 @@ _DEFAULTS = {
     # tier in the background (lowering/runtime.py; docs/performance.md says why it is
     # off by default: the tiers' results are not always bit-identical).
     "xform_tiered_compilation": False,
+    # xform's own: eager operations whose NumPy result differs from XLA's (transcendental
+    # functions, complex arithmetic, sums, products, dot products) run XLA's compiled
+    # kernel, so eager results are bit-identical to jit's and JAX's; True runs NumPy's
+    # (faster per call, last-digit differences).  docs/semantics.md.
+    "xform_eager_numpy_numerics": False,
 }
 
 # JAX 0.10.2's other options, with JAX's defaults.  These tune parts of JAX that xform

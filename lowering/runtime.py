@@ -764,6 +764,9 @@ def clear_caches():
     with _cache_lock:
         _exe_cache.clear()
     _eager_cache.clear()
+    kernels = sys.modules.get("xform._src.lowering.eager_kernels")
+    if kernels is not None:
+        kernels.clear_cache()
 
 
 def _blocking_execute(exe):

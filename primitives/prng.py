@@ -347,7 +347,8 @@ def eval_physical(jaxpr, consts, args):
 
     def read(a):
         if type(a) is Literal:
-            return to_words(a.val) if is_key_aval(a.aval) else a.val
+            # a.value: a weakly typed literal stays weak (``i + 1`` of a weak ``i``)
+            return to_words(a.val) if is_key_aval(a.aval) else a.value
         return env[a]
 
     for eqn in jaxpr.eqns:

@@ -444,13 +444,25 @@ around = round
 def log2(x, /):
     x = U.ensure_arraylike("log2", x)
     (a,) = U.promote_dtypes_inexact(x)
+    if a.dtype in _C:      # JAX's formula: the real and imaginary parts divided by log(2)
+        r = _bind("log", a)
+        re, im = _bind("real", r), _bind("imag", r)
+        ln2 = _bind("log", _const(re, 2))
+        return _bind("complex", _bind("div", re, ln2), _bind("div", im, ln2))
     return true_divide(log(a), log(_const(a, 2)))
 
 
 def log10(x, /):
     x = U.ensure_arraylike("log10", x)
     (a,) = U.promote_dtypes_inexact(x)
-    return true_divide(log(a), log(_const(a, 10)))
+    # JAX's formula: times 1/log(10) rounded to the real dtype (a non-weak constant)
+    real_dt = np.finfo(a.dtype).dtype
+    c = U.to_array(0.4342944819032518, real_dt, False)
+    if a.dtype in _C:
+        r = _bind("log", a)
+        return _bind("complex", _bind("mul", _bind("real", r), c),
+                     _bind("mul", _bind("imag", r), c))
+    return _bind("mul", log(a), c)
 
 
 def deg2rad(x, /):
