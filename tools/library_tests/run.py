@@ -21,6 +21,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -159,7 +160,7 @@ def _checkout(lib, dist, tag_pattern, source, dest, files, ref=None):
     return dest
 
 
-def _run(backend, root, files, timeout, extra):
+def _run(backend, root, files, timeout, extra, log=None):
     xml = Path(tempfile.mkstemp(suffix=".xml")[1])
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
@@ -170,11 +171,23 @@ def _run(backend, root, files, timeout, extra):
         env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parents[1]),
                                              env.get("PYTHONPATH", "")])
         cmd[3:3] = ["-p", "xform_alias_plugin"]
+    out = open(f"{log}.{backend}.log", "w") if log else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        subprocess.run(cmd, cwd=root, env=env, timeout=timeout, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        pass
+        # interrupt rather than kill: pytest then still writes the junit report of the
+        # cases it finished (a killed run would report none)
+        print(f"note: {backend} run stopped after {timeout}s; counting the cases it "
+              f"finished", file=sys.stderr)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if log:
+        out.close()
     cases = {}
     if xml.exists() and xml.stat().st_size:
         for tc in ET.parse(xml).getroot().iter("testcase"):
@@ -196,6 +209,7 @@ def main(argv=None):
     ap.add_argument("--backend", choices=["jax", "xform", "both"], default="both")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per backend run")
     ap.add_argument("--json", help="write the per-case results here")
+    ap.add_argument("--log", help="keep each backend's pytest output in LOG.<backend>.log")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments, one string")
     a = ap.parse_args(argv)
     dist, where, tag_pattern, default_files = LIBRARIES[a.library]
@@ -213,7 +227,7 @@ def main(argv=None):
                                  f"(a git directory of its repository)")
             root = _checkout(a.library, dist, tag_pattern, source, Path(tmp), files, a.ref)
         backends = ["jax", "xform"] if a.backend == "both" else [a.backend]
-        results = {b: _run(b, root, files, a.timeout, a.pytest_args.split()) for b in backends}
+        results = {b: _run(b, root, files, a.timeout, a.pytest_args.split(), a.log) for b in backends}
     by_file = {}
     for b, cases in results.items():
         for cid, status in cases.items():
