@@ -58,7 +58,7 @@ class AbstractRef:
         return n
 
     def str_short(self, short_dtypes=False):
-        return f"Ref{{{self.inner_aval.str_short(short_dtypes)}}}"
+        return f"Ref{{{self.inner_aval.str_short(short_dtypes=short_dtypes)}}}"
 
     def __str__(self):
         return self.str_short()
@@ -74,7 +74,7 @@ class AbstractRef:
 
 
 def ref_error(ref):
-    return f"Ref{{{ref._aval.str_short()}}}"
+    return f"Ref{{{ref._aval.str_short(short_dtypes=False)}}}"
 
 
 class Scope:

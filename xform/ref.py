@@ -66,15 +66,6 @@ def _index_aval(ref, val, idx):
     return val if _is_whole(idx) else val[idx]
 
 
-def _fix_weak(ref, v):
-    """The stored value keeps the reference's type (a weakly typed reference stays so)."""
-    if v.aval.weak_type != ref._aval.weak_type:
-        from xform._src.primitives.elementwise import convert_element_type_p
-        v = convert_element_type_p.bind(v, new_dtype=v.aval.dtype,
-                                        weak_type=ref._aval.weak_type)
-    return v
-
-
 def _check_update(ref, cur, v, idx, what):
     expected = _index_aval(ref, cur, idx).aval
     if expected.shape != v.aval.shape:
@@ -153,7 +144,7 @@ def swap(ref, idx, value, _function_name="ref_swap"):
     else:
         old = cur[idx]
         new = cur.at[idx].set(value)
-    _refs.write(ref, _fix_weak(ref, new), "jax.ref.swap")
+    _refs.write(ref, new, "jax.ref.swap")
     return old
 
 
@@ -169,7 +160,7 @@ def addupdate(ref, idx, x):
     cur = _refs.read(ref, "jax.ref.addupdate")
     _check_update(ref, cur, x, idx, "addupdate")
     new = cur + x if _is_whole(idx) else cur.at[idx].add(x)
-    _refs.write(ref, _fix_weak(ref, new), "jax.ref.addupdate")
+    _refs.write(ref, new, "jax.ref.addupdate")
 
 
 # --------------------------------------------------------------- the Ref type's methods
@@ -177,11 +168,11 @@ def addupdate(ref, idx, x):
 
 def _ref_repr(self):
     if self._freed:
-        return f"Ref(<freed>, {self._aval.str_short()})"
+        return f"Ref(<freed>, {self._aval.str_short(short_dtypes=False)})"
     try:
         v = _refs.read(self, "repr")
     except Exception:        # (a reference whose scope ended: printable, not readable)
-        return f"Ref{{{self._aval.str_short()}}}"
+        return f"Ref{{{self._aval.str_short(short_dtypes=False)}}}"
     if type(v) is _core.Array:
         r = repr(v)
         return "Ref" + r[len("Array"):] if r.startswith("Array") else f"Ref({r})"
