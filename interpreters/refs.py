@@ -239,3 +239,36 @@ def free(ref):
 
 
 _MISSING = object()
+
+
+def discharge_transform(scope):
+    """After the function a non-staging transformation (``jvp``/``linearize``/``vmap``)
+    runs has returned, with that transformation's trace still current: write what the
+    function wrote into its caller's references back at the caller's level.  A value
+    carrying this transformation's information cannot go there (JAX's errors): a
+    differentiated value into a reference the differentiated function closes over, a
+    batched value into one the vmapped function closes over."""
+    from xform._src.interpreters import ad, batching, core
+    tr = core.current_trace()
+    for ref in scope.touched():
+        v = scope.final(ref)
+        if v is scope.inputs[id(ref)]:
+            continue
+        if isinstance(tr, ad.JVPTrace):
+            p, t = tr.unpack(v)
+            if type(t) is not ad.Zero:
+                write(ref, p)         # (JAX has written the primal value when it refuses)
+                raise Exception(
+                    "performing a set/swap operation with a differentiated value on a "
+                    f"non-differentiated array reference of type {ref_error(ref)}. Move the "
+                    "array reference to be an argument of the differentiated function?")
+            v = p
+        elif isinstance(tr, batching.BatchTrace) and isinstance(v, batching.BatchTracer) \
+                and v._trace is tr:
+            if v.batch_dim is not None:
+                raise Exception(
+                    "performing a set/swap operation with vmapped value on an unbatched "
+                    f"array reference of type {ref_error(ref)}. Move the array reference to "
+                    "be an argument to the vmapped function?")
+            v = v.val
+        write(ref, v)

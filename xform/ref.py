@@ -54,7 +54,7 @@ def _implicit_cast(dtype, v):
     """JAX's rule: a weakly typed value of the same kind (float into float, int into int)
     takes the reference's dtype; anything else must already have it."""
     a = v.aval
-    if a.weak_type and a.dtype != dtype and (
+    if a.weak_type and (
             (np.issubdtype(dtype, np.floating) and np.issubdtype(a.dtype, np.floating)) or
             (np.issubdtype(dtype, np.integer) and np.issubdtype(a.dtype, np.integer))):
         from xform._src.primitives.elementwise import convert_element_type_p
@@ -64,6 +64,15 @@ def _implicit_cast(dtype, v):
 
 def _index_aval(ref, val, idx):
     return val if _is_whole(idx) else val[idx]
+
+
+def _strong(v):
+    """What a write stores is never weakly typed (as JAX's: only ``new_ref`` of a Python
+    scalar makes a weakly typed reference value)."""
+    if v.aval.weak_type:
+        from xform._src.primitives.elementwise import convert_element_type_p
+        v = convert_element_type_p.bind(v, new_dtype=v.aval.dtype, weak_type=False)
+    return v
 
 
 def _check_update(ref, cur, v, idx, what):
@@ -144,7 +153,7 @@ def swap(ref, idx, value, _function_name="ref_swap"):
     else:
         old = cur[idx]
         new = cur.at[idx].set(value)
-    _refs.write(ref, new, "jax.ref.swap")
+    _refs.write(ref, _strong(new), "jax.ref.swap")
     return old
 
 
@@ -160,7 +169,7 @@ def addupdate(ref, idx, x):
     cur = _refs.read(ref, "jax.ref.addupdate")
     _check_update(ref, cur, x, idx, "addupdate")
     new = cur + x if _is_whole(idx) else cur.at[idx].add(x)
-    _refs.write(ref, new, "jax.ref.addupdate")
+    _refs.write(ref, _strong(new), "jax.ref.addupdate")
 
 
 # --------------------------------------------------------------- the Ref type's methods
