@@ -83,7 +83,7 @@ class Scope:
     (``shadow``).  ``preset`` references arrive with their values already (the second
     trace of a body, where they are extra inputs)."""
 
-    __slots__ = ("parent", "shadow", "inputs", "order", "name", "lower")
+    __slots__ = ("parent", "shadow", "inputs", "order", "name", "lower", "used")
 
     def __init__(self, name, preset=(), lower=None):
         self.parent = None
@@ -92,6 +92,7 @@ class Scope:
         self.inputs = {}
         self.order = []
         self.lower = lower          # transforms (grad, vmap): value -> parent-level value
+        self.used = set()           # ids of the outer references actually read or written
         for ref, val in preset:
             self._touch(ref, val)
 
@@ -205,6 +206,7 @@ def read(ref, what="get"):
     s = current_scope()
     if s is ref._scope:
         return ref._val
+    s.used.add(id(ref))
     v = s.shadow.get(id(ref), _MISSING)
     if v is not _MISSING:
         return v
@@ -229,6 +231,7 @@ def write(ref, val, what="set"):
         return
     if id(ref) not in s.shadow:
         read(ref, what)
+    s.used.add(id(ref))
     s.shadow[id(ref)] = val
 
 

@@ -1480,16 +1480,21 @@ def _no_returned_refs(out, what):
                 "instead")
 
 
-def _scoped(f, what, known=(), vals=None):
+def _scoped(f, what, known=(), vals=None, written=None, touched=None):
     """``f`` run in a reference scope: returns (its output, final values of ``known``);
-    raises ``_BodyRefs`` naming references it touched beyond ``known``."""
+    raises ``_BodyRefs`` naming references it touched beyond ``known``; adds the ids of
+    the references it wrote to ``written``."""
     def run(*args):
         with _refs.Scope(what, preset=zip(known, vals if vals is not None else ())) as sc:
             out = f(*args)
+        if touched is not None:
+            touched.update((id(r), r) for r in sc.touched() if id(r) in sc.used)
         new = [r for r in sc.touched() if not any(r is k for k in known)]
         if new:
             raise _BodyRefs(new)
         _no_returned_refs(out, what)
+        if written is not None:
+            written.update(id(r) for r in known if sc.final(r) is not sc.inputs[id(r)])
         return out, [sc.final(r) for r in known]
     return run
 
@@ -1537,9 +1542,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
                 return _scan_plain(body, init, xs, length, reverse, unroll, _split_transpose)
             init_vals = [_read_strong(r, "scan") for r in known]
 
+            written = set()
+
             def body(carry, x, _known=tuple(known), _init=init_vals):
                 c, rv = carry
-                out, finals = _scoped(f, "scan", _known, rv)(c, x)
+                out, finals = _scoped(f, "scan", _known, rv, written)(c, x)
                 if not (isinstance(out, tuple) and len(out) == 2):
                     return out, None     # (scan's own error about the body's output)
                 c2, y = out
@@ -1550,7 +1557,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             _add_known(known, e.refs)
             continue
         for r, v in zip(known, rv):
-            _refs.write(r, v, "scan")
+            if id(r) in written:
+                _refs.write(r, v, "scan")
         return c, ys
 
 
@@ -1566,22 +1574,34 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
                                     init_val, max_steps=max_steps, checkpoint=checkpoint)
             init_vals = [_read_strong(r, "while_loop") for r in known]
             kt = tuple(known)
+            written = set()
+            in_cond, in_body = set(), set()
 
             def cond2(carry):
                 v, rv = carry
-                return _scoped(cond_fun, "while_loop", kt, rv)(v)[0]
+                return _scoped(cond_fun, "while_loop", kt, rv, written, in_cond)(v)[0]
 
             def body2(carry):
                 v, rv = carry
-                out, finals = _scoped(body_fun, "while_loop", kt, rv)(v)
+                out, finals = _scoped(body_fun, "while_loop", kt, rv, written, in_body)(v)
                 return out, [_keep_type(x, i) for x, i in zip(finals, init_vals)]
             v, rv = _while_plain(cond2, body2, (init_val, init_vals), max_steps=max_steps,
                                  checkpoint=checkpoint)
         except _BodyRefs as e:
             _add_known(known, e.refs)
             continue
+        both = in_cond & in_body
+        if both:
+            r = next(iter(both))[1]
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                "function, but when tracing while_loop for jit the mutable array reference "
+                f"of type {_refs.ref_error(r)} appeared at both args[0] and args[1] (cond_fun "
+                "and body_fun both close over it); use it in one of them only, or carry its "
+                "value")
         for r, x in zip(known, rv):
-            _refs.write(r, x, "while_loop")
+            if id(r) in written:
+                _refs.write(r, x, "while_loop")
         return v
 
 
@@ -1598,10 +1618,11 @@ def _switch(index, funs, operands, names, what, check_order=None):
             vals = [_read_strong(r, what) for r in known]
             kt = tuple(known)
             wrapped = {}
+            written = set()
 
             def mk(f):
                 def branch(rv, *ops):
-                    out, finals = _scoped(f, what, kt, rv)(*ops)
+                    out, finals = _scoped(f, what, kt, rv, written)(*ops)
                     return out, [_keep_type(x, i) for x, i in zip(finals, vals)]
                 return branch
             fs = [wrapped.setdefault(id(f), mk(f)) for f in funs]
@@ -1611,5 +1632,6 @@ def _switch(index, funs, operands, names, what, check_order=None):
             _add_known(known, e.refs)
             continue
         for r, x in zip(known, rv):
-            _refs.write(r, x, what)
+            if id(r) in written:
+                _refs.write(r, x, what)
         return out

@@ -27,6 +27,17 @@ def _strong(v):
     return v
 
 
+def _typed(v, ref):
+    """A reference's value as a jitted function first reads it: of the reference's type
+    (weak if it was made from a Python scalar, as JAX's reference aval), whatever the
+    weak type of what was last written."""
+    a = getattr(v, "aval", None)
+    if a is not None and a.weak_type != ref._aval.weak_type:
+        from xform._src.primitives.elementwise import convert_element_type_p
+        v = convert_element_type_p.bind(v, new_dtype=a.dtype, weak_type=ref._aval.weak_type)
+    return v
+
+
 class HasRefs(Exception):
     """A plain ``jit`` found references in its arguments or its trace (internal)."""
 
@@ -84,6 +95,7 @@ class RefJit:
         def pure(clo_vals, *args, **kwargs):
             with _refs.Scope("jit", preset=zip(closure, clo_vals)) as scope:
                 leaves, td = tree_flatten((args, kwargs))
+                leaves_in = list(leaves)
                 local = {}
                 for i in positions:
                     r = Ref._make(leaves[i], leaves[i].aval)
@@ -99,8 +111,12 @@ class RefJit:
                 new = [r for r in scope.touched() if not any(r is c for c in closure)]
                 if new:
                     raise NewClosureRefs(new)
-                finals = [_strong(_refs.read(local[i])) for i in positions]
-                clo_finals = [_strong(scope.final(r)) for r in closure]
+                # a reference the function did not write is left as it was (None: the
+                # output tree says which were written)
+                finals = [None if local[i]._val is leaves_in[i] else _strong(local[i]._val)
+                          for i in positions]
+                clo_finals = [None if scope.final(r) is scope.inputs[id(r)]
+                              else _strong(scope.final(r)) for r in closure]
             return out, finals, clo_finals
 
         pure.__name__ = w._name
@@ -136,8 +152,8 @@ class RefJit:
                 inner = self.inner[key] = self._make_inner(treedef, positions, names, closure)
             plain = list(leaves)
             for i, r in zip(positions, ref_args):
-                plain[i] = _strong(_refs.read(r, "jit"))
-            clo_vals = [_strong(_refs.read(r, "jit")) for r in closure]
+                plain[i] = _typed(_refs.read(r, "jit"), r)
+            clo_vals = [_typed(_refs.read(r, "jit"), r) for r in closure]
             pargs, pkw = treedef.unflatten(plain)
             try:
                 out, finals, clo_finals = inner(clo_vals, *pargs, **pkw)
@@ -148,9 +164,11 @@ class RefJit:
                 self.inner.clear()
                 continue
             for r, v in zip(ref_args, finals):
-                _refs.write(r, v, "jit")
+                if v is not None:
+                    _refs.write(r, v, "jit")
             for r, v in zip(closure, clo_finals):
-                _refs.write(r, v, "jit")
+                if v is not None:
+                    _refs.write(r, v, "jit")
             return out
 
     def _check_alias(self, closure, ref_args, names):

@@ -102,6 +102,8 @@ def _flatten_axes(name, spec, tree, shown=None):
 
 
 def _type_str(x):
+    if isinstance(x, _refs.Ref):
+        return _refs.ref_error(x)
     try:
         return core.get_aval(x).str_short(short_dtypes=False)
     except TypeError:

@@ -36,6 +36,37 @@ def _is_whole(idx):
     return type(idx) is tuple and (len(idx) == 0 or (len(idx) == 1 and idx[0] is Ellipsis))
 
 
+def _check_index(ref, idx):
+    """The indexers JAX's references accept: integers, integer arrays, slices with a
+    positive step and one ``...``; no ``None`` inside a tuple, no boolean masks."""
+    if _is_whole(idx):
+        return
+    t = idx if type(idx) is tuple else (idx,)
+    if sum(i is Ellipsis for i in t) > 1:
+        raise ValueError("Only one ellipsis is supported.")
+    for i in t:
+        if i is None:
+            raise ValueError(
+                f"Indexing an array reference with None (np.newaxis) is not supported: "
+                f"indices={t!r}, shape={ref._aval.shape}. Read the value first "
+                "(ref[...][None]).")
+        if isinstance(i, slice) and i.step is not None and \
+                not isinstance(i.step, (_core.Tracer,)) and int(i.step) < 1:
+            raise ValueError(f"slice must have a step >= 1 (found: {i.step})")
+        dt = getattr(i, "dtype", None)
+        if dt is not None and np.dtype(dt) == np.bool_ or isinstance(i, builtins.bool):
+            from xform.errors import NonConcreteBooleanIndexError   # an IndexError
+            shape = getattr(i, "shape", ())
+            raise NonConcreteBooleanIndexError(
+                f"Array boolean indices must be concrete; got bool{list(shape)}: an array "
+                "reference is indexed as under a trace. Use integer indices "
+                "(jnp.nonzero(mask)) or read the value first (ref[...][mask]).")
+    n = sum(i is not Ellipsis for i in t)
+    if n > len(ref._aval.shape):
+        raise ValueError(f"`indices` must not be longer than `shape`: indices={t!r}, "
+                         f"shape={ref._aval.shape}")
+
+
 def _check_ref(ref, fname):
     if not isinstance(ref, Ref):
         raise ValueError(f"Can only call `{fname}` on a `Ref`: {ref!r}.")
@@ -138,6 +169,7 @@ def free_ref(ref):
 def get(ref, idx=None):
     """``ref[idx]``: read (part of) the referenced array (JAX's ``jax.ref.get``)."""
     _check_ref(ref, "ref_get")
+    _check_index(ref, idx)
     val = _refs.read(ref, "jax.ref.get")
     return val if _is_whole(idx) else val[idx]
 
@@ -145,6 +177,7 @@ def get(ref, idx=None):
 def swap(ref, idx, value, _function_name="ref_swap"):
     """Write ``value`` at ``ref[idx]`` and return the previous value there."""
     _check_ref(ref, _function_name)
+    _check_index(ref, idx)
     value = _implicit_cast(ref._aval.dtype, _as_value(value))
     cur = _refs.read(ref, "jax.ref.swap")
     _check_update(ref, cur, value, idx, "swap")
@@ -165,6 +198,7 @@ def set(ref, idx, value):  # noqa: A001  (JAX's name)
 def addupdate(ref, idx, x):
     """``ref[idx] += x`` in one operation (JAX's ``jax.ref.addupdate``)."""
     _check_ref(ref, "ref_addupdate")
+    _check_index(ref, idx)
     x = _as_value(x)
     cur = _refs.read(ref, "jax.ref.addupdate")
     _check_update(ref, cur, x, idx, "addupdate")
