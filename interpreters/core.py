@@ -221,11 +221,17 @@ class Primitive:
     -- ``"jvp"``, ``"batching"``, ``"lowering"`` -- to the reason this primitive has no
     such rule; the error for the missing rule quotes it, and the rule-coverage test
     accepts it).
+
+    ``xla_eager_dtypes``: the operand dtypes (of the first operand) for which the NumPy
+    impl's bits differ from XLA's (transcendentals, complex arithmetic, sums, dots): the
+    eval trace then runs XLA's compiled kernel for this one primitive instead
+    (``xla_kernel_hook``), so eager results equal ``jit``'s and JAX's bit for bit; the
+    impl stays the reference (``xform_eager_numpy_numerics`` runs it eagerly again).
     """
 
     __slots__ = ("name", "multiple_results", "impl", "abstract_eval",
                  "impl_takes_arrays", "effectful", "cse", "pp_name", "missing_rules",
-                 "_eager_fast",
+                 "xla_eager_dtypes", "_eager_fast",
                  "__weakref__")
 
     def __init__(self, name: str, multiple_results: bool = False):
@@ -238,6 +244,7 @@ class Primitive:
         self.cse = True
         self.pp_name = name
         self.missing_rules = {}
+        self.xla_eager_dtypes = frozenset()
 
     def __setattr__(self, name, value):
         # Any change of a rule invalidates the cached eager fast path (see ``eager_fast``).
@@ -908,6 +915,12 @@ def jax_array_error():
 
 device_impl_hook = None   # set by lowering: f(prim, args, params) for non-CPU arrays
 
+# Set by xform (a trampoline that loads ``lowering.eager_kernels``, which installs itself):
+# ``f(prim, vals, params, avals) -> value(s) or None``: the primitive run by XLA's
+# compiled kernel on host values (None: run the NumPy impl).  For primitives whose
+# ``xla_eager_dtypes`` holds the first operand's dtype.
+xla_kernel_hook = None
+
 _placement_impl = None    # set by xform: answers Array.devices()/.sharding/__dlpack__/...
 
 
@@ -955,10 +968,16 @@ class EvalTrace(Trace):
         # The shape rule runs eagerly too: misuse gets the rule's error (not NumPy's),
         # and the results' weak types are the rule's, as under every other trace.
         rule = prim.abstract_eval
-        out_aval = rule(*[get_aval(a) for a in args], **params) if rule is not None else None
+        avals = [get_aval(a) for a in args]
+        out_aval = rule(*avals, **params) if rule is not None else None
         if on_device:
             return device_impl_hook(prim, args, params)
-        out = prim.impl(*vals, **params)
+        out = None
+        if prim.xla_eager_dtypes and _xla_numerics and xla_kernel_hook is not None and \
+                avals and getattr(avals[0], "dtype", None) in prim.xla_eager_dtypes:
+            out = xla_kernel_hook(prim, vals, params, avals)
+        if out is None:
+            out = prim.impl(*vals, **params)
         if prim.multiple_results:
             if out_aval is None:
                 weaks = [_all_weak(args)] * len(out)
@@ -1047,6 +1066,19 @@ def _make_eager_fast(prim):
             if _debug_checks_on:
                 _check_nans(prim, out)
             return out
+    if prim.xla_eager_dtypes:
+        numpy_fast, xla_dtypes, no_params = eager_fast, prim.xla_eager_dtypes, {}
+
+        def eager_fast(weak, *vals):
+            h = xla_kernel_hook
+            if _xla_numerics and h is not None and vals[0].dtype in xla_dtypes:
+                out = h(prim, vals, no_params, None)
+                if out is not None:
+                    out = Array(out, out_weak(weak, vals))
+                    if _debug_checks_on:
+                        _check_nans(prim, out)
+                    return out
+            return numpy_fast(weak, *vals)
     eager_fast.__name__ = f"{prim.name}_eager_fast"
     return eager_fast
 
@@ -1070,6 +1102,16 @@ def _update_debug_flag(_=None):
 
 config.on_change("jax_debug_nans", _update_debug_flag)
 config.on_change("jax_debug_infs", _update_debug_flag)
+
+_xla_numerics = not config.xform_eager_numpy_numerics   # see Primitive.xla_eager_dtypes
+
+
+def _update_xla_numerics(value):
+    global _xla_numerics
+    _xla_numerics = not value
+
+
+config.on_change("xform_eager_numpy_numerics", _update_xla_numerics)
 
 
 def _check_nans(prim, arr):

@@ -730,25 +730,33 @@ def _remat_rule(error, enabled, *args, jaxpr, **params):
     return tree_util.tree_unflatten(out_tree, outs)
 
 
-def _custom_jvp_rule(error, enabled, *args, call_jaxpr, jvp, num_consts, symbolic_zeros):
-    """The primal program is checkified; the user's JVP rule is not (as JAX): on the
-    differentiated path the incoming error is passed through unchanged."""
+def _checkified_custom_call(error, enabled, args, call_jaxpr, num_consts):
+    """The shared part of the custom_jvp/custom_vjp rules: the checkified primal program
+    with the error leaves placed after the call's consts, its hoisted consts, the call's
+    consts, the error leaves and the output tree."""
     error = _merged_for([call_jaxpr], enabled, error, _avals(args))
     leaves, tree = tree_util.tree_flatten(error)
     n = len(leaves)
     closed, out_tree = checkify_jaxpr_to_jaxpr(call_jaxpr, enabled, tree,
                                                _avals(leaves) + _avals(args))
-    total = n + len(args)
     order = (list(range(n, n + num_consts)) + list(range(n))
-             + list(range(n + num_consts, total)))
+             + list(range(n + num_consts, n + len(args))))
     h, hc = jt.hoist(jt.permute(closed, in_order=order))
-    consts = list(args[:num_consts])
+    h.jaxpr.debug_info = call_jaxpr.jaxpr.debug_info
+    return h, hc, list(args[:num_consts]), leaves, out_tree
+
+
+def _custom_jvp_rule(error, enabled, *args, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    """The primal program is checkified; the user's JVP rule is not (as JAX): on the
+    differentiated path the incoming error is passed through unchanged."""
+    h, hc, consts, leaves, out_tree = _checkified_custom_call(error, enabled, args, call_jaxpr,
+                                                              num_consts)
+    n = len(leaves)
 
     def new_jvp(primals, tangents):
         outs, touts = jvp(list(primals[n:]), list(tangents[n:]))
         return [*primals[:n], *outs], [*tangents[:n], *touts]
     new_jvp.__name__ = getattr(jvp, "__name__", "jvp")
-    h.jaxpr.debug_info = call_jaxpr.jaxpr.debug_info
     outs = cu.custom_jvp_call_p.bind(*hc, *consts, *leaves, *args[num_consts:], call_jaxpr=h,
                                      jvp=new_jvp, num_consts=len(hc) + num_consts,
                                      symbolic_zeros=symbolic_zeros)
@@ -758,16 +766,9 @@ def _custom_jvp_rule(error, enabled, *args, call_jaxpr, jvp, num_consts, symboli
 def _custom_vjp_rule(error, enabled, *args, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros):
     """The primal program is checkified; ``fwd``/``bwd`` are not (as JAX): on the
     differentiated path the incoming error is passed through unchanged."""
-    error = _merged_for([call_jaxpr], enabled, error, _avals(args))
-    leaves, tree = tree_util.tree_flatten(error)
+    h, hc, consts, leaves, out_tree = _checkified_custom_call(error, enabled, args, call_jaxpr,
+                                                              num_consts)
     n = len(leaves)
-    closed, out_tree = checkify_jaxpr_to_jaxpr(call_jaxpr, enabled, tree,
-                                               _avals(leaves) + _avals(args))
-    total = n + len(args)
-    order = (list(range(n, n + num_consts)) + list(range(n))
-             + list(range(n + num_consts, total)))
-    h, hc = jt.hoist(jt.permute(closed, in_order=order))
-    consts = list(args[:num_consts])
     err_avals = _avals(leaves)
 
     def new_fwd(xs, perturbed=None):
@@ -778,7 +779,6 @@ def _custom_vjp_rule(error, enabled, *args, call_jaxpr, fwd, bwd, num_consts, sy
         return [Zero(ad.tangent_aval(a)) for a in err_avals] + list(bwd(res, list(cts[n:])))
     new_fwd.__name__ = getattr(fwd, "__name__", "fwd")
     new_bwd.__name__ = getattr(bwd, "__name__", "bwd")
-    h.jaxpr.debug_info = call_jaxpr.jaxpr.debug_info
     outs = cu.custom_vjp_call_p.bind(*hc, *consts, *leaves, *args[num_consts:], call_jaxpr=h,
                                      fwd=new_fwd, bwd=new_bwd, num_consts=len(hc) + num_consts,
                                      symbolic_zeros=symbolic_zeros)

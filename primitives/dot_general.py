@@ -102,6 +102,7 @@ def _result_dtype(lhs, rhs, preferred):
 
 
 dot_general_p = Primitive("dot_general")
+dot_general_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 
 
 _PRECISION_ALIASES = {"BFLOAT16": "DEFAULT", "TENSORFLOAT32": "HIGH", "FLOAT32": "HIGHEST"}

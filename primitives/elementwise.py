@@ -47,6 +47,15 @@ _UNSIGNED = frozenset([D.uint8, D.uint16, D.uint32, D.uint64])
 _INTS = _SIGNED | _UNSIGNED
 _BOOL = frozenset([D.bool_])
 
+# Operand dtypes for which a primitive's NumPy impl differs from XLA in the last bits
+# (measured on random inputs): eager evaluation runs XLA's kernel for them
+# (``Primitive.xla_eager_dtypes``, ``lowering/eager_kernels.py``).  Shared sets:
+# bfloat16 joins the float sets when ml_dtypes is imported.
+XLA_FLOATS = {D.float16, D.float32, D.float64}
+XLA_COMPLEX = {D.complex64, D.complex128}
+XLA_INEXACT = XLA_FLOATS | XLA_COMPLEX
+D.on_ml_dtypes(lambda: (XLA_FLOATS.add(D.bfloat16), XLA_INEXACT.add(D.bfloat16)))
+
 # (name in error messages, dtypes) -- JAX's wording.
 _CLASSES = {"integer": _INTS, "signedinteger": _SIGNED, "floating": _FLOATS,
             "complexfloating": _COMPLEX, "bool": _BOOL,
@@ -295,6 +304,7 @@ defbroadcasting(sub_p)
 # ``out_dtype`` (an optional param, JAX's): the operands, which may then differ in dtype,
 # are converted to it and multiplied in it
 mul_p = _binary("mul", _num)
+mul_p.xla_eager_dtypes = XLA_COMPLEX
 ir.pp_rules[mul_p] = ir.pp_drop_none("out_dtype")
 _mul_std_abstract = mul_p.abstract_eval
 
@@ -358,6 +368,7 @@ def _div_impl(x, y):
 
 
 div_p = _binary("div", _num)
+div_p.xla_eager_dtypes = XLA_COMPLEX
 _impl(div_p, _div_impl)
 defjvp(div_p, lambda t, x, y: div_p.bind(t, y),
        lambda t, x, y: mul_p.bind(mul_p.bind(neg_p.bind(t), x), integer_pow_p.bind(y, y=-2)))
@@ -413,6 +424,7 @@ def _pow_impl(x, y):
 
 
 pow_p = Primitive("pow")
+pow_p.xla_eager_dtypes = XLA_INEXACT
 pow_p.def_abstract_eval(_pow_abstract)
 _impl(pow_p, _pow_impl)
 
@@ -466,6 +478,7 @@ def _integer_pow_jvp(t, x, *, y):
 
 
 integer_pow_p = Primitive("integer_pow")
+integer_pow_p.xla_eager_dtypes = XLA_COMPLEX
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
 _impl(integer_pow_p, _integer_pow_impl, small_floats_in_f32=False)
 defjvp(integer_pow_p, _integer_pow_jvp)
@@ -473,6 +486,7 @@ defvectorized(integer_pow_p)
 
 # --- square ---------------------------------------------------------------------------
 square_p = _unary("square", _num)
+square_p.xla_eager_dtypes = XLA_COMPLEX
 _impl(square_p, lambda x: x * x, small_floats_in_f32=False)
 defjvp(square_p, lambda t, x: mul_p.bind(t, mul_p.bind(_scalar_like(x, 2), x)))
 defvectorized(square_p)
@@ -548,6 +562,7 @@ def _sign_impl(x):
 
 
 sign_p = _unary("sign", _num)
+sign_p.xla_eager_dtypes = XLA_COMPLEX
 _impl(sign_p, _sign_impl)
 defjvp_zero(sign_p)
 defvectorized(sign_p)
@@ -592,11 +607,13 @@ defvectorized(is_finite_p)
 
 # --- exp / exp2 / log / log1p / expm1 -------------------------------------------------
 exp_p = _unary("exp", _fc)
+exp_p.xla_eager_dtypes = XLA_INEXACT
 _impl(exp_p, np.exp)
 defjvp2(exp_p, lambda t, ans, x: mul_p.bind(t, ans))
 defvectorized(exp_p)
 
 exp2_p = _unary("exp2", _fc)
+exp2_p.xla_eager_dtypes = XLA_INEXACT
 # XLA expands exp2(x) as exp(x * log(2)) with the product rounded to x's dtype.
 _impl(exp2_p, lambda x: np.exp((x * np.asarray(math.log(2), x.dtype)).astype(x.dtype)),
       small_floats_in_f32=False)
@@ -604,22 +621,26 @@ defjvp2(exp2_p, lambda t, ans, x: mul_p.bind(log_p.bind(_scalar_like(x, 2)), mul
 defvectorized(exp2_p)
 
 log_p = _unary("log", _fc)
+log_p.xla_eager_dtypes = XLA_INEXACT
 _impl(log_p, np.log)
 defjvp(log_p, lambda t, x: div_p.bind(t, x))
 defvectorized(log_p)
 
 log1p_p = _unary("log1p", _fc)
+log1p_p.xla_eager_dtypes = XLA_INEXACT
 _impl(log1p_p, np.log1p)
 defjvp(log1p_p, lambda t, x: div_p.bind(t, add_p.bind(x, _scalar_like(x, 1))))
 defvectorized(log1p_p)
 
 expm1_p = _unary("expm1", _fc)
+expm1_p.xla_eager_dtypes = XLA_INEXACT
 _impl(expm1_p, np.expm1)
 defjvp2(expm1_p, lambda t, ans, x: mul_p.bind(t, add_p.bind(ans, _scalar_like(x, 1))))
 defvectorized(expm1_p)
 
 # --- tanh / logistic ------------------------------------------------------------------
 tanh_p = _unary("tanh", _fc)
+tanh_p.xla_eager_dtypes = XLA_INEXACT
 _impl(tanh_p, np.tanh)
 # (t + t*y) * (1 - y): JAX's formula (the same equations as JAX under grad)
 defjvp2(tanh_p, lambda t, ans, x: mul_p.bind(add_p.bind(t, mul_p.bind(t, ans)),
@@ -640,6 +661,7 @@ def _logistic_impl(x):
 
 
 logistic_p = _unary("logistic", _fc)
+logistic_p.xla_eager_dtypes = XLA_INEXACT
 _impl(logistic_p, _logistic_impl, small_floats_in_f32=False)
 defjvp2(logistic_p, lambda t, ans, x: mul_p.bind(
     t, mul_p.bind(ans, sub_p.bind(_scalar_like(x, 1), ans))))
@@ -647,16 +669,19 @@ defvectorized(logistic_p)
 
 # --- sin / cos / tan ------------------------------------------------------------------
 sin_p = _unary("sin", _fc)
+sin_p.xla_eager_dtypes = XLA_INEXACT
 _impl(sin_p, np.sin)
 defjvp(sin_p, lambda t, x: mul_p.bind(t, cos_p.bind(x)))
 defvectorized(sin_p)
 
 cos_p = _unary("cos", _fc)
+cos_p.xla_eager_dtypes = XLA_INEXACT
 _impl(cos_p, np.cos)
 defjvp(cos_p, lambda t, x: neg_p.bind(mul_p.bind(t, sin_p.bind(x))))
 defvectorized(cos_p)
 
 tan_p = _unary("tan", _fc)
+tan_p.xla_eager_dtypes = XLA_INEXACT
 _impl(tan_p, np.tan)
 defjvp2(tan_p, lambda t, ans, x: mul_p.bind(t, add_p.bind(_scalar_like(x, 1),
                                                          square_p.bind(ans))))
@@ -669,16 +694,19 @@ def _one_minus_sq(x):
 
 
 asin_p = _unary("asin", _fc)
+asin_p.xla_eager_dtypes = XLA_INEXACT
 _impl(asin_p, np.arcsin)
 defjvp(asin_p, lambda t, x: mul_p.bind(t, rsqrt_p.bind(_one_minus_sq(x))))
 defvectorized(asin_p)
 
 acos_p = _unary("acos", _fc)
+acos_p.xla_eager_dtypes = XLA_INEXACT
 _impl(acos_p, np.arccos)
 defjvp(acos_p, lambda t, x: mul_p.bind(t, neg_p.bind(rsqrt_p.bind(_one_minus_sq(x)))))
 defvectorized(acos_p)
 
 atan_p = _unary("atan", _fc)
+atan_p.xla_eager_dtypes = XLA_INEXACT
 _impl(atan_p, np.arctan)
 defjvp(atan_p, lambda t, x: div_p.bind(t, add_p.bind(_scalar_like(x, 1), square_p.bind(x))))
 defvectorized(atan_p)
@@ -695,6 +723,7 @@ def _atan2_denom(x, y):
 
 
 atan2_p = _binary("atan2", _fc)
+atan2_p.xla_eager_dtypes = XLA_INEXACT
 _impl(atan2_p, _atan2_impl)
 defjvp(atan2_p, lambda t, x, y: mul_p.bind(t, div_p.bind(y, _atan2_denom(x, y))),
        lambda t, x, y: mul_p.bind(t, div_p.bind(neg_p.bind(x), _atan2_denom(x, y))))
@@ -702,28 +731,33 @@ defbroadcasting(atan2_p)
 
 # --- sinh / cosh / asinh / acosh / atanh ----------------------------------------------
 sinh_p = _unary("sinh", _fc)
+sinh_p.xla_eager_dtypes = XLA_INEXACT
 _impl(sinh_p, np.sinh)
 defjvp(sinh_p, lambda t, x: mul_p.bind(t, cosh_p.bind(x)))
 defvectorized(sinh_p)
 
 cosh_p = _unary("cosh", _fc)
+cosh_p.xla_eager_dtypes = XLA_INEXACT
 _impl(cosh_p, np.cosh)
 defjvp(cosh_p, lambda t, x: mul_p.bind(t, sinh_p.bind(x)))
 defvectorized(cosh_p)
 
 asinh_p = _unary("asinh", _fc)
+asinh_p.xla_eager_dtypes = XLA_INEXACT
 _impl(asinh_p, np.arcsinh)
 defjvp(asinh_p, lambda t, x: mul_p.bind(t, rsqrt_p.bind(
     add_p.bind(square_p.bind(x), _scalar_like(x, 1)))))
 defvectorized(asinh_p)
 
 acosh_p = _unary("acosh", _fc)
+acosh_p.xla_eager_dtypes = XLA_INEXACT
 _impl(acosh_p, np.arccosh)
 defjvp(acosh_p, lambda t, x: mul_p.bind(t, rsqrt_p.bind(mul_p.bind(
     sub_p.bind(x, _scalar_like(x, 1)), add_p.bind(x, _scalar_like(x, 1))))))
 defvectorized(acosh_p)
 
 atanh_p = _unary("atanh", _fc)
+atanh_p.xla_eager_dtypes = XLA_INEXACT
 _impl(atanh_p, np.arctanh)
 defjvp(atanh_p, lambda t, x: mul_p.bind(
     integer_pow_p.bind(add_p.bind(_scalar_like(x, 1), x), y=-1),
@@ -732,17 +766,20 @@ defvectorized(atanh_p)
 
 # --- sqrt / rsqrt / cbrt --------------------------------------------------------------
 sqrt_p = _unary("sqrt", _fc)
+sqrt_p.xla_eager_dtypes = XLA_COMPLEX
 _impl(sqrt_p, np.sqrt)
 defjvp2(sqrt_p, lambda t, ans, x: mul_p.bind(t, div_p.bind(_scalar_like(x, 0.5), ans)))
 defvectorized(sqrt_p)
 
 rsqrt_p = _unary("rsqrt", _fc)
+rsqrt_p.xla_eager_dtypes = XLA_INEXACT
 _impl(rsqrt_p, lambda x: (np.ones((), x.dtype) / np.sqrt(x)).astype(x.dtype))
 defjvp2(rsqrt_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(_scalar_like(x, -0.5),
                                                            div_p.bind(ans, x))))
 defvectorized(rsqrt_p)
 
 cbrt_p = _unary("cbrt", _float)
+cbrt_p.xla_eager_dtypes = XLA_FLOATS
 _impl(cbrt_p, np.cbrt)
 defjvp2(cbrt_p, lambda t, ans, x: mul_p.bind(t, mul_p.bind(
     _scalar_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))))
@@ -826,29 +863,34 @@ def _erf_inv1(y):
 
 
 erf_p = _unary("erf", _float)
+erf_p.xla_eager_dtypes = XLA_FLOATS
 _impl(erf_p, _f64(math.erf), small_floats_in_f32=False)
 defjvp(erf_p, lambda t, x: mul_p.bind(_scalar_like(x, 2 / _SQRT_PI), mul_p.bind(
     t, exp_p.bind(neg_p.bind(square_p.bind(x))))))
 defvectorized(erf_p)
 
 erfc_p = _unary("erfc", _float)
+erfc_p.xla_eager_dtypes = XLA_FLOATS
 _impl(erfc_p, _f64(math.erfc), small_floats_in_f32=False)
 defjvp(erfc_p, lambda t, x: mul_p.bind(_scalar_like(x, -2 / _SQRT_PI), mul_p.bind(
     t, exp_p.bind(neg_p.bind(square_p.bind(x))))))
 defvectorized(erfc_p)
 
 erf_inv_p = _unary("erf_inv", _float)
+erf_inv_p.xla_eager_dtypes = XLA_FLOATS
 _impl(erf_inv_p, _f64(_erf_inv1), small_floats_in_f32=False)
 defjvp2(erf_inv_p, lambda t, ans, x: mul_p.bind(_scalar_like(x, _SQRT_PI / 2), mul_p.bind(
     t, exp_p.bind(square_p.bind(ans)))))
 defvectorized(erf_inv_p)
 
 lgamma_p = _unary("lgamma", _float)
+lgamma_p.xla_eager_dtypes = XLA_FLOATS
 _impl(lgamma_p, _f64(_lgamma1), small_floats_in_f32=False)
 defjvp(lgamma_p, lambda t, x: mul_p.bind(t, digamma_p.bind(x)))
 defvectorized(lgamma_p)
 
 digamma_p = _unary("digamma", _float)   # JVP needs polygamma (not written): no rule
+digamma_p.xla_eager_dtypes = XLA_FLOATS
 _impl(digamma_p, _f64(_digamma1), small_floats_in_f32=False)
 defvectorized(digamma_p)
 

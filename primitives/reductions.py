@@ -146,6 +146,7 @@ def _forward_over_no_axes(p):
 
 # --- reduce_sum: linear; transpose broadcasts back ----------------------------------
 reduce_sum_p = _reduce_prim("reduce_sum", "sum", "number")
+reduce_sum_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 _forward_over_no_axes(reduce_sum_p)
 ir.pp_rules[reduce_sum_p] = ir.pp_with_defaults(out_sharding=None)
 
@@ -181,6 +182,7 @@ defjvp2(reduce_min_p, _chooser_jvp)
 
 # --- reduce_prod: JVP of a pairwise product tree (exact with zeros) -------------------
 reduce_prod_p = _reduce_prim("reduce_prod", "prod", "number")
+reduce_prod_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 _forward_over_no_axes(reduce_prod_p)
 
 
@@ -338,11 +340,13 @@ def linear_recurrence(a, b, axis, reverse):
 
 # --- cumsum: linear; transpose is the cumsum in the other direction -------------------
 cumsum_p = _cum_prim("cumsum", np.add)
+cumsum_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 deflinear(cumsum_p, lambda ct, x, *, axis, reverse: [
     cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
 
 # --- cumprod: d out[i] = x[i] d out[i-1] + out[i-1] t[i] ------------------------------
 cumprod_p = _cum_prim("cumprod", np.multiply)
+cumprod_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 
 
 def _cumprod_jvp(t, ans, x, *, axis, reverse):
@@ -378,6 +382,7 @@ defjvp2(cummin_p, _cumchooser_jvp)
 
 # --- cumlogsumexp: d out[i] = exp(out[i-1]-out[i]) d out[i-1] + exp(x[i]-out[i]) t[i] -
 cumlogsumexp_p = _cum_prim("cumlogsumexp", np.logaddexp)
+cumlogsumexp_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 
 
 def _cumlogsumexp_jvp(t, ans, x, *, axis, reverse):

@@ -131,6 +131,7 @@ def _impl(prim, fn):
 
 
 polygamma_p = _nary("polygamma", 2)
+polygamma_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 _impl(polygamma_p, _polygamma_ref)
 defbroadcasting(polygamma_p)
 
@@ -146,19 +147,23 @@ defjvp(polygamma_p, _polygamma_grad_m,
 defjvp(E.digamma_p, lambda t, x: E.mul_p.bind(t, polygamma_p.bind(E._scalar_like(x, 1), x)))
 
 zeta_p = _nary("zeta", 2)
+zeta_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 zeta_p.missing_rules["jvp"] = "JAX defines no derivative for it either"
 _impl(zeta_p, _zeta_ref)
 defbroadcasting(zeta_p)
 
 igamma_p = _nary("igamma", 2)
+igamma_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 _impl(igamma_p, _igamma_ref)
 defbroadcasting(igamma_p)
 
 igammac_p = _nary("igammac", 2)
+igammac_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 _impl(igammac_p, _igammac_ref)
 defbroadcasting(igammac_p)
 
 igamma_grad_a_p = _nary("igamma_grad_a", 2)
+igamma_grad_a_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 igamma_grad_a_p.missing_rules["jvp"] = "JAX defines no derivative for it either"
 _impl(igamma_grad_a_p, _igamma_grad_a_ref)
 defbroadcasting(igamma_grad_a_p)
@@ -176,10 +181,12 @@ defjvp(igammac_p, lambda t, a, x: E.neg_p.bind(E.mul_p.bind(t, igamma_grad_a_p.b
        lambda t, a, x: E.neg_p.bind(_igamma_gradx(t, a, x)))
 
 bessel_i0e_p = _nary("bessel_i0e", 1)
+bessel_i0e_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 _impl(bessel_i0e_p, lambda x: _sp().i0e(x))
 defvectorized(bessel_i0e_p)
 
 bessel_i1e_p = _nary("bessel_i1e", 1)
+bessel_i1e_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 _impl(bessel_i1e_p, lambda x: _sp().i1e(x))
 defvectorized(bessel_i1e_p)
 
@@ -200,6 +207,7 @@ def _i1e_jvp(t, y, x):
 defjvp2(bessel_i1e_p, _i1e_jvp)
 
 regularized_incomplete_beta_p = _nary("regularized_incomplete_beta", 3)
+regularized_incomplete_beta_p.xla_eager_dtypes = E.XLA_FLOATS   # NumPy's bits differ from XLA's
 _impl(regularized_incomplete_beta_p, _betainc_ref)
 defbroadcasting(regularized_incomplete_beta_p)
 

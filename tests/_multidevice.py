@@ -65,3 +65,32 @@ def run_case_script(script, *argv):
         pytest.fail(f"the multi-device subprocess produced no results (rc={p.returncode}):\n"
                     f"{p.stderr[-4000:]}")
     return out
+
+
+def run_worker_processes(worker, n=2, timeout=240):
+    """Run ``n`` copies of the worker script ``tests/<worker>`` as processes ``0..n-1`` of one
+    job (argv: a free loopback port for the coordinator, the process index), bounded in
+    time and cleaned up; assert each exits 0 and prints ``OK <index>``."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("XLA_FLAGS", None)
+    path = os.path.join(HERE, worker)
+    procs = [subprocess.Popen([sys.executable, path, str(port), str(i)], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(n)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            outs.append((p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    for i, (rc, out, err) in enumerate(outs):
+        assert rc == 0 and f"OK {i}" in out, f"process {i} failed (rc={rc}):\n{err[-3000:]}"

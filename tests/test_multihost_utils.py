@@ -1,7 +1,6 @@
 """xform.experimental.multihost_utils: one process here (compared with JAX's), two
 processes over a loopback coordinator in subprocesses (tests/_multihost_worker.py)."""
 import os
-import socket
 import subprocess
 import sys
 
@@ -12,6 +11,8 @@ import jax
 from jax.experimental import multihost_utils as jmu
 
 import xform
+
+from _multidevice import run_worker_processes
 from xform.experimental import multihost_utils as xmu
 from xform.sharding import PartitionSpec as P
 
@@ -90,28 +91,7 @@ def test_host_local_global_round_trip_one_process():
 def test_two_processes():
     """Two processes of 2 CPU devices each: gather, broadcast, barrier, assert_equal and
     host-local <-> global conversion, each process checking what it gets."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("XLA_FLAGS", None)
-    worker = os.path.join(HERE, "_multihost_worker.py")
-    procs = [subprocess.Popen([sys.executable, worker, str(port), str(i)], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(2)]
-    outs = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=240)
-            outs.append((p.returncode, out, err))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-    for i, (rc, out, err) in enumerate(outs):
-        assert rc == 0 and f"OK {i}" in out, f"process {i} failed (rc={rc}):\n{err[-3000:]}"
+    run_worker_processes("_multihost_worker.py")
 
 
 def test_alias_serves_the_new_modules():

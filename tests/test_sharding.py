@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from _multidevice import HERE, ROOT, case_names, run_case_script
+from _multidevice import HERE, ROOT, case_names, run_case_script, run_worker_processes
 
 SCRIPT = os.path.join(HERE, "_sharding_cases.py")
 CASE_NAMES = case_names(SCRIPT)
@@ -63,29 +63,7 @@ def test_two_processes_distributed_runtime():
     """Two local processes (loopback coordinator on a free port, bounded time, both
     cleaned up) build a global array from process-local rows and run jitted
     cross-process reductions (gloo CPU collectives); each checks the result."""
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("XLA_FLAGS", None)
-    worker = os.path.join(HERE, "_distributed_worker.py")
-    procs = [subprocess.Popen([sys.executable, worker, str(port), str(i)], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(2)]
-    outs = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=240)
-            outs.append((p.returncode, out, err))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-    for i, (rc, out, err) in enumerate(outs):
-        assert rc == 0 and f"OK {i}" in out, f"process {i} failed (rc={rc}):\n{err[-3000:]}"
+    run_worker_processes("_distributed_worker.py")
 
 
 def test_jax_alias_scripts_run_on_xform_sharding():

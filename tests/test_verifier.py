@@ -676,7 +676,9 @@ def run_both(prim, params, args):
     jaxpr, consts = staging.trace_to_jaxpr(fun, avals)
     compiled = lowering.compile_jaxpr(ClosedJaxpr(jaxpr, consts))
     got = [np.asarray(o) for o in compiled(*args)]
-    with np.errstate(all="ignore"):
+    # the NumPy reference itself, also for the primitives that eager evaluation runs by
+    # XLA's kernel (``xla_eager_dtypes``; tests/test_eager_xla_numerics.py checks those)
+    with np.errstate(all="ignore"), xform.config.override("xform_eager_numpy_numerics", True):
         ref = prim.bind(*[Array(np.asarray(a)) for a in args], **params)
     ref = [np.asarray(r) for r in (ref if prim.multiple_results else [ref])]
     return got, ref
@@ -750,7 +752,8 @@ def test_random_elementwise_programs(data):
     rng = _rng(data)
     args = [values(rng, shape, dt) for _ in range(n_in)]
     got = lowering.compile_jaxpr(ClosedJaxpr(jaxpr, consts))(*args)
-    want = program(*[Array(a) for a in args])
+    with xform.config.override("xform_eager_numpy_numerics", True):   # the NumPy reference
+        want = program(*[Array(a) for a in args])
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5 if dt == np.float32 else 1e-12,
                                    atol=1e-6 if dt == np.float32 else 1e-12)

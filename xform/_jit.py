@@ -1279,3 +1279,14 @@ def _compile_with_xla(closed, **kwargs):
 
 
 _jit_prim.compiler = _compile_with_xla
+
+
+def _xla_kernel(prim, vals, params, avals):
+    """The eval trace's XLA kernel for a primitive whose NumPy bits differ from XLA's
+    (``core.xla_kernel_hook``): loads ``lowering.eager_kernels`` on first use, which then
+    installs its own ``run`` in place of this trampoline."""
+    from xform._src.lowering import eager_kernels   # lazily: importing xform must not import jaxlib
+    return eager_kernels.run(prim, vals, params, avals)
+
+
+core.xla_kernel_hook = _xla_kernel

@@ -239,6 +239,7 @@ def __dir__():
 # ---- jnp functions that JAX wraps in jit: nested jit equations when staged
 from xform.numpy import _jitted as _jitted  # noqa: E402
 _jitted.install(_sys.modules[__name__])
+_jitted.install(_sys.modules[__name__], _jitted.INLINE_TABLE)
 
 # ---- the functions that are jnp.ufunc objects in JAX (jnp.add, jnp.multiply, ...)
 from xform.numpy import _ufunc_methods as _ufunc_methods  # noqa: E402

@@ -103,6 +103,43 @@ NN_TABLE = {
 }
 
 
+# ``jnp`` functions JAX wraps in ``jit(inline=True)`` (no nested equation when staged)
+# whose compiled result differs from their operations run one by one: XLA's
+# simplifier rewrites them (``log2``: the division by ``log(2)`` becomes a multiplication
+# by its reciprocal; ``log10``'s product with a constant fuses with the logarithm).  Called eagerly on concrete values they run as one compiled
+# program, as in JAX, so their bits are JAX's; staged, they inline.
+INLINE_TABLE = {
+    "log2": ("log2", ()),
+    "log10": ("log10", ()),
+}
+
+
+def wrap_inline(fun, name, static_argnames):
+    """``fun`` run as one cached compiled program when called eagerly (see INLINE_TABLE)."""
+    sig = inspect.signature(fun)
+    static = tuple(n for n in static_argnames if n in sig.parameters)
+    box = []
+    state, eval_trace = core._state, core.EVAL_TRACE
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        if state.trace is not eval_trace or not core._xla_numerics or \
+                not all(_dynamic_ok(a) for a in args) or kwargs:
+            return fun(*args, **kwargs)
+        if not box:
+            def inner(*a, **k):
+                return fun(*a, **k)
+            inner.__name__ = inner.__qualname__ = name
+            inner.__signature__ = sig
+            box.append(jit(inner, static_argnames=static))
+        try:
+            return box[0](*args)
+        except errors.ConcretizationTypeError:
+            return fun(*args)
+    wrapper.__wrapped_for_jit__ = fun
+    return wrapper
+
+
 def _program_staging() -> bool:
     """Is a program being staged (a jit / make_jaxpr trace, not linearize's partial
     evaluator alone)?"""
@@ -197,7 +234,8 @@ def install(namespace, table=None, prefix="xform.numpy"):
         f = namespace.__dict__.get(pub)
         if f is None or not callable(f) or hasattr(f, "__wrapped_for_jit__") or id(f) in done:
             continue
-        w = _where_three(f) if pub == "where" and table is TABLE else wrap(f, name, static)
+        w = _where_three(f) if pub == "where" and table is TABLE else \
+            wrap_inline(f, name, static) if table is INLINE_TABLE else wrap(f, name, static)
         done[id(f)] = (f, w)
     # one pass over the package's modules (import time: no per-function module scans)
     for k, m in list(sys.modules.items()):

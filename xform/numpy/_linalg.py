@@ -21,6 +21,7 @@ from xform.numpy import _shape as S
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
 from xform.numpy._util import lax
+from xform.numpy._creation import arange
 from xform.numpy._creation import zeros
 from xform.numpy._creation import zeros_like
 
@@ -240,8 +241,10 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    """Diagonal of the (axis1, axis2) planes as the last axis (a strided slice of the
-    flattened plane)."""
+    """Diagonal of the (axis1, axis2) planes as the last axis: ``a[..., i, i + offset]``
+    with index arrays (one gather), as JAX builds it -- XLA fuses what consumes the
+    diagonal (a reduction) by the program's shape, so another construction (a strided
+    slice) sums in another order."""
     x = U.to_array(a)
     if x.ndim < 2:
         raise ValueError(f"diagonal requires an array of at least two dimensions, got {x.shape}")
@@ -255,12 +258,9 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     L = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
     if L == 0:
         return U.to_array(zeros(lead + (0,), x.dtype), x.dtype, x.weak_type)
-    start = offset if offset >= 0 else -offset * m
-    flat = lax.reshape(x, lead + (n * m,))
-    nd = len(lead) + 1
-    return lax.slice(flat, (0,) * len(lead) + (start,),
-                       lead + (start + (L - 1) * (m + 1) + 1,), (1,) * len(lead) + (m + 1,)) \
-        if nd else flat
+    i = arange(L)
+    j = arange(builtins.abs(offset), builtins.abs(offset) + L)
+    return x[..., i, j] if offset >= 0 else x[..., j, i]
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):

@@ -262,21 +262,27 @@ def _parity_sign(pivots, dtype):
 
 
 def _slogdet_lu(a):
+    # The program has JAX's shape: sign from the parity of row swaps plus the number of
+    # negative pivots (not a product of signs), log|det| the sum of log|pivot|.  XLA
+    # fuses the two reductions by the program around them, so a different sign
+    # computation changes the summation order of log|det| in the last bits.
     xnp = _xnp()
     lu_, piv, _ = _D().lu(a)
     diag = xnp.diagonal(lu_, axis1=-2, axis2=-1)
-    is_zero = xnp.any(diag == 0, axis=-1)
-    parity = _parity_sign(piv, a.dtype)
+    is_zero = xnp.any(diag == xnp.array(0, dtype=a.dtype), axis=-1)
+    k = piv.shape[-1]
+    parity = xnp.count_nonzero(piv != xnp.arange(k, dtype=piv.dtype), axis=-1)
     absd = xnp.abs(diag)
     if a.dtype.kind == "c":
-        unit = diag / xnp.where(absd == 0, 1, absd).astype(a.dtype)
-        sign = parity * xnp.prod(unit, axis=-1)
+        sign = xnp.prod(diag / absd.astype(diag.dtype), axis=-1)
     else:
-        sign = parity * xnp.prod(xnp.sign(diag), axis=-1)
-    logdet = xnp.sum(xnp.log(absd), axis=-1)
-    sign = xnp.where(is_zero, xnp.zeros_like(sign), sign)
-    logdet = xnp.where(is_zero, xnp.full_like(logdet, -np.inf), logdet)
-    return sign, logdet
+        sign = xnp.array(1, dtype=a.dtype)
+        parity = parity + xnp.count_nonzero(diag < 0, axis=-1)
+    sign = xnp.where(is_zero, xnp.array(0, dtype=a.dtype),
+                     sign * xnp.array(-2 * (parity % 2) + 1, dtype=a.dtype))
+    logdet = xnp.where(is_zero, xnp.array(-np.inf, dtype=a.dtype),
+                       xnp.sum(xnp.log(absd).astype(a.dtype), axis=-1))
+    return sign, xnp.real(logdet)
 
 
 def _slogdet_qr(a):

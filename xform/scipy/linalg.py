@@ -20,6 +20,7 @@ import xform.numpy as xnp
 from xform._src.interpreters import dtypes as _dt
 from xform.scipy.special import comb
 import math
+import warnings
 import operator
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh",
@@ -145,8 +146,34 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     t = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans)
     if t is None:
         raise ValueError(f"solve_triangular: invalid trans {trans!r} (use 0/'N', 1/'T', 2/'C')")
-    vec = b.ndim == a.ndim - 1
+    # JAX's signatures: "(n,n),(n)->(n)" for a vector b (and, deprecated, a batch of
+    # vectors b with b.ndim == a.ndim - 1), else "(n,n),(n,k)->(n,k)"; the batch
+    # dimensions of a and b broadcast against each other.
+    if b.ndim == 1:
+        vec = True
+    elif a.ndim == b.ndim + 1 and a.shape[-1] == b.shape[-1]:
+        warnings.warn(
+            "jax.scipy.linalg.solve_triangular: batched 1D solves with b.ndim > 1 are "
+            "deprecated, and in the future will be treated as a batched 2D solve. Use "
+            "solve_triangular(a, b[..., None]).squeeze(-1) to avoid this warning.",
+            category=FutureWarning, stacklevel=2)
+        vec = True
+    else:
+        vec = False
+        if b.ndim < 2:
+            raise ValueError(f"solve_triangular: b of shape {b.shape} does not have enough "
+                             "dimensions for a matrix right-hand side (n, k); pass a vector "
+                             "(n,) or a matrix (..., n, k)")
     bm = b[..., None] if vec else b
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    except ValueError:
+        raise ValueError(f"solve_triangular: the batch dimensions of a {a.shape} and b "
+                         f"{b.shape} do not broadcast against each other") from None
+    if a.shape[:-2] != batch:
+        a = xnp.broadcast_to(a, batch + a.shape[-2:])
+    if bm.shape[:-2] != batch:
+        bm = xnp.broadcast_to(bm, batch + bm.shape[-2:])
     x = _D().triangular_solve(a, bm, left_side=True, lower=lower, transpose_a=t > 0,
                               conjugate_a=t == 2, unit_diagonal=unit_diagonal)
     return x[..., 0] if vec else x

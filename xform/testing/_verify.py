@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from xform._src.interpreters import core, staging
+from xform._src.interpreters.config import config
 from xform._src.interpreters.ir import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
 from xform._src.interpreters import dtypes as _dtypes
 from xform.testing._checks import _C64, _C128, _F16, _F32, _F64, compare, tolerance
@@ -170,6 +171,13 @@ def _host(x):
 def _reference_eval(jaxpr, consts, args, record=None):
     """Evaluate with the NumPy impls, inlining call-like sub-programs; ``record[var]``
     receives every intermediate value (as NumPy)."""
+    # the NumPy impls also for the primitives eager evaluation runs by XLA's kernel
+    # (``Primitive.xla_eager_dtypes``): the reference is NumPy, not XLA itself
+    with config.override("xform_eager_numpy_numerics", True):
+        return _reference_eval_numpy(jaxpr, consts, args, record)
+
+
+def _reference_eval_numpy(jaxpr, consts, args, record):
     env = {}
 
     def read(a):

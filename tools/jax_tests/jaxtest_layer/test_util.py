@@ -122,6 +122,18 @@ def skip_on_flag(flag_name, skip_value):
     return decorator
 
 
+def request_cpu_devices(nr_devices: int):
+    """Ask for ``nr_devices`` CPU devices (``jax_num_cpu_devices``) when the backend is not
+    started yet; afterwards it can no longer change (as JAX's helper: a warning)."""
+    jax = _jax()
+    if jax.config.jax_num_cpu_devices >= nr_devices:
+        return
+    try:
+        jax.config.update("jax_num_cpu_devices", nr_devices)
+    except RuntimeError as e:   # the backend is already initialized
+        warnings.warn(f"request_cpu_devices({nr_devices}): {e}")
+
+
 def is_device_rocm() -> bool:
     return "rocm" in _device_tags()
 

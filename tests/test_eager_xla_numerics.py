@@ -1,0 +1,213 @@
+"""Eager numerics are XLA's: for every primitive whose NumPy impl differs from XLA in the
+last bits (``Primitive.xla_eager_dtypes``), an eager call equals the same call under
+``jit`` and real JAX's eager call bit for bit, over random shapes, values and dtypes
+(the verifier's generators).  ``xform_eager_numpy_numerics`` restores the NumPy impl.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import xform
+import xform.numpy as xnp
+from xform._src.interpreters import core
+from xform._src.interpreters.core import Array
+from test_verifier import SPECS, _prims
+
+@pytest.fixture(autouse=True)
+def _x64():
+    # the generators draw float64/complex128 operands: keep them 64-bit under jit too
+    with xform.config.override("jax_enable_x64", True):
+        yield
+
+
+ROUTED = sorted(p.name for p in _prims().values() if p.xla_eager_dtypes)
+
+
+def _bits(x):
+    """Bytes, dtype and shape: equal bits (NaN payloads and signed zeros included)."""
+    a = np.asarray(x)
+    return a.dtype, a.shape, a.tobytes()
+
+
+def _draw(name, data):
+    """The verifier's params and operands for ``name``; operands of a dtype the primitive
+    computes on NumPy are cast to one it routes to XLA (same kind where possible)."""
+    prim = _prims()[name]
+    params, args = SPECS[name][0](data, name)
+    args = [np.asarray(a) for a in args]
+    dt = args[0].dtype
+    if dt not in prim.xla_eager_dtypes:
+        routed = sorted(prim.xla_eager_dtypes, key=str)
+        same_kind = [d for d in routed if d.kind == dt.kind]
+        new = data.draw(st.sampled_from(same_kind or routed), label="routed dtype")
+        args = [a.astype(new) if a.dtype == dt else a for a in args]
+        try:
+            prim.abstract_eval(*[core.ShapedArray(a.shape, a.dtype) for a in args], **params)
+        except (TypeError, ValueError):
+            assume(False)
+    return prim, params, args
+
+
+def test_routed_primitives_are_the_ones_numpy_gets_wrong():
+    # the transcendentals, complex arithmetic, sums, products and dots, and not the
+    # IEEE-exact arithmetic (which stays on NumPy: equal bits, faster)
+    for name in ("sin", "exp", "log1p", "tanh", "logistic", "erf_inv", "lgamma", "pow",
+                 "atan2", "reduce_sum", "cumsum", "dot_general", "igamma"):
+        assert name in ROUTED, name
+    for name in ("add", "sub", "neg", "max", "floor", "round", "reduce_max", "convert_element_type"):
+        assert name not in ROUTED, name
+    prims = _prims()
+    assert np.dtype(np.float32) not in prims["sqrt"].xla_eager_dtypes
+    assert np.dtype(np.complex64) in prims["sqrt"].xla_eager_dtypes
+
+
+@pytest.mark.parametrize("name", ROUTED)
+@settings(max_examples=2, deadline=None)
+@given(data=st.data())
+def test_eager_equals_jit_bitwise(name, data):
+    _check_eager_equals_jit(name, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ROUTED)
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_eager_equals_jit_bitwise_exhaustive(name, data):
+    _check_eager_equals_jit(name, data)
+
+
+def _check_eager_equals_jit(name, data):
+    prim, params, args = _draw(name, data)
+
+    def f(*xs):
+        return prim.bind(*xs, **params)
+    eager = f(*[Array(a) for a in args])
+    jitted = xform.jit(f)(*args)
+    for e, j in zip(eager if prim.multiple_results else [eager],
+                    jitted if prim.multiple_results else [jitted]):
+        assert _bits(e) == _bits(j), (name, params, [a.dtype for a in args],
+                                      np.asarray(e), np.asarray(j))
+
+
+def _jax_fn(name, params):
+    """The JAX eager call of the same primitive with the same params."""
+    lax = jax.lax
+    if name == "reduce_sum":
+        return lambda x: lax.reduce(x, np.zeros((), x.dtype), lax.add, params["axes"])
+    if name == "reduce_prod":
+        return lambda x: lax.reduce(x, np.ones((), x.dtype), lax.mul, params["axes"])
+    if name == "regularized_incomplete_beta":
+        return lax.betainc
+    fn = getattr(lax, name)
+    return lambda *xs: fn(*xs, **params)
+
+
+@pytest.mark.parametrize("name", ROUTED)
+@settings(max_examples=2, deadline=None)
+@given(data=st.data())
+def test_eager_equals_jax_eager_bitwise(name, data):
+    _check_eager_equals_jax(name, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ROUTED)
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_eager_equals_jax_eager_bitwise_exhaustive(name, data):
+    _check_eager_equals_jax(name, data)
+
+
+def _check_eager_equals_jax(name, data):
+    prim, params, args = _draw(name, data)
+    ours = prim.bind(*[Array(a) for a in args], **params)
+    with jax.enable_x64(any(a.dtype.itemsize == 8 or a.dtype == np.complex128 for a in args)):
+        theirs = _jax_fn(name, params)(*[jnp.asarray(a) for a in args])
+        theirs = np.asarray(theirs)
+    assert _bits(ours) == _bits(theirs), (name, params, [a.dtype for a in args],
+                                          np.asarray(ours), theirs)
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_numpy_level_functions_match_jit_and_jax(data):
+    """What users call: ``jnp.sin(x)`` eagerly == ``jit(jnp.sin)(x)`` == JAX's."""
+    name = data.draw(st.sampled_from(["sin", "cos", "tan", "exp", "log", "tanh", "log1p",
+                                      "expm1", "arctan", "arcsin", "sinh", "cbrt", "exp2",
+                                      "log2", "log10", "sum", "mean", "cumsum", "prod"]))
+    shape = data.draw(st.tuples(*[st.integers(1, 9)] * data.draw(st.integers(0, 2))))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = (rng.standard_normal(shape) * data.draw(st.sampled_from([0.5, 3.0, 40.0])))
+    x = x.astype(np.float32)
+    if name in ("log", "log2", "log10", "arcsin"):
+        x = np.tanh(np.abs(x)).astype(np.float32) if name == "arcsin" else np.abs(x) + 1e-3
+    f = getattr(xnp, name)
+    eager = f(xnp.asarray(x))
+    assert _bits(eager) == _bits(xform.jit(f)(x)), name
+    assert _bits(eager) == _bits(getattr(jnp, name)(x)), name
+
+
+def test_python_operators_and_weak_scalars():
+    x = np.linspace(-3, 3, 37, dtype=np.float32)
+    a = xnp.asarray(x)
+    assert _bits(xnp.exp(a) ** 1.7) == _bits(jnp.exp(x) ** 1.7)
+    assert _bits(a ** 2.5) == _bits(xform.jit(lambda a: a ** 2.5)(a))
+    assert _bits(xform.lax.pow(a, 1.5)) == _bits(jax.lax.pow(x, 1.5))
+    assert _bits(xform.nn.sigmoid(a)) == _bits(jax.nn.sigmoid(x))
+    assert _bits(a @ a) == _bits(jnp.asarray(x) @ x)
+
+
+def test_eager_grad_bits_equal_jax_eager_grad():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((16, 8)).astype(np.float32)
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+
+    def loss(w, x):
+        return xnp.mean(xnp.tanh(x @ w) ** 2)
+    def jloss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+    # op by op, as JAX's eager grad runs it (a jitted gradient is one fused program,
+    # which XLA may round differently, in JAX too)
+    assert _bits(xform.grad(loss)(w, x)) == _bits(jax.grad(jloss)(w, x))
+
+
+def test_numpy_numerics_option_runs_the_reference():
+    x = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    with xform.config.override("xform_eager_numpy_numerics", True):
+        assert _bits(xnp.sin(xnp.asarray(x))) == _bits(np.sin(x))
+        assert _bits(xform.lax.sin(xnp.asarray(x))) == _bits(np.sin(x))
+    assert _bits(xnp.sin(xnp.asarray(x))) == _bits(jnp.sin(x))
+
+
+def test_errors_and_nan_checks_unchanged():
+    with pytest.raises(TypeError, match="sin"):
+        xform.lax.sin(xnp.arange(3))
+    with xform.config.override("jax_debug_nans", True):
+        with pytest.raises(FloatingPointError):
+            xnp.log(xnp.asarray(np.float32(-1.0)))
+
+
+def test_kernels_are_cached_per_signature():
+    from xform._src.lowering import eager_kernels
+    x = xnp.asarray(np.ones((3, 5), np.float32))
+    xnp.sin(x)
+    before = eager_kernels.cache_info()["kernels"]
+    for _ in range(3):
+        xnp.sin(x)
+        xnp.sin(x + 1)
+    assert eager_kernels.cache_info()["kernels"] == before
+    assert core.xla_kernel_hook is eager_kernels.run
+
+
+def test_strided_and_broadcast_views():
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    a = xnp.asarray(x)
+    assert _bits(xnp.sin(a.T)) == _bits(jnp.sin(x.T))
+    assert _bits(xnp.exp(a[:, ::2])) == _bits(jnp.exp(x[:, ::2]))
+    row = np.broadcast_to(x[0], (5, 4))
+    assert _bits(xnp.tanh(xnp.broadcast_to(a[0], (5, 4)))) == _bits(jnp.tanh(row))
+    assert _bits(xnp.sum(a.T, axis=1)) == _bits(jnp.sum(x.T, axis=1))
