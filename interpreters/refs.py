@@ -157,7 +157,7 @@ class Ref:
     with ``ref[idx]``/``xform.ref.get``, write with ``ref[idx] = v``/``set``/``swap``/
     ``addupdate``; the public operations live in ``xform/ref.py``."""
 
-    __slots__ = ("_val", "_aval", "_scope", "_freed", "__weakref__")
+    __slots__ = ("_val", "_aval", "_scope", "_freed", "_created", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("jax.Ref cannot be constructed directly; use jax.new_ref(value) "
@@ -170,7 +170,21 @@ class Ref:
         r._aval = aval
         r._scope = current_scope()
         r._freed = False
+        r._created = _user_line() if r._scope is not None else None
         return r
+
+
+def _user_line():
+    """``file:line`` of the innermost frame outside xform (where a traced function made a
+    reference), for error messages."""
+    import sys
+    f = sys._getframe(2)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if "/xform/" not in fn and "/interpreters/" not in fn and "/primitives/" not in fn:
+            return f"{fn}:{f.f_lineno}"
+        f = f.f_back
+    return None
 
 
 def _reachable(ref, scope):

@@ -1473,11 +1473,12 @@ class _BodyRefs(Exception):
 def _no_returned_refs(out, what):
     for o in tree_util.tree_flatten(out)[0]:
         if isinstance(o, _refs.Ref):
+            kind = "cond" if what in ("cond", "switch") else what
             raise ValueError(
-                f"the body of {what} returned a mutable array reference of type "
-                f"{_refs.ref_error(o)}, but mutable array references cannot be returned "
-                "from the bodies of higher-order primitives; return its value (ref[...]) "
-                "instead")
+                f"the body of {what} traced for {kind} returned a mutable array reference "
+                f"of type {_refs.ref_error(o)}, but mutable array references cannot be "
+                "returned from the bodies of higher-order primitives; return its value "
+                "(ref[...]) instead")
 
 
 def _scoped(f, what, known=(), vals=None, written=None, touched=None):

@@ -923,16 +923,24 @@ class JitWrapped:
         _log.warning(head + "\n".join(lines))
 
     # -- AOT-style API
+    def _aot_entry(self, args, kwargs, what):
+        try:
+            return self._get_entry(args, kwargs)[0]
+        except _jit_refs.HasRefs:
+            raise TypeError(
+                f"jit({self._name}).{what}: the function uses array references of its "
+                "caller (Ref arguments or closed-over Refs), which xform supports only when "
+                "the jitted function is called; call it, or pass the references' values "
+                "(ref[...]) and return the new ones") from None
+
     def lower(self, *args, **kwargs):
-        entry, _ = self._get_entry(args, kwargs)
-        return Lowered(self, entry)
+        return Lowered(self, self._aot_entry(args, kwargs, "lower"))
 
     def trace(self, *args, **kwargs):
-        entry, _ = self._get_entry(args, kwargs)
-        return Traced(self, entry)
+        return Traced(self, self._aot_entry(args, kwargs, "trace"))
 
     def eval_shape(self, *args, **kwargs):
-        entry, _ = self._get_entry(args, kwargs)
+        entry = self._aot_entry(args, kwargs, "eval_shape")
         return entry.out_tree.unflatten([_sds(a) for a in entry.closed.out_avals])
 
     def _cache_size(self):
@@ -1207,6 +1215,9 @@ def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
     dyn_idx = [i for i in range(len(args)) if i not in static_argnums]
     dyn_args = [args[i] for i in dyn_idx]
     leaves, treedef = tree_flatten((tuple(dyn_args), kwargs))
+    # a reference argument is traced as its value, inside a reference of the trace
+    ref_pos = {i for i, x in enumerate(leaves) if isinstance(x, _Ref)}
+    leaves = [_refs.read(x, name) if i in ref_pos else x for i, x in enumerate(leaves)]
     try:
         keys = _leaf_keys(leaves)
     except _InvalidLeaf as e:
@@ -1215,12 +1226,20 @@ def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
     store = {}
 
     def flat_fun(*tracers):
-        dargs, dkw = treedef.unflatten(tracers)
-        full = list(args)
-        for i, a in zip(dyn_idx, dargs):
-            full[i] = a
-        out = fun(*full, **dkw)
+        # (what it writes into its caller's references is not applied: nothing runs)
+        with _refs.Scope(name):
+            tracers = [_Ref._make(t, t.aval) if i in ref_pos else t
+                       for i, t in enumerate(tracers)]
+            dargs, dkw = treedef.unflatten(tracers)
+            full = list(args)
+            for i, a in zip(dyn_idx, dargs):
+                full[i] = a
+            out = fun(*full, **dkw)
         out_leaves, store["tree"] = tree_flatten(out)
+        for o in out_leaves:
+            if isinstance(o, _Ref):
+                raise _jit_refs.returned_ref_error(f"function {_fun_name(fun)} traced for "
+                                                   f"{name}", o)
         return out_leaves
 
     jaxpr, consts = trace_to_jaxpr(flat_fun, avals, name=name)

@@ -68,6 +68,8 @@ def _arg_names(fun, args, kwargs):
 def returned_ref_error(where, ref, origin=None):
     msg = (f"{where} returned a mutable array reference of type {_refs.ref_error(ref)}, "
            "but mutable array references cannot be returned.")
+    if origin is None and ref._scope is not None and ref._created is not None:
+        origin = f"created on line {ref._created}"
     if origin:
         msg += f"\n\nThe returned mutable array was {origin}."
     return ValueError(msg)
