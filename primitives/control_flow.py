@@ -50,6 +50,7 @@ from xform._src.primitives.custom import check_forward_evaluable
 from xform._src.primitives import jit as _jit
 from xform._src.interpreters.config import config
 from xform._src.interpreters import tree_util
+from xform._src.interpreters import refs as _refs
 from xform._src.primitives import reductions as red
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
@@ -996,7 +997,7 @@ def _check_branch_outputs(what, name1, name2, f1, f2, t1, t2):
                     "types match.")
 
 
-def _switch(index, funs, operands, names, what, check_order=None):
+def _switch_plain(index, funs, operands, names, what, check_order=None):
     tu = _tu()
     leaves, in_tree = _flatten_args(operands, f"lax.{what} operands")
     avals = [core.get_aval(x) for x in leaves]
@@ -1110,7 +1111,7 @@ def _cast_carry(leaves, avals):
 # ----------------------------------------------------------------- while_loop
 
 
-def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
+def _while_plain(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
     """``while cond_fun(val): val = body_fun(val)`` as one ``while`` primitive.
 
     Forward-differentiable (jvp, linearize) and batchable.  Like JAX's, it is not
@@ -1167,7 +1168,7 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
 # ----------------------------------------------------------------- scan
 
 
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
     ``(final carry, stacked ys)``.  Reverse-differentiable: the forward loop saves
     per-iteration residuals (memory linear in ``length``)."""
@@ -1453,3 +1454,184 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     if reverse:
         out = [st.rev(x, (ax,)) for x in out]
     return tu.tree_unflatten(tree, out)
+
+
+# --- array references in loop and cond bodies ------------------------------------------
+# A body that reads or writes references of its caller (interpreters/refs.py) is traced
+# once to find them; then it is traced again with their values threaded through the
+# construct: as extra carries of a loop, as extra operands and results of every branch
+# of a cond.  After the primitive runs the final values are written back at the
+# caller's level.  Bodies that touch no reference run unchanged.
+
+
+class _BodyRefs(Exception):
+    def __init__(self, refs):
+        super().__init__("internal: a loop or cond body touched outer array references")
+        self.refs = refs
+
+
+def _no_returned_refs(out, what):
+    for o in tree_util.tree_flatten(out)[0]:
+        if isinstance(o, _refs.Ref):
+            raise ValueError(
+                f"the body of {what} returned a mutable array reference of type "
+                f"{_refs.ref_error(o)}, but mutable array references cannot be returned "
+                "from the bodies of higher-order primitives; return its value (ref[...]) "
+                "instead")
+
+
+def _scoped(f, what, known=(), vals=None, written=None, touched=None):
+    """``f`` run in a reference scope: returns (its output, final values of ``known``);
+    raises ``_BodyRefs`` naming references it touched beyond ``known``; adds the ids of
+    the references it wrote to ``written``."""
+    def run(*args):
+        with _refs.Scope(what, preset=zip(known, vals if vals is not None else ())) as sc:
+            out = f(*args)
+        if touched is not None:
+            touched.update((id(r), r) for r in sc.touched() if id(r) in sc.used)
+        new = [r for r in sc.touched() if not any(r is k for k in known)]
+        if new:
+            raise _BodyRefs(new)
+        _no_returned_refs(out, what)
+        if written is not None:
+            written.update(id(r) for r in known if sc.final(r) is not sc.inputs[id(r)])
+        return out, [sc.final(r) for r in known]
+    return run
+
+
+def _keep_type(v, like):
+    """A reference's value threaded through a construct has the reference's type, which
+    is never weak (as a JAX reference's aval)."""
+    a, b = core.get_aval(v), core.get_aval(like)
+    if a.weak_type or a.dtype != b.dtype:
+        v = ew.convert_element_type_p.bind(v, new_dtype=b.dtype, weak_type=False)
+    return v
+
+
+def _read_strong(r, what):
+    v = _refs.read(r, what)
+    if core.get_aval(v).weak_type:
+        v = ew.convert_element_type_p.bind(v, new_dtype=core.get_aval(v).dtype,
+                                           weak_type=False)
+    return v
+
+
+def _add_known(known, refs):
+    for r in refs:
+        if not any(r is k for k in known):
+            known.append(r)
+
+
+def _check_ref_args(leaves, what):
+    for x in leaves:
+        if isinstance(x, _refs.Ref):
+            raise TypeError(f"lax.{what}: a mutable array reference of type "
+                            f"{_refs.ref_error(x)} cannot be passed as a carry, operand or "
+                            "scanned value; close over it in the body instead")
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    """JAX's ``lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``;
+    the body may read and write array references it closes over."""
+    known = []
+    while True:
+        try:
+            if not known:
+                def body(c, x):
+                    return _scoped(f, "scan")(c, x)[0]
+                return _scan_plain(body, init, xs, length, reverse, unroll, _split_transpose)
+            init_vals = [_read_strong(r, "scan") for r in known]
+
+            written = set()
+
+            def body(carry, x, _known=tuple(known), _init=init_vals):
+                c, rv = carry
+                out, finals = _scoped(f, "scan", _known, rv, written)(c, x)
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    return out, None     # (scan's own error about the body's output)
+                c2, y = out
+                return (c2, [_keep_type(v, i) for v, i in zip(finals, _init)]), y
+            (c, rv), ys = _scan_plain(body, (init, init_vals), xs, length, reverse, unroll,
+                                      _split_transpose)
+        except _BodyRefs as e:
+            _add_known(known, e.refs)
+            continue
+        for r, v in zip(known, rv):
+            if id(r) in written:
+                _refs.write(r, v, "scan")
+        return c, ys
+
+
+def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
+    """JAX's ``lax.while_loop``; its functions may use array references they close
+    over (``cond_fun`` may only read them)."""
+    known = []
+    while True:
+        try:
+            if not known:
+                return _while_plain(lambda v: _scoped(cond_fun, "while_loop")(v)[0],
+                                    lambda v: _scoped(body_fun, "while_loop")(v)[0],
+                                    init_val, max_steps=max_steps, checkpoint=checkpoint)
+            init_vals = [_read_strong(r, "while_loop") for r in known]
+            kt = tuple(known)
+            written = set()
+            in_cond, in_body = set(), set()
+
+            def cond2(carry):
+                v, rv = carry
+                return _scoped(cond_fun, "while_loop", kt, rv, written, in_cond)(v)[0]
+
+            def body2(carry):
+                v, rv = carry
+                out, finals = _scoped(body_fun, "while_loop", kt, rv, written, in_body)(v)
+                return out, [_keep_type(x, i) for x, i in zip(finals, init_vals)]
+            v, rv = _while_plain(cond2, body2, (init_val, init_vals), max_steps=max_steps,
+                                 checkpoint=checkpoint)
+        except _BodyRefs as e:
+            _add_known(known, e.refs)
+            continue
+        both = in_cond & in_body
+        if both:
+            r = next(iter(both))[1]
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                "function, but when tracing while_loop for jit the mutable array reference "
+                f"of type {_refs.ref_error(r)} appeared at both args[0] and args[1] (cond_fun "
+                "and body_fun both close over it); use it in one of them only, or carry its "
+                "value")
+        for r, x in zip(known, rv):
+            if id(r) in written:
+                _refs.write(r, x, "while_loop")
+        return v
+
+
+def _switch(index, funs, operands, names, what, check_order=None):
+    _check_ref_args(tree_util.tree_flatten(operands)[0], what)
+    known = []
+    while True:
+        try:
+            if not known:
+                wrapped = {}
+                fs = [wrapped.setdefault(id(f), (lambda f: lambda *a: _scoped(f, what)(*a)[0])(f))
+                      for f in funs]
+                return _switch_plain(index, fs, operands, names, what, check_order)
+            vals = [_read_strong(r, what) for r in known]
+            kt = tuple(known)
+            wrapped = {}
+            written = set()
+
+            def mk(f):
+                def branch(rv, *ops):
+                    out, finals = _scoped(f, what, kt, rv, written)(*ops)
+                    return out, [_keep_type(x, i) for x, i in zip(finals, vals)]
+                return branch
+            fs = [wrapped.setdefault(id(f), mk(f)) for f in funs]
+            out, rv = _switch_plain(index, fs, (vals,) + tuple(operands), names, what,
+                                    check_order)
+        except _BodyRefs as e:
+            _add_known(known, e.refs)
+            continue
+        for r, x in zip(known, rv):
+            if id(r) in written:
+                _refs.write(r, x, what)
+        return out

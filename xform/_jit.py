@@ -48,6 +48,9 @@ from xform._src.interpreters import dtypes as _dt
 from xform._src.primitives.jit import check_outputs_or_rerun
 from xform.sharding._jit import ShardedJit
 from xform.tree_util import tree_leaves, tree_map
+from xform._src.interpreters import refs as _refs
+from xform._src.interpreters.refs import Ref as _Ref
+from xform import _jit_refs
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -509,9 +512,12 @@ class JitWrapped:
         self._cache, self._fast = _shared_cache(fun, options)
         self._cache.fast = self._fast
         self._trace_count = 0
+        self._refjit = None       # the impure path (Ref arguments or closed-over Refs)
 
     # -- the hot path
     def __call__(self, *args, **kwargs):
+        if self._refjit is not None:
+            return self._refjit(args, kwargs)
         # Monomorphic inline cache: the generated call path (lowering/dispatch.py) of
         # the specialisation last called with positional arguments checks the new
         # arguments' structure and leaves against its exact signature as it takes
@@ -698,6 +704,8 @@ class JitWrapped:
         try:
             leaf_keys = _leaf_keys(leaves)
         except _InvalidLeaf as e:
+            if isinstance(e.value, _Ref):
+                raise _jit_refs.HasRefs() from None
             raise _invalid_arg_error(self._fun, dyn_args, dyn_kwargs, dyn_argnums, e) from None
         key = (treedef, leaf_keys, statics, _flags["x64"])
         return key, leaves, (dyn_args, dyn_argnums, dyn_kwargs, statics)
@@ -748,7 +756,13 @@ class JitWrapped:
         return sj(*args, **kwargs)
 
     def _call_general(self, args, kwargs):
-        entry, leaves = self._get_entry(args, kwargs)
+        try:
+            entry, leaves = self._get_entry(args, kwargs)
+        except _jit_refs.HasRefs:
+            if _flags["disable"]:
+                return self._fun(*args, **kwargs)
+            self._refjit = _jit_refs.RefJit(self)
+            return self._refjit(args, kwargs)
         if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
             for x in leaves:
                 if type(x) is Array and x._buf is not None and not x._deleted and \
@@ -791,9 +805,16 @@ class JitWrapped:
             dargs, dkw = (tree, {}) if not dyn_kwargs else tree
             it = iter(dargs)
             full = [static_pos[i] if i in static_pos else next(it) for i in range(n_args)]
-            out = fun(*full, **dkw, **static_kw)
+            with _refs.Scope("jit") as scope:
+                out = fun(*full, **dkw, **static_kw)
+            if scope.order:           # it touched references of its caller: impure
+                raise _jit_refs.HasRefs()
             out_leaves, store["tree"] = tree_flatten(out)
             for i, o in enumerate(out_leaves):
+                if isinstance(o, _Ref):
+                    raise _jit_refs.returned_ref_error(
+                        f"function {self._name} at {_fun_location(self._fun)} traced for jit",
+                        o)
                 if not isinstance(o, (Tracer, Array, np.ndarray, np.generic, bool, int, float,
                                       complex)):
                     raise TypeError(
