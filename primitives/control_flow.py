@@ -1531,9 +1531,64 @@ def _check_ref_args(leaves, what):
                             "scanned value; close over it in the body instead")
 
 
+def _param_names(f, n):
+    try:
+        ps = [p for p in inspect.signature(f).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        ps = []
+    return [ps[i].name if i < len(ps) else f"args[{i}]" for i in range(n)]
+
+
+def _closed_over_refs(f):
+    """The references among ``f``'s closure cells (nonlocals it closes over)."""
+    out = []
+    for c in getattr(f, "__closure__", None) or ():
+        try:
+            v = c.cell_contents
+        except ValueError:
+            continue
+        if isinstance(v, _refs.Ref):
+            out.append(v)
+    return out
+
+
+def _ref_operands(fun_names, funs, args, names, what):
+    """Array references passed as operands (or carries) of a cond or scan: JAX's checks
+    (no reference twice, none both passed and closed over); returns their positions in
+    the flattened operands.  The references themselves reach the bodies (their effects
+    are threaded like those of references the bodies close over)."""
+    paths = tree_util.tree_flatten_with_path(tuple(args))[0]
+    seen, pos = {}, []
+    for i, (path, x) in enumerate(paths):
+        if not isinstance(x, _refs.Ref):
+            continue
+        k = path[0].idx if path and hasattr(path[0], "idx") else 0
+        nm = names[k] + tree_util.keystr(tuple(path[1:])) if k < len(names) else f"#{i}"
+        if id(x) in seen:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {fun_names} for {what} the mutable array "
+                f"reference of type {_refs.ref_error(x)} appeared at both {seen[id(x)]} "
+                f"and {nm}.")
+        seen[id(x)] = nm
+        for f in funs:
+            if any(x is r for r in _closed_over_refs(f)):
+                raise ValueError(
+                    f"when tracing {fun_names} for {what}, a mutable array reference of type "
+                    f"{_refs.ref_error(x)} was both closed over and passed as the argument "
+                    f"{nm}")
+        pos.append(i)
+    return pos
+
+
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """JAX's ``lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``;
     the body may read and write array references it closes over."""
+    init_leaves, init_tree = tree_util.tree_flatten(init)
+    if any(isinstance(x, _refs.Ref) for x in init_leaves):
+        return _scan_ref_carry(f, init, init_leaves, init_tree, xs, length, reverse, unroll,
+                               _split_transpose)
     known = []
     while True:
         try:
@@ -1607,7 +1662,23 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
 
 
 def _switch(index, funs, operands, names, what, check_order=None):
-    _check_ref_args(tree_util.tree_flatten(operands)[0], what)
+    leaves, tree = tree_util.tree_flatten(tuple(operands))
+    if any(isinstance(x, _refs.Ref) for x in leaves):
+        f0 = funs[-1] if what == "cond" else funs[0]
+        nm = getattr(f0, "__name__", what)
+        pos = _ref_operands(nm, funs, operands, _param_names(f0, len(operands)), what)
+        refs = {i: leaves[i] for i in pos}
+        rest = [x for i, x in enumerate(leaves) if i not in refs]
+
+        def through(f):
+            def g(*ops):
+                it = iter(ops)
+                full = [refs[i] if i in refs else next(it) for i in range(len(leaves))]
+                return f(*tree_util.tree_unflatten(tree, full))
+            return g
+        wrapped = {}
+        fs = [wrapped.setdefault(id(f), through(f)) for f in funs]
+        return _switch(index, fs, tuple(rest), names, what, check_order)
     known = []
     while True:
         try:
@@ -1636,3 +1707,37 @@ def _switch(index, funs, operands, names, what, check_order=None):
             if id(r) in written:
                 _refs.write(r, x, what)
         return out
+
+
+def _scan_ref_carry(f, init, leaves, tree, xs, length, reverse, unroll, split):
+    """A scan whose carry holds array references: each iteration's body gets the same
+    references (they must come back unchanged in the new carry); their effects are
+    threaded like those of references the body closes over."""
+    nm = getattr(f, "__name__", "scan")
+    pos = _ref_operands(nm, [f], (init,), _param_names(f, 1), "scan")
+    refs = {i: leaves[i] for i in pos}
+    pname = _param_names(f, 1)[0]
+    paths = tree_util.tree_flatten_with_path(init)[0]
+    names = {i: pname + tree_util.keystr(paths[i][0]) for i in pos}
+    rest = [x for i, x in enumerate(leaves) if i not in refs]
+
+    def body(c, x):
+        it = iter(c)
+        full = [refs[i] if i in refs else next(it) for i in range(len(leaves))]
+        out = f(tree_util.tree_unflatten(tree, full), x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            return out
+        for path, o in tree_util.tree_flatten_with_path(out)[0]:
+            if isinstance(o, _refs.Ref):      # (as JAX: even the carry's own reference)
+                origin = next((f"\n\nThe returned mutable array was passed in as the "
+                               f"argument {names[i]}." for i, r in refs.items() if r is o), "")
+                raise ValueError(
+                    f"function {nm} traced for scan returned a mutable array reference of "
+                    f"type {_refs.ref_error(o)} at output tree path "
+                    f"result{tree_util.keystr(path)}, but mutable array references cannot "
+                    f"be returned.{origin}")
+        return out     # (a carry without its references: scan's own type error)
+    c, ys = scan(body, rest, xs, length, reverse, unroll, split)
+    it = iter(c)
+    full = [refs[i] if i in refs else next(it) for i in range(len(leaves))]
+    return tree_util.tree_unflatten(tree, full), ys

@@ -443,6 +443,54 @@ def loop_returning_ref_errors(jx, np_):
     return errs
 
 
+@scenario
+def refs_as_cond_operands_and_scan_carries(jx, np_):
+    r = jx.new_ref(np_.zeros(2))
+
+    def t(x_ref, y):
+        x_ref[0] = y
+        return y + 1.
+
+    def e(x_ref, y):
+        x_ref[1] = y
+        return y - 1.
+    a = jx.lax.cond(True, t, e, r, 3.)
+    b = jx.jit(lambda p: jx.lax.cond(p, t, e, r, 5.))(False)
+
+    def body(c, x):
+        ref, tot = c
+        ref[...] += x
+        return (ref, tot + x.sum()), x * 2
+    try:       # JAX refuses a reference in the carry's output, even the same one
+        jx.lax.scan(body, (r, 0.), np_.ones((3, 2)))
+        err = None
+    except ValueError as ex:
+        err = re.sub(r"at \S+:\d+ ", "", str(ex))
+    return a, b, r, err
+
+
+@pytest.mark.parametrize("case", ["cond_twice", "cond_closed_and_passed", "scan_twice",
+                                  "scan_closed_and_passed"])
+def test_operand_ref_alias_errors(case):
+    def s(jx, np_):
+        x_ref = jx.new_ref(0.)
+        if case == "cond_twice":
+            jx.lax.cond(True, lambda x1, x2: None, lambda x1, x2: None, x_ref, x_ref)
+        elif case == "cond_closed_and_passed":
+            jx.lax.cond(True, lambda y_ref: x_ref[...] + y_ref[...],
+                        lambda y_ref: x_ref[...] + y_ref[...], x_ref)
+        elif case == "scan_twice":
+            jx.lax.scan(lambda c, _: (None, None), (x_ref, x_ref), None, length=1)
+        else:
+            jx.lax.scan(lambda y_ref, _: (x_ref[...] + y_ref[...], None), x_ref, None,
+                        length=1)
+    want, got = _run(s, "jax"), _run(s, "xform")
+    assert want[:2] == got[:2] == ("raised", "ValueError")
+    tail = {"cond_twice": "at both x1 and x2", "scan_twice": "at both c[0] and c[1]"}.get(
+        case, "closed over and passed as the argument y_ref")
+    assert tail in want[2] and tail in got[2]
+
+
 # -------------------------------------------------------------------------- autodiff
 
 
