@@ -157,7 +157,7 @@ class Ref:
     with ``ref[idx]``/``xform.ref.get``, write with ``ref[idx] = v``/``set``/``swap``/
     ``addupdate``; the public operations live in ``xform/ref.py``."""
 
-    __slots__ = ("_val", "_aval", "_scope", "_freed", "_created", "__weakref__")
+    __slots__ = ("_val", "_aval", "_scope", "_freed", "_created", "_kind", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("jax.Ref cannot be constructed directly; use jax.new_ref(value) "
@@ -170,6 +170,7 @@ class Ref:
         r._aval = aval
         r._scope = current_scope()
         r._freed = False
+        r._kind = None
         r._created = _user_line() if r._scope is not None else None
         return r
 
@@ -273,7 +274,7 @@ def discharge_transform(scope):
             continue
         if isinstance(tr, ad.JVPTrace):
             p, t = tr.unpack(v)
-            if type(t) is not ad.Zero:
+            if type(t) is not ad.Zero and ref._kind != "no_grad_no_remat":
                 write(ref, p)         # (JAX has written the primal value when it refuses)
                 raise Exception(
                     "performing a set/swap operation with a differentiated value on a "

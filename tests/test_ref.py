@@ -561,6 +561,37 @@ def grad_differentiated_write_errors(jx, np_):
     return msg, r
 
 
+@scenario
+def remat_with_refs(jx, np_):
+    @jx.remat
+    def f(y, x_ref):
+        out = y * y
+        x_ref[...] += out
+        return out
+    x_ref = jx.new_ref(1., kind="no_grad_no_remat")
+    g1 = jx.grad(f)(2., x_ref)
+    c_ref = jx.new_ref(1., kind="no_grad_no_remat")
+
+    @jx.remat
+    def h(y):
+        out = y * c_ref[...]
+        c_ref[...] += 1
+        return out
+    g2 = jx.grad(h)(2.)
+    g3 = jx.jit(jx.grad(h))(2.)
+
+    @jx.remat
+    def internal(y, x):
+        r = jx.new_ref(x)
+        out = y * r[...]
+        r[...] += 1
+        return out
+    # (the values read back are multiplied by a float32: their weak type after a write
+    # under grad differs, see docs/semantics.md "Array references")
+    one = np_.float32(1)
+    return g1, x_ref[...] * one, g2, g3, c_ref[...] * one, jx.grad(internal)(2., 1.)
+
+
 # ------------------------------------------------------------------------------ vmap
 
 

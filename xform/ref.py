@@ -140,7 +140,9 @@ def _to_ref_value(x, what):
 def new_ref(init_val, *, memory_space=None, kind=None):
     """A new mutable array reference holding ``init_val`` (JAX's ``jax.new_ref``)."""
     v = _to_ref_value(init_val, "jax.new_ref")
-    return Ref._make(v, v.aval)
+    r = Ref._make(v, v.aval)
+    r._kind = kind       # 'no_grad_no_remat': plumbing that differentiation leaves alone
+    return r
 
 
 def empty_ref(ty, memory_space=None):
