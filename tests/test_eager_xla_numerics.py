@@ -150,6 +150,8 @@ def test_eager_equals_jax_eager_bitwise_exhaustive(name, data):
 
 def _check_eager_equals_jax(name, data):
     prim, params, args = _draw(name, data)
+    if name == "select_and_scatter_add":   # JAX's internal function takes no negative pads
+        assume(all(lo >= 0 and hi >= 0 for lo, hi in params["padding"]))
     ours = prim.bind(*[Array(a) for a in args], **params)
     with jax.enable_x64(any(a.dtype.itemsize == 8 or a.dtype == np.complex128 for a in args)):
         theirs = _jax_fn(name, params)(*[jnp.asarray(a) for a in args])
