@@ -1500,6 +1500,30 @@ def _scoped(f, what, known=(), vals=None, written=None, touched=None):
     return run
 
 
+_scoped_plain_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _scoped_plain(f, what, role=None):
+    """``f`` run in a reference scope, for a body expected to touch no outer reference
+    (``_BodyRefs`` if it does): one wrapper per function and role, so the body trace
+    cache (``_body_cache``) still recognises the function on the next call."""
+    def make(get_f):
+        def run(*args):
+            return _scoped(get_f(), what)(*args)[0]
+        return run
+    key = (what, role)
+    try:
+        per = _scoped_plain_cache.get(f)
+        if per is None:
+            per = _scoped_plain_cache[f] = {}
+    except TypeError:           # not weakly referable or not hashable
+        return make(lambda: f)
+    w = per.get(key)
+    if w is None:    # (held weakly: the cache must not keep f alive)
+        w = per[key] = make(weakref.ref(f))
+    return w
+
+
 def _keep_type(v, like):
     """A reference's value threaded through a construct has the reference's type, which
     is never weak (as a JAX reference's aval)."""
@@ -1593,9 +1617,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     while True:
         try:
             if not known:
-                def body(c, x):
-                    return _scoped(f, "scan")(c, x)[0]
-                return _scan_plain(body, init, xs, length, reverse, unroll, _split_transpose)
+                return _scan_plain(_scoped_plain(f, "scan"), init, xs, length, reverse,
+                                   unroll, _split_transpose)
             init_vals = [_read_strong(r, "scan") for r in known]
 
             written = set()
@@ -1625,8 +1648,8 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
     while True:
         try:
             if not known:
-                return _while_plain(lambda v: _scoped(cond_fun, "while_loop")(v)[0],
-                                    lambda v: _scoped(body_fun, "while_loop")(v)[0],
+                return _while_plain(_scoped_plain(cond_fun, "while_loop", "cond"),
+                                    _scoped_plain(body_fun, "while_loop", "body"),
                                     init_val, max_steps=max_steps, checkpoint=checkpoint)
             init_vals = [_read_strong(r, "while_loop") for r in known]
             kt = tuple(known)
@@ -1684,8 +1707,7 @@ def _switch(index, funs, operands, names, what, check_order=None):
         try:
             if not known:
                 wrapped = {}
-                fs = [wrapped.setdefault(id(f), (lambda f: lambda *a: _scoped(f, what)(*a)[0])(f))
-                      for f in funs]
+                fs = [wrapped.setdefault(id(f), _scoped_plain(f, what)) for f in funs]
                 return _switch_plain(index, fs, operands, names, what, check_order)
             vals = [_read_strong(r, what) for r in known]
             kt = tuple(known)
