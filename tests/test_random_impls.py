@@ -305,3 +305,40 @@ def test_extend_random_surface():
     kp = np.array([1, 2], np.uint32)
     cnt = np.arange(5, dtype=np.uint32)
     assert_same(xex.random.threefry_2x32(kp, cnt), jjex.random.threefry_2x32(kp, cnt))
+
+
+def _double_threefry(X, ex):
+    """A user-defined implementation with 2-d key data (2, 2) whose functions call the
+    library's own random functions on threefry keys (as JAX's double-threefry test impl):
+    those nested calls must not change the implementation of the caller's key."""
+    R, np_ = X.random, X.numpy
+
+    def pair(f, k):
+        return np_.stack([R.key_data(f(R.wrap_key_data(k[0]))),
+                          R.key_data(f(R.wrap_key_data(k[1])))], axis=-2)
+
+    return ex.random.define_prng_impl(
+        key_shape=(2, 2),
+        seed=lambda s: np_.stack([R.key_data(R.key(s)), R.key_data(R.key(s + 1))]),
+        split=lambda k, shape: np_.stack(
+            [R.key_data(R.split(R.wrap_key_data(k[i]), shape)) for i in range(2)],
+            axis=len(shape)),
+        random_bits=lambda k, w, shape: R.bits(R.wrap_key_data(k[0]), shape,
+                                               dtype=f"uint{w}"),
+        fold_in=lambda k, d: pair(lambda kk: R.fold_in(kk, d), k),
+        name="double_threefry", tag="fry2")
+
+
+def test_define_prng_impl_nested_calls_and_2d_key_shape():
+    impls = {xform: _double_threefry(xform, xex), jax: _double_threefry(jax, jjex)}
+
+    def run(X, R):
+        k = R.key(5, impl=impls[X])
+        ks = R.split(k, 4)
+        return [k, ks, R.fold_in(k, 9), R.uniform(k, (3,)),
+                R.normal(k, (2,), dtype="complex64"),
+                X.vmap(lambda kk: R.normal(kk, (2,)))(ks),
+                X.jit(lambda kk: kk.reshape(2, 2).T)(ks),
+                X.lax.scan(lambda c, kk: (c + R.uniform(kk), None), 0.0, ks)[0]]
+    for g, w in zip(*both(run)):
+        assert_same(g, w)

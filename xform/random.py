@@ -312,12 +312,22 @@ def _user_key_data(impl, out, op, shape):
     return out
 
 
+def _call_user(fn, *args):
+    """A user-defined implementation's function; xform.random calls it makes (on keys of
+    other implementations) must not change the implementation of the caller's key."""
+    prev = _IMPL[0]
+    try:
+        return fn(*args)
+    finally:
+        _IMPL[0] = prev
+
+
 def _seed_words(seed):
     impl = _cur()
     fns = _raw_fns(impl)
     if fns is not None:
         return fns[0](seed)
-    return _user_key_data(impl, impl.seed(seed), "seed", ())
+    return _user_key_data(impl, _call_user(impl.seed, seed), "seed", ())
 
 
 def _split_raw(k, shape):
@@ -325,7 +335,7 @@ def _split_raw(k, shape):
     fns = _raw_fns(impl)
     if fns is not None:
         return fns[1](k, shape)
-    return _user_key_data(impl, impl.split(k, tuple(shape)), "split", shape)
+    return _user_key_data(impl, _call_user(impl.split, k, tuple(shape)), "split", shape)
 
 
 def _fold_in_raw(k, data):
@@ -334,7 +344,7 @@ def _fold_in_raw(k, data):
     if fns is not None:
         return fns[3](k, data)
     d = _lax().convert_element_type(data, _U32)
-    return _user_key_data(impl, impl.fold_in(k, d), "fold_in", ())
+    return _user_key_data(impl, _call_user(impl.fold_in, k, d), "fold_in", ())
 
 
 def _bits_raw(k, bit_width, shape):
@@ -342,7 +352,7 @@ def _bits_raw(k, bit_width, shape):
     fns = _raw_fns(impl)
     if fns is not None:
         return fns[2](k, bit_width, shape)
-    return _jnp().asarray(impl.random_bits(k, bit_width, tuple(shape)))
+    return _jnp().asarray(_call_user(impl.random_bits, k, bit_width, tuple(shape)))
 
 
 def _key_ndim():

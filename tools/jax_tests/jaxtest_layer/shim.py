@@ -70,7 +70,10 @@ def _build():
         "jax._src.core", ShapedArray=_shaped_array_type,
         ConcretizationTypeError=lambda: _jax().errors.ConcretizationTypeError,
         typeof=lambda: _jax().typeof,
-        Primitive=_primitive_type)
+        Primitive=_primitive_type,
+        # array references: JAX's public names are these very functions
+        new_ref=lambda: _jax().new_ref, freeze=lambda: _jax().freeze,
+        Ref=lambda: _jax().Ref)
     root.array = _lazy_module("jax._src.array",
                               ArrayImpl=lambda: type(_jax().numpy.zeros(())))
     root.errors = _lazy_module(

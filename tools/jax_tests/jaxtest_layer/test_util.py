@@ -40,6 +40,11 @@ def _jax():
     return jax
 
 
+def _public_test_util():
+    import jax.test_util    # (a submodule: ``import jax`` alone does not load it)
+    return jax.test_util
+
+
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
@@ -47,6 +52,17 @@ def __getattr__(name):
 
 
 # ----------------------------------------------------------------- devices and versions
+
+
+def request_cpu_devices(nr_devices: int):
+    """JAX's helper: ask for at least ``nr_devices`` CPU devices (``jax_num_cpu_devices``)
+    before the backend starts; once it has started the request changes nothing."""
+    jax = _jax()
+    try:
+        if jax.config.jax_num_cpu_devices < nr_devices:
+            jax.config.update("jax_num_cpu_devices", nr_devices)
+    except (RuntimeError, ValueError, AttributeError):
+        pass
 
 def device_under_test() -> str:
     return os.environ.get("JAX_TEST_DUT") or _jax().default_backend()
@@ -450,15 +466,15 @@ def check_eq(xs, ys, err_msg=""):
 
 
 def check_grads(*args, **kwargs):
-    return _jax().test_util.check_grads(*args, **kwargs)
+    return _public_test_util().check_grads(*args, **kwargs)
 
 
 def check_jvp(*args, **kwargs):
-    return _jax().test_util.check_jvp(*args, **kwargs)
+    return _public_test_util().check_jvp(*args, **kwargs)
 
 
 def check_vjp(*args, **kwargs):
-    return _jax().test_util.check_vjp(*args, **kwargs)
+    return _public_test_util().check_vjp(*args, **kwargs)
 
 
 def rand_like(rng, x):
