@@ -21,6 +21,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -210,7 +211,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per backend run")
     ap.add_argument("--json", help="write the per-case results here")
     ap.add_argument("--log", help="keep each backend's pytest output in LOG.<backend>.log")
-    ap.add_argument("--pytest-args", default="", help="extra pytest arguments, one string")
+    ap.add_argument("--pytest-args", default="", help="extra pytest arguments, one string, split as a shell would "
+                    "(-k 'not slow and not big')")
     a = ap.parse_args(argv)
     dist, where, tag_pattern, default_files = LIBRARIES[a.library]
     files = a.files or default_files
@@ -227,7 +229,7 @@ def main(argv=None):
                                  f"(a git directory of its repository)")
             root = _checkout(a.library, dist, tag_pattern, source, Path(tmp), files, a.ref)
         backends = ["jax", "xform"] if a.backend == "both" else [a.backend]
-        results = {b: _run(b, root, files, a.timeout, a.pytest_args.split(), a.log) for b in backends}
+        results = {b: _run(b, root, files, a.timeout, shlex.split(a.pytest_args), a.log) for b in backends}
     by_file = {}
     for b, cases in results.items():
         for cid, status in cases.items():
