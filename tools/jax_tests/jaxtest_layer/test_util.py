@@ -54,16 +54,6 @@ def __getattr__(name):
 # ----------------------------------------------------------------- devices and versions
 
 
-def request_cpu_devices(nr_devices: int):
-    """JAX's helper: ask for at least ``nr_devices`` CPU devices (``jax_num_cpu_devices``)
-    before the backend starts; once it has started the request changes nothing."""
-    jax = _jax()
-    try:
-        if jax.config.jax_num_cpu_devices < nr_devices:
-            jax.config.update("jax_num_cpu_devices", nr_devices)
-    except (RuntimeError, ValueError, AttributeError):
-        pass
-
 def device_under_test() -> str:
     return os.environ.get("JAX_TEST_DUT") or _jax().default_backend()
 
