@@ -18,6 +18,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -133,7 +134,10 @@ def _run(backend, root, files, timeout, extra, log=None):
                                              env.get("PYTHONPATH", "")])
         cmd[3:3] = ["-p", "xform_alias_plugin"]
     out = open(f"{log}.{backend}.log", "w") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    # SIGINT back to its default in the child (a shell's background job ignores it, and
+    # Python then installs no KeyboardInterrupt handler)
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -185,7 +189,7 @@ def main(argv=None):
                                  f"(a git directory of its repository)")
             root = _checkout(a.library, dist, tag_pattern, source, Path(tmp), files, a.ref)
         backends = ["jax", "xform"] if a.backend == "both" else [a.backend]
-        results = {b: _run(b, root, files, a.timeout, a.pytest_args.split(), a.log) for b in backends}
+        results = {b: _run(b, root, files, a.timeout, shlex.split(a.pytest_args), a.log) for b in backends}
     by_file = {}
     for b, cases in results.items():
         for cid, status in cases.items():
