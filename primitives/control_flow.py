@@ -108,8 +108,10 @@ def _cond_abstract(index, *ops, branches):
                 core.same_type(a, o) for a, o in zip(b.out_avals, outs)):
             raise TypeError(f"cond: branch {i} returns {_avals_str(b.out_avals)} but branch 0 "
                             f"returns {_avals_str(outs)}")
-    return [a.update(weak_type=all(b.out_avals[k].weak_type for b in branches))
-            for k, a in enumerate(outs)]
+    # as JAX: the outputs have branch 0's types, weak types included (branches may
+    # differ only in weak type; cond's branch 0 is its false branch). equinox's error_if
+    # is cond(pred, <callback with a strong result>, lambda: x): x keeps its weak type
+    return list(outs)
 
 
 cond_p.def_impl(_cond_impl)

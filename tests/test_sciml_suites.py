@@ -38,3 +38,30 @@ def test_device_get_leaves_like_jax():
     x = xnp.arange(4.0)
     got = xform.device_get([x, (x,)])
     assert type(got[0]) is np.ndarray and type(got[1][0]) is np.ndarray
+
+
+# --------------------------------------- cond/switch outputs take branch 0's weak types
+
+def _cond_weak_types(m, np_):
+    w = lambda t: np_.where(t < 1, 1, -1)                     # weak int
+    s = lambda t: np_.where(t < 1, 1, -1).astype(np_.int32)   # strong int
+    t0 = np_.asarray(0.0)
+    lax = m.lax
+    cases = {
+        "true strong, false weak": lambda t: lax.cond(t > 5, lambda: s(t), lambda: w(t)),
+        "true weak, false strong": lambda t: lax.cond(t > 5, lambda: w(t), lambda: s(t)),
+        "switch weak first": lambda t: lax.switch(0, [lambda: w(t), lambda: s(t)]),
+        "switch strong first": lambda t: lax.switch(1, [lambda: s(t), lambda: w(t)]),
+    }
+    out = {}
+    for name, f in cases.items():
+        out[name] = m.jit(f)(t0).weak_type
+    return out
+
+
+def test_cond_outputs_weak_type_like_jax():
+    # diffrax's Solution.interpolation.direction passes through equinox's error_if
+    # (cond(pred, <callback with a strong result>, lambda: x)); JAX keeps x weakly typed
+    # (branch 0, cond's false branch, gives the types), and diffrax's strict-promotion
+    # tests then multiply it by float64 times
+    assert _cond_weak_types(xform, xnp) == _cond_weak_types(jax, jnp)
