@@ -186,6 +186,25 @@ _INSTEAD = {
 }
 
 
+# JAX's PRNG implementations; xform implements the first three (xform.random)
+_PRNG_IMPLS = ["threefry2x32", "rbg", "unsafe_rbg"]
+_PRNG_IMPLS_JAX = ["threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
+                   "philox4x32"]
+
+
+def _check_prng_impl(value):
+    if value in _PRNG_IMPLS:
+        return
+    if value in _PRNG_IMPLS_JAX:
+        raise ValueError(f"jax_default_prng_impl={value!r}: xform implements the PRNG "
+                         f"implementations {_PRNG_IMPLS}, not {value!r}")
+    raise ValueError(f"new enum value must be in {_PRNG_IMPLS_JAX}, got {value} of type "
+                     f"{type(value)}.")
+
+
+_CHECKS = {"jax_default_prng_impl": _check_prng_impl}
+
+
 def _env_default(name, default):
     raw = os.environ.get(name.upper())
     if raw is None:
@@ -214,6 +233,9 @@ class Config:
             raise NotImplementedError(
                 f"config option {name!r}={value!r} is not supported by xform (only its default "
                 f"{_UNSUPPORTED[name]!r})" + (f"; use {instead} instead" if instead else ""))
+        check = _CHECKS.get(name)
+        if check is not None:
+            check(value)
         self._values[name] = value
         for fn in self._listeners.get(name, ()):
             fn(value)

@@ -892,6 +892,9 @@ def get_aval(x) -> ShapedArray:
         return aval
     if getattr(x, "__jax_array__", None) is not None:
         raise jax_array_error()
+    if getattr(t, "_xform_not_an_array", False):     # an array reference (refs.Ref)
+        raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid xform array "
+                        "type: read an array reference's value first (ref[...]).")
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid xform array type. "

@@ -92,6 +92,9 @@ def run(prim, vals, params, avals):
         if pkey is None:
             return None
         key = (prim, pkey, *[(v.shape, v.dtype) for v in vals])
+    elif len(vals) == 1:
+        v = vals[0]
+        key = (prim, v.shape, v.dtype)
     else:
         key = (prim, *[(v.shape, v.dtype) for v in vals])
     k = _kernels.get(key)
@@ -104,12 +107,20 @@ def run(prim, vals, params, avals):
     if k is _FAILED:
         return None
     sh, devs = k.sharding, k.devices
-    bufs = [_put(javal, sh, [v], devs, True, False, _HBS, True)
-            for v, javal in zip(vals, k.specs)]
+    if len(vals) == 1:
+        bufs = [_put(k.specs[0], sh, [vals[0]], devs, True, False, _HBS, True)]
+    else:
+        bufs = [_put(javal, sh, [v], devs, True, False, _HBS, True)
+                for v, javal in zip(vals, k.specs)]
     outs = k.execute(bufs).consume_with_handlers(k.handlers)
     if k.multi:
-        return [_to_host(o) for o in outs]
-    return _to_host(outs[0])
+        return [_host(o) for o in outs]
+    return _host(outs[0])
+
+
+def _host(buf):
+    v = np.asarray(buf)                  # a zero-copy view of the CPU buffer
+    return v if v.dtype != object else _to_host(buf)   # bfloat16: NumPy cannot read it
 
 
 def cache_info() -> dict:

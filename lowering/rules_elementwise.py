@@ -28,7 +28,6 @@ _SAME_TYPE_OPS = {
     neg_p: "stablehlo.negate", floor_p: "stablehlo.floor", ceil_p: "stablehlo.ceil",
     exp_p: "stablehlo.exponential", log_p: "stablehlo.log", log1p_p: "stablehlo.log_plus_one",
     expm1_p: "stablehlo.exponential_minus_one", tanh_p: "stablehlo.tanh",
-    logistic_p: "stablehlo.logistic",
     sin_p: "stablehlo.sine", cos_p: "stablehlo.cosine", tan_p: "stablehlo.tan",
     asin_p: "chlo.asin", acos_p: "chlo.acos", atan_p: "chlo.atan",
     atan2_p: "stablehlo.atan2",
@@ -99,6 +98,16 @@ def _exp2(ctx, eqn, x):
     log2 = ctx.full_like(np.log(2), aval)
     return [ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.multiply", [log2, x], aval)],
                     aval)]
+
+
+@register(logistic_p)
+def _logistic(ctx, eqn, x):
+    """1 / (1 + exp(-x)) spelled out, as JAX lowers it (XLA's own logistic expansion
+    rounds 16-bit floats differently)."""
+    aval = ctx.out_avals[0]
+    e = ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.negate", [x], aval)], aval)
+    one = ctx.full_like(1, aval)
+    return [ctx.op1("stablehlo.divide", [one, ctx.op1("stablehlo.add", [one, e], aval)], aval)]
 
 
 @register(pow_p)

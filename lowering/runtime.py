@@ -1174,7 +1174,7 @@ def tier_stats() -> dict:
 
 class KeyedCompiled:
     """A compiled program whose interface has typed PRNG key arrays: key arguments are
-    passed as their uint32[..., 2] words and key results wrapped back into key arrays
+    passed as their uint32[..., *key_shape] words and key results wrapped back into key arrays
     (the program itself was physicalized, see ``primitives.prng``)."""
 
     __slots__ = ("inner", "in_avals", "out_avals", "_key_in", "_key_out", "__weakref__")
@@ -1198,8 +1198,8 @@ class KeyedCompiled:
                 x = prng.to_words(np.asarray(x._value if isinstance(x, Array) else x))
             conv.append(x)
         outs = self.inner(*conv)
-        return [Array(prng.to_struct(np.asarray(o)), False) if k else o
-                for o, k in zip(outs, self._key_out)]
+        return [Array(prng.to_struct(np.asarray(o), a.dtype), False) if k else o
+                for o, k, a in zip(outs, self._key_out, self.out_avals)]
 
     @property
     def donated_invars(self):

@@ -50,6 +50,7 @@ from xform._src.primitives.custom import check_forward_evaluable
 from xform._src.primitives import jit as _jit
 from xform._src.interpreters.config import config
 from xform._src.interpreters import tree_util
+from xform._src.interpreters import refs as _refs
 from xform._src.primitives import reductions as red
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
@@ -107,8 +108,10 @@ def _cond_abstract(index, *ops, branches):
                 core.same_type(a, o) for a, o in zip(b.out_avals, outs)):
             raise TypeError(f"cond: branch {i} returns {_avals_str(b.out_avals)} but branch 0 "
                             f"returns {_avals_str(outs)}")
-    return [a.update(weak_type=all(b.out_avals[k].weak_type for b in branches))
-            for k, a in enumerate(outs)]
+    # as JAX: the outputs have branch 0's types, weak types included (branches may
+    # differ only in weak type; cond's branch 0 is its false branch). equinox's error_if
+    # is cond(pred, <callback with a strong result>, lambda: x): x keeps its weak type
+    return list(outs)
 
 
 cond_p.def_impl(_cond_impl)
@@ -996,7 +999,7 @@ def _check_branch_outputs(what, name1, name2, f1, f2, t1, t2):
                     "types match.")
 
 
-def _switch(index, funs, operands, names, what, check_order=None):
+def _switch_plain(index, funs, operands, names, what, check_order=None):
     tu = _tu()
     leaves, in_tree = _flatten_args(operands, f"lax.{what} operands")
     avals = [core.get_aval(x) for x in leaves]
@@ -1110,7 +1113,7 @@ def _cast_carry(leaves, avals):
 # ----------------------------------------------------------------- while_loop
 
 
-def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
+def _while_plain(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
     """``while cond_fun(val): val = body_fun(val)`` as one ``while`` primitive.
 
     Forward-differentiable (jvp, linearize) and batchable.  Like JAX's, it is not
@@ -1167,7 +1170,7 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
 # ----------------------------------------------------------------- scan
 
 
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
     ``(final carry, stacked ys)``.  Reverse-differentiable: the forward loop saves
     per-iteration residuals (memory linear in ``length``)."""
@@ -1453,3 +1456,312 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     if reverse:
         out = [st.rev(x, (ax,)) for x in out]
     return tu.tree_unflatten(tree, out)
+
+
+# --- array references in loop and cond bodies ------------------------------------------
+# A body that reads or writes references of its caller (interpreters/refs.py) is traced
+# once to find them; then it is traced again with their values threaded through the
+# construct: as extra carries of a loop, as extra operands and results of every branch
+# of a cond.  After the primitive runs the final values are written back at the
+# caller's level.  Bodies that touch no reference run unchanged.
+
+
+class _BodyRefs(Exception):
+    def __init__(self, refs):
+        super().__init__("internal: a loop or cond body touched outer array references")
+        self.refs = refs
+
+
+def _no_returned_refs(out, what):
+    for o in tree_util.tree_flatten(out)[0]:
+        if isinstance(o, _refs.Ref):
+            kind = "cond" if what in ("cond", "switch") else what
+            raise ValueError(
+                f"the body of {what} traced for {kind} returned a mutable array reference "
+                f"of type {_refs.ref_error(o)}, but mutable array references cannot be "
+                "returned from the bodies of higher-order primitives; return its value "
+                "(ref[...]) instead")
+
+
+def _scoped(f, what, known=(), vals=None, written=None, touched=None):
+    """``f`` run in a reference scope: returns (its output, final values of ``known``);
+    raises ``_BodyRefs`` naming references it touched beyond ``known``; adds the ids of
+    the references it wrote to ``written``."""
+    def run(*args):
+        with _refs.Scope(what, preset=zip(known, vals if vals is not None else ())) as sc:
+            out = f(*args)
+        if touched is not None:
+            touched.update((id(r), r) for r in sc.touched() if id(r) in sc.used)
+        new = [r for r in sc.touched() if not any(r is k for k in known)]
+        if new:
+            raise _BodyRefs(new)
+        _no_returned_refs(out, what)
+        if written is not None:
+            written.update(id(r) for r in known if sc.final(r) is not sc.inputs[id(r)])
+        return out, [sc.final(r) for r in known]
+    return run
+
+
+_scoped_plain_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _scoped_plain(f, what, role=None):
+    """``f`` run in a reference scope, for a body expected to touch no outer reference
+    (``_BodyRefs`` if it does): one wrapper per function and role, so the body trace
+    cache (``_body_cache``) still recognises the function on the next call."""
+    def make(get_f):
+        def run(*args):
+            return _scoped(get_f(), what)(*args)[0]
+        return run
+    key = (what, role)
+    try:
+        per = _scoped_plain_cache.get(f)
+        if per is None:
+            per = _scoped_plain_cache[f] = {}
+    except TypeError:           # not weakly referable or not hashable
+        return make(lambda: f)
+    w = per.get(key)
+    if w is None:    # (held weakly: the cache must not keep f alive)
+        w = per[key] = make(weakref.ref(f))
+    return w
+
+
+def _keep_type(v, like):
+    """A reference's value threaded through a construct has the reference's type, which
+    is never weak (as a JAX reference's aval)."""
+    a, b = core.get_aval(v), core.get_aval(like)
+    if a.weak_type or a.dtype != b.dtype:
+        v = ew.convert_element_type_p.bind(v, new_dtype=b.dtype, weak_type=False)
+    return v
+
+
+def _read_strong(r, what):
+    v = _refs.read(r, what)
+    if core.get_aval(v).weak_type:
+        v = ew.convert_element_type_p.bind(v, new_dtype=core.get_aval(v).dtype,
+                                           weak_type=False)
+    return v
+
+
+def _add_known(known, refs):
+    for r in refs:
+        if not any(r is k for k in known):
+            known.append(r)
+
+
+def _check_ref_args(leaves, what):
+    for x in leaves:
+        if isinstance(x, _refs.Ref):
+            raise TypeError(f"lax.{what}: a mutable array reference of type "
+                            f"{_refs.ref_error(x)} cannot be passed as a carry, operand or "
+                            "scanned value; close over it in the body instead")
+
+
+def _param_names(f, n):
+    try:
+        ps = [p for p in inspect.signature(f).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        ps = []
+    return [ps[i].name if i < len(ps) else f"args[{i}]" for i in range(n)]
+
+
+def _closed_over_refs(f):
+    """The references among ``f``'s closure cells (nonlocals it closes over)."""
+    out = []
+    for c in getattr(f, "__closure__", None) or ():
+        try:
+            v = c.cell_contents
+        except ValueError:
+            continue
+        if isinstance(v, _refs.Ref):
+            out.append(v)
+    return out
+
+
+def _ref_operands(fun_names, funs, args, names, what):
+    """Array references passed as operands (or carries) of a cond or scan: JAX's checks
+    (no reference twice, none both passed and closed over); returns their positions in
+    the flattened operands.  The references themselves reach the bodies (their effects
+    are threaded like those of references the bodies close over)."""
+    paths = tree_util.tree_flatten_with_path(tuple(args))[0]
+    seen, pos = {}, []
+    for i, (path, x) in enumerate(paths):
+        if not isinstance(x, _refs.Ref):
+            continue
+        k = path[0].idx if path and hasattr(path[0], "idx") else 0
+        nm = names[k] + tree_util.keystr(tuple(path[1:])) if k < len(names) else f"#{i}"
+        if id(x) in seen:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {fun_names} for {what} the mutable array "
+                f"reference of type {_refs.ref_error(x)} appeared at both {seen[id(x)]} "
+                f"and {nm}.")
+        seen[id(x)] = nm
+        for f in funs:
+            if any(x is r for r in _closed_over_refs(f)):
+                raise ValueError(
+                    f"when tracing {fun_names} for {what}, a mutable array reference of type "
+                    f"{_refs.ref_error(x)} was both closed over and passed as the argument "
+                    f"{nm}")
+        pos.append(i)
+    return pos
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    """JAX's ``lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``;
+    the body may read and write array references it closes over."""
+    init_leaves, init_tree = tree_util.tree_flatten(init)
+    if any(isinstance(x, _refs.Ref) for x in init_leaves):
+        return _scan_ref_carry(f, init, init_leaves, init_tree, xs, length, reverse, unroll,
+                               _split_transpose)
+    known = []
+    while True:
+        try:
+            if not known:
+                return _scan_plain(_scoped_plain(f, "scan"), init, xs, length, reverse,
+                                   unroll, _split_transpose)
+            init_vals = [_read_strong(r, "scan") for r in known]
+
+            written = set()
+
+            def body(carry, x, _known=tuple(known), _init=init_vals):
+                c, rv = carry
+                out, finals = _scoped(f, "scan", _known, rv, written)(c, x)
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    return out, None     # (scan's own error about the body's output)
+                c2, y = out
+                return (c2, [_keep_type(v, i) for v, i in zip(finals, _init)]), y
+            (c, rv), ys = _scan_plain(body, (init, init_vals), xs, length, reverse, unroll,
+                                      _split_transpose)
+        except _BodyRefs as e:
+            _add_known(known, e.refs)
+            continue
+        for r, v in zip(known, rv):
+            if id(r) in written:
+                _refs.write(r, v, "scan")
+        return c, ys
+
+
+def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
+    """JAX's ``lax.while_loop``; its functions may use array references they close
+    over (``cond_fun`` may only read them)."""
+    known = []
+    while True:
+        try:
+            if not known:
+                return _while_plain(_scoped_plain(cond_fun, "while_loop", "cond"),
+                                    _scoped_plain(body_fun, "while_loop", "body"),
+                                    init_val, max_steps=max_steps, checkpoint=checkpoint)
+            init_vals = [_read_strong(r, "while_loop") for r in known]
+            kt = tuple(known)
+            written = set()
+            in_cond, in_body = set(), set()
+
+            def cond2(carry):
+                v, rv = carry
+                return _scoped(cond_fun, "while_loop", kt, rv, written, in_cond)(v)[0]
+
+            def body2(carry):
+                v, rv = carry
+                out, finals = _scoped(body_fun, "while_loop", kt, rv, written, in_body)(v)
+                return out, [_keep_type(x, i) for x, i in zip(finals, init_vals)]
+            v, rv = _while_plain(cond2, body2, (init_val, init_vals), max_steps=max_steps,
+                                 checkpoint=checkpoint)
+        except _BodyRefs as e:
+            _add_known(known, e.refs)
+            continue
+        both = in_cond & in_body
+        if both:
+            r = next(iter(both))[1]
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                "function, but when tracing while_loop for jit the mutable array reference "
+                f"of type {_refs.ref_error(r)} appeared at both args[0] and args[1] (cond_fun "
+                "and body_fun both close over it); use it in one of them only, or carry its "
+                "value")
+        for r, x in zip(known, rv):
+            if id(r) in written:
+                _refs.write(r, x, "while_loop")
+        return v
+
+
+def _switch(index, funs, operands, names, what, check_order=None):
+    leaves, tree = tree_util.tree_flatten(tuple(operands))
+    if any(isinstance(x, _refs.Ref) for x in leaves):
+        f0 = funs[-1] if what == "cond" else funs[0]
+        nm = getattr(f0, "__name__", what)
+        pos = _ref_operands(nm, funs, operands, _param_names(f0, len(operands)), what)
+        refs = {i: leaves[i] for i in pos}
+        rest = [x for i, x in enumerate(leaves) if i not in refs]
+
+        def through(f):
+            def g(*ops):
+                it = iter(ops)
+                full = [refs[i] if i in refs else next(it) for i in range(len(leaves))]
+                return f(*tree_util.tree_unflatten(tree, full))
+            return g
+        wrapped = {}
+        fs = [wrapped.setdefault(id(f), through(f)) for f in funs]
+        return _switch(index, fs, tuple(rest), names, what, check_order)
+    known = []
+    while True:
+        try:
+            if not known:
+                wrapped = {}
+                fs = [wrapped.setdefault(id(f), _scoped_plain(f, what)) for f in funs]
+                return _switch_plain(index, fs, operands, names, what, check_order)
+            vals = [_read_strong(r, what) for r in known]
+            kt = tuple(known)
+            wrapped = {}
+            written = set()
+
+            def mk(f):
+                def branch(rv, *ops):
+                    out, finals = _scoped(f, what, kt, rv, written)(*ops)
+                    return out, [_keep_type(x, i) for x, i in zip(finals, vals)]
+                return branch
+            fs = [wrapped.setdefault(id(f), mk(f)) for f in funs]
+            out, rv = _switch_plain(index, fs, (vals,) + tuple(operands), names, what,
+                                    check_order)
+        except _BodyRefs as e:
+            _add_known(known, e.refs)
+            continue
+        for r, x in zip(known, rv):
+            if id(r) in written:
+                _refs.write(r, x, what)
+        return out
+
+
+def _scan_ref_carry(f, init, leaves, tree, xs, length, reverse, unroll, split):
+    """A scan whose carry holds array references: each iteration's body gets the same
+    references (they must come back unchanged in the new carry); their effects are
+    threaded like those of references the body closes over."""
+    nm = getattr(f, "__name__", "scan")
+    pos = _ref_operands(nm, [f], (init,), _param_names(f, 1), "scan")
+    refs = {i: leaves[i] for i in pos}
+    pname = _param_names(f, 1)[0]
+    paths = tree_util.tree_flatten_with_path(init)[0]
+    names = {i: pname + tree_util.keystr(paths[i][0]) for i in pos}
+    rest = [x for i, x in enumerate(leaves) if i not in refs]
+
+    def body(c, x):
+        it = iter(c)
+        full = [refs[i] if i in refs else next(it) for i in range(len(leaves))]
+        out = f(tree_util.tree_unflatten(tree, full), x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            return out
+        for path, o in tree_util.tree_flatten_with_path(out)[0]:
+            if isinstance(o, _refs.Ref):      # (as JAX: even the carry's own reference)
+                origin = next((f"\n\nThe returned mutable array was passed in as the "
+                               f"argument {names[i]}." for i, r in refs.items() if r is o), "")
+                raise ValueError(
+                    f"function {nm} traced for scan returned a mutable array reference of "
+                    f"type {_refs.ref_error(o)} at output tree path "
+                    f"result{tree_util.keystr(path)}, but mutable array references cannot "
+                    f"be returned.{origin}")
+        return out     # (a carry without its references: scan's own type error)
+    c, ys = scan(body, rest, xs, length, reverse, unroll, split)
+    it = iter(c)
+    full = [refs[i] if i in refs else next(it) for i in range(len(leaves))]
+    return tree_util.tree_unflatten(tree, full), ys

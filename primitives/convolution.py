@@ -209,6 +209,7 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
 # ----------------------------------------------------------------- the primitive
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
+conv_general_dilated_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 
 
 def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,

@@ -405,10 +405,12 @@ custom_lin_p.missing_rules["lowering"] = (
 
 
 def _custom_lin_forward(*args, **params):
-    raise TypeError(
-        "can't apply forward-mode autodiff (jvp) to a custom_vjp function. A custom_vjp "
-        "function only has a reverse-mode rule: use xform.vjp/xform.grad (or jacrev), or "
-        "define the function with xform.custom_jvp instead.")
+    # JAX's message exactly (programs print it); what to do instead is a note, shown
+    # with the traceback
+    e = TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+    e.add_note("A custom_vjp function only has a reverse-mode rule: use xform.vjp/xform.grad "
+               "(or jacrev), or define the function with xform.custom_jvp instead.")
+    raise e
 
 
 custom_lin_p.def_impl(_custom_lin_forward)

@@ -1,21 +1,26 @@
-"""Typed PRNG keys: the extended dtype ``key<fry>`` and its wrap/unwrap primitives.
+"""Typed PRNG keys: the extended dtypes ``key<TAG>`` and their wrap/unwrap primitives.
 
-A key array's aval has the *logical* shape (``key(0).shape == ()``) and the
-dtype ``KEY_DTYPE``; its physical representation is ``uint32[*shape, 2]``.
+Each PRNG implementation (``PRNGImpl``: threefry2x32, rbg, unsafe_rbg, or one a user
+defines) has its key dtype ``KeyTy(impl)``, printed ``key<fry>``, ``key<rbg>``,
+``key<urbg>``, ...  A key array's aval has the *logical* shape (``key(0).shape == ()``);
+its physical representation is ``uint32[*shape, *impl.key_shape]``.
 
 * Concretely (eager), a key array is an ``Array`` over a NumPy array of the
-  structured dtype ``KEY_DTYPE.struct`` (one 8-byte record of two uint32 words
+  structured dtype ``KeyTy(impl).struct`` (one record of the key's uint32 words
   per key) and of the logical shape, so every structural NumPy reference
   (reshape, slicing, gather, concatenate, broadcast, select, transpose, ...)
   works on key arrays unchanged.
 * Staged programs keep key avals; before lowering, ``physicalize`` rewrites a
-  program into one over ``uint32[..., 2]`` words (each structural primitive
-  gets its trailing-axis version; sub-programs of control flow and jit are
+  program into one over ``uint32[..., *key_shape]`` words (each structural primitive
+  gets its trailing-axes version; sub-programs of control flow and jit are
   rewritten recursively), so XLA never sees a key type.
 * ``random_wrap`` (words -> keys) and ``random_unwrap`` (keys -> words) are the
   only casts; both are free (identity) after physicalization.
 """
 from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -36,46 +41,119 @@ __all__: list = []
 _U32 = np.dtype(np.uint32)
 
 
-class KeyTy(ExtendedDType):
-    """The dtype of threefry2x32 key arrays, printed ``key<fry>`` as in JAX."""
+class PRNGImpl(NamedTuple):
+    """A PRNG implementation, as JAX's ``PRNGImpl``: the key data of one key is a uint32
+    array of shape ``key_shape``; ``seed(int scalar) -> key``, ``split(key, shape) ->
+    keys[*shape]``, ``random_bits(key, bit_width, shape) -> uint<bit_width>[*shape]`` and
+    ``fold_in(key, uint32 scalar) -> key`` work on one key's data (batches are vmapped)."""
+    key_shape: tuple
+    seed: Callable
+    split: Callable
+    random_bits: Callable
+    fold_in: Callable
+    name: str = "<unnamed>"
+    tag: str = "?"
 
-    __slots__ = ()
-    name = "key<fry>"
+    def __hash__(self):
+        return hash(self.tag)
+
+    def __str__(self):
+        return self.tag
+
+
+# The built-in implementations' operations are written with xform.lax in xform.random
+# (an upper layer), which fills this table at import: (impl name, op) -> function.
+builtin_ops: dict = {}
+
+
+def _builtin_op(impl_name, op):
+    def fn(*args, **kwargs):
+        return builtin_ops[(impl_name, op)](*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = f"{impl_name}_{op}"
+    return fn
+
+
+def _builtin(key_shape, name, tag):
+    return PRNGImpl(key_shape, *(_builtin_op(name, op) for op in
+                                 ("seed", "split", "random_bits", "fold_in")), name=name, tag=tag)
+
+
+THREEFRY = _builtin((2,), "threefry2x32", "fry")
+RBG = _builtin((4,), "rbg", "rbg")
+UNSAFE_RBG = _builtin((4,), "unsafe_rbg", "urbg")
+# name -> implementation (jax_default_prng_impl and impl= strings name these)
+prngs: dict = {i.name: i for i in (THREEFRY, RBG, UNSAFE_RBG)}
+
+
+class KeyTy(ExtendedDType):
+    """The dtype of key arrays of one PRNG implementation, printed ``key<TAG>`` as in JAX
+    (``key<fry>`` for threefry2x32).  One instance per implementation: ``KeyTy(impl)``."""
+
+    __slots__ = ("impl", "name", "str", "key_shape", "struct", "itemsize")
+    _by_impl: dict = {}
     _xform_extended = "prng_key"     # xform.dtypes.issubdtype(..., prng_key)
-    impl_name = "threefry2x32"
-    key_shape = (2,)
     physical = _U32
-    struct = np.dtype([("fry", "<u4", (2,))])
-    itemsize = 8
     kind = "V"
     char = "V"
     type = prng_key          # jax.dtypes.prng_key, as JAX's key dtypes
-    str = "key<fry>"
     names = None
     fields = None
     shape = ()
     subdtype = None
 
+    def __new__(cls, impl=None):
+        impl = THREEFRY if impl is None else impl
+        hit = cls._by_impl.get(impl)
+        if hit is not None:
+            return hit
+        self = object.__new__(cls)
+        self.impl = impl
+        self.name = self.str = f"key<{impl.tag}>"
+        self.key_shape = tuple(int(d) for d in impl.key_shape)
+        # concrete key arrays are NumPy arrays of one record per key; the record's
+        # field name tells the implementations apart (rbg and unsafe_rbg have one shape)
+        field = "fry" if impl is THREEFRY else f"{impl.name}:{impl.tag}:{len(cls._by_impl)}"
+        self.struct = np.dtype([(field, "<u4", self.key_shape)])
+        self.itemsize = 4 * math.prod(self.key_shape)
+        cls._by_impl[impl] = self
+        register_extended(self)
+        return self
+
+    @property
+    def impl_name(self):
+        return self.impl.name
+
+    @property
+    def _impl(self):      # JAX's attribute name (libraries read key.dtype._impl)
+        return self.impl
+
     def __repr__(self):
-        return "key<fry>"
+        return self.name
 
     __str__ = __repr__
 
     def __eq__(self, other):
-        return isinstance(other, KeyTy) or (isinstance(other, str) and other == "key<fry>")
+        if isinstance(other, KeyTy):
+            return other.impl == self.impl
+        return isinstance(other, str) and other == self.name
 
     def __ne__(self, other):
         return not self.__eq__(other)
 
     def __hash__(self):
-        return hash("key<fry>")
+        return hash(("key", self.impl))
 
     def __reduce__(self):
-        return (KeyTy, ())
+        if prngs.get(self.impl.name) is self.impl:
+            return (_key_dtype_named, (self.impl.name,))
+        return (KeyTy, (self.impl,))
 
 
-KEY_DTYPE = KeyTy()
-register_extended(KEY_DTYPE)
+def _key_dtype_named(name):
+    return KeyTy(prngs[name])
+
+
+KEY_DTYPE = KeyTy(THREEFRY)
 
 
 def is_key_aval(aval) -> bool:
@@ -84,20 +162,25 @@ def is_key_aval(aval) -> bool:
 
 def physical_aval(aval):
     if is_key_aval(aval):
-        return ShapedArray(tuple(aval.shape) + (2,), _U32)
+        return ShapedArray(tuple(aval.shape) + aval.dtype.key_shape, _U32)
     return aval
 
 
-def to_struct(words):
-    """uint32[..., 2] NumPy words -> structured key array of the logical shape."""
+def to_struct(words, dtype=KEY_DTYPE):
+    """uint32[..., *key_shape] NumPy words -> structured key array of the logical shape."""
     w = np.ascontiguousarray(np.asarray(words, _U32))
-    return w.view(KEY_DTYPE.struct)[..., 0]
+    lead = w.shape[:w.ndim - len(dtype.key_shape)]
+    return w.reshape(lead + (math.prod(dtype.key_shape),)).view(dtype.struct)[..., 0]
 
 
 def to_words(keys):
-    """Structured key array (NumPy, or an ``Array``'s host value) -> uint32[..., 2] words."""
+    """Structured key array (NumPy, or an ``Array``'s host value) -> uint32[..., *key_shape]."""
     k = keys._value if isinstance(keys, core.Array) else np.asarray(keys)
-    return np.ascontiguousarray(k["fry"]).astype(_U32, copy=False)
+    return np.ascontiguousarray(k[k.dtype.names[0]]).astype(_U32, copy=False)
+
+
+def key_shape_of(aval):
+    return aval.dtype.key_shape
 
 
 # ================================================================ random_wrap
@@ -107,22 +190,26 @@ random_wrap_p.cse = False
 
 
 @random_wrap_p.def_abstract_eval
-def _wrap_abstract(x, *, impl="threefry2x32"):
+def _wrap_abstract(x, *, impl=THREEFRY):
     if is_key_aval(x):
         raise TypeError(f"random_wrap expects uint32 key data, got a key array of dtype {x.dtype}")
-    if x.dtype != _U32 or not x.shape or x.shape[-1] != 2:
+    ks = tuple(impl.key_shape)
+    n = len(x.shape) - len(ks)
+    if x.dtype != _U32 or n < 0 or tuple(x.shape[n:]) != ks:
         raise TypeError("xform encountered invalid PRNG key data: expected key_data.dtype = "
-                        f"uint32 and key_data.shape ending with (2,); got {x.str_short()}")
-    return ShapedArray(x.shape[:-1], KEY_DTYPE)
+                        f"uint32 and key_data.shape ending with {ks} (impl={impl.name}); got "
+                        f"{x.str_short()}")
+    return ShapedArray(tuple(x.shape[:n]), KeyTy(impl))
 
 
-random_wrap_p.def_impl(lambda x, *, impl="threefry2x32": to_struct(x))
+random_wrap_p.def_impl(lambda x, *, impl=THREEFRY: to_struct(x, KeyTy(impl)))
 defjvp_zero(random_wrap_p)
 
 
 def _wrap_batch(axis_data, vals, dims, **params):
     (x,), (d,) = vals, dims
-    if d == core.get_aval(x).ndim - 1:   # never the trailing word axis
+    nk = len(params.get("impl", THREEFRY).key_shape)
+    if d >= core.get_aval(x).ndim - nk:   # never one of the trailing key-data axes
         x, d = moveaxis(x, d, 0), 0
     return random_wrap_p.bind(x, **params), d
 
@@ -130,8 +217,8 @@ def _wrap_batch(axis_data, vals, dims, **params):
 batching.batch_rules[random_wrap_p] = _wrap_batch
 
 
-def random_wrap(words):
-    return random_wrap_p.bind(words, impl="threefry2x32")
+def random_wrap(words, impl=THREEFRY):
+    return random_wrap_p.bind(words, impl=impl)
 
 
 # ================================================================ random_unwrap
@@ -306,31 +393,44 @@ def _p_identity(in_avals, out_avals, x, **params):
     return [x]
 
 
+def _ks(aval):
+    return aval.dtype.key_shape
+
+
+def _tail(n, nk):
+    return tuple(range(n, n + nk))
+
+
 @_phys("broadcast_in_dim")
 def _p_bid(in_avals, out_avals, x, *dyn, shape, broadcast_dimensions, **params):
-    nd = len(shape)
-    return [_s().broadcast_in_dim_p.bind(x, *dyn, shape=tuple(shape) + (2,),
-                                         broadcast_dimensions=tuple(broadcast_dimensions) + (nd,),
-                                         **params)]
+    ks = _ks(out_avals[0])
+    return [_s().broadcast_in_dim_p.bind(
+        x, *dyn, shape=tuple(shape) + ks,
+        broadcast_dimensions=tuple(broadcast_dimensions) + _tail(len(shape), len(ks)),
+        **params)]
 
 
 @_phys("reshape")
 def _p_reshape(in_avals, out_avals, x, *dyn, new_sizes, dimensions=None, **params):
     s = _s()
+    ks = _ks(in_avals[0])
     if dimensions not in (None, ()):
-        x = s.transpose_p.bind(x, permutation=tuple(dimensions) + (len(dimensions),))
-    return [s.reshape_p.bind(x, *dyn, new_sizes=tuple(new_sizes) + (2,), dimensions=None,
+        x = s.transpose_p.bind(x, permutation=tuple(dimensions) +
+                               _tail(len(dimensions), len(ks)))
+    return [s.reshape_p.bind(x, *dyn, new_sizes=tuple(new_sizes) + ks, dimensions=None,
                              **params)]
 
 
 @_phys("transpose")
 def _p_transpose(in_avals, out_avals, x, *, permutation):
-    return [_s().transpose_p.bind(x, permutation=tuple(permutation) + (len(permutation),))]
+    nk = len(_ks(in_avals[0]))
+    return [_s().transpose_p.bind(x, permutation=tuple(permutation) +
+                                  _tail(len(permutation), nk))]
 
 
 @_phys("squeeze")
 def _p_squeeze(in_avals, out_avals, x, *, dimensions):
-    # named axes are logical (leading) axes; the word axis stays last
+    # named axes are logical (leading) axes; the key-data axes stay last
     return [_s().squeeze_p.bind(x, dimensions=tuple(dimensions))]
 
 
@@ -346,21 +446,26 @@ def _p_concat(in_avals, out_avals, *xs, dimension):
 
 @_phys("slice")
 def _p_slice(in_avals, out_avals, x, *, start_indices, limit_indices, strides=None):
-    return [_s().slice_p.bind(x, start_indices=tuple(start_indices) + (0,),
-                              limit_indices=tuple(limit_indices) + (2,),
-                              strides=None if strides is None else tuple(strides) + (1,))]
+    ks = _ks(in_avals[0])
+    return [_s().slice_p.bind(x, start_indices=tuple(start_indices) + (0,) * len(ks),
+                              limit_indices=tuple(limit_indices) + ks,
+                              strides=None if strides is None else
+                              tuple(strides) + (1,) * len(ks))]
 
 
 @_phys("dynamic_slice")
 def _p_dynamic_slice(in_avals, out_avals, x, *idx, slice_sizes):
+    ks = _ks(in_avals[0])
     zero = np.zeros((), in_avals[1].dtype if len(in_avals) > 1 else np.int32)
-    return [_s().dynamic_slice_p.bind(x, *idx, zero, slice_sizes=tuple(slice_sizes) + (2,))]
+    return [_s().dynamic_slice_p.bind(x, *idx, *(zero,) * len(ks),
+                                      slice_sizes=tuple(slice_sizes) + ks)]
 
 
 @_phys("dynamic_update_slice")
 def _p_dus(in_avals, out_avals, x, update, *idx):
+    nk = len(_ks(in_avals[0]))
     zero = np.zeros((), in_avals[2].dtype if len(in_avals) > 2 else np.int32)
-    return [_s().dynamic_update_slice_p.bind(x, update, *idx, zero)]
+    return [_s().dynamic_update_slice_p.bind(x, update, *idx, *(zero,) * nk)]
 
 
 @_phys("select_n")
@@ -368,7 +473,7 @@ def _p_select_n(in_avals, out_avals, which, *cases):
     out = out_avals[0]
     nd = len(out.shape)
     if in_avals[0].shape == tuple(out.shape):
-        which = _s().broadcast_in_dim_p.bind(which, shape=tuple(out.shape) + (2,),
+        which = _s().broadcast_in_dim_p.bind(which, shape=tuple(out.shape) + _ks(out),
                                              broadcast_dimensions=tuple(range(nd)))
     return [elementwise.select_n_p.bind(which, *cases)]
 
@@ -376,19 +481,21 @@ def _p_select_n(in_avals, out_avals, which, *cases):
 @_phys("gather")
 def _p_gather(in_avals, out_avals, operand, indices, *, dimension_numbers, slice_sizes, **params):
     dn = dimension_numbers
+    ks = _ks(in_avals[0])
     out_rank = len(out_avals[0].shape)
-    dn2 = dn._replace(offset_dims=tuple(dn.offset_dims) + (out_rank,))
+    dn2 = dn._replace(offset_dims=tuple(dn.offset_dims) + _tail(out_rank, len(ks)))
     if params.get("fill_value") is not None:
         params = dict(params, fill_value=None)
     return [indexing.gather_p.bind(operand, indices, dimension_numbers=dn2,
-                                   slice_sizes=tuple(slice_sizes) + (2,), **params)]
+                                   slice_sizes=tuple(slice_sizes) + ks, **params)]
 
 
 @_phys("scatter")
 def _p_scatter(in_avals, out_avals, operand, indices, updates, *, dimension_numbers, **params):
     dn = dimension_numbers
+    nk = len(_ks(in_avals[0]))
     urank = len(in_avals[2].shape)
-    dn2 = dn._replace(update_window_dims=tuple(dn.update_window_dims) + (urank,))
+    dn2 = dn._replace(update_window_dims=tuple(dn.update_window_dims) + _tail(urank, nk))
     return [indexing.scatter_p.bind(operand, indices, updates, dimension_numbers=dn2, **params)]
 
 

@@ -266,20 +266,21 @@ defjvp_zero(rng_bit_generator_p)
 
 
 def _rbg_batch(axis_data, vals, dims, **params):
+    # As JAX's rule: RngBitGenerator is not vectorizable per key, so the batch draws one
+    # (batch, *shape) block from the *first* key, and only that key advances (JAX
+    # documents rbg keys as not vmap-consistent; unsafe_rbg relies on this).
     (key,), (d,) = vals, dims
     key = bdim_at_front(key, d, axis_data.size)
     ka = core.get_aval(key)
-    keys, bits = [], []
-    for i in range(axis_data.size):
-        ki = structural.slice_p.bind(key, start_indices=(i, 0), limit_indices=(i + 1, ka.shape[1]),
-                                     strides=None)
-        ki = structural.reshape_p.bind(ki, new_sizes=ka.shape[1:], dimensions=None)
-        nk, b = rng_bit_generator_p.bind(ki, **params)
-        keys.append(structural.reshape_p.bind(nk, new_sizes=(1,) + ka.shape[1:], dimensions=None))
-        bits.append(structural.reshape_p.bind(b, new_sizes=(1,) + tuple(params["shape"]),
-                                              dimensions=None))
-    return [structural.concatenate_p.bind(*keys, dimension=0),
-            structural.concatenate_p.bind(*bits, dimension=0)], [0, 0]
+    k0 = structural.slice_p.bind(key, start_indices=(0,) * ka.ndim,
+                                 limit_indices=(1,) + tuple(ka.shape[1:]), strides=None)
+    k0 = structural.reshape_p.bind(k0, new_sizes=tuple(ka.shape[1:]), dimensions=None)
+    shape = (axis_data.size,) + tuple(params["shape"])
+    nk, bits = rng_bit_generator_p.bind(k0, **dict(params, shape=shape))
+    nk = structural.reshape_p.bind(nk, new_sizes=(1,) + tuple(ka.shape[1:]), dimensions=None)
+    zero = np.zeros((), np.int32)
+    keys = structural.dynamic_update_slice_p.bind(key, nk, *(zero,) * ka.ndim)
+    return [keys, bits], [0, 0]
 
 
 batching.batch_rules[rng_bit_generator_p] = _rbg_batch

@@ -169,6 +169,7 @@ def _monoid_prim(name, kind):
 
 
 reduce_window_sum_p = _monoid_prim("reduce_window_sum", "sum")
+reduce_window_sum_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 reduce_window_max_p = _monoid_prim("reduce_window_max", "max")
 reduce_window_min_p = _monoid_prim("reduce_window_min", "min")
 
@@ -314,6 +315,7 @@ batching.batch_rules[select_and_gather_add_p] = _pair_batch(select_and_gather_ad
 # ----------------------------------------------------------------- select_and_scatter_add
 
 select_and_scatter_add_p = Primitive("select_and_scatter_add")
+select_and_scatter_add_p.xla_eager_dtypes = elementwise.XLA_INEXACT   # NumPy's bits differ from XLA's
 
 
 def _ssa_abstract(source, x, *, select_prim, window_dimensions, window_strides, padding):

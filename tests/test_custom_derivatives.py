@@ -272,8 +272,16 @@ def test_custom_gradient():
 
 def test_jvp_of_custom_vjp_is_an_error():
     f = make_custom_vjp_xyz()
-    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff") as e:
         xform.jvp(f, (f32(1), f32(2), f32(3)), (f32(1), f32(1), f32(1)))
+    # JAX's message exactly (JAX's docs print it); the advice is a note on the exception
+    import jax
+    g = jax.custom_vjp(lambda x: x * 2.0)
+    g.defvjp(lambda x: (x * 2.0, None), lambda r, ct: (ct * 2.0,))
+    with pytest.raises(TypeError) as je:
+        jax.jvp(g, (1.0,), (1.0,))
+    assert str(e.value) == str(je.value)
+    assert any("xform.custom_jvp" in n for n in e.value.__notes__)
 
 
 def test_bwd_wrong_count_and_shape():

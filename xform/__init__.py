@@ -40,5 +40,5 @@ from xform import version, example_libraries, mixed_precision, compat  # noqa: E
 from xform import custom_derivatives, ops, sharding, distributed, image  # noqa: E402,F401
 from xform import export, checkpointing, dlpack, lib  # noqa: E402,F401
 from xform import core, extend, interpreters, api_util  # noqa: E402,F401  (JAX's extension API)
-from xform import ref  # noqa: E402,F401  (array references: the names, which refuse)
+from xform import ref  # noqa: E402,F401  (mutable array references)
 from xform.ref import Ref, new_ref, empty_ref, freeze, free_ref  # noqa: E402,F401

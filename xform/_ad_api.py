@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from xform._wrapping import wraps as _wraps
+from xform._src.interpreters import refs as _refs
 from xform._src.interpreters import ad, core, dtypes
 from xform._src.interpreters.ad import Zero, float0
 from xform._src.interpreters.core import Array, Tracer
@@ -120,7 +121,10 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False, keep_py_scalars=False):
     """Flat-argument version of ``fun``; stores the output treedef (and aux)."""
     def flat(*leaves):
         args = tree_unflatten(in_tree, leaves)
-        out = fun(*args)
+        with _refs.Scope("autodiff") as scope:
+            out = fun(*args)
+        if scope.order:         # it used references of its caller
+            _refs.discharge_transform(scope)
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError("has_aux=True requires the function to return a pair "

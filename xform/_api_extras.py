@@ -131,7 +131,12 @@ def ensure_compile_time_eval():
 
 
 def typeof(x):
-    """The abstract value (``ShapedArray``: shape, dtype, weak_type) of ``x``."""
+    """The abstract value (``ShapedArray``: shape, dtype, weak_type) of ``x``; for an
+    array reference its ``AbstractRef`` (``Ref{float32[3]}``)."""
+    from xform._src.interpreters.refs import Ref, AbstractRef
+    if isinstance(x, Ref):
+        return AbstractRef(x._aval.update(weak_type=False) if x._aval.weak_type
+                           else x._aval)
     try:
         aval = core.get_aval(x)
     except TypeError:

@@ -28,6 +28,8 @@ from xform._src.primitives.custom import LazyPrimal, custom_jvp_call_p, custom_v
 from xform._ad_api import _as_value_in, _zeros, as_value
 from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 from xform._src.interpreters.ir import eval_jaxpr
+from xform._src.interpreters import refs as _refs
+from xform._src.interpreters.refs import Ref as _Ref
 from xform.lax import convert_element_type
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert"]
@@ -353,6 +355,8 @@ class custom_vjp:
         if self.fwd is None or self.bwd is None:
             raise _MissingRule(f"No VJP defined for custom_vjp function {name} using defvjp.")
         args = _resolve_args(self.fun, args, kwargs)
+        if any(isinstance(a, _Ref) for a in args):
+            return _call_with_refs(self, name, args)
         static, dyn = _split_nondiff(self.nondiff_argnums, args)
         if _eager(dyn):
             return self.fun(*args)
@@ -426,6 +430,101 @@ class custom_vjp:
                                           symbolic_zeros=symbolic)
         outs = _lazy_or_staged(lazy, staged)
         return tree_unflatten(flat.out_tree, outs)
+
+
+def _arg_names(fun, n):
+    try:
+        ps = [p.name for p in inspect.signature(fun).parameters.values()]
+    except (TypeError, ValueError):
+        ps = []
+    return [ps[i] if i < len(ps) else f"args[{i}]" for i in range(n)]
+
+
+def _no_refs_in(tree, what):
+    for o in tree_flatten(tree)[0]:
+        if isinstance(o, _Ref):
+            raise ValueError(f"{what} returned a mutable array reference of type "
+                             f"{_refs.ref_error(o)}, but mutable array references cannot be "
+                             "returned.")
+
+
+def _call_with_refs(cv, name, args):
+    """A custom_vjp function called with array references among its (top-level)
+    arguments: they are plumbing, not differentiated.  The function, its fwd and its bwd
+    see the references (closed over by a custom_vjp of the other arguments; their
+    effects are discharged like any closed-over reference's), fwd may return its
+    reference arguments among its residuals (JAX's allowance: the same references reach
+    bwd), and bwd's cotangents for them are dropped."""
+    ref_pos = [i for i, a in enumerate(args) if isinstance(a, _Ref)]
+    names = _arg_names(cv.fun, len(args))
+    seen = {}
+    for i in ref_pos:
+        if id(args[i]) in seen:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {name} for custom_vjp the mutable array "
+                f"reference of type {_refs.ref_error(args[i])} appeared at both "
+                f"{names[seen[id(args[i])]]} and {names[i]}.")
+        seen[id(args[i])] = i
+    if any(i in cv.nondiff_argnums for i in ref_pos):
+        ref_pos_nd = [i for i in ref_pos if i in cv.nondiff_argnums]
+    else:
+        ref_pos_nd = []
+    refs = {i: args[i] for i in ref_pos}
+    keep = [i for i in range(len(args)) if i not in refs]
+    n = len(args)
+
+    def full(rest):
+        it = iter(rest)
+        return [refs[i] if i in refs else next(it) for i in range(n)]
+
+    def fun2(*rest):
+        out = cv.fun(*full(rest))
+        _no_refs_in(out, f"custom_vjp primal function {name}")
+        return out
+
+    cell = {}
+
+    def fwd2(*rest):
+        res = cv.fwd(*full(rest))
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            return res        # (custom_vjp's own error about fwd's output)
+        out, r = res
+        _no_refs_in(out, f"custom_vjp fwd function {name}")
+        leaves, tree = tree_flatten(r)
+        ref_slots = {}
+        for j, x in enumerate(leaves):
+            if isinstance(x, _Ref):
+                if not any(x is a for a in refs.values()):
+                    raise ValueError(
+                        f"custom_vjp fwd function {name} returned a mutable array reference "
+                        f"of type {_refs.ref_error(x)} among its residuals that is not one of "
+                        "its arguments; a fwd rule may only return its own reference "
+                        "arguments (to share them with bwd)")
+                ref_slots[j] = x
+        cell["tree"], cell["slots"] = tree, ref_slots
+        return out, [x for j, x in enumerate(leaves) if j not in ref_slots]
+
+    nd_new = tuple(keep.index(i) for i in cv.nondiff_argnums if i in keep)
+    n_nd = len(nd_new)
+
+    def bwd2(*a):
+        nondiff, r, g = a[:n_nd], a[n_nd], a[n_nd + 1]
+        it = iter(r)
+        tree, slots = cell["tree"], cell["slots"]
+        leaves = [slots[j] if j in slots else next(it) for j in range(tree.num_leaves)]
+        cts = cv.bwd(*nondiff, tree_unflatten(tree, leaves), g)
+        if not isinstance(cts, (tuple, list)):
+            return cts            # (custom_vjp's own error about bwd's output)
+        diff = [i for i in range(n) if i not in cv.nondiff_argnums]
+        if len(cts) != len(diff):
+            return cts
+        return tuple(c for i, c in zip(diff, cts) if i not in refs)
+
+    functools.update_wrapper(fun2, cv.fun)
+    inner = custom_vjp(fun2, nondiff_argnums=nd_new)
+    inner.defvjp(fwd2, bwd2, symbolic_zeros=cv.symbolic_zeros)
+    return inner(*[args[i] for i in keep])
 
 
 def _check_bwd_out(name, out, dyn, in_tree, in_avals):

@@ -80,14 +80,14 @@ def _leaves_of_formats(tree, fmt):
 
 
 def _get_leaf(x):
-    if isinstance(x, Tracer):
-        raise TypeError(f"device_get() of a traced array {x.aval.str_short()}: call it on "
-                        "concrete arrays outside transformations.")
+    if isinstance(x, Tracer):   # as JAX: a traced value has no host copy; it is returned
+        return x                # as it is (chex's without_device variant calls it in jit)
     if isinstance(x, Array):
         if x._is_key_array():   # key arrays are not data: JAX returns them unchanged
             return x
         return np.asarray(x._value)
-    return x
+    to_array = getattr(x, "__array__", None)   # NumPy scalars and arrays, array-likes
+    return x if to_array is None else to_array()
 
 
 def device_get(x):

@@ -48,6 +48,9 @@ from xform._src.interpreters import dtypes as _dt
 from xform._src.primitives.jit import check_outputs_or_rerun
 from xform.sharding._jit import ShardedJit
 from xform.tree_util import tree_leaves, tree_map
+from xform._src.interpreters import refs as _refs
+from xform._src.interpreters.refs import Ref as _Ref
+from xform import _jit_refs
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -509,9 +512,12 @@ class JitWrapped:
         self._cache, self._fast = _shared_cache(fun, options)
         self._cache.fast = self._fast
         self._trace_count = 0
+        self._refjit = None       # the impure path (Ref arguments or closed-over Refs)
 
     # -- the hot path
     def __call__(self, *args, **kwargs):
+        if self._refjit is not None:
+            return self._refjit(args, kwargs)
         # Monomorphic inline cache: the generated call path (lowering/dispatch.py) of
         # the specialisation last called with positional arguments checks the new
         # arguments' structure and leaves against its exact signature as it takes
@@ -698,6 +704,8 @@ class JitWrapped:
         try:
             leaf_keys = _leaf_keys(leaves)
         except _InvalidLeaf as e:
+            if isinstance(e.value, _Ref):
+                raise _jit_refs.HasRefs() from None
             raise _invalid_arg_error(self._fun, dyn_args, dyn_kwargs, dyn_argnums, e) from None
         key = (treedef, leaf_keys, statics, _flags["x64"])
         return key, leaves, (dyn_args, dyn_argnums, dyn_kwargs, statics)
@@ -748,7 +756,13 @@ class JitWrapped:
         return sj(*args, **kwargs)
 
     def _call_general(self, args, kwargs):
-        entry, leaves = self._get_entry(args, kwargs)
+        try:
+            entry, leaves = self._get_entry(args, kwargs)
+        except _jit_refs.HasRefs:
+            if _flags["disable"]:
+                return self._fun(*args, **kwargs)
+            self._refjit = _jit_refs.RefJit(self)
+            return self._refjit(args, kwargs)
         if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
             for x in leaves:
                 if type(x) is Array and x._buf is not None and not x._deleted and \
@@ -791,9 +805,16 @@ class JitWrapped:
             dargs, dkw = (tree, {}) if not dyn_kwargs else tree
             it = iter(dargs)
             full = [static_pos[i] if i in static_pos else next(it) for i in range(n_args)]
-            out = fun(*full, **dkw, **static_kw)
+            with _refs.Scope("jit") as scope:
+                out = fun(*full, **dkw, **static_kw)
+            if scope.order:           # it touched references of its caller: impure
+                raise _jit_refs.HasRefs()
             out_leaves, store["tree"] = tree_flatten(out)
             for i, o in enumerate(out_leaves):
+                if isinstance(o, _Ref):
+                    raise _jit_refs.returned_ref_error(
+                        f"function {self._name} at {_fun_location(self._fun)} traced for jit",
+                        o)
                 if not isinstance(o, (Tracer, Array, np.ndarray, np.generic, bool, int, float,
                                       complex)):
                     raise TypeError(
@@ -902,16 +923,24 @@ class JitWrapped:
         _log.warning(head + "\n".join(lines))
 
     # -- AOT-style API
+    def _aot_entry(self, args, kwargs, what):
+        try:
+            return self._get_entry(args, kwargs)[0]
+        except _jit_refs.HasRefs:
+            raise TypeError(
+                f"jit({self._name}).{what}: the function uses array references of its "
+                "caller (Ref arguments or closed-over Refs), which xform supports only when "
+                "the jitted function is called; call it, or pass the references' values "
+                "(ref[...]) and return the new ones") from None
+
     def lower(self, *args, **kwargs):
-        entry, _ = self._get_entry(args, kwargs)
-        return Lowered(self, entry)
+        return Lowered(self, self._aot_entry(args, kwargs, "lower"))
 
     def trace(self, *args, **kwargs):
-        entry, _ = self._get_entry(args, kwargs)
-        return Traced(self, entry)
+        return Traced(self, self._aot_entry(args, kwargs, "trace"))
 
     def eval_shape(self, *args, **kwargs):
-        entry, _ = self._get_entry(args, kwargs)
+        entry = self._aot_entry(args, kwargs, "eval_shape")
         return entry.out_tree.unflatten([_sds(a) for a in entry.closed.out_avals])
 
     def _cache_size(self):
@@ -1186,6 +1215,9 @@ def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
     dyn_idx = [i for i in range(len(args)) if i not in static_argnums]
     dyn_args = [args[i] for i in dyn_idx]
     leaves, treedef = tree_flatten((tuple(dyn_args), kwargs))
+    # a reference argument is traced as its value, inside a reference of the trace
+    ref_pos = {i for i, x in enumerate(leaves) if isinstance(x, _Ref)}
+    leaves = [_refs.read(x, name) if i in ref_pos else x for i, x in enumerate(leaves)]
     try:
         keys = _leaf_keys(leaves)
     except _InvalidLeaf as e:
@@ -1194,12 +1226,20 @@ def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
     store = {}
 
     def flat_fun(*tracers):
-        dargs, dkw = treedef.unflatten(tracers)
-        full = list(args)
-        for i, a in zip(dyn_idx, dargs):
-            full[i] = a
-        out = fun(*full, **dkw)
+        # (what it writes into its caller's references is not applied: nothing runs)
+        with _refs.Scope(name):
+            tracers = [_Ref._make(t, t.aval) if i in ref_pos else t
+                       for i, t in enumerate(tracers)]
+            dargs, dkw = treedef.unflatten(tracers)
+            full = list(args)
+            for i, a in zip(dyn_idx, dargs):
+                full[i] = a
+            out = fun(*full, **dkw)
         out_leaves, store["tree"] = tree_flatten(out)
+        for o in out_leaves:
+            if isinstance(o, _Ref):
+                raise _jit_refs.returned_ref_error(f"function {_fun_name(fun)} traced for "
+                                                   f"{name}", o)
         return out_leaves
 
     jaxpr, consts = trace_to_jaxpr(flat_fun, avals, name=name)

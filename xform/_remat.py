@@ -20,6 +20,7 @@ from xform._wrapping import wraps as _wraps
 from xform._src.interpreters import ad, core
 from xform._src.interpreters.ir import Var
 from xform._src.interpreters.staging import trace_to_jaxpr
+from xform._src.interpreters import refs as _refs
 from xform._src.primitives.custom import trace_flat
 from xform._src.primitives.remat import name_p, remat_p
 from xform._ad_api import _as_value_in
@@ -159,23 +160,71 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
         static = {i % n for i in static_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
         leaves, in_tree = tree_flatten((tuple(dyn), kwargs))
-        leaves = [_as_value_in(x, "checkpoint argument") for x in leaves]
-        store = {}
+        # array references among the arguments reach the function as they are; their
+        # effects (and those of references it closes over) are threaded through the
+        # checkpointed program as extra inputs and outputs, written back once
+        arg_refs = {i: x for i, x in enumerate(leaves) if isinstance(x, _refs.Ref)}
+        leaves = [x if i in arg_refs else _as_value_in(x, "checkpoint argument")
+                  for i, x in enumerate(leaves)]
+        dyn_pos = [i for i in range(len(leaves)) if i not in arg_refs]
+        known = []
+        while True:
+            store = {}
+            ref_vals = [_refs.read(r, "checkpoint") for r in known]
+            written = set()
 
-        def flat(*xs):
-            d, kw = tree_unflatten(in_tree, xs)
-            it = iter(d)
-            full = [args[i] if i in static else next(it) for i in range(n)]
-            out = fun(*full, **kw)
-            ls, store["tree"] = tree_flatten(out)
-            return [_as_value_in(o, "checkpointed function output") for o in ls]
+            def flat(*xs, _known=tuple(known)):
+                vals = list(xs[len(dyn_pos):])
+                full_leaves = list(leaves)
+                for i, x in zip(dyn_pos, xs[:len(dyn_pos)]):
+                    full_leaves[i] = x
+                d, kw = tree_unflatten(in_tree, full_leaves)
+                it = iter(d)
+                full = [args[i] if i in static else next(it) for i in range(n)]
+                with _refs.Scope("checkpoint", preset=zip(_known, vals)) as sc:
+                    out = fun(*full, **kw)
+                new = [r for r in sc.touched() if not any(r is k for k in _known)]
+                if new:
+                    raise _NewRefs(new)
+                ls, store["tree"] = tree_flatten(out)
+                for o in ls:
+                    if isinstance(o, _refs.Ref):
+                        raise ValueError(
+                            "the function checkpointed by checkpoint/remat returned a mutable "
+                            f"array reference of type {_refs.ref_error(o)}, but mutable array "
+                            "references cannot be returned")
+                finals = []
+                for r, v0 in zip(_known, vals):
+                    v = sc.final(r)
+                    if v is not v0:
+                        written.add(id(r))
+                    finals.append(v)
+                return [_as_value_in(o, "checkpointed function output") for o in ls] + finals
 
-        closed, consts = trace_flat(flat, [core.get_aval(x) for x in leaves],
-                                    name="checkpoint")
-        outs = remat_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=bool(prevent_cse),
+            ins = [leaves[i] for i in dyn_pos] + ref_vals
+            try:
+                closed, consts = trace_flat(flat, [core.get_aval(x) for x in ins],
+                                            name="checkpoint")
+            except _NewRefs as e:
+                for r in e.refs:
+                    if not any(r is k for k in known):
+                        known.append(r)
+                continue
+            break
+        outs = remat_p.bind(*consts, *ins, jaxpr=closed, prevent_cse=bool(prevent_cse),
                             differentiated=False, policy=policy)
-        return tree_unflatten(store["tree"], outs)
+        m = len(outs) - len(known)
+        for r, v in zip(known, outs[m:]):
+            if id(r) in written:
+                _refs.write(r, v, "checkpoint")
+        return tree_unflatten(store["tree"], outs[:m])
     return fun_remat
+
+
+class _NewRefs(Exception):
+    def __init__(self, refs):
+        super().__init__("internal: a checkpointed function touched outer array references")
+        self.refs = refs
 
 
 remat = checkpoint

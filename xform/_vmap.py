@@ -14,6 +14,7 @@ import inspect
 import numpy as np
 
 from xform._wrapping import wraps as _wraps
+from xform._src.interpreters import refs as _refs
 from xform._src.interpreters import batching, core
 from xform._src.interpreters.dtypes import canonicalize_dtype
 from xform import tree_util
@@ -101,6 +102,8 @@ def _flatten_axes(name, spec, tree, shown=None):
 
 
 def _type_str(x):
+    if isinstance(x, _refs.Ref):
+        return _refs.ref_error(x)
     try:
         return core.get_aval(x).str_short(short_dtypes=False)
     except TypeError:
@@ -194,6 +197,18 @@ def _mapped_size(fun, args, kwargs, leaves, dims, axis_size):
     raise ValueError("".join(msg)[:-2])
 
 
+def _check_ref_aliases(fun, refs):
+    seen = set()
+    for r in refs:
+        if id(r) in seen:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {getattr(fun, '__name__', fun)} for vmap the "
+                f"mutable array reference of type {_refs.ref_error(r)} appeared more than "
+                "once.")
+        seen.add(id(r))
+
+
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorising map: ``fun`` mapped over an axis of its arguments.
 
@@ -227,24 +242,50 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         leaves, in_tree = tree_util.tree_flatten((args, kwargs))
         dims = _flatten_axes("in_axes", (in_axes, 0), (args, kwargs), (in_axes, args))
         in_spec = _vmappable_axes((args, kwargs), dims, False) if _VMAPPABLE else []
+        # references mapped along an axis: their values are batched in, and the final
+        # values come back out (with the same axis) and are written back
+        ref_pos = [i for i, (x, d) in enumerate(zip(leaves, dims))
+                   if d is not None and isinstance(x, _refs.Ref)]
+        ref_objs = [leaves[i] for i in ref_pos]
+        if ref_pos:
+            _check_ref_aliases(fun, [x for x in leaves if isinstance(x, _refs.Ref)])
+            leaves = list(leaves)
+            for i in ref_pos:
+                leaves[i] = _refs.read(leaves[i], "vmap")
         dims, size = _mapped_size(fun, args, kwargs, leaves, dims, axis_size)
         leaves = [x if d is None else _as_value(x) for x, d in zip(leaves, dims)]
+        ref_dims = [dims[i] for i in ref_pos]
         axis_data = batching.AxisData(int(size), axis_name, spmd_axis_name)
         out_tree = []
 
         def flat_fun(*flat):
-            a, k = tree_util.tree_unflatten(in_tree, flat)
-            if in_spec:
-                a, k = _rebuild((a, k), in_spec, lambda h, x, d: h[2](x, d))
-            out = fun(*a, **k)
+            with _refs.Scope("vmap") as scope:
+                if ref_pos:
+                    flat = list(flat)
+                    local = []
+                    for i in ref_pos:
+                        flat[i] = _refs.Ref._make(flat[i], flat[i].aval)
+                        local.append(flat[i])
+                a, k = tree_util.tree_unflatten(in_tree, flat)
+                if in_spec:
+                    a, k = _rebuild((a, k), in_spec, lambda h, x, d: h[2](x, d))
+                out = fun(*a, **k)
+                ref_finals = [_refs.read(r, "vmap") for r in local] if ref_pos else []
+            if scope.order:       # it used references it closes over
+                _refs.discharge_transform(scope)
             out_leaves, tree = tree_util.tree_flatten(out)
             for o in out_leaves:
+                if isinstance(o, _refs.Ref):
+                    raise ValueError(
+                        f"the function vmapped by vmap returned a mutable array reference "
+                        f"of type {_refs.ref_error(o)}, but mutable array references cannot "
+                        "be returned; return its value (ref[...]) instead")
                 if not isinstance(o, (core.Tracer, core.Array, np.ndarray, np.generic,
                                       int, float, complex, bool)):
                     raise TypeError(f"Output from batched function {o!r} with type "
                                     f"{type(o)} is not a valid xform array type.")
             out_tree.append((out, tree))
-            return out_leaves
+            return out_leaves + ref_finals
 
         out_spec = []
 
@@ -253,7 +294,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             dims = _flatten_axes("out_axes", out_axes, out)
             if _VMAPPABLE:
                 out_spec[:] = _vmappable_axes(out, dims, True)
-            return dims
+            return list(dims) + ref_dims
 
         try:
             outs, _ = batching.batch_flat(flat_fun, axis_data, leaves, dims, out_dims)
@@ -265,6 +306,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             path = tree_util.tree_flatten_with_path(out)[0][e.index][0]
             raise ValueError(f"at vmap out_axes{tree_util.keystr(path)}, got axis spec "
                              f"{e.dst} but output was batched on axis {e.src}") from None
+        if ref_pos:
+            outs = list(outs)
+            for r, v in zip(ref_objs, outs[len(outs) - len(ref_pos):]):
+                _refs.write(r, v, "vmap")
+            del outs[len(outs) - len(ref_pos):]
         res = tree_util.tree_unflatten(out_tree[0][1], outs)
         if out_spec:
             res = _rebuild(res, out_spec, lambda h, x, d: h[3](x, int(size), d))

@@ -8,9 +8,11 @@ the two bit-derivation schemes selected by ``jax_threefry_partitionable``
 XLA program class as under ``jit`` and give the same bits as JAX; the
 partitionable flag is part of every cache key.
 
-Internally every sampler works on the raw key words ``uint32[2]``; the public
-functions accept either kind of key (``_key_words``) and return the kind they
-were given (``_rewrap``).
+Internally every sampler works on the raw key words ``uint32[*key_shape]``
+(``uint32[2]`` for threefry2x32); the public functions accept either kind of key
+(``_key_words``, which also selects the PRNG implementation the raw-word functions
+use: threefry2x32, rbg, unsafe_rbg or a user-defined ``PRNGImpl``) and return the
+kind they were given (``_rewrap``).
 """
 from __future__ import annotations
 
@@ -61,8 +63,19 @@ def _jnp():
 # ----------------------------------------------------------------- jitted internals
 
 
+# The PRNG implementation the raw-word functions below work with: set from the key by
+# ``_key_words`` (each public function's entry) and by ``_rjit`` while it traces (a
+# jitted body always sees the implementation of its cache entry).
+_IMPL = [_prng.THREEFRY]
+
+
+def _cur():
+    return _IMPL[0]
+
+
 def _rjit(*static_argnums):
-    """``jit`` with static arguments, keyed also on ``jax_threefry_partitionable``.
+    """``jit`` with static arguments, keyed also on ``jax_threefry_partitionable`` and on
+    the PRNG implementation (``_IMPL``) of the key words it is given.
 
     Each (static values, flag) gets its own jitted closure over the dynamic
     arguments only, so repeated eager calls take jit's positional-array fast path
@@ -74,14 +87,19 @@ def _rjit(*static_argnums):
         dyn_idx = tuple(i for i in range(n) if i not in statics_idx)
         cache: dict = {}
 
-        def make(statics):
+        def make(statics, impl):
             def body(*dyn):
                 full = [None] * n
                 for i, v in zip(statics_idx, statics):
                     full[i] = v
                 for i, v in zip(dyn_idx, dyn):
                     full[i] = v
-                return fn(*full)
+                prev = _IMPL[0]
+                _IMPL[0] = impl
+                try:
+                    return fn(*full)
+                finally:
+                    _IMPL[0] = prev
             body.__name__ = fn.__name__
             body.__qualname__ = fn.__qualname__
             return _x().jit(body)
@@ -90,7 +108,8 @@ def _rjit(*static_argnums):
             if len(args) != n:
                 raise TypeError(f"{fn.__name__} takes {n} arguments, got {len(args)}")
             statics = tuple(args[i] for i in statics_idx)
-            key = (statics, bool(config.read("jax_threefry_partitionable")))
+            impl = _IMPL[0]
+            key = (statics, bool(config.read("jax_threefry_partitionable")), impl)
             try:
                 j = cache.get(key)
             except TypeError:
@@ -99,7 +118,7 @@ def _rjit(*static_argnums):
             if j is None:
                 if len(cache) > 256:
                     cache.clear()
-                j = cache[key] = make(statics)
+                j = cache[key] = make(statics, impl)
             return j(*[args[i] for i in dyn_idx])
         call.__name__ = fn.__name__
         call.__wrapped__ = fn
@@ -146,8 +165,8 @@ def _iota_2x32(shape):
     return hi, lo
 
 
-def _seed_words(seed):
-    """uint32[2] key of an integer scalar seed: (high word, low word) of its bits."""
+def _tf_seed(seed):
+    """uint32[2] threefry key of an integer scalar seed: (high word, low word) of its bits."""
     lax = _lax()
     dt = seed.dtype
     if dt.itemsize == 8:
@@ -159,7 +178,7 @@ def _seed_words(seed):
     return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
 
 
-def _split_raw(k, shape):
+def _tf_split(k, shape):
     lax, jnp = _lax(), _jnp()
     shape = tuple(shape)
     if _partitionable():
@@ -171,13 +190,13 @@ def _split_raw(k, shape):
     return lax.reshape(threefry_2x32(k, counts), (*shape, 2))
 
 
-def _fold_in_raw(k, data):
+def _tf_fold_in(k, data):
     lax = _lax()
     d = lax.convert_element_type(data, _U32)
-    return threefry_2x32(k, _seed_words(d))
+    return threefry_2x32(k, _tf_seed(d))
 
 
-def _bits_raw(k, bit_width, shape):
+def _tf_bits(k, bit_width, shape):
     lax = _lax()
     shape = tuple(shape)
     dtype = _UINT[bit_width]
@@ -216,6 +235,131 @@ def _bits_raw(k, bit_width, shape):
     return lax.reshape(bits, shape)
 
 
+# ----------------------------------------------------------------- rbg and unsafe_rbg
+# JAX's rbg keys are two threefry keys (uint32[4]): split and fold_in work on each half
+# with threefry, random bits come from XLA's RngBitGenerator (lax.rng_bit_generator, the
+# platform's default algorithm).  unsafe_rbg also splits and folds with RngBitGenerator.
+
+
+def _rbg_seed(seed):
+    half = _tf_seed(seed)
+    return _lax().concatenate([half, half], 0)
+
+
+def _halves(k):
+    lax = _lax()
+    return lax.slice_in_dim(k, 0, 2, axis=k.ndim - 1), lax.slice_in_dim(k, 2, 4, axis=k.ndim - 1)
+
+
+def _rbg_split(k, shape):
+    shape = tuple(shape)
+    a, b = _halves(k)
+    out = _jnp().stack([_tf_split(a, shape), _tf_split(b, shape)], axis=len(shape))
+    return _lax().reshape(out, (*shape, 4))
+
+
+def _rbg_fold_in(k, data):
+    a, b = _halves(k)
+    return _lax().concatenate([_tf_fold_in(a, data), _tf_fold_in(b, data)], 0)
+
+
+def _rbg_bits(k, bit_width, shape):
+    if bit_width not in _UINT:
+        raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+    _, b = _lax().rng_bit_generator(k, tuple(shape), dtype=_UINT[bit_width])
+    return b
+
+
+def _urbg_split(k, shape):
+    lax = _lax()
+    shape = tuple(shape)
+    num = math.prod(shape)
+    # ten rows of RngBitGenerator output per new key, the first of each kept
+    _, rows = lax.rng_bit_generator(k, (10 * num, 4), dtype=_U32)
+    return lax.reshape(lax.slice_in_dim(rows, 0, 10 * num, stride=10), (*shape, 4))
+
+
+def _urbg_fold_in(k, data):
+    lax = _lax()
+    _, rows = lax.rng_bit_generator(_rbg_seed(data), (10, 4), dtype=_U32)
+    return lax.bitwise_xor(k, lax.index_in_dim(rows, 9, keepdims=False))
+
+
+_RAW = {
+    "threefry2x32": (_tf_seed, _tf_split, _tf_bits, _tf_fold_in),
+    "rbg": (_rbg_seed, _rbg_split, _rbg_bits, _rbg_fold_in),
+    "unsafe_rbg": (_rbg_seed, _urbg_split, _rbg_bits, _urbg_fold_in),
+}
+for _n, _fns in _RAW.items():
+    for _op, _f in zip(("seed", "split", "random_bits", "fold_in"), _fns):
+        _prng.builtin_ops[(_n, _op)] = _f
+del _n, _fns, _op, _f
+
+
+def _raw_fns(impl):
+    if _prng.prngs.get(impl.name) is impl:
+        return _RAW[impl.name]
+    return None
+
+
+def _user_key_data(impl, out, op, shape):
+    """The key data a user-defined implementation's ``op`` returned, checked."""
+    out = _jnp().asarray(out)
+    want = tuple(shape) + tuple(impl.key_shape)
+    if tuple(out.shape) != want or out.dtype != _U32:
+        raise TypeError(f"PRNG implementation {impl.name!r}: {op} must return uint32 key data "
+                        f"of shape {want}, got {out.dtype}{list(out.shape)}")
+    return out
+
+
+def _call_user(fn, *args):
+    """A user-defined implementation's function; xform.random calls it makes (on keys of
+    other implementations) must not change the implementation of the caller's key."""
+    prev = _IMPL[0]
+    try:
+        return fn(*args)
+    finally:
+        _IMPL[0] = prev
+
+
+def _seed_words(seed):
+    impl = _cur()
+    fns = _raw_fns(impl)
+    if fns is not None:
+        return fns[0](seed)
+    return _user_key_data(impl, _call_user(impl.seed, seed), "seed", ())
+
+
+def _split_raw(k, shape):
+    impl = _cur()
+    fns = _raw_fns(impl)
+    if fns is not None:
+        return fns[1](k, shape)
+    return _user_key_data(impl, _call_user(impl.split, k, tuple(shape)), "split", shape)
+
+
+def _fold_in_raw(k, data):
+    impl = _cur()
+    fns = _raw_fns(impl)
+    if fns is not None:
+        return fns[3](k, data)
+    d = _lax().convert_element_type(data, _U32)
+    return _user_key_data(impl, _call_user(impl.fold_in, k, d), "fold_in", ())
+
+
+def _bits_raw(k, bit_width, shape):
+    impl = _cur()
+    fns = _raw_fns(impl)
+    if fns is not None:
+        return fns[2](k, bit_width, shape)
+    return _jnp().asarray(_call_user(impl.random_bits, k, bit_width, tuple(shape)))
+
+
+def _key_ndim():
+    """Number of trailing key-data axes of the current implementation's words."""
+    return len(_cur().key_shape)
+
+
 @_rjit(1)
 def _split_j(k, shape):
     return _split_raw(k, shape)
@@ -243,16 +387,18 @@ def _is_typed(x) -> bool:
     return isinstance(getattr(x, "dtype", None), _prng.KeyTy)
 
 
-def _check_raw_key_data(data, what="key"):
+def _check_raw_key_data(data, what="key", impl=None):
+    impl = _default_impl() if impl is None else impl
+    ks = tuple(impl.key_shape)
     if not all(hasattr(data, a) for a in ("ndim", "shape", "dtype")):
         raise TypeError("xform encountered invalid PRNG key data: expected key_data to have "
                         f"ndim, shape, and dtype attributes. Got {data!r}")
     if data.ndim < 1:
         raise TypeError("xform encountered invalid PRNG key data: expected key_data.ndim >= 1; "
                         f"got ndim={data.ndim} for {what} of shape {tuple(data.shape)}")
-    if tuple(data.shape[-1:]) != (2,):
+    if tuple(data.shape[len(data.shape) - len(ks):]) != ks or data.ndim < len(ks):
         raise TypeError("xform encountered invalid PRNG key data: expected key_data.shape to "
-                        f"end with (2,); got shape={tuple(data.shape)} for impl=threefry2x32 "
+                        f"end with {ks}; got shape={tuple(data.shape)} for impl={impl.name} "
                         f"({what})")
     if np.dtype(data.dtype) != _U32:
         raise TypeError("xform encountered invalid PRNG key data: expected key_data.dtype = "
@@ -265,8 +411,11 @@ def _arraylike(x) -> bool:
 
 
 def _key_words(name, key, allow_batched=False):
-    """(raw uint32[..., 2] words, was_typed) of a key argument, checked as JAX does."""
+    """(raw uint32[..., *key_shape] words, was_typed) of a key argument, checked as JAX
+    does; sets the implementation the raw-word functions use (``_IMPL``) to the key's
+    (a raw key's is the default implementation, ``jax_default_prng_impl``)."""
     if _is_typed(key):
+        impl = key.dtype.impl
         if type(key) is core.Array and core.current_trace() is core.EVAL_TRACE:
             data = core.Array(_prng.to_words(key._value))   # the cast, without a bind
         else:
@@ -274,11 +423,12 @@ def _key_words(name, key, allow_batched=False):
         typed = True
         shape = key.shape
     elif _arraylike(key):
+        impl = _default_impl()
         if isinstance(key, (np.ndarray, np.generic)):
             key = np.asarray(key)
-        _check_raw_key_data(key, f"argument `key` of {name}")
+        _check_raw_key_data(key, f"argument `key` of {name}", impl)
         data, typed = key, False
-        shape = tuple(key.shape[:-1])
+        shape = tuple(key.shape[:key.ndim - len(impl.key_shape)])
         legacy = config.read("jax_legacy_prng_key")
         msg = ("Legacy uint32 key array passed as key to xform.random function. Please create "
                "keys using xform.random.key(). If use of a raw key array was intended, set "
@@ -292,15 +442,90 @@ def _key_words(name, key, allow_batched=False):
     if not allow_batched and len(shape):
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{tuple(shape)} != (). Use jax.vmap for batching.")
+    _IMPL[0] = impl
     return data, typed
+
+
+def _wrap(words, impl):
+    if type(words) is core.Array and core.current_trace() is core.EVAL_TRACE:
+        # the cast, without a bind
+        return core.Array(_prng.to_struct(words._value, _prng.KeyTy(impl)))
+    return _prng.random_wrap(words, impl)
 
 
 def _rewrap(typed, words):
     if not typed and not config.read("jax_enable_custom_prng"):
         return words
-    if type(words) is core.Array and core.current_trace() is core.EVAL_TRACE:
-        return core.Array(_prng.to_struct(words._value))   # the cast, without a bind
-    return _prng.random_wrap(words)
+    return _wrap(words, _cur())
+
+
+# ----------------------------------------------------------------- implementations
+
+
+class PRNGSpec:
+    """Names a PRNG implementation (what ``key_impl`` returns for one that is not
+    registered by name, and what ``xform.extend.random.define_prng_impl`` makes)."""
+
+    __slots__ = ("_impl",)
+
+    def __init__(self, impl):
+        self._impl = impl
+
+    def __repr__(self):
+        return f"PRNGSpec({self._impl.name!r})"
+
+    def __str__(self):
+        return str(self._impl)
+
+    def __hash__(self):
+        return hash(self._impl)
+
+    def __eq__(self, other):
+        return isinstance(other, PRNGSpec) and self._impl == other._impl
+
+
+def _default_impl():
+    name = config.read("jax_default_prng_impl")
+    impl = _prng.prngs.get(name)
+    if impl is None:
+        raise ValueError(f"unrecognized PRNG implementation {name!r} in "
+                         f"jax_default_prng_impl; xform implements "
+                         f"{', '.join(map(repr, _prng.prngs))}")
+    return impl
+
+
+def _resolve_impl(impl):
+    """A ``PRNGImpl`` from what ``impl=`` accepts: None (the default), a name, a
+    ``PRNGSpec``, a ``PRNGImpl`` or a key dtype."""
+    if impl is None:
+        return _default_impl()
+    if isinstance(impl, _prng.PRNGImpl):
+        return impl
+    if isinstance(impl, PRNGSpec):
+        return impl._impl
+    if isinstance(impl, _prng.KeyTy):
+        return impl.impl
+    if isinstance(impl, str):
+        if impl in _prng.prngs:
+            return _prng.prngs[impl]
+        keys_fmt = ", ".join(f'"{k}"' for k in _prng.prngs)
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                         f"{keys_fmt}?")
+    raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation.")
+
+
+def _builtin(impl) -> bool:
+    return _prng.prngs.get(impl.name) is impl
+
+
+def _seed_key_words(ctor, seed, impl):
+    """The key data of ``seed`` under ``impl`` (a built-in one's jitted, a user-defined
+    one's ``seed`` called directly, as JAX calls it)."""
+    arr = _seed_array(ctor, seed)
+    _IMPL[0] = impl
+    if _builtin(impl):
+        return _seed_j(arr)
+    return _seed_words(arr)
 
 
 # ----------------------------------------------------------------- key constructors
@@ -331,65 +556,61 @@ def _seed_array(ctor, seed):
     return arr
 
 
-def _resolve_impl(impl):
-    if impl is None:
-        impl = config.read("jax_default_prng_impl")
-    if isinstance(impl, _prng.KeyTy):
-        impl = impl.impl_name
-    if impl != "threefry2x32":
-        raise ValueError(f"unrecognized PRNG implementation {impl!r}; xform implements "
-                         "'threefry2x32'")
-    return impl
-
-
 def PRNGKey(seed, *, impl=None):
-    """A legacy raw key: ``uint32[2]`` words of an integer seed (as ``jax.random.PRNGKey``)."""
-    _resolve_impl(impl)
-    return _rewrap(False, _seed_j(_seed_array("PRNGKey", seed)))
+    """A legacy raw key: the ``uint32[*key_shape]`` words of an integer seed (as
+    ``jax.random.PRNGKey``; ``uint32[2]`` for the default threefry2x32)."""
+    impl = _resolve_impl(impl)
+    words = _seed_key_words("PRNGKey", seed, impl)
+    if config.read("jax_enable_custom_prng"):
+        return _wrap(words, impl)
+    return words
 
 
 def key(seed, *, impl=None, dtype=None):
-    """A typed key: a scalar array of dtype ``key<fry>`` (as ``jax.random.key``)."""
+    """A typed key: a scalar array of dtype ``key<TAG>`` (as ``jax.random.key``)."""
     if dtype is not None:
         if impl is not None:
             raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
                              "xform.random.key")
         impl = dtype
-    _resolve_impl(impl)
-    return _prng.random_wrap(_seed_j(_seed_array("key", seed)))
+    impl = _resolve_impl(impl)
+    return _prng.random_wrap(_seed_key_words("key", seed, impl), impl)
 
 
 def key_dtype(impl=None):
-    _resolve_impl(impl)
-    return _prng.KEY_DTYPE
+    return _prng.KeyTy(_resolve_impl(impl))
 
 
 def key_data(keys):
-    """The ``uint32[..., 2]`` words of a key array (raw keys are returned as they are)."""
+    """The ``uint32[..., *key_shape]`` words of a key array (raw keys are returned as
+    they are)."""
     data, _ = _key_words("key_data", keys, allow_batched=True)
     return data
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
-    """Typed keys over ``uint32[..., 2]`` words."""
+    """Typed keys over ``uint32[..., *key_shape]`` words."""
     if dtype is not None:
         if impl is not None:
             raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
                              "xform.random.wrap_key_data")
         impl = dtype
-    _resolve_impl(impl)
+    impl = _resolve_impl(impl)
     if _is_typed(key_bits_array):
         raise TypeError("wrap_key_data: expected uint32 key data, got a typed key array of "
                         f"dtype {key_bits_array.dtype}")
     if isinstance(key_bits_array, (np.ndarray, np.generic, list, tuple)):
         key_bits_array = _jnp().asarray(np.asarray(key_bits_array))
-    _check_raw_key_data(key_bits_array, "argument `key_bits_array` of wrap_key_data")
-    return _prng.random_wrap(key_bits_array)
+    _check_raw_key_data(key_bits_array, "argument `key_bits_array` of wrap_key_data", impl)
+    return _prng.random_wrap(key_bits_array, impl)
 
 
 def key_impl(keys):
+    """The implementation of a key array: its name for a built-in one, else a
+    ``PRNGSpec``."""
     _key_words("key_impl", keys, allow_batched=True)
-    return "threefry2x32"
+    impl = _cur()
+    return impl.name if _builtin(impl) else PRNGSpec(impl)
 
 
 def clone(key):
@@ -424,7 +645,10 @@ def _split_shape(num):
 def split(key, num=2):
     """Split a key into ``num`` (an int or a shape) new keys along new leading axes."""
     words, typed = _key_words("split", key)
-    return _rewrap(typed, _split_j(words, _split_shape(num)))
+    shape = _split_shape(num)
+    # a user-defined implementation's split is called as JAX calls it (not cached)
+    out = _split_j(words, shape) if _builtin(_cur()) else _split_raw(words, shape)
+    return _rewrap(typed, out)
 
 
 def fold_in(key, data):
@@ -442,6 +666,8 @@ def fold_in(key, data):
         if int(data) < 0:
             raise OverflowError(f"Python integer {data} out of bounds for uint32")
         data = d
+    if not _builtin(_cur()):
+        return _rewrap(typed, _fold_in_raw(words, _jnp().asarray(data)))
     return _rewrap(typed, _fold_in_j(words, data))
 
 
@@ -478,6 +704,8 @@ def bits(key, shape=(), dtype=None):
     dtype = D.default_uint_dtype() if dtype is None else _canon_dtype(dtype, None)
     if not D.issubdtype(dtype, np.unsignedinteger):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+    if not _builtin(_cur()):
+        return _bits_raw(words, dtype.itemsize * 8, _canon_shape(shape))
     return _bits_j(words, dtype.itemsize * 8, _canon_shape(shape))
 
 
@@ -1030,23 +1258,27 @@ def _gamma_one(k, alpha, log_space):
 
 def _gamma_flat(k, a, log_space):
     """Samples for every element of ``a`` given key words ``k`` of shape
-    ``batch + (2,)`` and ``a`` of shape ``batch + rest``: each key splits into one
+    ``batch + key_shape`` and ``a`` of shape ``batch + rest``: each key splits into one
     subkey per element of ``rest``, and one flat vmapped rejection sampler (Marsaglia
     and Tsang) runs over all of them, as JAX's ``random_gamma`` does. Keeping the
     loop flat when vmap adds key batch dimensions is what keeps vmapped samples
     bit-identical to JAX's: XLA vectorizes a (12,) loop differently from a (3, 4) one."""
     jnp, lax = _jnp(), _lax()
     shape = a.shape
-    nb = k.ndim - 1
+    ks = tuple(_cur().key_shape)
+    nb = k.ndim - len(ks)
     n = math.prod(shape[nb:])
     if nb == 0:
         keys = _split_raw(k, (n,))
     else:
         keys = _x().vmap(lambda kk: _split_raw(kk, (n,)))(
-            lax.reshape(k, (math.prod(k.shape[:-1]), 2)))
-    keys = lax.reshape(keys, (math.prod(shape), 2))
+            lax.reshape(k, (math.prod(k.shape[:nb]),) + ks))
+    keys = lax.reshape(keys, (math.prod(shape),) + ks)
     alphas = lax.reshape(a, (math.prod(shape),))
-    samples = _x().vmap(lambda kk, al: _gamma_one(kk, al, log_space))(keys, alphas)
+    if _cur() is _prng.THREEFRY:
+        samples = _x().vmap(lambda kk, al: _gamma_one(kk, al, log_space))(keys, alphas)
+    else:   # as JAX: other implementations' bits need not vectorize, one at a time
+        samples = lax.map(lambda ka: _gamma_one(ka[0], ka[1], log_space), (keys, alphas))
     return jnp.reshape(samples, shape)
 
 
@@ -1057,7 +1289,7 @@ def _gamma_impl(k, a, log_space):
     """``_gamma_flat`` under a vmap rule that moves the batch dimension of the keys
     and of ``a`` to the front and samples them in one flat loop (JAX's batching rule
     for ``random_gamma``) instead of batching the loop."""
-    fn = _gamma_impl_cache.get(log_space)
+    fn = _gamma_impl_cache.get((log_space, _cur()))
     if fn is None:
         from xform.custom_batching import custom_vmap  # deferred: import cycle
 
@@ -1075,7 +1307,7 @@ def _gamma_impl(k, a, log_space):
                 a = jnp.broadcast_to(a, (axis_size, *a.shape))
             return fn(k, a), True
 
-        _gamma_impl_cache[log_space] = fn
+        _gamma_impl_cache[(log_space, _cur())] = fn
     return fn(k, a)
 
 
@@ -1102,7 +1334,7 @@ _gamma_wrapped_cache: dict = {}
 def _gamma_vjp_wrapped(log_space):
     """``(key words, a) -> samples`` with JAX's implicit-reparameterization derivative
     w.r.t. ``a`` (``random_gamma_grad``) as a custom JVP."""
-    fn = _gamma_wrapped_cache.get(log_space)
+    fn = _gamma_wrapped_cache.get((log_space, _cur()))
     if fn is not None:
         return fn
     x = _x()
@@ -1118,7 +1350,7 @@ def _gamma_vjp_wrapped(log_space):
         ans = g(k, a)
         return ans, ta * _gamma_grad(ans, a, log_space)
 
-    _gamma_wrapped_cache[log_space] = g
+    _gamma_wrapped_cache[(log_space, _cur())] = g
     return g
 
 
@@ -1527,6 +1759,10 @@ def _poisson_j(k, lam, shape, dtype):
 def poisson(key, lam, shape=None, dtype=None):
     lax, jnp = _lax(), _jnp()
     words, _ = _key_words("poisson", key)
+    if _cur() is not _prng.THREEFRY:
+        # JAX's own limit (its sampler is written for threefry's vectorizable bits)
+        raise NotImplementedError("`poisson` is only implemented for the threefry2x32 RNG, "
+                                  f"not {_cur()}")
     dtype = _canon_dtype(dtype, int)
     shape = _canon_shape(shape) if shape is not None else np.shape(lam)
     lam = jnp.broadcast_to(lam, shape)
@@ -1771,10 +2007,14 @@ def _keys_equal(a, b, negate=False):
                         f"{getattr(a, 'dtype', type(a).__name__)}, "
                         f"{getattr(b, 'dtype', type(b).__name__)}: typed PRNG keys compare "
                         "only with typed PRNG keys")
+    if a.dtype != b.dtype:
+        raise TypeError(f"equal does not accept key arrays of different implementations: "
+                        f"{a.dtype}, {b.dtype}")
     wa, wb = _prng.random_unwrap(a), _prng.random_unwrap(b)
+    axes = tuple(range(-len(a.dtype.key_shape), 0))
     if negate:
-        return jnp.any(wa != wb, axis=-1)
-    return jnp.all(wa == wb, axis=-1)
+        return jnp.any(wa != wb, axis=axes)
+    return jnp.all(wa == wb, axis=axes)
 
 
 # ----------------------------------------------------------------- out_sharding

@@ -4,8 +4,11 @@
 
 The library must be installed (the versions pinned in pyproject's ``test`` extra). Its
 tests come from the installed package where the wheel ships them (chex, haiku, optax),
-otherwise from a git checkout of the library at its release tag: pass ``--source DIR``
-(a git directory, e.g. one made by ``git clone --mirror``) or set ``XFORM_LIBTESTS_<LIB>``.
+from the release's source distribution where that ships them (blackjax: ``--source`` an
+unpacked sdist folder or its ``.tar.gz``; without one, ``pip download --no-binary`` fetches
+the installed version's), otherwise from a git checkout of the library at its release
+tag: pass ``--source DIR`` (a git directory, e.g. one made by ``git clone --mirror``, or a
+folder already holding the tests at that release) or set ``XFORM_LIBTESTS_<LIB>``.
 Each backend runs in its own pytest process (the alias and real JAX cannot share one);
 the xform run loads ``xform_alias_plugin`` so every ``import jax`` is xform's.
 
@@ -78,9 +81,23 @@ LIBRARIES = {
     "optimistix": ("optimistix", "git", "v{version}", ["tests/test_root_find.py",
                    "tests/test_minimise.py", "tests/test_least_squares.py",
                    "tests/test_fixed_point.py", "tests/test_misc.py"]),
+    # (test_integrate.py's test_basic/test_ode_order/test_sde_strong_order are 488 solves:
+    # hours on a few cores; a -k subset via --pytest-args keeps one run short)
     "diffrax": ("diffrax", "git", "v{version}", ["test/test_integrate.py",
-                "test/test_saveat_solution.py", "test/test_term.py",
-                "test/test_interpolation.py", "test/test_vmap.py"]),
+                "test/test_adjoint.py", "test/test_vmap.py", "test/test_brownian.py",
+                "test/test_event.py", "test/test_saveat_solution.py", "test/test_term.py",
+                "test/test_interpolation.py"]),
+    # blackjax's repository is large; its sdist ships tests/ (with pytest.ini:
+    # filterwarnings = error)
+    "blackjax": ("blackjax", "sdist", None, ["tests/mcmc/test_sampling.py",
+                 "tests/mcmc/test_integrators.py", "tests/mcmc/test_proposal.py",
+                 "tests/mcmc/test_trajectory.py", "tests/mcmc/test_metrics.py",
+                 "tests/mcmc/test_uturn.py", "tests/mcmc/test_mala.py",
+                 "tests/mcmc/test_barker.py", "tests/mcmc/test_elliptical_slice.py",
+                 "tests/optimizers/test_optimizers.py", "tests/optimizers/test_pathfinder.py",
+                 "tests/smc/test_resampling.py", "tests/smc/test_smc.py",
+                 "tests/sgmcmc/test_kernels.py", "tests/adaptation/test_step_size.py",
+                 "tests/adaptation/test_mass_matrix.py"]),
     "jaxtyping": ("jaxtyping", "git", "v{version}", ["test/test_array.py",
                   "test/test_decorator.py", "test/test_pytree.py", "test/test_messages.py",
                   "test/test_generators.py"]),
@@ -99,7 +116,29 @@ def _site_root(dist, files):
     raise SystemExit(f"cannot find where {dist} is installed")
 
 
+def _sdist(dist, source, dest):
+    """The unpacked source distribution of the installed version of ``dist``."""
+    version = importlib.metadata.version(dist)
+    if source and Path(source).is_dir():
+        return Path(source)
+    if not source:
+        subprocess.run([sys.executable, "-m", "pip", "download", f"{dist}=={version}",
+                        "--no-binary", ":all:", "--no-deps", "--no-build-isolation",
+                        "-d", str(dest)], check=True, stdout=subprocess.DEVNULL)
+        found = sorted(Path(dest).glob("*.tar.gz"))
+        if not found:
+            raise SystemExit(f"pip download found no source distribution of {dist}=={version}")
+        source = found[0]
+    subprocess.run(["tar", "-xzf", str(source), "-C", str(dest)], check=True)
+    tops = [d for d in Path(dest).iterdir() if d.is_dir()]
+    if len(tops) != 1:
+        raise SystemExit(f"{source} is not one unpacked source tree")
+    return tops[0]
+
+
 def _checkout(lib, dist, tag_pattern, source, dest, files, ref=None):
+    if not (Path(source) / "HEAD").exists() and Path(source).is_dir():
+        return Path(source)   # a folder already holding the release's tests
     version = importlib.metadata.version(dist)
     tag = ref or tag_pattern.format(version=version)
     tags = subprocess.run(["git", "--git-dir", source, "tag"], capture_output=True,
@@ -182,13 +221,17 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per backend run")
     ap.add_argument("--json", help="write the per-case results here")
     ap.add_argument("--log", help="keep each backend's pytest output in LOG.<backend>.log")
-    ap.add_argument("--pytest-args", default="", help="extra pytest arguments, one string")
+    ap.add_argument("--pytest-args", default="", help="extra pytest arguments, one string, split as a shell would "
+                    "(-k 'not slow and not big')")
     a = ap.parse_args(argv)
     dist, where, tag_pattern, default_files = LIBRARIES[a.library]
     files = a.files or default_files
     with tempfile.TemporaryDirectory() as tmp:
         if where == "package":
             root = _site_root(dist, files)
+        elif where == "sdist":
+            root = _sdist(dist, a.source or os.environ.get(
+                f"XFORM_LIBTESTS_{a.library.upper()}"), Path(tmp))
         else:
             source = a.source or os.environ.get(f"XFORM_LIBTESTS_{a.library.upper()}")
             if not source:

@@ -286,8 +286,13 @@ def _full(shape, fill, dtype, weak=False):
     shape = U.canonical_shape(shape)
     if dtype is not None and not isinstance(dtype, np.dtype):
         # a typed PRNG key dtype: every key word is ``fill``, as JAX's *_like of keys
-        words = _full(tuple(shape) + (2,), fill, np.dtype(np.uint32))
-        return random_wrap(words)
+        words = _full(tuple(shape) + tuple(dtype.key_shape), fill, np.dtype(np.uint32))
+        return random_wrap(words, dtype.impl)
+    if type(fill) is int and isinstance(dtype, np.dtype) and dtype.kind in "iu" \
+            and -2 ** 63 <= fill < 2 ** 63:
+        # as lax.full's convert_element_type of a Python int: through int64, wrapping
+        # into a narrower or unsigned dtype (jnp.full(2, -1, uint8) is [255, 255])
+        fill = np.asarray(fill, np.int64).astype(dtype)
     if isinstance(fill, ArrayOps) and not isinstance(fill, Array):
         f = U.to_array(fill, dtype, False)
         return U.broadcast_to_shape(f, shape) if f.shape != shape else f

@@ -83,11 +83,13 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
     # is one object, so its 0-d array (read-only, never handed out) is made once.
     last = [(None, None, None)]
 
-    def scalar(x, dt):
+    def scalar(x, dt, i):
         c = last[0]
         if c[0] is x and c[1] is dt:
             return c[2]
-        z = np.asarray(x, dt)
+        # a Python int is a weak default-int argument first, as in JAX (range-checked)
+        with np.errstate(over="ignore"):   # (an int past float16's range is inf)
+            z = np.asarray(U.weak_int_value(x, i, 2) if type(x) is int else x, dt)
         z.flags.writeable = False
         last[0] = (x, dt, z)
         return z
@@ -119,8 +121,8 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                         p = prim(pname)
                     f = p._eager_fast or p.eager_fast()
                     if f is not None:
-                        return f(x1.weak_type, v1, scalar(x2, v1.dtype))
-                    return p.bind(x1, Array(scalar(x2, v1.dtype), True))
+                        return f(x1.weak_type, v1, scalar(x2, v1.dtype, 1))
+                    return p.bind(x1, Array(scalar(x2, v1.dtype, 1), True))
             elif t1 is float or t1 is int:
                 if t2 is Array:
                     v2 = x2._npy
@@ -129,8 +131,8 @@ def _binary(name, pname, promote=U.promote_dtypes, fast=_NUM, bool_pname=None, d
                             p = prim(pname)
                         f = p._eager_fast or p.eager_fast()
                         if f is not None:
-                            return f(x2.weak_type, scalar(x1, v2.dtype), v2)
-                        return p.bind(Array(scalar(x1, v2.dtype), True), x2)
+                            return f(x2.weak_type, scalar(x1, v2.dtype, 0), v2)
+                        return p.bind(Array(scalar(x1, v2.dtype, 0), True), x2)
             elif noop_promote and isinstance(x1, ArrayOps) and isinstance(x2, ArrayOps):
                 # Under a trace: operands of one dtype and weak type that promotion leaves
                 # as they are, of equal shapes or one of rank 0 (which the primitive

@@ -141,7 +141,7 @@ def _np_scalar(x, dt):
     if dt.kind in "iu" and isinstance(x, int) and not isinstance(x, bool):
         info = np.iinfo(dt)
         if not info.min <= x <= info.max:
-            raise OverflowError(f"Python int {x} too large to convert to {dt.name}")
+            raise OverflowError(f"Python integer {x} out of bounds for {dt.name}")
     return np.asarray(x, dt)
 
 
@@ -219,13 +219,45 @@ def promote_dtypes(*args):
             if b.dtype == d and b.weak_type == w and promotes_to_itself(d, w):
                 return [a, b]
     dt, weak = result_dtype(*args)
-    return [to_array(a, dt, weak) for a in args]
+    return [_promoted(a, dt, weak, i, len(args)) for i, a in enumerate(args)]
+
+
+def _arg_path(i, n):
+    return ("x", "y")[i] if n == 2 else f"args[{i}]"
+
+
+def weak_int_value(x, i=0, n=1):
+    """A Python int operand of a promoting function, as JAX's jitted functions take it:
+    a weak value of the default integer dtype, so an int outside that dtype's range is an
+    OverflowError (JAX's message for a jitted argument)."""
+    info = np.iinfo(dtypes.default_int_dtype())
+    if not info.min <= x <= info.max:
+        raise OverflowError("An overflow was encountered while parsing an argument to a "
+                            f"jitted computation, whose argument path is {_arg_path(i, n)}. "
+                            f"Got {int} with value {x}")
+    return np.asarray(x, info.dtype)
+
+
+def _promoted(a, dt, weak, i, n):
+    """``a`` converted to the promoted ``(dt, weak)``.  A Python int first becomes a weak
+    value of the default int dtype (range-checked) and is then converted as
+    ``convert_element_type`` converts: into a narrower or unsigned integer dtype it wraps
+    around (``uint16[...] + (-1)`` adds 65535), as in JAX."""
+    if type(a) is int:
+        v = weak_int_value(a, i, n)
+        if dt.kind in "iu" and v.dtype != dt:
+            with np.errstate(over="ignore"):
+                return Array(v.astype(dt), weak and dt != dtypes.bool_)
+        if dt.kind != "b":
+            with np.errstate(over="ignore", invalid="ignore"):
+                return Array(v.astype(dt), weak)
+    return to_array(a, dt, weak)
 
 
 def promote_dtypes_inexact(*args):
     dt, weak = result_dtype(*args)
     dt = dtypes.to_inexact_dtype(dt)
-    return [to_array(a, dt, weak) for a in args]
+    return [_promoted(a, dt, weak, i, len(args)) for i, a in enumerate(args)]
 
 
 def promote_dtypes_numeric(*args):
@@ -233,7 +265,7 @@ def promote_dtypes_numeric(*args):
     dt, weak = result_dtype(*args)
     if dt == dtypes.bool_:
         dt = dtypes.default_int_dtype()
-    return [to_array(a, dt, weak) for a in args]
+    return [_promoted(a, dt, weak, i, len(args)) for i, a in enumerate(args)]
 
 
 # ----------------------------------------------------------------- broadcasting

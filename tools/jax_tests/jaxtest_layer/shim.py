@@ -45,6 +45,19 @@ def _shaped_array_type():
     return type(jax.typeof(jax.numpy.zeros((), "float32")))
 
 
+def _prng_impl_type():
+    """``PRNGImpl(key_shape, seed, split, random_bits, fold_in, name=, tag=)`` of the
+    library under test, through the public ``jax.extend.random.define_prng_impl`` (what it
+    returns is what ``impl=`` accepts)."""
+    importlib.import_module("jax.extend.random")
+    define = _jax().extend.random.define_prng_impl
+
+    def PRNGImpl(key_shape, seed, split, random_bits, fold_in, name="<unnamed>", tag="?"):
+        return define(key_shape=key_shape, seed=seed, split=split, random_bits=random_bits,
+                      fold_in=fold_in, name=name, tag=tag)
+    return PRNGImpl
+
+
 def _build():
     from . import config, dtypes, lax_test_util, test_util, util
     root = types.ModuleType("jax._src")
@@ -57,7 +70,10 @@ def _build():
         "jax._src.core", ShapedArray=_shaped_array_type,
         ConcretizationTypeError=lambda: _jax().errors.ConcretizationTypeError,
         typeof=lambda: _jax().typeof,
-        Primitive=_primitive_type)
+        Primitive=_primitive_type,
+        # array references: JAX's public names are these very functions
+        new_ref=lambda: _jax().new_ref, freeze=lambda: _jax().freeze,
+        Ref=lambda: _jax().Ref)
     root.array = _lazy_module("jax._src.array",
                               ArrayImpl=lambda: type(_jax().numpy.zeros(())))
     root.errors = _lazy_module(
@@ -88,6 +104,11 @@ def _build():
     root.indexing = _lazy_module(
         "jax._src.indexing", Slice=lambda: type(_jax().ds(0, 1)), ds=lambda: _jax().ds,
         dslice=lambda: _jax().ds)
+    rnd = internal_module("jax._src.random")
+    rnd.prng = _lazy_module(
+        "jax._src.random.prng", PRNGImpl=_prng_impl_type,
+        random_seed=lambda: (lambda seeds, impl: _jax().random.key(seeds, impl=impl)))
+    root.random = rnd
     for sub in ("literals", "interpreters", "api", "dispatch",
                 "deprecations", "xla_bridge"):
         setattr(root, sub, internal_module(f"jax._src.{sub}"))

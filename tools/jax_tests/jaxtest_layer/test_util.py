@@ -40,6 +40,11 @@ def _jax():
     return jax
 
 
+def _public_test_util():
+    import jax.test_util    # (a submodule: ``import jax`` alone does not load it)
+    return jax.test_util
+
+
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
@@ -47,6 +52,7 @@ def __getattr__(name):
 
 
 # ----------------------------------------------------------------- devices and versions
+
 
 def device_under_test() -> str:
     return os.environ.get("JAX_TEST_DUT") or _jax().default_backend()
@@ -104,6 +110,18 @@ def skip_on_flag(flag_name, skip_value):
             return test_method(self, *args, **kwargs)
         return wrapper
     return decorator
+
+
+def request_cpu_devices(nr_devices: int):
+    """Ask for ``nr_devices`` CPU devices (``jax_num_cpu_devices``) when the backend is not
+    started yet; afterwards it can no longer change (as JAX's helper: a warning)."""
+    jax = _jax()
+    if jax.config.jax_num_cpu_devices >= nr_devices:
+        return
+    try:
+        jax.config.update("jax_num_cpu_devices", nr_devices)
+    except RuntimeError as e:   # the backend is already initialized
+        warnings.warn(f"request_cpu_devices({nr_devices}): {e}")
 
 
 def is_device_rocm() -> bool:
@@ -438,15 +456,15 @@ def check_eq(xs, ys, err_msg=""):
 
 
 def check_grads(*args, **kwargs):
-    return _jax().test_util.check_grads(*args, **kwargs)
+    return _public_test_util().check_grads(*args, **kwargs)
 
 
 def check_jvp(*args, **kwargs):
-    return _jax().test_util.check_jvp(*args, **kwargs)
+    return _public_test_util().check_jvp(*args, **kwargs)
 
 
 def check_vjp(*args, **kwargs):
-    return _jax().test_util.check_vjp(*args, **kwargs)
+    return _public_test_util().check_vjp(*args, **kwargs)
 
 
 def rand_like(rng, x):
