@@ -37,6 +37,7 @@ _HBS = _rt._HBS
 _to_host = _rt._buffer_to_host
 _closing = _rt._closing
 _default_device_cache = _rt._default_device_cache
+_params_key = _rt._param_key      # the hashable key of a primitive's params, or None
 
 
 class _Kernel:
@@ -50,17 +51,6 @@ class _Kernel:
         self.devices = comp._devlist
         self.device = comp.device
         self.multi = multi
-
-
-def _params_key(params):
-    if not params:
-        return ()
-    try:
-        key = tuple(sorted(params.items()))
-        hash(key)
-        return key
-    except TypeError:
-        return None
 
 
 def _compile(prim, params, vals):
