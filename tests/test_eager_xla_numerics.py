@@ -239,3 +239,35 @@ def test_strided_and_broadcast_views():
     row = np.broadcast_to(x[0], (5, 4))
     assert _bits(xnp.tanh(xnp.broadcast_to(a[0], (5, 4)))) == _bits(jnp.tanh(row))
     assert _bits(xnp.sum(a.T, axis=1)) == _bits(jnp.sum(x.T, axis=1))
+
+
+# Functions JAX jits as a whole (``_mean``, ``average``, ``cov``, ``hypot``, ``softmax``,
+# ``standardize``): XLA rewrites the compiled program (division by a count becomes a
+# multiplication by its reciprocal, sums fuse), so eager xform runs them compiled too.
+_JITTED_AS_A_WHOLE = {
+    "mean": lambda L, x: L.numpy.mean(x),
+    "mean_axis0": lambda L, x: L.numpy.mean(x, axis=0),
+    "mean_keepdims_positional": lambda L, x: L.numpy.mean(x, 1, None, None, True),
+    "average_weights": lambda L, x: L.numpy.average(x, axis=0, weights=x[:, 0] ** 2 + 1),
+    "cov": lambda L, x: L.numpy.cov(x),
+    "cov_columns": lambda L, x: L.numpy.cov(x, rowvar=False),
+    "hypot": lambda L, x: L.numpy.hypot(x, x[::-1]),
+    "softmax": lambda L, x: L.nn.softmax(x),
+    "softmax_axis0": lambda L, x: L.nn.softmax(x, axis=0),
+    "standardize": lambda L, x: L.nn.standardize(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_JITTED_AS_A_WHOLE))
+@settings(max_examples=15, deadline=None)
+@given(rows=st.integers(2, 24), scale=st.floats(0.1, 10.0), seed=st.integers(0, 2**16))
+def test_functions_jax_jits_as_a_whole_match_jax_eager(name, rows, scale, seed):
+    fn = _JITTED_AS_A_WHOLE[name]
+    x = (np.random.default_rng(seed).standard_normal((rows, 3)) * scale).astype(np.float32)
+    want = np.asarray(fn(jax, x))
+    got = np.asarray(fn(xform, x))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    staged = xform.make_jaxpr(lambda v: fn(xform, v))(x)      # staged: still inlined
+    assert not any(e.primitive.name == "jit" for e in staged.jaxpr.eqns if
+                   e.params.get("name") in ("mean", "average", "cov", "softmax"))

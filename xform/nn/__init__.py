@@ -256,6 +256,8 @@ __all__ += ["dot_product_attention", "get_scaled_dot_general_config", "log1mexp"
 # ---- jax.nn functions that JAX wraps in jit: nested jit equations when staged
 def _install_jitted():
     _jitted.install(sys.modules[__name__], _jitted.NN_TABLE, prefix="xform.nn")
+    _jitted.install(sys.modules[__name__], _jitted.NN_INLINE_TABLE, prefix="xform.nn",
+                    inline=True)
 
 
 _install_jitted()

@@ -111,6 +111,19 @@ NN_TABLE = {
 INLINE_TABLE = {
     "log2": ("log2", ()),
     "log10": ("log10", ()),
+    # JAX jits these (``_mean``, ``average``, ``cov``, ``hypot``: XLA turns the division by
+    # the element count into a multiplication by its reciprocal, or fuses the sum);
+    # run op by op their bits differ from JAX's in 20-90% of random float32 inputs.
+    "mean": ("mean", ("axis", "dtype", "keepdims")),
+    "average": ("average", ("axis", "returned", "keepdims")),
+    "cov": ("cov", ("rowvar", "bias", "ddof", "dtype")),
+    "hypot": ("hypot", ()),
+}
+
+# The same for xform.nn (``softmax``'s normalisation and ``standardize``'s mean).
+NN_INLINE_TABLE = {
+    "softmax": ("softmax", ("axis",)),
+    "standardize": ("standardize", ("axis", "epsilon")),
 }
 
 
@@ -124,7 +137,9 @@ def wrap_inline(fun, name, static_argnames):
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
         if state.trace is not eval_trace or not core._xla_numerics or \
-                not all(_dynamic_ok(a) for a in args) or kwargs:
+                not all(_dynamic_ok(a) for a in args) or \
+                not all(k in static and _hashable(v) or k not in static and _dynamic_ok(v)
+                        for k, v in kwargs.items()):
             return fun(*args, **kwargs)
         if not box:
             def inner(*a, **k):
@@ -133,10 +148,11 @@ def wrap_inline(fun, name, static_argnames):
             inner.__signature__ = sig
             box.append(jit(inner, static_argnames=static))
         try:
-            return box[0](*args)
+            return box[0](*args, **kwargs)
         except errors.ConcretizationTypeError:
-            return fun(*args)
+            return fun(*args, **kwargs)
     wrapper.__wrapped_for_jit__ = fun
+    wrapper.__inline_for_eager__ = True
     return wrapper
 
 
@@ -225,17 +241,21 @@ def _where_three(where_fn):
     return where
 
 
-def install(namespace, table=None, prefix="xform.numpy"):
+def install(namespace, table=None, prefix="xform.numpy", inline=False):
     """Replace the table's functions in ``namespace`` (the ``xform.numpy`` module) and in
-    every ``prefix`` module that holds the same function object."""
+    every ``prefix`` module that holds the same function object. ``inline``: the table
+    lists functions run compiled when called eagerly (``wrap_inline``); such a wrapper
+    goes around a function the staging table already wrapped."""
     table = TABLE if table is None else table
+    inline = inline or table is INLINE_TABLE
     done = {}                   # id(original) -> (original, wrapper)
     for pub, (name, static) in table.items():
         f = namespace.__dict__.get(pub)
-        if f is None or not callable(f) or hasattr(f, "__wrapped_for_jit__") or id(f) in done:
+        if f is None or not callable(f) or id(f) in done or \
+                hasattr(f, "__inline_for_eager__" if inline else "__wrapped_for_jit__"):
             continue
-        w = _where_three(f) if pub == "where" and table is TABLE else \
-            wrap_inline(f, name, static) if table is INLINE_TABLE else wrap(f, name, static)
+        w = wrap_inline(f, name, static) if inline else \
+            _where_three(f) if pub == "where" and table is TABLE else wrap(f, name, static)
         done[id(f)] = (f, w)
     # one pass over the package's modules (import time: no per-function module scans)
     for k, m in list(sys.modules.items()):
