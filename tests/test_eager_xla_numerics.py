@@ -248,6 +248,7 @@ _JITTED_AS_A_WHOLE = {
     "mean": lambda L, x: L.numpy.mean(x),
     "mean_axis0": lambda L, x: L.numpy.mean(x, axis=0),
     "mean_keepdims_positional": lambda L, x: L.numpy.mean(x, 1, None, None, True),
+    "mean_list_axis_positional": lambda L, x: L.numpy.mean(x, [0, 1]),
     "average_weights": lambda L, x: L.numpy.average(x, axis=0, weights=x[:, 0] ** 2 + 1),
     "cov": lambda L, x: L.numpy.cov(x),
     "cov_columns": lambda L, x: L.numpy.cov(x, rowvar=False),

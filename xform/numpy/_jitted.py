@@ -127,6 +127,45 @@ NN_INLINE_TABLE = {
 }
 
 
+def _jit_arguments(sig, static, args, kwargs):
+    """The call's ``(args, kwargs)`` as ``jit`` takes them -- a static list (an axis list)
+    as a tuple, as JAX's functions canonicalize it -- or None where jit cannot take them
+    (an unhashable static argument, a non-array value to trace, a binding error): the
+    function is then called directly and raises its own errors."""
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    for k, v in bound.arguments.items():
+        if k in static:
+            if isinstance(v, list):
+                v = bound.arguments[k] = tuple(v)
+            if not _hashable(v):
+                return None
+        elif not _dynamic_ok(v):
+            return None
+    return bound.args, bound.kwargs
+
+
+def _jitted_call(box, fun, name, sig, static, args, kwargs):
+    """Call ``fun`` through its cached ``jit`` (made on first use, named ``name``);
+    where xform's implementation needs a value static that JAX traces, call it as is
+    (staged: the same program inline, without the nested jit)."""
+    ready = _jit_arguments(sig, static, args, kwargs)
+    if ready is None:
+        return fun(*args, **kwargs)
+    if not box:
+        def inner(*a, **k):
+            return fun(*a, **k)
+        inner.__name__ = inner.__qualname__ = name
+        inner.__signature__ = sig
+        box.append(jit(inner, static_argnames=static))
+    try:
+        return box[0](*ready[0], **ready[1])
+    except errors.ConcretizationTypeError:
+        return fun(*args, **kwargs)
+
+
 def wrap_inline(fun, name, static_argnames):
     """``fun`` run as one cached compiled program when called eagerly (see INLINE_TABLE)."""
     sig = inspect.signature(fun)
@@ -136,21 +175,9 @@ def wrap_inline(fun, name, static_argnames):
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
-        if state.trace is not eval_trace or not core._xla_numerics or \
-                not all(_dynamic_ok(a) for a in args) or \
-                not all(k in static and _hashable(v) or k not in static and _dynamic_ok(v)
-                        for k, v in kwargs.items()):
+        if state.trace is not eval_trace or not core._xla_numerics:
             return fun(*args, **kwargs)
-        if not box:
-            def inner(*a, **k):
-                return fun(*a, **k)
-            inner.__name__ = inner.__qualname__ = name
-            inner.__signature__ = sig
-            box.append(jit(inner, static_argnames=static))
-        try:
-            return box[0](*args, **kwargs)
-        except errors.ConcretizationTypeError:
-            return fun(*args, **kwargs)
+        return _jitted_call(box, fun, name, sig, static, args, kwargs)
     wrapper.__wrapped_for_jit__ = fun
     wrapper.__inline_for_eager__ = True
     return wrapper
@@ -188,29 +215,7 @@ def wrap(fun, name, static_argnames):
     def wrapper(*args, **kwargs):
         if state.trace is eval_trace or not _program_staging():   # eager: a direct call
             return fun(*args, **kwargs)
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError:
-            return fun(*args, **kwargs)      # fun raises its own error
-        for k, v in bound.arguments.items():
-            if k in static:
-                if not _hashable(v):
-                    return fun(*args, **kwargs)
-            elif not _dynamic_ok(v):
-                return fun(*args, **kwargs)
-        if not box:
-
-            def inner(*a, **k):
-                return fun(*a, **k)
-            inner.__name__ = inner.__qualname__ = name
-            inner.__signature__ = sig
-            box.append(jit(inner, static_argnames=static))
-        try:
-            return box[0](*args, **kwargs)
-        except errors.ConcretizationTypeError:
-            # an argument JAX traces that xform's implementation needs static: stage the
-            # function inline instead (same program, without the nested jit)
-            return fun(*args, **kwargs)
+        return _jitted_call(box, fun, name, sig, static, args, kwargs)
     wrapper.__wrapped_for_jit__ = fun
     return wrapper
 
