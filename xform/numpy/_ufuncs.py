@@ -805,25 +805,65 @@ def hypot(x1, x2, /):
 
 
 def logaddexp(x1, x2, /):
-    """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|))."""
+    """log(exp(x1) + exp(x2)) computed as max + log1p(exp(-|x1 - x2|)); as JAX's, a
+    custom-JVP function whose tangent is ``t1 * exp(x1 - out) + t2 * exp(x2 - out)`` (the
+    differentiated formula would go through max/abs and round otherwise: numpyro's
+    Beta-Bernoulli NUTS trajectories differed from JAX's in the last bits)."""
     a, b = U.promote_args_inexact_lax("logaddexp", x1, x2)
-    if a.dtype.kind == "c":
-        return _logaddexp_complex(a, b, 1.0)
-    amax = maximum(a, b)
-    delta = subtract(a, b)
-    out = add(amax, log1p(exp(negative(absolute(delta)))))
-    return where(isnan(delta), add(a, b), out)
+    return _logaddexp_custom(False)(a, b)
 
 
 def logaddexp2(x1, x2, /):
     a, b = U.promote_args_inexact_lax("logaddexp2", x1, x2)
+    return _logaddexp_custom(True)(a, b)
+
+
+def _logaddexp_impl(a, b, base2):
     if a.dtype.kind == "c":
-        return _logaddexp_complex(a, b, 1 / math.log(2))
+        return _logaddexp_complex(a, b, 1 / math.log(2) if base2 else 1.0)
+    if a.dtype not in _F:
+        name = "logaddexp2" if base2 else "logaddexp"
+        raise ValueError(f"{name} requires floating-point or complex inputs; got {a.dtype}")
     amax = maximum(a, b)
     delta = subtract(a, b)
-    ln2 = _const(a, math.log(2))
-    out = add(amax, true_divide(log1p(exp2(negative(absolute(delta)))), ln2))
+    e = negative(absolute(delta))
+    if base2:
+        out = add(amax, multiply(_const(a, 1 / math.log(2)), log1p(exp2(e))))
+    else:
+        out = add(amax, log1p(exp(e)))
     return where(isnan(delta), add(a, b), out)
+
+
+def _replace_posinf(x):
+    """``x`` with +inf (in its real part) replaced by 0, as the tangent rule needs."""
+    return where(isposinf(real(x)), _zero(x), x)
+
+
+_logaddexp_cjs = {}
+
+
+def _logaddexp_custom(base2):
+    """The custom-JVP logaddexp (or logaddexp2 with ``base2``), built once."""
+    cj = _logaddexp_cjs.get(base2)
+    if cj is None:
+        from xform._custom_derivatives import custom_jvp
+
+        def impl(a, b):
+            return _logaddexp_impl(a, b, base2)
+        impl.__name__ = impl.__qualname__ = "logaddexp2" if base2 else "logaddexp"
+        cj = custom_jvp(impl)
+        pow_ = exp2 if base2 else exp
+
+        def rule(primals, tangents):
+            (a, b), (ta, tb) = primals, tangents
+            out = cj(a, b)
+            ro = _replace_posinf(out)
+            return out, add(multiply(ta, pow_(subtract(_replace_posinf(a), ro))),
+                            multiply(tb, pow_(subtract(_replace_posinf(b), ro))))
+
+        cj.defjvp(rule)
+        _logaddexp_cjs[base2] = cj
+    return cj
 
 
 def _logaddexp_complex(a, b, scale):
