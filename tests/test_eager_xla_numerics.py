@@ -242,7 +242,8 @@ def test_strided_and_broadcast_views():
 
 
 # Functions JAX jits as a whole (``_mean``, ``average``, ``cov``, ``hypot``, ``softmax``,
-# ``standardize``): XLA rewrites the compiled program (division by a count becomes a
+# ``standardize``, ``_var``, ``linalg.norm``, ... : xform.numpy._jitted's INLINE tables, the
+# ones whose op-by-op bits differed from JAX's in random float32 inputs): XLA rewrites the compiled program (division by a count becomes a
 # multiplication by its reciprocal, sums fuse), so eager xform runs them compiled too.
 _JITTED_AS_A_WHOLE = {
     "mean": lambda L, x: L.numpy.mean(x),
@@ -256,6 +257,32 @@ _JITTED_AS_A_WHOLE = {
     "softmax": lambda L, x: L.nn.softmax(x),
     "softmax_axis0": lambda L, x: L.nn.softmax(x, axis=0),
     "standardize": lambda L, x: L.nn.standardize(x),
+    # ``_var``/``_std`` (``correction`` traced: a runtime divisor), ``nanvar``/``nanstd``
+    "var": lambda L, x: L.numpy.var(x),
+    "var_axis0": lambda L, x: L.numpy.var(x, axis=0),
+    "var_ddof1_keepdims": lambda L, x: L.numpy.var(x, axis=1, ddof=1, keepdims=True),
+    "var_correction_list_axis": lambda L, x: L.numpy.var(x, [0, 1], correction=0.5),
+    "std": lambda L, x: L.numpy.std(x),
+    "std_axis0_ddof1": lambda L, x: L.numpy.std(x, axis=0, ddof=1),
+    "nanvar": lambda L, x: L.numpy.nanvar(L.numpy.where(x > 1, np.nan, x), axis=0),
+    "nanstd": lambda L, x: L.numpy.nanstd(x, ddof=1),
+    "corrcoef": lambda L, x: L.numpy.corrcoef(x, rowvar=False),
+    "cross": lambda L, x: L.numpy.cross(x, x[::-1]),
+    "vdot": lambda L, x: L.numpy.vdot(x, x[::-1]),
+    "polyval": lambda L, x: L.numpy.polyval(x[:2, 0], x[:, 1]),
+    "round_decimals": lambda L, x: L.numpy.round(x * 10, 2),
+    "linspace": lambda L, x: L.numpy.linspace(x[0, 0], x[1, 0] + 20, 13),
+    "logspace": lambda L, x: L.numpy.logspace(x[0, 0] / 8, x[1, 0] / 4 + 2, 7),
+    "geomspace": lambda L, x: L.numpy.geomspace(abs(x[0, 0]) + 0.1, abs(x[1, 0]) + 9, 9),
+    "squareplus": lambda L, x: L.nn.squareplus(x),
+    "hard_sigmoid": lambda L, x: L.nn.hard_sigmoid(x * 3),
+    "hard_silu": lambda L, x: L.nn.hard_silu(x * 3),
+    "norm": lambda L, x: L.numpy.linalg.norm(x),
+    "norm_axis1": lambda L, x: L.numpy.linalg.norm(x, axis=1),
+    "norm_ord3_axis0": lambda L, x: L.numpy.linalg.norm(x, ord=3, axis=0),
+    "norm_fro": lambda L, x: L.numpy.linalg.norm(x, ord="fro"),
+    "matrix_norm": lambda L, x: L.numpy.linalg.matrix_norm(x),
+    "det": lambda L, x: L.numpy.linalg.det(x.T @ x + 3 * L.numpy.eye(3, dtype=x.dtype)),
 }
 
 
