@@ -83,7 +83,7 @@ class Scope:
     (``shadow``).  ``preset`` references arrive with their values already (the second
     trace of a body, where they are extra inputs)."""
 
-    __slots__ = ("parent", "shadow", "inputs", "order", "name", "lower", "used")
+    __slots__ = ("parent", "shadow", "inputs", "order", "name", "lower", "used", "hi_owned")
 
     def __init__(self, name, preset=(), lower=None):
         self.parent = None
@@ -93,6 +93,7 @@ class Scope:
         self.order = []
         self.lower = lower          # transforms (grad, vmap): value -> parent-level value
         self.used = set()           # ids of the outer references actually read or written
+        self.hi_owned = None        # id -> mutable high-level value made here (hijax.py)
         for ref, val in preset:
             self._touch(ref, val)
 
