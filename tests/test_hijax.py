@@ -172,6 +172,15 @@ def _box_results(lib, Box):
         return b.get() + 1.0
     out += [f(b, 3.0), b.get(), f(b, 3.0), b.get()]
 
+    @lib.jit
+    def fd(dct, x):                     # a box among other leaves of a pytree
+        box = dct["box"]
+        box.set(box.get() + x + dct["a"])
+    for init in (1.0, 2.0, 3):          # (the third one an int: a new layout)
+        bb = Box(init)
+        fd({"a": 10.0, "box": bb, "c": 100.0}, 2.0)
+        out.append(bb.get())
+
     c = Box(np_.array(2.0))
 
     @lib.jit
@@ -249,3 +258,66 @@ def test_box_errors():
 
     with pytest.raises(Exception, match="can't differentiate Box.set"):
         xform.grad(lambda x: (xhjx.box_set(xhjx.Box(0.0), x), x)[1])(1.0)
+
+
+# -- a new-style VJPHiPrimitive (expand, vjp_fwd/vjp_bwd, jvp)
+
+def _power(lib, hjx, accumulate):
+    class Power(hjx.VJPHiPrimitive):
+        def __init__(self, in_aval, *, power):
+            self.in_avals = (in_aval,)
+            self.out_aval = in_aval
+            self.params = dict(power=power)
+            super().__init__()
+
+        def expand(self, x):
+            return x ** self.power
+
+        def vjp_fwd(self, nzs_in, x):
+            return self(x), x
+
+        if accumulate:
+            def vjp_bwd(self, res, t, xbar_accum):
+                # (3x the true derivative: the rule is what is used, not expand's)
+                xbar_accum.accum(3.0 * t * self.power * res ** (self.power - 1))
+        else:
+            def vjp_bwd_retval(self, res, t):
+                return (3.0 * t * self.power * res ** (self.power - 1),)
+
+        def jvp(self, primals, tangents):
+            (x,), (t,) = primals, tangents
+            return self(x), 5.0 * t * self.power * x ** (self.power - 1)
+
+        def batch(self, axis_data, args, in_dims):
+            (x,), (d,) = args, in_dims
+            return Power(lib.typeof(x), power=self.power)(x), d
+
+    return lambda x: Power(lib.typeof(x), power=3)(x)
+
+
+@pytest.mark.parametrize("accumulate", [True, False])
+def test_vjp_hiprimitive_matches_jax(accumulate):
+    res = {}
+    xs = np.arange(3.0, dtype=np.float32)
+    for name, lib, hjx, _ in _libs():
+        f = _power(lib, hjx, accumulate)
+        res[name] = [f(2.0), lib.jit(f)(2.0), lib.vmap(f)(xs), lib.grad(f)(2.0),
+                     lib.jit(lib.grad(f))(2.0), *lib.jvp(f, (2.0,), (1.0,))]
+    for i, (a, b) in enumerate(zip(res["jax"], res["xform"], strict=True)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), err_msg=f"result {i}")
+    assert float(res["xform"][3]) == 36.0 and float(res["xform"][6]) == 60.0
+
+
+def test_vjp_hiprimitive_checks_as_jax():
+    class Both(xhjx.VJPHiPrimitive):
+        def __init__(self):
+            self.in_avals, self.out_aval, self.params = (), (), {}
+            super().__init__()
+
+        def vjp_bwd(self, res, g):
+            pass
+
+        def vjp_bwd_retval(self, res, g):
+            pass
+    with pytest.raises(AttributeError, match="should not override both"):
+        Both()

@@ -74,14 +74,16 @@ def raise_args(lo, layout, mut_types):
     """Inside the trace: the leaves again, mutable objects made fresh (owned here)."""
     it = iter(lo)
     inner = []
-    for a, q, n in mut_types:
-        inner.append(_hj.own(a.new_from_loval(q, *_take(it, n))))
     leaves = []
     for spec in layout:
         if spec is None:
             leaves.append(next(it))
         elif spec[0] == "mut":
-            leaves.append(inner[spec[1]])
+            k = spec[1]
+            if k == len(inner):          # first appearance: its arrays are here
+                a, q, n = mut_types[k]
+                inner.append(_hj.own(a.new_from_loval(q, *_take(it, n))))
+            leaves.append(inner[k])
         else:
             leaves.append(spec[1].raise_val(*_take(it, spec[2])))
     return leaves, inner

@@ -30,7 +30,7 @@ from xform.core import AbstractValue, ShapedArray, pytype_aval_mappings
 from xform.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from xform.ref import AbstractRef
 from xform._src.interpreters.hijax import (HiPrimitive, aval_method, aval_property,
-                                           cur_qdd)
+                                           cur_qdd, hi_aval as _hi_aval)
 from xform.tree_util import tree_flatten, tree_unflatten, tree_leaves
 
 # JAX's public names (``Box``, ``BoxTy``, ``new_box``, ``box_get``, ``box_set``,
@@ -220,15 +220,200 @@ class HiPspec:
     to_ct_spec = to_tangent_spec
 
 
-class VJPHiPrimitive:
-    """JAX's new-style ``VJPHiPrimitive`` (``expand``/``vjp_fwd``/``vjp_bwd``): not
-    implemented by xform; construction raises ``NotImplementedError``."""
+class GradAccum:
+    """Where a ``VJPHiPrimitive``'s ``vjp_bwd`` accumulates the cotangent of one input
+    (``accum(v)`` adds ``v``; JAX's ``ad.GradAccum``)."""
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "jax.experimental.hijax.VJPHiPrimitive (primitives defined by expand/vjp_fwd/"
-            "vjp_bwd) is not implemented by xform: define a HiPrimitive (to_lojax, jvp) "
-            "or use xform.custom_vjp")
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = None
+
+    def accum(self, v):
+        self.value = v if self.value is None else self.value + v
+
+
+def _overrides(obj, name):
+    return getattr(type(obj), name) is not getattr(VJPHiPrimitive, name)
+
+
+class VJPHiPrimitive:
+    """JAX's new-style high-level primitive: a subclass's ``__init__`` sets ``in_avals``,
+    ``out_aval`` (pytrees of types) and ``params`` and calls ``super().__init__()``; it
+    defines ``expand`` (its meaning in ordinary operations) and, for differentiation,
+    ``vjp_fwd``/``vjp_bwd`` (or ``vjp_bwd_retval``) and/or ``jvp``.  Calling an instance
+    applies it.  xform applies it as ``expand`` wrapped in ``custom_vjp`` (reverse mode:
+    ``vjp_fwd``/``vjp_bwd``) or ``custom_jvp`` (forward mode, and reverse mode when it
+    has no ``vjp_fwd``); under ``vmap`` its ``batch`` rule runs.  ``batch_dim_rule``,
+    ``transpose``, ``lin``/``linearized``, ``dce`` and ``remat`` are not consulted, and
+    only array inputs and outputs can be differentiated."""
+
+    effects = frozenset()
+
+    def __init__(self):
+        for attr in ("in_avals", "out_aval", "params"):
+            if not hasattr(self, attr):
+                raise AttributeError(f"subclass __init__ should set `self.{attr}`")
+        if _overrides(self, "vjp_bwd") and _overrides(self, "vjp_bwd_retval"):
+            raise AttributeError(f"subclass {type(self)} should not override both "
+                                 "`vjp_bwd` and `vjp_bwd_retval`")
+        self.in_avals_flat, self.in_tree = tree_flatten(self.in_avals)
+        self.out_avals_flat, self.out_tree = tree_flatten(self.out_aval)
+        self.__dict__.update(self.params)
+        self.check(*self.in_avals)
+
+    def expand(self, *args):
+        raise NotImplementedError(f"subclass {type(self)} must implement `expand`")
+
+    def vjp_fwd(self, nzs_in, /, *args):
+        raise NotImplementedError(f"for grad support, subclass {type(self)} must "
+                                  "implement `vjp_fwd`")
+
+    def vjp_bwd(self, res, outgrad, /, *arg_accums):
+        grads = self.vjp_bwd_retval(res, outgrad)
+        accs = tree_leaves(arg_accums, is_leaf=lambda a: isinstance(a, GradAccum))
+        gs = tree_leaves(grads, is_leaf=lambda g: g is None)
+        for acc, g in zip(accs, gs):
+            if isinstance(acc, GradAccum) and g is not None:
+                acc.accum(g)
+
+    def vjp_bwd_retval(self, res, outgrad, /):
+        raise NotImplementedError(f"for grad support, subclass {type(self)} must "
+                                  "implement `vjp_bwd` or `vjp_bwd_retval`")
+
+    def jvp(self, primals, tangents):
+        raise NotImplementedError(f"for jvp support, subclass {type(self)} must "
+                                  "implement `jvp`")
+
+    def check(self, *arg_tys):
+        return None
+
+    def __repr__(self):
+        return f"{type(self).__name__}[{self.params}]"
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(self.params.items()), self.effects))
+
+    def __eq__(self, other):
+        return (type(self) is type(other) and self.params == other.params
+                and self.effects == other.effects)
+
+    # -- application
+    def __call__(self, *args):
+        leaves, tree = tree_flatten(args)
+        if tree != self.in_tree:
+            raise TypeError(f"{self!r}: arguments of structure {tree}, expected "
+                            f"{self.in_tree}")
+        if any(_hi_aval(x) is not None for x in leaves) or \
+                any(getattr(a, "is_high", False) for a in self.out_avals_flat):
+            # high-level values: applied as its expansion (not differentiable here)
+            if _differentiating(leaves) is not None:
+                raise NotImplementedError(
+                    f"differentiating {self!r} with high-level inputs or outputs: xform "
+                    "differentiates VJPHiPrimitives of arrays only")
+            return self.expand(*args)
+        batched = self._batch(leaves)
+        if batched is not None:
+            return batched
+        mode = _differentiating(leaves)
+        has_fwd, has_jvp = _overrides(self, "vjp_fwd"), _overrides(self, "jvp")
+        if has_jvp and (mode == "forward" or (mode is None and has_fwd) or not has_fwd):
+            out = self._as_custom_jvp()(*leaves)
+        elif has_fwd:
+            out = self._as_custom_vjp()(*leaves)
+        else:
+            return self.expand(*args)
+        return tree_unflatten(self.out_tree, list(out))
+
+    def batch(self, axis_data, args, dims):
+        raise NotImplementedError(f"for vmap support, subclass {type(self)} must "
+                                  "implement `batch` (xform does not implement "
+                                  "`batch_dim_rule`)")
+
+    def _batch(self, leaves):
+        """Under vmap with a batched argument: the subclass's ``batch`` rule (None when
+        no argument is batched here)."""
+        from xform._src.interpreters import batching, core as _core
+        t = _core.current_trace()
+        if not isinstance(t, batching.BatchTrace):
+            return None
+        vals, dims = zip(*[t.unpack(x) for x in leaves]) if leaves else ((), ())
+        if all(d is None for d in dims):
+            return None
+        with _core.set_current_trace(t.parent):
+            out, out_dims = self.batch(t.axis_data, tree_unflatten(self.in_tree, vals),
+                                       tree_unflatten(self.in_tree, dims))
+        outs = _leaves_as(self.out_tree, out, "batch output")
+        ds = tree_leaves(out_dims, is_leaf=lambda d: d is None)
+        if len(ds) == 1 and len(outs) != 1:
+            ds = ds * len(outs)
+        return tree_unflatten(self.out_tree, [t.wrap(o, d) for o, d in zip(outs, ds)])
+
+    def _flat_expand(self, *leaves):
+        out = self.expand(*tree_unflatten(self.in_tree, leaves))
+        return tuple(_leaves_as(self.out_tree, out, "expand"))
+
+    def _as_custom_jvp(self):
+        from xform._custom_derivatives import custom_jvp
+        f = custom_jvp(self._flat_expand)
+
+        def rule(primals, tangents):
+            p_out, t_out = self.jvp(tree_unflatten(self.in_tree, primals),
+                                    tree_unflatten(self.in_tree, tangents))
+            return (tuple(_leaves_as(self.out_tree, p_out, "jvp primal output")),
+                    tuple(instantiate_zeros(t) for t in
+                          _leaves_as(self.out_tree, t_out, "jvp tangent output")))
+        f.defjvp(rule)
+        return f
+
+    def _as_custom_vjp(self):
+        from xform._custom_derivatives import custom_vjp
+        f = custom_vjp(self._flat_expand)
+        n = len(self.in_avals_flat)
+
+        def fwd(*leaves):
+            nzs = tree_unflatten(self.in_tree, [True] * n)
+            out, res, *_ = self.vjp_fwd(nzs, *tree_unflatten(self.in_tree, leaves))
+            return tuple(_leaves_as(self.out_tree, out, "vjp_fwd primal output")), res
+
+        def bwd(res, g):
+            accs = [GradAccum() for _ in range(n)]
+            self.vjp_bwd(res, tree_unflatten(self.out_tree, list(g)),
+                         *tree_unflatten(self.in_tree, accs))
+            return tuple(a.value if a.value is not None else
+                         instantiate_zeros(Zero(_tangent_type(av)))
+                         for a, av in zip(accs, self.in_avals_flat))
+        f.defvjp(fwd, bwd)
+        return f
+
+
+def _tangent_type(aval):
+    t = getattr(aval, "to_tangent_aval", None)
+    return t() if t is not None else aval
+
+
+def _leaves_as(tree, value, what):
+    leaves, t = tree_flatten(value)
+    if t != tree:
+        raise TypeError(f"VJPHiPrimitive {what}: structure {t}, expected {tree}")
+    return leaves
+
+
+def _differentiating(leaves):
+    """'reverse' (grad/vjp/linearize), 'forward' (jvp) or None: whether the current
+    trace differentiates one of ``leaves``."""
+    from xform._src.interpreters import ad, core as _core
+    t = _core.current_trace()
+    if not isinstance(t, ad.JVPTrace):
+        return None
+    mine = [x for x in leaves if isinstance(x, ad.JVPTracer) and x._trace is t]
+    if not mine:
+        return None
+    if any(isinstance(x.tangent, _core.Tracer) and isinstance(x.tangent._trace,
+                                                                ad.LinearizeTrace)
+           for x in mine):
+        return "reverse"
+    return "forward"
 
 
 class TransformedRef:
