@@ -42,7 +42,7 @@ import numpy as np
 from xform._src.interpreters import core, refs
 
 __all__ = ["HiPrimitive", "aval_method", "aval_property", "hi_aval", "is_mutable_hi",
-           "cur_qdd", "raw", "own", "bind_hi", "same_qdd"]
+           "cur_qdd", "raw", "own", "bind_hi", "same_qdd", "NewHiClosure"]
 
 
 class aval_method(collections.namedtuple("aval_method", ["fun"])):
@@ -284,6 +284,12 @@ class _Swap:
                     with raw():
                         q = o.cur_qdd()
                         if not same_qdd(q, m.qdd):
+                            where = getattr(refs.current_scope(), "name", "")
+                            if where in ("scan", "while_loop", "cond", "switch",
+                                         "fori_loop"):
+                                # JAX's rule for loop and cond bodies
+                                raise TypeError(f"type-changing mutations not allowed in "
+                                                f"{where} body")
                             raise NotImplementedError(
                                 f"a high-level value of type {aval!s} changed its type "
                                 f"(from {m.qdd} to {q}) inside a traced function "
@@ -304,6 +310,16 @@ class _Swap:
 
 # ------------------------------------------------------------------------- binding
 
+class NewHiClosure(Exception):
+    """Raised from a ``jit`` trace whose function touches mutable high-level objects of
+    an enclosing scope it does not take yet: the jit takes them (its trace adopts them,
+    so they may change type) and traces again.  Never reaches a user."""
+
+    def __init__(self, objs):
+        super().__init__("internal: jit body closes over mutable high-level values")
+        self.objs = objs
+
+
 def _foreign(args):
     scope = refs.current_scope()
     if scope is None:
@@ -316,6 +332,8 @@ def _foreign(args):
         owner, _ = _owner(a)
         if owner is not scope and not any(a is b for b in out):
             out.append(a)
+    if out and scope.hi_adopt:
+        raise NewHiClosure(out)
     return out
 
 

@@ -211,6 +211,38 @@ def _box_results(lib, Box):
         return x ** 2 + k.get()
     out += [lib.grad(loss)(4.0), k.get()]
 
+    tc = Box(None)
+    tc2 = Box(None)
+
+    @lib.jit
+    def changes():                      # closed-over boxes whose types change
+        x = tc.get()
+        if x is None:
+            tc.set(0)
+        elif type(x) is dict:
+            tc.set(dict(x, a=5))
+            tc2.set(3)
+        else:
+            tc.set(x + 1)
+    for _ in range(3):
+        changes()
+    out.append(tc.get())
+    tc.set({"b": 3})
+    changes()
+    out += [tc.get()["a"], tc.get()["b"], tc2.get()]
+
+    nb = Box([])
+
+    @lib.jit
+    def outer():                        # a nested jit changes a box the outer one adopted
+        @lib.jit
+        def inner():
+            nb.set(nb.get() + [1.0])
+        inner()
+        inner()
+    outer()
+    out.append(np_.asarray(nb.get()))
+
     m = Box(np_.array(5.0))
     out.append(lib.vmap(lambda x: x * m.get())(np_.arange(3.0)))   # read under vmap
     out.append(lib.jvp(lambda x: x * m.get(), (2.0,), (1.0,))[1])
@@ -247,14 +279,15 @@ def test_box_errors():
     with pytest.raises(TypeError, match="mutable high-level value cannot be returned"):
         ret(b)
 
-    c = xhjx.Box(xform.numpy.ones(2))
+    c = xhjx.Box([1.0])
 
-    @xform.jit
-    def change(x):
-        c.set((x, x))
-    with pytest.raises(NotImplementedError, match="changed its type"):
-        change(xform.numpy.ones(2))
-    np.testing.assert_array_equal(np.asarray(c.get()), np.ones(2))   # left as it was
+    def body(i):
+        c.set(c.get() * 2)              # a list twice as long: a new type
+        return i + 1
+    with pytest.raises(TypeError, match="type-changing mutations not allowed in "
+                                        "while_loop body"):
+        xform.lax.while_loop(lambda i: i < 5, body, 0)
+    assert c.get() == [1.0]                                # left as it was
 
     with pytest.raises(Exception, match="can't differentiate Box.set"):
         xform.grad(lambda x: (xhjx.box_set(xhjx.Box(0.0), x), x)[1])(1.0)

@@ -53,6 +53,7 @@ from xform._src.interpreters.refs import Ref as _Ref
 from xform import _jit_refs
 from xform import _jit_hijax
 from xform._src.interpreters.hijax import hi_aval as _hi_aval
+from xform._src.interpreters.hijax import NewHiClosure as _NewHiClosure
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -522,6 +523,9 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if self._refjit is not None:
             return self._refjit(args, kwargs)
+        hj = self.__dict__.get("_hijit")
+        if hj is not None and hj.closure:
+            return hj(args, kwargs)
         # Monomorphic inline cache: the generated call path (lowering/dispatch.py) of
         # the specialisation last called with positional arguments checks the new
         # arguments' structure and leaves against its exact signature as it takes
@@ -769,12 +773,14 @@ class JitWrapped:
                 return self._fun(*args, **kwargs)
             self._refjit = _jit_refs.RefJit(self)
             return self._refjit(args, kwargs)
-        except _jit_hijax.HasHi:
+        except (_jit_hijax.HasHi, _NewHiClosure) as e:
             if _flags["disable"]:
                 return self._fun(*args, **kwargs)
             hj = self.__dict__.get("_hijit")
             if hj is None:
                 hj = self.__dict__["_hijit"] = _jit_hijax.HiJit(self)
+            if isinstance(e, _NewHiClosure):
+                hj.add_closure(e.objs)
             return hj(args, kwargs)
         if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
             for x in leaves:
@@ -819,6 +825,7 @@ class JitWrapped:
             it = iter(dargs)
             full = [static_pos[i] if i in static_pos else next(it) for i in range(n_args)]
             with _refs.Scope("jit") as scope:
+                scope.hi_adopt = True
                 out = fun(*full, **dkw, **static_kw)
             if scope.order:           # it touched references of its caller: impure
                 raise _jit_refs.HasRefs()
@@ -941,7 +948,7 @@ class JitWrapped:
     def _aot_entry(self, args, kwargs, what):
         try:
             return self._get_entry(args, kwargs)[0]
-        except _jit_hijax.HasHi:
+        except (_jit_hijax.HasHi, _NewHiClosure):
             raise TypeError(
                 f"jit({self._name}).{what}: its arguments include high-level (hijax) "
                 "values, which xform's jit supports only when the jitted function is "

@@ -115,39 +115,66 @@ def raise_outs(lo, layout):
 
 
 class HiJit:
-    """The high-level-argument path of one ``JitWrapped``."""
+    """The high-level path of one ``JitWrapped``: high-level arguments and results, and
+    the mutable high-level objects its function closes over (``closure``), which its
+    trace *adopts*: they come in as arrays, hold the trace's values while it runs (so
+    they may change type, as a jit argument may), and their final arrays and layouts
+    come back and are written into them."""
 
     def __init__(self, wrapped):
         self.w = wrapped
         self.inner = {}
+        self.closure = []
+
+    def add_closure(self, objs):
+        for o in objs:
+            if not any(o is c for c in self.closure):
+                self.closure.append(o)
+        self.inner.clear()
 
     def _where(self):
         from xform._jit import _fun_location
         return f"function {self.w._name} at {_fun_location(self.w._fun)} traced for jit"
 
-    def _make_inner(self, n_args, kw_names, static_pos, treedef, layout, mut_types):
+    def _make_inner(self, n_args, static_pos, treedef, layout, mut_types, closure,
+                    clo_types):
         from xform._jit import JitWrapped
         w = self.w
         fun = w._fun
         where = self._where()
+        n_clo = sum(n for _, _, n in clo_types)
 
         def lowered(statics, *lo):
-            leaves, inner = raise_args(lo, layout, mut_types)
-            dyn = treedef.unflatten(leaves)
-            dargs, dkw = dyn
-            it = iter(dargs)
-            full = [statics[static_pos.index(i)] if i in static_pos else next(it)
-                    for i in range(n_args)]
-            kw = dict(dkw)
-            kw.update(dict(statics[len(static_pos):]))
-            out = fun(*full, **kw)
-            out_leaves, out_tree = tree_flatten(out)
-            out_lo, out_layout = lower_outs(out_leaves, where)
-            finals, qdds = [], []
-            for obj, (a, _, _) in zip(inner, mut_types):
-                q = _hj.cur_qdd(obj)
-                finals.append(list(a.read_loval(q, obj)))
-                qdds.append(q)
+            clo_lo, lo = lo[:n_clo], lo[n_clo:]
+            it = iter(clo_lo)
+            saved = []
+            try:
+                for o, (a, q, n) in zip(closure, clo_types):   # adopt the closure
+                    vals = _take(it, n)
+                    with _hj.raw():
+                        saved.append((o, a, q, a.read_loval(q, o)))
+                        a.update_from_loval(q, o, *vals)
+                    _hj.own(o)
+                leaves, inner = raise_args(lo, layout, mut_types)
+                dargs, dkw = treedef.unflatten(leaves)
+                it2 = iter(dargs)
+                full = [statics[static_pos.index(i)] if i in static_pos else next(it2)
+                        for i in range(n_args)]
+                kw = dict(dkw)
+                kw.update(dict(statics[len(static_pos):]))
+                out = fun(*full, **kw)
+                out_leaves, out_tree = tree_flatten(out)
+                out_lo, out_layout = lower_outs(out_leaves, where)
+                finals, qdds = [], []
+                for obj, a in [(o, t[0]) for o, t in zip(closure, clo_types)] + \
+                        [(o, t[0]) for o, t in zip(inner, mut_types)]:
+                    q = _hj.cur_qdd(obj)
+                    finals.append(list(a.read_loval(q, obj)))
+                    qdds.append(q)
+            finally:
+                for o, a, q, vals in saved:     # the objects get their own values back
+                    with _hj.raw():
+                        a.update_from_loval(q, o, *vals)
             return out_lo, _Static((out_tree, out_layout, tuple(qdds))), finals
 
         lowered.__name__ = w._name
@@ -166,15 +193,41 @@ class HiJit:
         lo, layout, muts = lower_args(leaves)
         mut_types = tuple((a, q, n) for _, a, q, n in muts)
         statics = tuple(args[i] for i in static_pos) + static_kw
-        key = (len(args), static_pos, treedef, layout, mut_types)
-        inner = self.inner.get(key)
-        if inner is None:
-            if len(self.inner) > 64:
-                self.inner.clear()
-            inner = self.inner[key] = self._make_inner(len(args), tuple(dkw), static_pos,
-                                                       treedef, layout, mut_types)
-        out_lo, info, finals = inner(statics, *lo)
+        while True:
+            closure = list(self.closure)
+            for m in muts:
+                if any(m[0] is c for c in closure):
+                    raise ValueError(
+                        f"when tracing {self._where()}, a mutable high-level value of "
+                        f"type {m[1]!s} was both closed over and passed as an argument")
+            clo_lo, clo_types = [], []
+            for o in closure:
+                a = _hj.hi_aval(o)
+                q = _hj.cur_qdd(o)
+                vals = list(a.read_loval(q, o))
+                clo_lo += vals
+                clo_types.append((a, q, len(vals)))
+            clo_types = tuple(clo_types)
+            key = (len(args), static_pos, treedef, layout, mut_types, len(closure),
+                   clo_types)
+            inner = self.inner.get(key)
+            if inner is None:
+                if len(self.inner) > 64:
+                    self.inner.clear()
+                inner = self.inner[key] = self._make_inner(
+                    len(args), static_pos, treedef, layout, mut_types, closure, clo_types)
+            try:
+                out_lo, info, finals = inner(statics, *clo_lo, *lo)
+            except _hj.NewHiClosure as e:
+                if not all(any(o is c for c in closure) for o in e.objs) and \
+                        not any(any(o is m[0] for m in muts) for o in e.objs):
+                    self.add_closure(e.objs)
+                    continue
+                raise
+            break
         out_tree, out_layout, qdds = info.value
-        for (obj, a, _, _), q, vals in zip(muts, qdds, finals):
+        objs = [(o, t[0]) for o, t in zip(closure, clo_types)] + \
+            [(m[0], m[1]) for m in muts]
+        for (obj, a), q, vals in zip(objs, qdds, finals):
             a.update_from_loval(q, obj, *vals)
         return out_tree.unflatten(raise_outs(out_lo, out_layout))
