@@ -71,6 +71,18 @@ def hi_aval(x):
     return a if a is not None and getattr(a, "is_high", False) else None
 
 
+def hi_type(x):
+    """``hi_aval``, and for a tracer the high-level type it carries (a ``JVPTracer`` of a
+    ``Box`` under ``jvp``), or None."""
+    if isinstance(x, core.Tracer):
+        try:
+            a = x.aval
+        except Exception:
+            return None
+        return a if getattr(a, "is_high", False) else None
+    return hi_aval(x)
+
+
 def is_mutable_hi(x):
     a = hi_aval(x)
     return a is not None and bool(getattr(a, "has_qdd", False))

@@ -243,6 +243,14 @@ def _box_results(lib, Box):
     outer()
     out.append(np_.asarray(nb.get()))
 
+    for jit in (False, True):           # a box and its tangent box as jvp arguments
+        def fj(box, x):
+            box.set(box.get() + x)
+            return x * 3.0
+        fj = lib.jit(fj) if jit else fj
+        bp, bt = Box(5.0), Box(1.0)
+        out += [*lib.jvp(fj, (bp, 2.0), (bt, 1.0)), bp.get(), bt.get()]
+
     m = Box(np_.array(5.0))
     out.append(lib.vmap(lambda x: x * m.get())(np_.arange(3.0)))   # read under vmap
     out.append(lib.jvp(lambda x: x * m.get(), (2.0,), (1.0,))[1])

@@ -52,7 +52,7 @@ from xform._src.interpreters import refs as _refs
 from xform._src.interpreters.refs import Ref as _Ref
 from xform import _jit_refs
 from xform import _jit_hijax
-from xform._src.interpreters.hijax import hi_aval as _hi_aval
+from xform._src.interpreters.hijax import hi_type as _hi_aval
 from xform._src.interpreters.hijax import NewHiClosure as _NewHiClosure
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
@@ -227,6 +227,8 @@ def _leaf_key(x):
 def _leaf_key_slow(x):
     if isinstance(x, (Tracer, Array)):
         a = x.aval
+        if getattr(a, "is_high", False):     # a tracer of a high-level value
+            raise _InvalidLeaf(None, x)
         return (a.shape, a.dtype, a.weak_type)
     if _hi_aval(x) is not None:              # a high-level value: _jit_hijax lowers it
         raise _InvalidLeaf(None, x)

@@ -50,7 +50,7 @@ def lower_args(leaves):
     layout, n)."""
     lo, layout, muts = [], [], []
     for x in leaves:
-        a = _hj.hi_aval(x)
+        a = _hj.hi_type(x)
         if a is None:
             layout.append(None)
             lo.append(x)
@@ -202,7 +202,7 @@ class HiJit:
                         f"type {m[1]!s} was both closed over and passed as an argument")
             clo_lo, clo_types = [], []
             for o in closure:
-                a = _hj.hi_aval(o)
+                a = _hj.hi_type(o)
                 q = _hj.cur_qdd(o)
                 vals = list(a.read_loval(q, o))
                 clo_lo += vals
