@@ -501,3 +501,48 @@ def _defined_above(cls, k):
         if k in c.__dict__:
             return True
     return False
+
+
+# --------------------------------------------------- control flow: lowered operands
+
+def lower_operands(leaves, what):
+    """High-level leaves of a loop carry or ``cond`` operands as arrays: (lo leaves,
+    layout) with one layout entry per leaf -- None (an array), ``("imm", type, n)`` or
+    ``("mut", obj)`` (a mutable object passed through as it is: the bodies use it as
+    they would one they close over).  ``what`` names the construct for errors."""
+    lo, layout = [], []
+    for x in leaves:
+        a = hi_type(x)
+        if a is None:
+            lo.append(x)
+            layout.append(None)
+        elif getattr(a, "has_qdd", False):
+            if isinstance(x, core.Tracer):
+                raise TypeError(f"{what}: a traced mutable high-level value of type {a!s} "
+                                "cannot be passed through it")
+            layout.append(("mut", x))
+        else:
+            if isinstance(x, core.Tracer):
+                raise TypeError(f"{what}: a traced high-level value of type {a!s} cannot "
+                                "be passed through it")
+            vals = list(a.lower_val(x))
+            lo += vals
+            layout.append(("imm", a, len(vals)))
+    return lo, tuple(layout)
+
+
+def raise_operands(lo, layout):
+    it = iter(lo)
+    out = []
+    for spec in layout:
+        if spec is None:
+            out.append(next(it))
+        elif spec[0] == "mut":
+            out.append(spec[1])
+        else:
+            out.append(spec[1].raise_val(*[next(it) for _ in range(spec[2])]))
+    return out
+
+
+def has_hi(leaves):
+    return any(hi_type(x) is not None for x in leaves)

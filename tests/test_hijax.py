@@ -362,3 +362,38 @@ def test_vjp_hiprimitive_checks_as_jax():
             pass
     with pytest.raises(AttributeError, match="should not override both"):
         Both()
+
+
+# rows whose maximum is 32 and entries integers: quantizing them is exact (scale 1), so
+# no rounding at an int8 boundary depends on how XLA rewrites the division
+XQI = np.array([[1., 5., 32., 7.], [32., 2., 3., 4.], [9., 32., 16., 8.]], np.float32)
+
+
+def test_hitype_loop_carry_and_cond_operand_match_jax():
+    res = {}
+    for name, lib, hjx, Box in _libs():
+        to_q, from_q = _qarray(lib, hjx)
+        np_ = lib.numpy
+        out = []
+        for jit in (False, True):
+            def f(q1):
+                def body(c):
+                    i, qc = c
+                    return i + 1, to_q.bind(from_q.bind(qc))
+                n, q_out = lib.lax.while_loop(lambda c: c[0] < 2, body, (0, q1))
+                return n, from_q.bind(q_out)
+            f = lib.jit(f) if jit else f
+            out += list(f(to_q.bind(np_.asarray(XQI))))
+
+            def g(x):
+                b = Box(x)                      # a box as a cond operand
+                lib.lax.cond(x > 0, lambda box: box.set(box.get() + 1.0),
+                             lambda _: None, b)
+                q = to_q.bind(np_.ones((2, 2)) * x)    # an immutable one
+                return b.get(), lib.lax.cond(x > 0, lambda q: from_q.bind(q).sum(),
+                                             lambda q: 0.0, q)
+            g = lib.jit(g) if jit else g
+            out += list(g(1.0)) + list(g(-1.0))
+        res[name] = out
+    for i, (a, b) in enumerate(zip(res["jax"], res["xform"], strict=True)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), err_msg=f"result {i}")

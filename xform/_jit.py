@@ -1273,6 +1273,11 @@ def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
                 full[i] = a
             out = fun(*full, **dkw)
         out_leaves, store["tree"] = tree_flatten(out)
+        if name == "make_jaxpr" and any(_hi_aval(o) is not None for o in out_leaves):
+            # the printed program returns the arrays of immutable high-level results
+            out_leaves, _ = _jit_hijax.lower_outs(
+                out_leaves, f"function {_fun_name(fun)} traced for {name}")
+            store["tree"] = tree_flatten(tuple(out_leaves))[1]
         for i, o in enumerate(out_leaves):
             if isinstance(o, _Ref):
                 raise _jit_refs.returned_ref_error(f"function {_fun_name(fun)} traced for "
