@@ -397,3 +397,30 @@ def test_hitype_loop_carry_and_cond_operand_match_jax():
         res[name] = out
     for i, (a, b) in enumerate(zip(res["jax"], res["xform"], strict=True)):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), err_msg=f"result {i}")
+
+
+def test_vjp_hiprimitive_is_told_which_inputs_are_perturbed_as_jax():
+    seen = {}
+    for name, lib, hjx, _ in _libs():
+        log = seen[name] = []
+
+        class Mul(hjx.VJPHiPrimitive):
+            def __init__(self, aval):
+                self.in_avals, self.out_aval, self.params = (aval, aval), aval, {}
+                super().__init__()
+
+            def expand(self, x, y):
+                return x * y
+
+            def vjp_fwd(self, nzs_in, x, y):
+                log.append(tuple(bool(n) for n in nzs_in))
+                return self(x, y), (x, y)
+
+            def vjp_bwd_retval(self, res, g):
+                x, y = res
+                return (g * y, x * g)
+
+        mul = lambda x, y: Mul(lib.typeof(x))(x, y)
+        log.append(float(lib.grad(mul)(2.0, 3.0)))
+        log.append(float(lib.grad(mul, 1)(2.0, 3.0)))
+    assert seen["xform"] == seen["jax"]

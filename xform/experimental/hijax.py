@@ -243,7 +243,7 @@ class VJPHiPrimitive:
     defines ``expand`` (its meaning in ordinary operations) and, for differentiation,
     ``vjp_fwd``/``vjp_bwd`` (or ``vjp_bwd_retval``) and/or ``jvp``.  Calling an instance
     applies it.  xform applies it as ``expand`` wrapped in ``custom_vjp`` (reverse mode:
-    ``vjp_fwd``/``vjp_bwd``) or ``custom_jvp`` (forward mode, and reverse mode when it
+    ``vjp_fwd``, told which inputs are perturbed, and ``vjp_bwd``) or ``custom_jvp`` (forward mode, and reverse mode when it
     has no ``vjp_fwd``); under ``vmap`` its ``batch`` rule runs.  ``batch_dim_rule``,
     ``transpose``, ``lin``/``linearized``, ``dce`` and ``remat`` are not consulted, and
     only array inputs and outputs can be differentiated."""
@@ -367,23 +367,25 @@ class VJPHiPrimitive:
         return f
 
     def _as_custom_vjp(self):
-        from xform._custom_derivatives import custom_vjp
+        from xform._custom_derivatives import SymbolicZero, custom_vjp
         f = custom_vjp(self._flat_expand)
         n = len(self.in_avals_flat)
 
-        def fwd(*leaves):
-            nzs = tree_unflatten(self.in_tree, [True] * n)
+        def fwd(*primals):      # (symbolic zeros: each a CustomVJPPrimal(value, perturbed))
+            nzs = tree_unflatten(self.in_tree, [bool(p.perturbed) for p in primals])
+            leaves = [p.value for p in primals]
             out, res, *_ = self.vjp_fwd(nzs, *tree_unflatten(self.in_tree, leaves))
             return tuple(_leaves_as(self.out_tree, out, "vjp_fwd primal output")), res
 
         def bwd(res, g):
+            g = [c.instantiate() if isinstance(c, SymbolicZero) else c for c in g]
             accs = [GradAccum() for _ in range(n)]
             self.vjp_bwd(res, tree_unflatten(self.out_tree, list(g)),
                          *tree_unflatten(self.in_tree, accs))
             return tuple(a.value if a.value is not None else
                          instantiate_zeros(Zero(_tangent_type(av)))
                          for a, av in zip(accs, self.in_avals_flat))
-        f.defvjp(fwd, bwd)
+        f.defvjp(fwd, bwd, symbolic_zeros=True)   # fwd learns which inputs are perturbed
         return f
 
 
