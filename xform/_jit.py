@@ -964,7 +964,20 @@ class JitWrapped:
                 "(ref[...]) and return the new ones") from None
 
     def lower(self, *args, **kwargs):
-        return Lowered(self, self._aot_entry(args, kwargs, "lower"))
+        hj = self.__dict__.get("_hijit")
+        if hj is not None and hj.closure:
+            return hj.lower(args, kwargs)
+        try:
+            return Lowered(self, self._get_entry(args, kwargs)[0])
+        except (_jit_hijax.HasHi, _NewHiClosure) as e:
+            # high-level arguments or closed-over objects: the lowered function's program
+            if hj is None:
+                hj = self.__dict__["_hijit"] = _jit_hijax.HiJit(self)
+            if isinstance(e, _NewHiClosure):
+                hj.add_closure(e.objs)
+            return hj.lower(args, kwargs)
+        except _jit_refs.HasRefs:
+            return Lowered(self, self._aot_entry(args, kwargs, "lower"))
 
     def trace(self, *args, **kwargs):
         return Traced(self, self._aot_entry(args, kwargs, "trace"))

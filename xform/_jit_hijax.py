@@ -182,7 +182,15 @@ class HiJit:
         return JitWrapped(lowered, static_argnums=(0,), keep_unused=w._keep_unused,
                           device=w._device, backend=w._backend, inline=w._inline)
 
+    def lower(self, args, kwargs):
+        """``jit(f).lower(...)`` with high-level arguments: the lowered function's
+        program; ``compile()`` gives a callable that takes the high-level arguments."""
+        return self._run(args, kwargs, lower=True)
+
     def __call__(self, args, kwargs):
+        return self._run(args, kwargs)
+
+    def _prepare(self, args, kwargs):
         w = self.w
         static_pos = tuple(i for i in sorted(w._static_argnums) if i < len(args))
         static_kw = tuple(sorted((k, v) for k, v in kwargs.items()
@@ -191,43 +199,94 @@ class HiJit:
         dkw = {k: v for k, v in kwargs.items() if k not in w._static_argnames}
         leaves, treedef = tree_flatten((dargs, dkw))
         lo, layout, muts = lower_args(leaves)
+        closure = list(self.closure)
+        for m in muts:
+            if any(m[0] is c for c in closure):
+                raise ValueError(
+                    f"when tracing {self._where()}, a mutable high-level value of "
+                    f"type {m[1]!s} was both closed over and passed as an argument")
+        clo_lo, clo_types = [], []
+        for o in closure:
+            a = _hj.hi_type(o)
+            q = _hj.cur_qdd(o)
+            vals = list(a.read_loval(q, o))
+            clo_lo += vals
+            clo_types.append((a, q, len(vals)))
         mut_types = tuple((a, q, n) for _, a, q, n in muts)
+        key = (len(args), static_pos, treedef, layout, mut_types, len(closure),
+               tuple(clo_types))
         statics = tuple(args[i] for i in static_pos) + static_kw
+        return key, statics, closure, clo_lo + lo, muts
+
+    def _finish(self, key, closure, muts, out_lo, info, finals):
+        out_tree, out_layout, qdds = info.value
+        clo_types = key[-1]
+        objs = [(o, t[0]) for o, t in zip(closure, clo_types)] + \
+            [(m[0], m[1]) for m in muts]
+        for (obj, a), q, vals in zip(objs, qdds, finals):
+            a.update_from_loval(q, obj, *vals)
+        return out_tree.unflatten(raise_outs(out_lo, out_layout))
+
+    def _run(self, args, kwargs, lower=False):
         while True:
-            closure = list(self.closure)
-            for m in muts:
-                if any(m[0] is c for c in closure):
-                    raise ValueError(
-                        f"when tracing {self._where()}, a mutable high-level value of "
-                        f"type {m[1]!s} was both closed over and passed as an argument")
-            clo_lo, clo_types = [], []
-            for o in closure:
-                a = _hj.hi_type(o)
-                q = _hj.cur_qdd(o)
-                vals = list(a.read_loval(q, o))
-                clo_lo += vals
-                clo_types.append((a, q, len(vals)))
-            clo_types = tuple(clo_types)
-            key = (len(args), static_pos, treedef, layout, mut_types, len(closure),
-                   clo_types)
+            key, statics, closure, lo, muts = self._prepare(args, kwargs)
             inner = self.inner.get(key)
             if inner is None:
                 if len(self.inner) > 64:
                     self.inner.clear()
+                n_args, static_pos, treedef, layout, mut_types, _, clo_types = key
                 inner = self.inner[key] = self._make_inner(
-                    len(args), static_pos, treedef, layout, mut_types, closure, clo_types)
+                    n_args, static_pos, treedef, layout, mut_types, closure, clo_types)
             try:
-                out_lo, info, finals = inner(statics, *clo_lo, *lo)
+                if lower:
+                    return HiLowered(self, key, closure, inner.lower(statics, *lo))
+                out_lo, info, finals = inner(statics, *lo)
             except _hj.NewHiClosure as e:
                 if not all(any(o is c for c in closure) for o in e.objs) and \
                         not any(any(o is m[0] for m in muts) for o in e.objs):
                     self.add_closure(e.objs)
                     continue
                 raise
-            break
-        out_tree, out_layout, qdds = info.value
-        objs = [(o, t[0]) for o, t in zip(closure, clo_types)] + \
-            [(m[0], m[1]) for m in muts]
-        for (obj, a), q, vals in zip(objs, qdds, finals):
-            a.update_from_loval(q, obj, *vals)
-        return out_tree.unflatten(raise_outs(out_lo, out_layout))
+            return self._finish(key, closure, muts, out_lo, info, finals)
+
+
+class HiLowered:
+    """``jit(f).lower(...)`` of a function with high-level arguments or closed-over
+    objects: the program of its lowered function (arrays in, arrays out)."""
+
+    def __init__(self, hijit, key, closure, lowered):
+        self._hijit, self._key, self._closure, self._lowered = hijit, key, closure, lowered
+
+    def as_text(self, dialect=None, debug_info=False):
+        return self._lowered.as_text(dialect, debug_info)
+
+    def compiler_ir(self, dialect=None):
+        return self._lowered.compiler_ir(dialect)
+
+    @property
+    def in_avals(self):
+        return self._lowered.in_avals
+
+    def compile(self, compiler_options=None):
+        return HiCompiled(self, self._lowered.compile(compiler_options))
+
+
+class HiCompiled:
+    """A compiled function with high-level arguments: lowers them as its ``jit`` does,
+    runs the executable and writes mutable arguments (and closed-over objects) back."""
+
+    def __init__(self, lowered, compiled):
+        self._l, self._compiled = lowered, compiled
+
+    def __call__(self, *args, **kwargs):
+        l = self._l
+        key, _, closure, lo, muts = l._hijit._prepare(args, kwargs)
+        if key != l._key or any(a is not b for a, b in zip(closure, l._closure)):
+            raise TypeError("Compiled function called with high-level arguments of other "
+                            "types or layouts than it was compiled for; call jit(f) instead "
+                            "to retrace.")
+        out_lo, info, finals = self._compiled(*lo)
+        return l._hijit._finish(key, closure, muts, out_lo, info, finals)
+
+    def as_text(self):
+        return self._compiled.as_text()
