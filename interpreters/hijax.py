@@ -384,6 +384,15 @@ def bind_hi(prim, args, params):
             f"transpose rule, which xform does not implement for high-level primitives "
             "(jax.experimental.hijax); use forward mode (jvp), or express the function "
             "with xform.custom_vjp")
+    if staged_hook is not None and not _touches_mutable(args):
+        from xform._src.interpreters.staging import StagingTrace
+        if isinstance(trace, StagingTrace) and not isinstance(trace, ad.LinearizeTrace) \
+                and type(prim).jvp is not HiPrimitive.jvp:
+            # staged (a jit or loop body): a differentiation of the program from outside
+            # must still use the primitive's jvp rule, so the expansion is staged with it
+            out = staged_hook(prim, args, params)
+            if out is not NotImplemented:
+                return out
     foreign = _foreign(args)
     if foreign:
         with _Swap(foreign):
@@ -392,6 +401,15 @@ def bind_hi(prim, args, params):
         out = prim.to_lojax(*args, **params)
     _register_outputs(prim, out, args)
     return out
+
+
+# installed by xform.experimental.hijax: (prim, args, params) -> outputs, the expansion
+# staged as a custom_jvp whose rule is the primitive's jvp (NotImplemented: not applicable)
+staged_hook = None
+
+
+def _touches_mutable(args):
+    return any(is_mutable_hi(_unwrap(a)) for a in args)
 
 
 def _overrides_transpose(prim):

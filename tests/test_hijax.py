@@ -441,3 +441,24 @@ def test_box_ahead_of_time_matches_jax():
         res[name] = outs
     for a, b in zip(res["jax"], res["xform"], strict=True):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a))
+
+
+@pytest.mark.parametrize("mode", ["grad_of_jit", "jvp_of_jit", "grad_of_scan"])
+def test_hiprimitive_rule_used_when_staged_program_is_differentiated(mode):
+    res = {}
+    for name, lib, hjx, _ in _libs():
+        p = _ste(lib, hjx)
+        f = lambda x: p.bind(x) * 2.0
+        if mode == "grad_of_jit":
+            r = lib.grad(lambda x: (lib.jit(f)(x) ** 2).sum())(X)
+        elif mode == "jvp_of_jit":
+            r = lib.jvp(lib.jit(f), (X,), (np.ones_like(X),))[1]
+        else:
+            def loss(x):
+                c, _ = lib.lax.scan(lambda c, _: (c + f(x).sum(), None), 0.0, None,
+                                    length=2)
+                return c
+            r = lib.grad(loss)(X)
+        res[name] = r
+    np.testing.assert_array_equal(np.asarray(res["xform"]), np.asarray(res["jax"]))
+    assert np.any(np.asarray(res["xform"]) != 0)     # the rule, not round's derivative

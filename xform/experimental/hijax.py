@@ -29,6 +29,7 @@ import itertools
 from xform.core import AbstractValue, ShapedArray, pytype_aval_mappings
 from xform.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from xform.ref import AbstractRef
+from xform._src.interpreters import hijax as _hj
 from xform._src.interpreters.hijax import (HiPrimitive, aval_method, aval_property,
                                            cur_qdd, hi_aval as _hi_aval)
 from xform.tree_util import tree_flatten, tree_unflatten, tree_leaves
@@ -629,3 +630,60 @@ class BoxGet(HiPrimitive):
 new_box_p = NewBox("new_box")
 box_set_p = BoxSet("box_set")
 box_get_p = BoxGet("box_get")
+
+
+# ----------------------------------------- HiPrimitives staged with their jvp rule
+
+def _staged_bind(prim, args, params):
+    """A ``HiPrimitive`` with a ``jvp`` rule bound while a program is staged (a ``jit`` or
+    loop body): its expansion, as a ``custom_jvp`` whose rule is the primitive's, so that
+    differentiating the program later (``grad(jit(f))``) uses the rule as JAX does.  For
+    high-level operands or results the rule cannot be expressed over arrays: the
+    expansion is staged with a rule that refuses."""
+    from xform._custom_derivatives import custom_jvp
+    from xform._src.interpreters import core as _core
+    if not args or any(_hj.hi_type(a) is not None and isinstance(a, _core.Tracer)
+                       for a in args):
+        return NotImplemented
+    # only a primitive whose results are arrays or immutable values (its shape rule
+    # says): one that makes a mutable object is plumbing, expanded as it is
+    try:
+        res = prim.abstract_eval(*[_hj.hi_type(a) or _core.get_aval(a) for a in args],
+                                 **params)
+    except Exception:
+        return NotImplemented
+    if isinstance(res, tuple) and len(res) == 2 and isinstance(res[1], (set, frozenset)):
+        res = res[0]
+    outs = list(res) if prim.multiple_results else [res]
+    if any(getattr(a, "has_qdd", False) for a in outs):
+        return NotImplemented
+    lo, layout = _hj.lower_operands(list(args), f"high-level primitive '{prim.name}'")
+    hi_in = any(sp is not None for sp in layout)
+    cell = {}
+
+    def primal(*lo_args):
+        outs = prim.to_lojax(*_hj.raise_operands(lo_args, layout), **params)
+        outs = list(outs) if prim.multiple_results else [outs]
+        o_lo, o_layout = _hj.lower_operands(outs, f"high-level primitive '{prim.name}'")
+        cell["layout"] = o_layout
+        return tuple(o_lo)
+
+    def rule(primals, tangents):
+        if hi_in or any(sp is not None for sp in cell["layout"]):
+            raise NotImplementedError(
+                f"differentiating the high-level primitive '{prim.name}' with high-level "
+                "operands or results inside a staged function (jit, a loop or cond body) "
+                "from outside it: xform cannot apply its jvp rule there; differentiate "
+                "inside (jit(grad(f)) instead of grad(jit(f)))")
+        p_out, t_out = prim.jvp(list(primals), list(tangents), **params)
+        if not prim.multiple_results:
+            p_out, t_out = [p_out], [t_out]
+        return tuple(p_out), tuple(instantiate_zeros(t) for t in t_out)
+
+    f = custom_jvp(primal)
+    f.defjvp(rule)
+    outs = _hj.raise_operands(list(f(*lo)), cell["layout"])
+    return outs if prim.multiple_results else outs[0]
+
+
+_hj.staged_hook = _staged_bind
