@@ -37,6 +37,8 @@ from __future__ import annotations
 import collections
 import threading
 
+import weakref
+
 import numpy as np
 
 from xform._src.interpreters import core, refs
@@ -180,7 +182,14 @@ def _owner(x):
 # ------------------------------------------------------------------------ mirrors
 
 class _Mirror:
-    __slots__ = ("obj", "aval", "qdd", "refs", "__weakref__")
+    __slots__ = ("_obj", "aval", "qdd", "refs", "__weakref__")
+
+    @property
+    def obj(self):
+        """The object (a top-level mirror holds it weakly: whatever traced it, a jitted
+        function's closure, keeps it alive while the mirror can be used)."""
+        o = self._obj
+        return o() if type(o) is weakref.ref else o
 
 
 class MirrorRef(refs.Ref):
@@ -217,7 +226,7 @@ _top_mirrors: dict = {}
 
 def _make_mirror(obj, aval, qdd, owner):
     m = _Mirror()
-    m.obj, m.aval, m.qdd = obj, aval, qdd
+    m._obj, m.aval, m.qdd = obj, aval, qdd
     with raw():
         vals = aval.read_loval(qdd, obj)
     rs = []
@@ -239,11 +248,17 @@ def _mirror(obj, aval):
     with raw():
         qdd = obj.cur_qdd()
     if owner is None:
-        # (kept for the object's lifetime in this process, as a jit that closed over the
-        # object keeps the mirror's references in its closure)
-        m = _top_mirrors.get(id(obj))
+        # kept while the object lives (a jit that closed over the object keeps the
+        # mirror's references in its closure, and the object in the function's)
+        i = id(obj)
+        m = _top_mirrors.get(i)
         if m is None or m.obj is not obj or not same_qdd(m.qdd, qdd):
-            m = _top_mirrors[id(obj)] = _make_mirror(obj, aval, qdd, None)
+            m = _make_mirror(obj, aval, qdd, None)
+            try:
+                m._obj = weakref.ref(obj, lambda _, i=i: _top_mirrors.pop(i, None))
+            except TypeError:      # a type without weak references: kept for good
+                pass
+            _top_mirrors[i] = m
         return m
     m = rec[1]
     if m is None or not same_qdd(m.qdd, qdd):

@@ -462,3 +462,25 @@ def test_hiprimitive_rule_used_when_staged_program_is_differentiated(mode):
         res[name] = r
     np.testing.assert_array_equal(np.asarray(res["xform"]), np.asarray(res["jax"]))
     assert np.any(np.asarray(res["xform"]) != 0)     # the rule, not round's derivative
+
+
+def test_a_closed_over_box_is_not_kept_alive_by_its_mirror():
+    """A traced body that reaches an outside box reads it through a mirror; the mirror
+    table must not keep the box (and its arrays) alive after the user drops it."""
+    import gc
+    import weakref
+    from xform._src.interpreters import hijax as engine
+    from xform.experimental.hijax import Box
+    e = Box(xform.numpy.array(0.0))
+
+    def body(carry, x):
+        e.set(e.get() + x)
+        return carry + e.get(), None
+    total, _ = xform.lax.scan(body, 0.0, xform.numpy.arange(4.0))
+    assert float(total) == 0 + 1 + 3 + 6 and float(e.get()) == 6.0
+    assert id(e) in engine._top_mirrors
+    alive, key = weakref.ref(e), id(e)
+    del e, body
+    gc.collect()
+    assert alive() is None
+    assert key not in engine._top_mirrors
