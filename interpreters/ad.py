@@ -48,7 +48,10 @@ float0 = np.dtype([("float0", np.void, 0)])
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    """Tangent type of a primal type: same for inexact dtypes, float0 for int/bool."""
+    """Tangent type of a primal type: same for inexact dtypes, float0 for int/bool; a
+    high-level (hijax) type says its own (``to_tangent_aval``)."""
+    if type(aval) is not ShapedArray and getattr(aval, "is_high", False):
+        return aval.to_tangent_aval()
     k = aval.dtype.kind
     if k in "fc" or aval.dtype.name in ("bfloat16",) or "float8" in aval.dtype.name:
         return ShapedArray(aval.shape, aval.dtype, False)
@@ -66,6 +69,10 @@ class Zero:
     def __repr__(self):
         return f"Zero({self.aval.str_short()})"
 
+    def instantiate(self):
+        """A value of zeros of this type (JAX's ``Zero.instantiate``)."""
+        return instantiate(self)
+
     @staticmethod
     def from_primal(x):
         return Zero(tangent_aval(core.get_aval(x)))
@@ -74,6 +81,8 @@ class Zero:
 def instantiate(t):
     """Turn a symbolic zero into a real array of zeros."""
     if type(t) is Zero:
+        if type(t.aval) is not ShapedArray and getattr(t.aval, "is_high", False):
+            return t.aval.vspace_zero()       # a high-level tangent type's zero (hijax)
         if t.aval.dtype == float0:
             return np.zeros(t.aval.shape, float0)
         return zeros_like_aval(t.aval)

@@ -18,6 +18,7 @@ import contextlib
 import gc
 import itertools
 import threading
+import types
 
 import numpy as np
 
@@ -92,6 +93,24 @@ class ShapedArray:
         dtype, not weak; ``float0`` for integer and boolean values."""
         from xform._src.interpreters.ad import tangent_aval  # deferred: import cycle
         return tangent_aval(self)
+
+    # the hijax type interface (``jax.experimental.hijax``): an array type is its own
+    # single low-level type, so a high-level type made of arrays lowers through these
+    is_high = False
+    has_qdd = False
+
+    def normalize(self):
+        """This type without its weak type (JAX's ``normalize``)."""
+        return self.strip_weak_type()
+
+    def lo_ty(self):
+        return [self]
+
+    def lower_val(self, x):
+        return [x]
+
+    def raise_val(self, x):
+        return x
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
@@ -369,6 +388,9 @@ class ArrayOps:
         return (self[i] for i in range(self.shape[0]))
 
 
+_TRACER_OWN = frozenset({"aval", "_trace", "primal", "tangent", "val", "batch_dim", "py"})
+
+
 class Tracer(ArrayOps):
     """A value inside a transformation.  Subclasses provide ``aval``."""
 
@@ -377,6 +399,30 @@ class Tracer(ArrayOps):
     @property
     def aval(self) -> ShapedArray:
         raise NotImplementedError
+
+    def __getattr__(self, name):
+        # A tracer of a high-level (hijax) value forwards to its type: an
+        # ``aval_method`` is called with the tracer, an ``aval_property`` read from it,
+        # any other attribute of the type returned (JAX's ``Tracer.__getattr__``).
+        missing = AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        if name.startswith("__") or name in _TRACER_OWN:
+            raise missing
+        try:
+            aval = self.aval
+        except Exception:
+            raise missing from None
+        if not getattr(aval, "is_high", False):
+            raise missing
+        try:
+            attr = getattr(aval, name)
+        except AttributeError:
+            raise missing from None
+        kind = getattr(type(attr), "_xform_aval_kind", None)
+        if kind == "method":
+            return types.MethodType(attr.fun, self)
+        if kind == "property":
+            return attr.fget(self)
+        return attr
 
     @property
     def shape(self):

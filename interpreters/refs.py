@@ -83,7 +83,8 @@ class Scope:
     (``shadow``).  ``preset`` references arrive with their values already (the second
     trace of a body, where they are extra inputs)."""
 
-    __slots__ = ("parent", "shadow", "inputs", "order", "name", "lower", "used")
+    __slots__ = ("parent", "shadow", "inputs", "order", "name", "lower", "used", "hi_owned",
+                 "hi_adopt")
 
     def __init__(self, name, preset=(), lower=None):
         self.parent = None
@@ -93,6 +94,8 @@ class Scope:
         self.order = []
         self.lower = lower          # transforms (grad, vmap): value -> parent-level value
         self.used = set()           # ids of the outer references actually read or written
+        self.hi_owned = None        # id -> mutable high-level value made here (hijax.py)
+        self.hi_adopt = False       # a jit trace: takes closed-over ones as its own
         for ref, val in preset:
             self._touch(ref, val)
 

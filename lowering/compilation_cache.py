@@ -15,7 +15,11 @@ environment variable of the same name):
   not written (xform's default 0.05 s: below that a load saves little).
 * ``jax_persistent_cache_min_entry_size_bytes``: smaller entries are not written.
 * ``jax_compilation_cache_max_size``: size bound in bytes (xform's default 1 GiB;
-  -1 = unbounded, 0 = off); least recently used entries are evicted on write.
+  -1 = unbounded, 0 = off); least recently used entries are evicted on write, down to
+  1/16 below the bound.  A process measures the directory on its first write and then
+  after each 1/16 of the bound it writes (not on every write: a full cache holds tens
+  of thousands of entries), so other processes' writes may overshoot the bound by that
+  much until the next measurement.
 
 The key is a SHA-256 of the StableHLO text, the serialized compile options, the
 donation vector, jaxlib's version, the platform and its version, and the device
@@ -149,14 +153,28 @@ def store(key: str, payload: bytes, compile_secs: float) -> bool:
         return False            # a read-only or full disk must never break a compile
     with _lock:
         stats["writes"] += 1
-    _evict(directory)
+    _evict(directory, len(data))
     return True
 
 
-def _evict(directory: str) -> None:
+# directory -> bytes this process has written there since it last measured the directory.
+# Measuring stats every entry (tens of thousands in a full cache: ~0.1-0.5 s), so a
+# process measures on its first write and then only after writing 1/16 of the bound;
+# an eviction pass trims to 1/16 below the bound, so passes stay that far apart.
+_written_since_scan: dict = {}
+
+
+def _evict(directory: str, nbytes: int) -> None:
     bound = int(config.jax_compilation_cache_max_size)
     if bound < 0:
         return
+    slack = bound // 16
+    with _lock:
+        since = _written_since_scan.get(directory)
+        if since is not None and since + nbytes < slack:
+            _written_since_scan[directory] = since + nbytes
+            return
+        _written_since_scan[directory] = 0
     entries, total = [], 0
     try:
         with os.scandir(directory) as it:
@@ -173,8 +191,9 @@ def _evict(directory: str) -> None:
     if total <= bound:
         return
     entries.sort()
+    target = bound - slack
     for _, size, path in entries:
-        if total <= bound:
+        if total <= target:
             break
         try:
             os.remove(path)

@@ -12,14 +12,17 @@ one-equation program once per (primitive, params, operand shapes and dtypes, dev
 runs it.  IEEE-exact operations (real add/mul/div/sqrt, comparisons, integer ops, moves)
 stay on NumPy: there the bits are equal and NumPy is faster.
 
-The call path is lean: one dict lookup on the key, ``batched_device_put`` of each host
-operand, ``execute_sharded(...).consume_with_handlers``, and a zero-copy NumPy view of
-each result -- no jit machinery, no pytrees.  ``xform_eager_numpy_numerics`` turns the
+The call path is lean: one dict lookup on the key, the device buffer of each operand
+(a previous kernel's result is read back from its NumPy view, a small array put before
+is cached; only other operands pay ``batched_device_put``),
+``execute_sharded(...).consume_with_handlers``, and a zero-copy NumPy view of each
+result -- no jit machinery, no pytrees.  ``xform_eager_numpy_numerics`` turns the
 routing off (NumPy's speed, NumPy's bits).
 """
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -38,6 +41,9 @@ _to_host = _rt._buffer_to_host
 _closing = _rt._closing
 _default_device_cache = _rt._default_device_cache
 _params_key = _rt._param_key      # the hashable key of a primitive's params, or None
+_host_bufs: dict = {}        # id(host array) -> (weak reference to it, its device buffer)
+_CACHE_MAX_BYTES = 1 << 16   # larger arrays: the copy, not the call, dominates; not cached
+_ArrayImpl = None            # jaxlib's device array type (set on first compile)
 
 
 class _Kernel:
@@ -54,6 +60,10 @@ class _Kernel:
 
 
 def _compile(prim, params, vals):
+    global _ArrayImpl
+    if _ArrayImpl is None:
+        from jaxlib import _jax
+        _ArrayImpl = _jax.ArrayImpl
     avals = tuple(core.ShapedArray(np.shape(v), v.dtype) for v in vals)
     try:
         comp = _rt.compile_jaxpr(_rt.primitive_program(prim, params, avals),
@@ -96,16 +106,46 @@ def run(prim, vals, params, avals):
             _kernels[key] = k
     if k is _FAILED:
         return None
-    sh, devs = k.sharding, k.devices
     if len(vals) == 1:
-        bufs = [_put(k.specs[0], sh, [vals[0]], devs, True, False, _HBS, True)]
+        bufs = [_device_buffer(vals[0], k.specs[0], k)]
     else:
-        bufs = [_put(javal, sh, [v], devs, True, False, _HBS, True)
-                for v, javal in zip(vals, k.specs)]
+        bufs = [_device_buffer(v, javal, k) for v, javal in zip(vals, k.specs)]
     outs = k.execute(bufs).consume_with_handlers(k.handlers)
     if k.multi:
         return [_host(o) for o in outs]
     return _host(outs[0])
+
+
+def _device_buffer(v, javal, k):
+    """The device buffer holding host value ``v`` for kernel ``k``, without a transfer
+    where one exists: ``v`` is a previous kernel's result (a view of its buffer), or it
+    was put on this device before (small arrays; cached for the array's lifetime).
+
+    Why: the transfer costs as much as the kernel's execution (3-6 us for a few bytes),
+    and eager code feeds kernels their own results and the same parameters again and
+    again.  Arrays' host values are never written to (users get read-only views), so a
+    buffer made from one stays equal to it."""
+    sh = k.sharding
+    b = v.base
+    if type(b) is memoryview:
+        o = b.obj
+        if type(o) is _ArrayImpl and o._sharding is sh:
+            a = o.aval
+            # a view of the whole buffer, not a slice/reversal/reinterpretation of it
+            if a.shape == v.shape and a.dtype == v.dtype and v.flags.c_contiguous:
+                return o
+    if v.nbytes > _CACHE_MAX_BYTES:
+        return _put(javal, sh, [v], k.devices, True, False, _HBS, True)
+    i = id(v)
+    e = _host_bufs.get(i)
+    if e is not None and e[0]() is v and e[1]._sharding is sh:
+        return e[1]
+    buf = _put(javal, sh, [v], k.devices, True, False, _HBS, True)
+    try:
+        _host_bufs[i] = (weakref.ref(v, lambda _, i=i: _host_bufs.pop(i, None)), buf)
+    except TypeError:        # an object that takes no weak references: not cached
+        pass
+    return buf
 
 
 def _host(buf):
@@ -121,6 +161,7 @@ def cache_info() -> dict:
 def clear_cache() -> None:
     with _lock:
         _kernels.clear()
+        _host_bufs.clear()
 
 
 core.xla_kernel_hook = run

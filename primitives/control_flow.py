@@ -51,6 +51,7 @@ from xform._src.primitives import jit as _jit
 from xform._src.interpreters.config import config
 from xform._src.interpreters import tree_util
 from xform._src.interpreters import refs as _refs
+from xform._src.interpreters import hijax as _hj
 from xform._src.primitives import reductions as red
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan"]
@@ -1646,6 +1647,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
     """JAX's ``lax.while_loop``; its functions may use array references they close
     over (``cond_fun`` may only read them)."""
+    leaves, tree = tree_util.tree_flatten(init_val)
+    if _hj.has_hi(leaves):
+        return _hi_while(cond_fun, body_fun, leaves, tree, max_steps, checkpoint)
     known = []
     while True:
         try:
@@ -1686,8 +1690,54 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None)
         return v
 
 
+def _hi_while(cond_fun, body_fun, leaves, tree, max_steps, checkpoint):
+    """A while_loop whose carry holds immutable high-level values: carried as their
+    arrays, raised again for each function (their types may not change)."""
+    lo, layout = _hj.lower_operands(leaves, "lax.while_loop init_val")
+    if any(s is not None and s[0] == "mut" for s in layout):
+        raise TypeError("lax.while_loop: a mutable high-level value (a Box, a hijax "
+                        "variable) cannot be a loop carry; close over it instead")
+
+    def lo_cond(c):
+        return cond_fun(tree.unflatten(_hj.raise_operands(c, layout)))
+
+    def lo_body(c):
+        out = body_fun(tree.unflatten(_hj.raise_operands(c, layout)))
+        o_leaves, o_tree = tree_util.tree_flatten(out)
+        o_lo, o_layout = _hj.lower_operands(o_leaves, "lax.while_loop body_fun output")
+        if o_tree != tree or o_layout != layout:
+            raise TypeError("lax.while_loop: body_fun output and input must have identical "
+                            f"types: the carry is {tree} with high-level types "
+                            f"{[s[1] for s in layout if s]}, body_fun returned {o_tree} "
+                            f"with {[s[1] for s in o_layout if s]}")
+        return o_lo
+
+    out = while_loop(lo_cond, lo_body, lo, max_steps=max_steps, checkpoint=checkpoint)
+    return tree.unflatten(_hj.raise_operands(out, layout))
+
+
+def _hi_switch(index, funs, leaves, tree, names, what, check_order):
+    """cond/switch with high-level operands: immutable ones travel as their arrays,
+    mutable ones are passed through (each branch uses them as closed over)."""
+    lo, layout = _hj.lower_operands(leaves, f"lax.{what} operands")
+
+    def wrap(f):
+        def g(*lo_ops):
+            return f(*tree.unflatten(_hj.raise_operands(lo_ops, layout)))
+        g.__name__ = getattr(f, "__name__", what)
+        return g
+    outs = _switch(index, [wrap(f) for f in funs], tuple(lo), names, what, check_order)
+    o_leaves = tree_util.tree_leaves(outs)
+    if _hj.has_hi(o_leaves):
+        raise TypeError(f"lax.{what}: a branch returned a high-level value; return arrays "
+                        "(high-level results of cond are not implemented by xform)")
+    return outs
+
+
 def _switch(index, funs, operands, names, what, check_order=None):
     leaves, tree = tree_util.tree_flatten(tuple(operands))
+    if _hj.has_hi(leaves):
+        return _hi_switch(index, funs, leaves, tree, names, what, check_order)
     if any(isinstance(x, _refs.Ref) for x in leaves):
         f0 = funs[-1] if what == "cond" else funs[0]
         nm = getattr(f0, "__name__", what)

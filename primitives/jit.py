@@ -431,9 +431,64 @@ passes.forwarding_rules[jit_p] = _jit_forward
 # stages ``jit_p``), but libraries bind them or match equations against them, so they are
 # real primitives: ``closed_call_p.bind(*args, call_jaxpr=closed)`` calls a closed program
 # with no compilation boundary (inlined where it is staged, like ``jit(..., inline=True)``),
-# and ``call_p.bind(fun, *args)`` traces ``fun`` and binds ``closed_call_p``.
+# and ``call_p.bind(fun, *args)`` traces ``fun`` and binds ``closed_call_p``.  Both also
+# take their function the way JAX's call primitives do: JAX 0.10.2's
+# ``bind(*args, subfuns=(fun,))`` and, before 0.9.2, ``bind(fun, *args)`` (libraries pick
+# the form from ``jax.__version__``, which under the alias is xform's own; numpyro's
+# ``eval_provenance`` tests bind both primitives so).
 
-closed_call_p = Primitive("closed_call", multiple_results=True)
+
+def _call_function(name, args, params):
+    """The function a call primitive's ``bind`` was given and the remaining arguments:
+    ``subfuns=(fun,)`` (JAX 0.10.2) or a function first (JAX before 0.9.2); ``None`` when
+    neither (the program form, ``call_jaxpr=``)."""
+    if "subfuns" in params:
+        subfuns = params["subfuns"]
+        rest = sorted(k for k in params if k != "subfuns")
+        if rest:
+            raise TypeError(f"{name}.bind takes no parameters besides its function; got "
+                            f"{rest}")
+        if not isinstance(subfuns, (tuple, list)) or len(subfuns) != 1:
+            raise TypeError(f"{name}.bind expects subfuns=(fun,), one function; got "
+                            f"{subfuns!r}")
+        fun = subfuns[0]
+    elif args and (hasattr(args[0], "call_wrapped") or
+                   (callable(args[0]) and not isinstance(args[0], core.Tracer))):
+        if params:
+            raise TypeError(f"{name}.bind takes no parameters besides its function; got "
+                            f"{sorted(params)}")
+        fun, args = args[0], args[1:]
+    else:
+        return None, args
+    f = getattr(fun, "call_wrapped", fun)
+    if not callable(f):
+        raise TypeError(f"{name}.bind expects a function (subfuns=(fun,) or the first "
+                        f"argument), got {type(fun).__name__}")
+    return f, args
+
+
+def _stage_call(f, args):
+    avals = [core.get_aval(a) for a in args]
+    return staging.trace_to_closed_jaxpr(lambda *xs: list(f(*xs)), avals, name="call")
+
+
+class _ClosedCallPrimitive(Primitive):
+    """``closed_call_p``: ``bind(*args, call_jaxpr=closed)`` calls the program; given a
+    function instead (``subfuns=(fun,)`` or first), stages it for the arguments' types
+    and calls that program."""
+
+    def bind(self, *args, **params):
+        f, args = _call_function("closed_call_p", args, params)
+        if f is None:
+            if set(params) != {"call_jaxpr"}:
+                raise TypeError(
+                    f"closed_call_p.bind expects a function (subfuns=(fun,)) or "
+                    f"call_jaxpr=, a ClosedJaxpr; got parameters {sorted(params)}")
+            return super().bind(*args, **params)
+        return super().bind(*args, call_jaxpr=_stage_call(f, args))
+
+
+closed_call_p = _ClosedCallPrimitive("closed_call", multiple_results=True)
 
 
 def _as_inline_jit(call_jaxpr):
@@ -464,20 +519,20 @@ ad.partial_eval_rules[closed_call_p] = (
 
 
 class _CallPrimitive(Primitive):
-    """``call_p``: ``bind(fun, *args)`` takes the function first (a callable, or a
-    ``linear_util.WrappedFun``), stages it for the arguments' types and binds
-    ``closed_call_p`` on the program, so no interpreter ever sees ``call_p`` itself."""
+    """``call_p``: ``bind(*args, subfuns=(fun,))`` (JAX 0.10.2) or ``bind(fun, *args)``
+    (JAX before 0.9.2) takes a function (a callable, or a ``linear_util.WrappedFun``),
+    stages it for the arguments' types and binds ``closed_call_p`` on the program, so no
+    interpreter ever sees ``call_p`` itself."""
 
-    def bind(self, fun, *args, **params):
-        if params:
-            raise TypeError(f"call_p.bind takes no parameters besides the function; got "
-                            f"{sorted(params)}")
-        f = getattr(fun, "call_wrapped", fun)
-        if not callable(f):
-            raise TypeError(f"call_p.bind expects a function first, got {type(fun).__name__}")
-        avals = [core.get_aval(a) for a in args]
-        closed = staging.trace_to_closed_jaxpr(lambda *xs: list(f(*xs)), avals, name="call")
-        return closed_call_p.bind(*args, call_jaxpr=closed)
+    def bind(self, *args, **params):
+        f, args = _call_function("call_p", args, params)
+        if f is None:
+            raise TypeError(
+                "call_p.bind expects a function first, bind(fun, *args), or as "
+                "subfuns=(fun,) (JAX 0.10.2's form); got "
+                f"{type(args[0]).__name__ if args else 'no arguments'}"
+                + (f" and parameters {sorted(params)}" if params else ""))
+        return closed_call_p.bind(*args, call_jaxpr=_stage_call(f, args))
 
 
 call_p = _CallPrimitive("call", multiple_results=True)

@@ -124,3 +124,32 @@ def test_truncated_entries_are_misses(tmp_path, bad):
         (tmp_path / ("e" * 64 + ".xlaexe")).write_bytes(bad)
         assert pcache.load("e" * 64) is None
         assert not (tmp_path / ("e" * 64 + ".xlaexe")).exists()
+
+
+def test_directory_is_measured_once_per_sixteenth_of_the_bound(tmp_path, monkeypatch):
+    """A full cache holds tens of thousands of entries: measuring it on every write made
+    each compile pay a scan of the whole directory.  A process measures on its first
+    write, then after writing 1/16 of the bound, and an eviction trims to 1/16 below."""
+    from xform._src.lowering import compilation_cache as pcache
+    from xform._src.interpreters.config import config
+    scans = []
+    real = os.scandir
+
+    def counting(path):
+        scans.append(path)
+        return real(path)
+    monkeypatch.setattr(pcache.os, "scandir", counting)
+    monkeypatch.setattr(pcache, "_written_since_scan", {})
+    bound = 16 * 10_000
+    with config.override("jax_compilation_cache_dir", str(tmp_path)), \
+            config.override("jax_compilation_cache_max_size", bound), \
+            config.override("jax_persistent_cache_min_compile_time_secs", 0.0):
+        for i in range(9):                       # 9 x ~1 KB: below 1/16 of the bound
+            assert pcache.store(f"{i:064d}", b"x" * 1000, 1.0)
+        assert len(scans) == 1
+        for i in range(9, 200):                  # ~200 KB written in all: over the bound
+            assert pcache.store(f"{i:064d}", b"x" * 1000, 1.0)
+        assert 1 < len(scans) <= 1 + 200_000 // 10_000 + 1
+        total = sum(os.path.getsize(tmp_path / n) for n in entries(tmp_path))
+    assert total <= bound + 10_000               # at most one sixteenth over, between scans
+    assert pcache.stats["evictions"] > 0

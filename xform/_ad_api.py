@@ -20,6 +20,7 @@ from xform._src.interpreters import ad, core, dtypes
 from xform._src.interpreters.ad import Zero, float0
 from xform._src.interpreters.core import Array, Tracer
 from xform._src.interpreters.staging import trace_to_jaxpr
+from xform._src.interpreters.hijax import hi_type as _hi_type
 from xform.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 from xform._src.interpreters.ir import ClosedJaxpr
 from xform._src.interpreters.ir import Jaxpr, Literal
@@ -65,6 +66,8 @@ def _leaves(tree, what):
 
 
 def _as_value_in(x, what):
+    if what.startswith("jvp") and _hi_type(x) is not None:
+        return x          # a high-level value: its type's jvp rules differentiate it
     try:
         return as_value(x)
     except TypeError as e:
@@ -197,6 +200,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     for p, t in zip(p_leaves, t_leaves):
         t = _as_value_in(t, "jvp tangent") if not (
             isinstance(t, np.ndarray) and t.dtype == float0) else t
+        if _hi_type(p) is not None:
+            t_vals.append(t)
+            continue
         _check_tangent(p, t)
         t_vals.append(Zero(ad.tangent_aval(core.get_aval(p))) if _dtype(t) == float0 else t)
     # Python-scalar primals travel as such too (a custom_jvp rule gets them, an output

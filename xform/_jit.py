@@ -51,6 +51,9 @@ from xform.tree_util import tree_leaves, tree_map
 from xform._src.interpreters import refs as _refs
 from xform._src.interpreters.refs import Ref as _Ref
 from xform import _jit_refs
+from xform import _jit_hijax
+from xform._src.interpreters.hijax import hi_type as _hi_aval
+from xform._src.interpreters.hijax import NewHiClosure as _NewHiClosure
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -224,7 +227,11 @@ def _leaf_key(x):
 def _leaf_key_slow(x):
     if isinstance(x, (Tracer, Array)):
         a = x.aval
+        if getattr(a, "is_high", False):     # a tracer of a high-level value
+            raise _InvalidLeaf(None, x)
         return (a.shape, a.dtype, a.weak_type)
+    if _hi_aval(x) is not None:              # a high-level value: _jit_hijax lowers it
+        raise _InvalidLeaf(None, x)
     if isinstance(x, np.ma.MaskedArray):    # (its mask would be silently dropped)
         raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
                          "functions. Use arr.filled() to convert the value to a standard "
@@ -518,6 +525,9 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if self._refjit is not None:
             return self._refjit(args, kwargs)
+        hj = self.__dict__.get("_hijit")
+        if hj is not None and hj.closure:
+            return hj(args, kwargs)
         # Monomorphic inline cache: the generated call path (lowering/dispatch.py) of
         # the specialisation last called with positional arguments checks the new
         # arguments' structure and leaves against its exact signature as it takes
@@ -706,6 +716,8 @@ class JitWrapped:
         except _InvalidLeaf as e:
             if isinstance(e.value, _Ref):
                 raise _jit_refs.HasRefs() from None
+            if _hi_aval(e.value) is not None:
+                raise _jit_hijax.HasHi() from None
             raise _invalid_arg_error(self._fun, dyn_args, dyn_kwargs, dyn_argnums, e) from None
         key = (treedef, leaf_keys, statics, _flags["x64"])
         return key, leaves, (dyn_args, dyn_argnums, dyn_kwargs, statics)
@@ -763,6 +775,15 @@ class JitWrapped:
                 return self._fun(*args, **kwargs)
             self._refjit = _jit_refs.RefJit(self)
             return self._refjit(args, kwargs)
+        except (_jit_hijax.HasHi, _NewHiClosure) as e:
+            if _flags["disable"]:
+                return self._fun(*args, **kwargs)
+            hj = self.__dict__.get("_hijit")
+            if hj is None:
+                hj = self.__dict__["_hijit"] = _jit_hijax.HiJit(self)
+            if isinstance(e, _NewHiClosure):
+                hj.add_closure(e.objs)
+            return hj(args, kwargs)
         if _state.trace is EVAL_TRACE and not self._check_leaked(leaves, entry.const_args):
             for x in leaves:
                 if type(x) is Array and x._buf is not None and not x._deleted and \
@@ -806,6 +827,7 @@ class JitWrapped:
             it = iter(dargs)
             full = [static_pos[i] if i in static_pos else next(it) for i in range(n_args)]
             with _refs.Scope("jit") as scope:
+                scope.hi_adopt = True
                 out = fun(*full, **dkw, **static_kw)
             if scope.order:           # it touched references of its caller: impure
                 raise _jit_refs.HasRefs()
@@ -817,6 +839,8 @@ class JitWrapped:
                         o)
                 if not isinstance(o, (Tracer, Array, np.ndarray, np.generic, bool, int, float,
                                       complex)):
+                    if _hi_aval(o) is not None:     # a high-level result: _jit_hijax
+                        raise _jit_hijax.HasHi()
                     raise TypeError(
                         f"jit({self._name}): output leaf {i} has type {type(o)}, which is not a "
                         "valid JAX type; a jitted function must return arrays, scalars or "
@@ -926,6 +950,12 @@ class JitWrapped:
     def _aot_entry(self, args, kwargs, what):
         try:
             return self._get_entry(args, kwargs)[0]
+        except (_jit_hijax.HasHi, _NewHiClosure):
+            raise TypeError(
+                f"jit({self._name}).{what}: its arguments include high-level (hijax) "
+                "values, which xform's jit supports only when the jitted function is "
+                "called (jax.experimental.hijax: ahead-of-time lowering of high-level "
+                "arguments is not implemented); call it instead") from None
         except _jit_refs.HasRefs:
             raise TypeError(
                 f"jit({self._name}).{what}: the function uses array references of its "
@@ -934,7 +964,20 @@ class JitWrapped:
                 "(ref[...]) and return the new ones") from None
 
     def lower(self, *args, **kwargs):
-        return Lowered(self, self._aot_entry(args, kwargs, "lower"))
+        hj = self.__dict__.get("_hijit")
+        if hj is not None and hj.closure:
+            return hj.lower(args, kwargs)
+        try:
+            return Lowered(self, self._get_entry(args, kwargs)[0])
+        except (_jit_hijax.HasHi, _NewHiClosure) as e:
+            # high-level arguments or closed-over objects: the lowered function's program
+            if hj is None:
+                hj = self.__dict__["_hijit"] = _jit_hijax.HiJit(self)
+            if isinstance(e, _NewHiClosure):
+                hj.add_closure(e.objs)
+            return hj.lower(args, kwargs)
+        except _jit_refs.HasRefs:
+            return Lowered(self, self._aot_entry(args, kwargs, "lower"))
 
     def trace(self, *args, **kwargs):
         return Traced(self, self._aot_entry(args, kwargs, "trace"))
@@ -1215,6 +1258,11 @@ def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
     dyn_idx = [i for i in range(len(args)) if i not in static_argnums]
     dyn_args = [args[i] for i in dyn_idx]
     leaves, treedef = tree_flatten((tuple(dyn_args), kwargs))
+    # a high-level argument is traced as its arrays (_jit_hijax), raised again inside
+    hi = None
+    if any(_hi_aval(x) is not None for x in leaves):
+        leaves, layout, muts = _jit_hijax.lower_args(leaves)
+        hi = (layout, tuple((a, q, n) for _, a, q, n in muts))
     # a reference argument is traced as its value, inside a reference of the trace
     ref_pos = {i for i, x in enumerate(leaves) if isinstance(x, _Ref)}
     leaves = [_refs.read(x, name) if i in ref_pos else x for i, x in enumerate(leaves)]
@@ -1230,16 +1278,28 @@ def _abstract_trace(fun, args, kwargs, static_argnums=(), name="make_jaxpr"):
         with _refs.Scope(name):
             tracers = [_Ref._make(t, t.aval) if i in ref_pos else t
                        for i, t in enumerate(tracers)]
+            if hi is not None:
+                tracers, _ = _jit_hijax.raise_args(tracers, *hi)
             dargs, dkw = treedef.unflatten(tracers)
             full = list(args)
             for i, a in zip(dyn_idx, dargs):
                 full[i] = a
             out = fun(*full, **dkw)
         out_leaves, store["tree"] = tree_flatten(out)
-        for o in out_leaves:
+        if name == "make_jaxpr" and any(_hi_aval(o) is not None for o in out_leaves):
+            # the printed program returns the arrays of immutable high-level results
+            out_leaves, _ = _jit_hijax.lower_outs(
+                out_leaves, f"function {_fun_name(fun)} traced for {name}")
+            store["tree"] = tree_flatten(tuple(out_leaves))[1]
+        for i, o in enumerate(out_leaves):
             if isinstance(o, _Ref):
                 raise _jit_refs.returned_ref_error(f"function {_fun_name(fun)} traced for "
                                                    f"{name}", o)
+            if _hi_aval(o) is not None:
+                raise TypeError(
+                    f"{name}: function {_fun_name(fun)} returned a high-level value of type "
+                    f"{_hi_aval(o)!s} (output leaf {i}); {name} of a function returning "
+                    "high-level (hijax) values is not implemented by xform: return arrays")
         return out_leaves
 
     jaxpr, consts = trace_to_jaxpr(flat_fun, avals, name=name)

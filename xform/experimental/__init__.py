@@ -1,6 +1,6 @@
 """``xform.experimental``: JAX's experimental names that xform provides
-(``io_callback``; ``enable_x64``/``disable_x64`` contexts; ``cur_qdd``, which
-refuses: see ``xform.experimental.hijax``)."""
+(``io_callback``; ``enable_x64``/``disable_x64`` contexts; ``cur_qdd``, the layout of
+a mutable high-level value: see ``xform.experimental.hijax``)."""
 import contextlib as _contextlib
 
 from xform._callbacks import io_callback  # noqa: F401
@@ -24,9 +24,8 @@ def disable_x64():
 
 
 def cur_qdd(x):
-    """JAX's ``jax.experimental.cur_qdd`` (the quasi-dynamic data of a high-level
-    value): refused with ``NotImplementedError``, as xform has no high-level types
-    (``xform.experimental.hijax``)."""
+    """JAX's ``jax.experimental.cur_qdd``: the quasi-dynamic data (current layout) of a
+    mutable high-level value (``xform.experimental.hijax``)."""
     from xform.experimental import hijax  # deferred: keeps `import xform` light
     return hijax.cur_qdd(x)
 from xform.experimental import compilation_cache  # noqa: E402,F401  (JAX names it here)

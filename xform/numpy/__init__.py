@@ -240,6 +240,8 @@ def __dir__():
 from xform.numpy import _jitted as _jitted  # noqa: E402
 _jitted.install(_sys.modules[__name__])
 _jitted.install(_sys.modules[__name__], _jitted.INLINE_TABLE)
+_jitted.install_impl()
+_jitted.install(linalg, _jitted.LINALG_INLINE_TABLE, inline=True)
 
 # ---- the functions that are jnp.ufunc objects in JAX (jnp.add, jnp.multiply, ...)
 from xform.numpy import _ufunc_methods as _ufunc_methods  # noqa: E402

@@ -240,16 +240,28 @@ def _ddof(ddof, correction):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
     _no_out(out, "var")
-    ddof = _ddof(ddof, correction)
+    correction = _ddof(ddof, correction)
     x = _prep("var", a)
+    return _var_jitted(x, axis=_axis_arg(axis), dtype=dtype, correction=correction,
+                       keepdims=keepdims, where=where, a_mean=mean)
+
+
+def _axis_arg(axis):
+    """An axis list as a tuple (a static argument of the jitted implementations)."""
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _var_jitted(a, *, axis=None, dtype=None, correction=0, keepdims=False, where=None,
+                a_mean=None):
+    """JAX's ``_var``: jitted (``_jitted.IMPL_TABLE``) with ``axis``/``dtype``/``keepdims``
+    static and ``correction`` traced, so the count minus the correction is a runtime
+    divisor, as in JAX's compiled program."""
     where = _check_where("var", where)
-    return _var("var", x, axis, dtype, ddof, keepdims, where, mean)
+    return _var("var", a, axis, dtype, correction, keepdims, where, a_mean)
 
 
-def _var(name, x, axis, dtype, ddof, keepdims, where, a_mean, nan_aware=False):
-    """JAX's var/nanvar: the mean (given or computed) subtracted, squared magnitudes
-    summed, divided by count - ddof; NaN where that count is not positive."""
-    axes = U.canonicalize_axes(axis, x.ndim)
+def _var_dtypes(x, dtype):
+    """(computation dtype, result dtype) of var/std/nanvar/nanstd, as JAX promotes them."""
     if dtype is not None and x.dtype.kind == "c" and U.canonical_dtype(dtype).kind != "c":
         raise ValueError(
             "jax.numpy.var does not yet support real dtype parameters when computing the "
@@ -264,38 +276,57 @@ def _var(name, x, axis, dtype, ddof, keepdims, where, a_mean, nan_aware=False):
         comp = _inexact_dt(out_dt)
     if x.dtype in (dtypes.complex64, dtypes.complex128):
         comp = x.dtype
+    if dtype is None and out_dt.kind == "c":        # complex input: a real variance
+        out_dt = np.dtype(np.array(0, out_dt).real.dtype)
+    return comp, out_dt
+
+
+def _squared_magnitude(c):
+    return F.real(F.multiply(c, F.conjugate(c))) if c.dtype.kind == "c" else F.square(c)
+
+
+def _var(name, x, axis, dtype, correction, keepdims, where, a_mean):
+    """JAX's variance: the mean (given or computed) subtracted, squared magnitudes summed,
+    divided by (count - correction); NaN where that divisor is not positive."""
+    axes = U.canonicalize_axes(axis, x.ndim)
+    comp, out_dt = _var_dtypes(x, dtype)
     xc = U.to_array(x, comp, False)
-    ok = where
-    if nan_aware:
-        ok = F.logical_not(F.isnan(xc))
-        if where is not None:
-            ok = F.logical_and(ok, where)
     if a_mean is None:
-        m = mean(xc, axis=axes, keepdims=True, where=ok)
+        m = mean(xc, axis=axes, dtype=comp, keepdims=True, where=where)
     else:
         a_mean = U.ensure_arraylike(name, a_mean)
         m = U.to_array(U.to_array(a_mean), comp, False)
-    c = F.subtract(xc, m)
-    if nan_aware:
-        c = F.where(ok, c, U.to_array(0, c.dtype, False))
-    sq = F.real(F.multiply(c, F.conjugate(c))) if comp.kind == "c" else F.multiply(c, c)
-    s = sum(sq, axis=axes, keepdims=keepdims, where=ok)
-    n = _count(x, axes, ok, keepdims, s.dtype)
-    dof = F.subtract(n, U.to_array(ddof, s.dtype, True))
-    positive = F.greater(dof, U.to_array(0, dof.dtype, False))
-    res = F.true_divide(s, F.where(positive, dof, U.to_array(1, dof.dtype, False)))
-    res = F.where(positive, res, U.to_array(np.nan, res.dtype, False))
-    if dtype is None and out_dt.kind == "c":        # complex input: a real variance
-        out_dt = res.dtype
-    return U.to_array(res, out_dt, False)
+    sq = _squared_magnitude(F.subtract(xc, m))
+    rdt = sq.dtype
+    normalizer = _count(xc, axes, where, keepdims, rdt)
+    normalizer = F.subtract(normalizer, U.to_array(correction, rdt, False))
+    s = sum(sq, axis=axes, dtype=rdt, keepdims=keepdims, where=where)
+    res = U.to_array(lax.div(s, lax.broadcast_in_dim(normalizer, s.shape, ())
+                             if U.shape_of(normalizer) != s.shape else normalizer),
+                     out_dt, False)
+    positive = F.greater(normalizer, U.to_array(0, rdt, False))
+    return F.where(positive, res, U.to_array(np.nan, res.dtype, False))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
+    _no_out(out, "std")
+    correction = _ddof(ddof, correction)
+    x = _prep("std", a)
+    return _std_jitted(x, axis=_axis_arg(axis), dtype=dtype, correction=correction,
+                       keepdims=keepdims, where=where, mean=mean)
+
+
+def _std_jitted(a, *, axis=None, dtype=None, correction=0, keepdims=False, where=None,
+                mean=None):
+    """JAX's ``_std``: the square root of ``var`` in one jitted program (see _var_jitted)."""
     where = _check_where("std", where)
-    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-            correction=correction)
-    return F.sqrt(v)
+    if dtype is not None:
+        dt = U.canonical_dtype(dtype)
+        if dt.kind not in "fc":
+            raise ValueError(f"dtype argument to jnp.std must be inexact; got {dt}")
+    return F.sqrt(var(a, axis=axis, dtype=dtype, correction=correction, keepdims=keepdims,
+                      where=where, mean=mean))
 
 
 def _argminmax(name, a, axis, keepdims, lax_fn):
@@ -474,14 +505,35 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
            mean=None):
+    """JAX's ``nanvar`` (jitted as a whole, ``ddof`` traced): NaNs centred to zero and
+    left out of the count."""
     _no_out(out, "nanvar")
     x = _prep("nanvar", a)
     where = _check_where("nanvar", where)
-    return _var("nanvar", x, axis, dtype, ddof, keepdims, where, mean, nan_aware=True)
+    axes = U.canonicalize_axes(axis, x.ndim)
+    comp, out_dt = _var_dtypes(x, dtype)
+    xc = U.to_array(x, comp, False)
+    if mean is None:
+        m = nanmean(xc, axis=axes, dtype=comp, keepdims=True, where=where)
+    else:
+        mean = U.ensure_arraylike("nanvar", mean)
+        m = U.to_array(U.to_array(mean), comp, False)
+    nan = F.isnan(xc)
+    centered = F.where(nan, U.to_array(0, comp, False), F.subtract(xc, m))
+    sq = _squared_magnitude(centered)
+    normalizer = sum(F.logical_not(nan), axis=axes, keepdims=keepdims, where=where)
+    normalizer = F.subtract(normalizer, ddof)
+    empty = F.less_equal(normalizer, U.to_array(0, normalizer.dtype, False))
+    s = sum(sq, axis=axes, keepdims=keepdims, where=where)
+    s = F.where(empty, U.to_array(np.nan, s.dtype, False), s)
+    divisor = F.where(empty, U.to_array(1, normalizer.dtype, False), normalizer)
+    res = lax.div(s, U.to_array(divisor, s.dtype, False))
+    return U.to_array(res, out_dt, False)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
            mean=None):
+    _no_out(out, "nanstd")
     where = _check_where("nanstd", where)
     return F.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where,
                          mean=mean))

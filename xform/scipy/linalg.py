@@ -870,3 +870,15 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
     ea, eb = xnp.linalg.eigvals(A), xnp.linalg.eigvals(B)
     bad = xnp.any(xnp.abs(ea[..., :, None] + eb[..., None, :]) < tol, axis=(-2, -1))
     return xnp.where(bad[..., None, None], xnp.full_like(X, np.nan), X)
+
+
+# JAX jits expm as a whole: eagerly it runs as one compiled program, as in JAX
+# (xform.numpy._jitted.SCIPY_LINALG_INLINE_TABLE)
+def _install_jitted():
+    import sys
+    from xform.numpy import _jitted
+    _jitted.install(sys.modules[__name__], _jitted.SCIPY_LINALG_INLINE_TABLE,
+                    prefix="xform.scipy.linalg", inline=True)
+
+
+_install_jitted()

@@ -58,6 +58,37 @@ def _prng_impl_type():
     return PRNGImpl
 
 
+_HIJAX_NAMES = ("HiPrimitive", "HiType", "MutableHiType", "Box", "BoxTy", "new_box",
+                "box_set", "box_get", "box_effect", "register_hitype", "ShapedArray", "Ty",
+                "MappingSpec", "HiPspec", "VJPHiPrimitive", "AvalQDD", "AvalMutableQDD",
+                "aval_method", "aval_property", "custom_vjp3", "Log")
+
+
+def _hijax_module():
+    """The library's high-level types and primitives: JAX's ``jax._src.hijax`` (loaded by
+    the layer, not by the test file) or xform's ``xform.experimental.hijax``."""
+    from . import library_name
+    if library_name() == "xform":
+        return importlib.import_module("jax.experimental.hijax")
+    return importlib.import_module("jax._src.hijax")
+
+
+def _hijax_attr(name):
+    def get():
+        mod = _hijax_module()
+        if not hasattr(mod, name):
+            return Internal(f"jax._src.hijax.{name}")
+        return getattr(mod, name)
+    return get
+
+
+def _aval_mapping_handlers():
+    from . import library_name
+    if library_name() == "xform":
+        return {}
+    return importlib.import_module("jax._src.core").aval_mapping_handlers
+
+
 def _build():
     from . import config, dtypes, lax_test_util, test_util, util
     root = types.ModuleType("jax._src")
@@ -73,7 +104,13 @@ def _build():
         Primitive=_primitive_type,
         # array references: JAX's public names are these very functions
         new_ref=lambda: _jax().new_ref, freeze=lambda: _jax().freeze,
-        Ref=lambda: _jax().Ref)
+        Ref=lambda: _jax().Ref,
+        cur_qdd=lambda: _jax().experimental.cur_qdd,
+        # vmap rules of high-level types (JAX's registry; xform has no vmap of them)
+        aval_mapping_handlers=_aval_mapping_handlers,
+        AbstractValue=lambda: _jax().experimental.hijax.AbstractValue)
+    root.hijax = _lazy_module("jax._src.hijax",
+                              **{n: _hijax_attr(n) for n in _HIJAX_NAMES})
     root.array = _lazy_module("jax._src.array",
                               ArrayImpl=lambda: type(_jax().numpy.zeros(())))
     root.errors = _lazy_module(
