@@ -179,3 +179,17 @@ def test_every_jax_numpy_fft_name_exists():
     missing = {n for n in public if callable(getattr(jnp.fft, n))} - set(dir(xnp.fft))
     assert not missing, sorted(missing)
     assert len(xnp.fft.__all__) == 18
+
+
+@pytest.mark.parametrize("fn", ["fftshift", "ifftshift"])
+def test_shift_axes_out_of_bounds_raise_index_error_naming_the_axis(fn):
+    """JAX raises a bare ``IndexError: tuple index out of range``; xform's names the axis
+    and the array's dimension (found by the misuse fuzz test)."""
+    f = getattr(xnp.fft, fn)
+    for x, axes in [(xnp.ones(()), xnp.array([1, 1])), (xnp.ones((2, 3)), 2),
+                    (xnp.ones((2, 3)), (0, -3))]:
+        with pytest.raises(IndexError, match=f"{fn}: axis -?[0-9]+ is out of bounds"):
+            f(x, axes)
+        with pytest.raises(IndexError):
+            getattr(jnp.fft, fn)(np.asarray(x), np.asarray(axes) if not isinstance(axes, int)
+                                 else axes)

@@ -167,3 +167,20 @@ def test_numpyro_beta_bernoulli_nuts_matches_jax_bitwise():
     outs = [subprocess.run([sys.executable, "-c", script, lib], capture_output=True,
                            text=True, check=True).stdout for lib in ("xform", "jax")]
     assert outs[0] == outs[1]
+
+
+def test_logaddexp_custom_jvp_under_checkpoint_with_a_literal_operand():
+    """softplus is logaddexp(x, 0): under grad(checkpoint), the remat program's literal 0
+    reached the custom-JVP rule as a NumPy value (an internal AttributeError); the rule
+    now gets an array, as in JAX (found by the random-program test)."""
+    x = np.linspace(-1.5, 1.5, 7).astype(np.float32)
+    w = np.array([0.3, -0.7, 1.1, 0.2, -0.1, 0.5, 0.9], np.float32)
+
+    def loss(L):
+        return lambda v: L.numpy.sum(L.nn.softplus(v) * L.numpy.asarray(w))
+    for policy in (None, "nothing_saveable"):
+        xp = None if policy is None else getattr(xform.checkpoint_policies, policy)
+        jp = None if policy is None else getattr(jax.checkpoint_policies, policy)
+        got = xform.grad(xform.checkpoint(loss(xform), policy=xp))(xnp.asarray(x))
+        want = jax.grad(jax.checkpoint(loss(jax), policy=jp))(x)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)

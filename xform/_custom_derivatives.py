@@ -215,6 +215,10 @@ class custom_jvp:
         in_tree = flat.in_tree
 
         def jvp_flat(primals, tangents):
+            # a program's literal reaches the rule as a NumPy value (eval_jaxpr of a
+            # checkpointed program): the rule gets arrays, as in JAX
+            primals = [core.Array(np.asarray(p)) if isinstance(p, (np.ndarray, np.generic))
+                       else p for p in primals]
             ps = tree_unflatten(in_tree, primals)
             if symbolic:
                 ts = [SymbolicZero(t.aval) if type(t) is Zero else t for t in tangents]

@@ -241,29 +241,29 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     return k / xnp.asarray(d * n, dtype=dt)
 
 
-def fftshift(x, axes=None):
-    """Move the zero frequency to the centre."""
+def _shift(name, x, axes, inverse):
+    """``x`` rolled by half of each axis in ``axes`` (all by default): ``fftshift``, or
+    with ``inverse`` ``ifftshift`` (which rounds the other way on odd lengths)."""
     xnp = _xnp()
     x = xnp.asarray(x)
     if axes is None:
         axes = tuple(range(x.ndim))
-        shift = [d // 2 for d in x.shape]
-    elif isinstance(axes, int):
-        shift = x.shape[axes] // 2
-    else:
-        shift = [x.shape[ax] // 2 for ax in axes]
-    return xnp.roll(x, shift, axes)
+    single = isinstance(axes, int)
+    axs = _util.axis_tuple(axes)
+    for ax in axs:
+        if not -x.ndim <= int(ax) < x.ndim:
+            raise IndexError(f"{name}: axis {int(ax)} is out of bounds for an array of "
+                             f"dimension {x.ndim} (shape {x.shape}); pass axes within "
+                             f"[-{x.ndim}, {x.ndim})")
+    shift = [(-(x.shape[ax] // 2) if inverse else x.shape[ax] // 2) for ax in axs]
+    return xnp.roll(x, shift[0] if single else shift, axes)
+
+
+def fftshift(x, axes=None):
+    """Move the zero frequency to the centre."""
+    return _shift("fftshift", x, axes, False)
 
 
 def ifftshift(x, axes=None):
     """Inverse of ``fftshift``."""
-    xnp = _xnp()
-    x = xnp.asarray(x)
-    if axes is None:
-        axes = tuple(range(x.ndim))
-        shift = [-(d // 2) for d in x.shape]
-    elif isinstance(axes, int):
-        shift = -(x.shape[axes] // 2)
-    else:
-        shift = [-(x.shape[ax] // 2) for ax in axes]
-    return xnp.roll(x, shift, axes)
+    return _shift("ifftshift", x, axes, True)
