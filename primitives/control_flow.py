@@ -1269,10 +1269,11 @@ def _fori_scan_step(body_fun, dt):
     """The scan body of ``fori_loop(.., body_fun, ..)``: one function per ``body_fun`` (and
     index dtype), so that the scan's trace cache recognises the loop (as JAX's)."""
     def make(get_fun):
-        one = Array(np.asarray(1, dt), True)
-
         def step(carry, _):
             i, x = carry
+            # the step's 1 is made here, under the body's trace, so that it is staged as
+            # the literal ``1`` (JAX's ``i + 1``), not as a constant closed over
+            one = Array(np.asarray(1, dt), True)
             return (ew.add_p.bind(i, one), get_fun()(i, x)), None
         return step
     try:
@@ -1325,7 +1326,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         lower = ew.convert_element_type(lower, dt)
     if ua.dtype != dt:
         upper = ew.convert_element_type(upper, dt)
-    one = Array(np.asarray(1, dt), core.get_aval(lower).weak_type)
+    weak = core.get_aval(lower).weak_type
 
     def cond_fun(c):
         i, u, _ = c
@@ -1333,6 +1334,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     def body(c):
         i, u, x = c
+        one = Array(np.asarray(1, dt), weak)   # made in the body's trace: a literal
         return ew.add_p.bind(i, one), u, body_fun(i, x)
     return while_loop(cond_fun, body, (lower, upper, init_val))[2]
 
