@@ -156,7 +156,7 @@ def _cond_partial_eval(trace, args, params):
     # other branches' slots).
     computed = [[k for k, f in enumerate(p[4]) if f is None] for p in parts]
     res_avals = [[p[3][k] for k in c] for p, c in zip(parts, computed)]
-    all_res = [a for r in res_avals for a in r]
+    all_res, slots_of = _merge_residual_slots(res_avals)
     known_ops = [a for a, u in zip(ops, unknowns) if not u]
     known_avals = [core.get_aval(a) for a in known_ops]
     nk_ops = len(known_ops)
@@ -165,11 +165,11 @@ def _cond_partial_eval(trace, args, params):
         def f(*xs):
             outs = _eval(parts[i][0], *xs)
             k = len(outs) - len(parts[i][3])
-            res = []
-            for j, r in enumerate(res_avals):
-                res += ([outs[k + m] for m in computed[i]] if j == i
-                        else [ad.zeros_like_aval(a) for a in r])
-            return outs[:k] + res
+            res = [None] * len(all_res)
+            for slot, m in zip(slots_of[i], computed[i]):
+                res[slot] = outs[k + m]
+            return outs[:k] + [ad.zeros_like_aval(a) if r is None else r
+                               for r, a in zip(res, all_res)]
         return f
     kbranches, kconsts = _branches_from_funs([known_branch(i) for i in range(len(branches))],
                                              known_avals)
@@ -184,10 +184,8 @@ def _cond_partial_eval(trace, args, params):
     # Unknown cond over (all residual slots, known operands, unknown operands): branch i
     # reads its own slots and the operands it forwards.
     def unknown_branch(i):
-        start = sum(len(r) for r in res_avals[:i])
-
         def f(*xs):
-            slots = iter(xs[start:start + len(res_avals[i])])
+            slots = iter([xs[s] for s in slots_of[i]])
             kops = xs[len(all_res):len(all_res) + nk_ops]
             res = [next(slots) if fw is None else kops[fw] for fw in parts[i][4]]
             return _eval(parts[i][1], *res, *xs[len(all_res) + nk_ops:])
@@ -206,6 +204,25 @@ def _cond_partial_eval(trace, args, params):
 
 
 ad.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+def _merge_residual_slots(res_avals):
+    """Residual slots shared by the branches (as JAX): a branch's n-th residual of a given
+    type takes the n-th slot of that type, so branches whose residuals overlap in type
+    (``sin`` and ``cos`` both save an f32[]) reuse slots instead of each adding its own.
+    Returns (slot types, per branch the slot of each of its residuals)."""
+    slot_of, all_res, slots_of = {}, [], []
+    for avals in res_avals:
+        seen, mine = {}, []
+        for a in avals:
+            key = (a, seen.get(a, 0))
+            seen[a] = key[1] + 1
+            if key not in slot_of:
+                slot_of[key] = len(all_res)
+                all_res.append(a)
+            mine.append(slot_of[key])
+        slots_of.append(mine)
+    return all_res, slots_of
 
 
 def _cond_transpose(cts, index, *ops, branches):
@@ -230,14 +247,18 @@ def _cond_batch(axis_data, vals, dims, *, branches):
     idim, odims = dims[0], list(dims[1:])
     size = axis_data.size
     if idim is not None:
-        # A predicate per example: run every branch and select the results.
-        ops = [o if d is None else moveaxis(o, d, 0) for o, d in zip(ops, odims)]
-        odims = [None if d is None else 0 for d in odims]
-        results = []
-        for b in branches:
-            bj, _ = batching.batch_jaxpr(b, axis_data, odims, [0] * len(b.out_avals))
-            results.append(_eval(bj, *ops))
+        # A predicate per example: run every branch on every example and select the
+        # results.  Branch i sees an example's operands through ``stop_gradient`` where
+        # that example takes another branch, so reverse mode sends no cotangent through
+        # a branch an example does not take: a branch that is singular where it is not
+        # taken (``sqrt`` at 0 behind ``x < eps``) gives 0, not 0 * inf = NaN (as JAX).
         index = bdim_at_front(index, idim, size)
+        ops = [bdim_at_front(o, d, size) for o, d in zip(ops, odims)]
+        results = []
+        for i, b in enumerate(branches):
+            bj, _ = batching.batch_jaxpr(b, axis_data, [0] * len(ops), [0] * len(b.out_avals))
+            taken = ew.eq_p.bind(index, Array(np.asarray(i, core.get_aval(index).dtype)))
+            results.append(_eval(bj, *[_select_taken(taken, o) for o in ops]))
         outs = []
         for k in range(len(branches[0].out_avals)):
             cases = [r[k] for r in results]
@@ -257,6 +278,14 @@ def _cond_batch(axis_data, vals, dims, *, branches):
 
 
 batching.batch_rules[cond_p] = _cond_batch
+
+
+def _select_taken(taken, x):
+    """``x`` where ``taken`` (one flag per example, axis 0), ``stop_gradient(x)`` elsewhere."""
+    shape = core.get_aval(x).shape
+    which = taken if len(shape) == 1 else st.broadcast_in_dim_p.bind(
+        taken, shape=shape, broadcast_dimensions=(0,))
+    return ew.select_n_p.bind(which, ew.stop_gradient_p.bind(x), x)
 
 
 # ----------------------------------------------------------------- building branches
@@ -1199,6 +1228,89 @@ def _cast_carry(leaves, avals):
             for x, a in zip(leaves, avals)]
 
 
+# Read-only carries.  A carry the body returns unchanged (the very variable it took) is
+# loop-invariant: as JAX does, it is passed to the loop as a constant instead (scan: at
+# the front of the constants; while: a body constant, when the cond does not read it), and
+# the loop's output for it is the initial value.  Besides saving a copy per trip, this
+# keeps such a carry unbatched under vmap with a batched predicate (a loop in a cond
+# branch, flax's read-only parameters), so ``out_axes=None`` works for it.  A scanned
+# output that is a scanned input as it is (``ys = xs``) is taken from the input.
+_moved_programs: dict = {}    # (id(program), layout) -> (program, rewritten program)
+
+
+def _memo_program(j, layout, build):
+    """``build()``, remembered per (program, layout): loops keep one rewritten program per
+    traced body, so the caches keyed on programs (eager loops' compiled kernels) hit."""
+    key = (id(j), layout)
+    hit = _moved_programs.get(key)
+    if hit is None or hit[0] is not j:
+        if len(_moved_programs) > 4096:
+            _moved_programs.clear()
+        hit = _moved_programs[key] = (j, build())
+    return hit[1]
+
+
+def _forwarded_carries(jaxpr, nconsts, ncarry):
+    """Per carry: whether the body returns its input carry unchanged."""
+    ins = jaxpr.invars[nconsts:nconsts + ncarry]
+    return [o is i for i, o in zip(ins, jaxpr.outvars[:ncarry])]
+
+
+def _rewrite(j, invars, outvars):
+    jp = j.jaxpr
+    return ClosedJaxpr(Jaxpr(jp.constvars, invars, outvars, jp.eqns, jp.debug_info), j.consts)
+
+
+def _scan_forwarding(j, nconsts, ncarry):
+    """(program, carries moved to constants, ys taken from xs (index into xs or None))."""
+    jp = j.jaxpr
+    move = _forwarded_carries(jp, nconsts, ncarry)
+    xs_pos = {v: k for k, v in enumerate(jp.invars[nconsts + ncarry:])}
+    ys_fwd = [xs_pos.get(v) if type(v) is Var else None for v in jp.outvars[ncarry:]]
+    if not any(move) and all(f is None for f in ys_fwd):
+        return j, move, ys_fwd
+
+    def build():
+        carries = jp.invars[nconsts:nconsts + ncarry]
+        invars = ([v for v, m in zip(carries, move) if m] + jp.invars[:nconsts]
+                  + [v for v, m in zip(carries, move) if not m] + jp.invars[nconsts + ncarry:])
+        outvars = ([v for v, m in zip(jp.outvars[:ncarry], move) if not m]
+                   + [v for v, f in zip(jp.outvars[ncarry:], ys_fwd) if f is None])
+        return _rewrite(j, invars, outvars)
+    return _memo_program(j, ("scan", nconsts, ncarry), build), move, ys_fwd
+
+
+def _while_forwarding(cj, cnconsts, body, bnconsts, ncarry):
+    """(cond program, body program, carries moved to body constants)."""
+    fwd = _forwarded_carries(body.jaxpr, bnconsts, ncarry)
+    if not any(fwd):
+        return cj, body, fwd
+    read = {v for e in cj.jaxpr.eqns for v in e.invars if type(v) is Var}
+    read.update(v for v in cj.jaxpr.outvars if type(v) is Var)
+    c_carries = cj.jaxpr.invars[cnconsts:]
+    move = [f and v not in read for f, v in zip(fwd, c_carries)]
+    if not any(move):
+        return cj, body, move
+    key = ("while", cnconsts, bnconsts, ncarry, tuple(move))
+    new_cj = _memo_program(cj, key, lambda: _rewrite(
+        cj, cj.jaxpr.invars[:cnconsts] + [v for v, m in zip(c_carries, move) if not m],
+        cj.jaxpr.outvars))
+
+    def build_body():
+        jp = body.jaxpr
+        carries = jp.invars[bnconsts:]
+        return _rewrite(body, [v for v, m in zip(carries, move) if m] + jp.invars[:bnconsts]
+                        + [v for v, m in zip(carries, move) if not m],
+                        [v for v, m in zip(jp.outvars, move) if not m])
+    return new_cj, _memo_program(body, key, build_body), move
+
+
+def _merge_moved(move, outs, moved):
+    """Loop outputs in carry order: a moved carry's output is its initial value."""
+    outs, moved = iter(outs), iter(moved)
+    return [next(moved) if m else next(outs) for m in move]
+
+
 # ----------------------------------------------------------------- while_loop
 
 
@@ -1254,9 +1366,13 @@ def _while_plain(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=Non
         from xform._src.primitives.bounded_while import bounded_while  # deferred: import cycle
         return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
                              checkpoint)
-    outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,
+    cj, body, move = _while_forwarding(cj, len(cconsts), body, len(bconsts), len(leaves))
+    moved = [x for x, m in zip(leaves, move) if m]
+    bconsts = moved + list(bconsts)
+    outs = while_p.bind(*cconsts, *bconsts, *[x for x, m in zip(leaves, move) if not m],
+                        cond_jaxpr=cj, body_jaxpr=body,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
-    return tu.tree_unflatten(tree, outs)
+    return tu.tree_unflatten(tree, _merge_moved(move, outs, moved))
 
 
 # ----------------------------------------------------------------- scan
@@ -1367,22 +1483,29 @@ def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_t
     finally:
         _carry_paths.pop()
     c_leaves = _cast_carry(c_leaves, c_avals)
-    outs = scan_p.bind(*consts, *c_leaves, *x_leaves, reverse=bool(reverse), length=length,
-                       jaxpr=j, num_consts=len(consts), num_carry=len(c_leaves),
-                       linear=(False,) * (len(consts) + len(c_leaves) + len(x_leaves)),
+    j, move, ys_fwd = _scan_forwarding(j, len(consts), len(c_leaves))
+    moved = [x for x, m in zip(c_leaves, move) if m]
+    consts = moved + list(consts)
+    carry = [x for x, m in zip(c_leaves, move) if not m]
+    outs = scan_p.bind(*consts, *carry, *x_leaves, reverse=bool(reverse), length=length,
+                       jaxpr=j, num_consts=len(consts), num_carry=len(carry),
+                       linear=(False,) * (len(consts) + len(carry) + len(x_leaves)),
                        unroll=int(unroll))
-    carry_out = tu.tree_unflatten(c_tree, outs[:len(c_leaves)])
-    return carry_out, tu.tree_unflatten(ybox[0], outs[len(c_leaves):])
+    carry_out = tu.tree_unflatten(c_tree, _merge_moved(move, outs[:len(carry)], moved))
+    ys = iter(outs[len(carry):])
+    ys = [next(ys) if f is None else x_leaves[f] for f in ys_fwd]
+    return carry_out, tu.tree_unflatten(ybox[0], ys)
 
 
 # ----------------------------------------------------------------- fori_loop
 
 
 def _static_int(x):
-    """The Python int of a concrete integer bound, or None if it is only known traced."""
+    """The Python int of a concrete bound (a float one truncated, as JAX's ``int(lower)``),
+    or None if it is only known traced."""
     if isinstance(x, (bool, np.bool_)):
         return None
-    if isinstance(x, (int, np.integer)):
+    if isinstance(x, (int, float, np.integer, np.floating)):
         return int(x)
     if isinstance(x, Array):
         return int(x._value) if x.shape == () else None
@@ -1427,15 +1550,20 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     la, ua = (core.get_aval(b) if _is_arraylike(b) else None for b in (lower, upper))
     for nm, a, b in (("lower", la, lower), ("upper", ua, upper)):
-        if a is None or a.shape != () or not dtypes.is_integer(a.dtype) or a.dtype == np.bool_:
+        # (As JAX: a float bound is allowed; concrete bounds are truncated to ints, traced
+        # ones count in their own dtype.)
+        if a is None or a.shape != () or a.dtype == np.bool_ or not (
+                dtypes.is_integer(a.dtype) or dtypes.issubdtype(a.dtype, np.floating)):
             got = a.str_short() if a is not None else f"{b!r} of type {type(b).__name__}"
-            raise TypeError(f"lax.fori_loop: {nm} must be an integer scalar, got {got}")
-    if not la.weak_type and not ua.weak_type and la.dtype != ua.dtype:
+            raise TypeError(f"lax.fori_loop: {nm} must be an integer or real scalar, got {got}")
+    if la.dtype != ua.dtype and not (la.weak_type != ua.weak_type and all(
+            dtypes.issubdtype(a.dtype, np.signedinteger) for a in (la, ua))):
         raise TypeError(f"lax.fori_loop: lower and upper arguments to fori_loop must have "
                         f"equal types, got {la.dtype.name} and {ua.dtype.name}. Cast one of "
-                        "them (or pass a Python int, which takes the other's type).")
-    dt = la.dtype if not la.weak_type else (ua.dtype if not ua.weak_type else
-                                             dtypes.canonicalize_dtype(np.int64))
+                        "them (or pass a Python int, which takes the other's integer type).")
+    # (As JAX: equal dtypes count in that dtype, weak or not -- two weakly typed float
+    # bounds of a jitted function count in float32; otherwise the strong bound's dtype.)
+    dt = la.dtype if (la.dtype == ua.dtype or not la.weak_type) else ua.dtype
     lo_s, up_s = _static_int(lower), _static_int(upper)
     if lo_s is not None and up_s is not None:
         n = max(up_s - lo_s, 0)

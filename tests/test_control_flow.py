@@ -525,13 +525,31 @@ def test_while_cond_must_return_bool_scalar():
         xl.while_loop(lambda c: c, lambda c: c + 1, np.int32(0))
 
 
-def test_fori_loop_bound_errors():
-    with pytest.raises(TypeError, match="lower must be an integer"):
-        xl.fori_loop(0.0, 3, lambda i, c: c, 1.0)
-    with pytest.raises(TypeError, match="upper must be an integer"):
-        xl.fori_loop(0, np.float32(3), lambda i, c: c, 1.0)
-    with pytest.raises(TypeError, match="equal types"):
-        xl.fori_loop(np.int32(0), np.int16(3), lambda i, c: c, 1.0)
+@pytest.mark.parametrize("lower, upper", [
+    (0.0, 3), (0, np.float32(3)), (np.int32(0), np.int16(3)), (0, np.uint32(3)),
+    ("a", 3), (0, np.zeros(2, np.int32))])
+def test_fori_loop_bound_errors_as_jax(lower, upper):
+    # bounds of different dtypes (unless a weak and a strong signed int) and non-scalar
+    # bounds raise TypeError, as in JAX
+    with pytest.raises(TypeError):
+        jax.lax.fori_loop(lower, upper, lambda i, c: c, 1.0)
+    with pytest.raises(TypeError):
+        xl.fori_loop(lower, upper, lambda i, c: c, 1.0)
+
+
+@pytest.mark.parametrize("lower, upper", [(0.5, 3.7), (np.float32(1), 4.0), (0, np.int16(3)),
+                                          (np.int16(1), 3)])
+def test_fori_loop_bounds_of_one_dtype_as_jax(lower, upper):
+    # float bounds are allowed: concrete ones are truncated (a scan), traced ones count in
+    # their own dtype (a while loop); a weak int takes the other bound's int dtype
+    body = lambda i, c: c * 2.0 + i  # noqa: E731
+    want = jax.lax.fori_loop(lower, upper, body, 1.0)
+    np.testing.assert_array_equal(xl.fori_loop(lower, upper, body, 1.0), want)
+    want_jit = jax.jit(lambda a, b: jax.lax.fori_loop(a, b, body, 1.0))(lower, upper)
+    got_jit = xform.jit(lambda a, b: xl.fori_loop(a, b, body, 1.0))(lower, upper)
+    np.testing.assert_array_equal(got_jit, want_jit)
+    assert float(xform.grad(lambda x: xl.fori_loop(x, x + 2.0, lambda i, c: c * 3.0, x))(1.0)) \
+        == float(jax.grad(lambda x: jax.lax.fori_loop(x, x + 2.0, lambda i, c: c * 3.0, x))(1.0))
 
 
 def test_scan_xs_errors():
