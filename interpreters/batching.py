@@ -94,7 +94,9 @@ class BatchTrace(core.Trace):
             vals.append(v)
             dims.append(d)
             batched = batched or d is not None
-        if not batched and not getattr(prim, "is_collective", False):
+        if not batched and not getattr(prim, "is_collective", False) and not (
+                self.axis_data.name is not None and params and ir.holds_programs(params)
+                and _names_axis(params, self.axis_data.name)):
             with core.set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         rule = batch_rules.get(prim)
@@ -114,6 +116,38 @@ class BatchTrace(core.Trace):
         if d is None:
             return v
         return BatchTracer(self, v, d)
+
+def _names_axis(params, name) -> bool:
+    """Whether a sub-program in ``params`` runs a collective over axis ``name``: then the
+    equation depends on the axis even with no batched operand (a jitted function or a
+    loop reading ``axis_index('i')``), and goes through its batching rule, as in JAX."""
+    for _, j in ir.subjaxprs_of_params(params):
+        key = id(j)
+        hit = _axis_uses.get(key)
+        if hit is None or hit[0] is not j:
+            if len(_axis_uses) > 4096:
+                _axis_uses.clear()
+            hit = _axis_uses[key] = (j, _collective_axes(j))
+        if name in hit[1]:
+            return True
+    return False
+
+
+_axis_uses: dict = {}     # id(jaxpr) -> (the jaxpr, the axis names its collectives use)
+
+
+def _collective_axes(j) -> frozenset:
+    jaxpr = j.jaxpr if hasattr(j, "jaxpr") else j
+    names = set()
+    for e in jaxpr.eqns:
+        if getattr(e.primitive, "is_collective", False):
+            n = e.params.get("axes", e.params.get("axis_name"))
+            names.update(n if isinstance(n, (tuple, list)) else (n,))
+        if e.params and ir.holds_programs(e.params):
+            for _, sub in ir.subjaxprs_of_params(e.params):
+                names |= _collective_axes(sub)
+    return frozenset(names)
+
 
 # ----------------------------------------------------------------- named axes
 

@@ -556,7 +556,14 @@ class Array(ArrayOps):
     NumPy view is materialised lazily and cached.
     """
 
-    __slots__ = ("_npy", "_buf", "weak_type", "_committed", "_deleted", "__weakref__")
+    # ``_born``: the tag of the trace that was current when the Array was made.  A staging
+    # trace stages a scalar Array made under itself (or under a trace started inside it)
+    # as a literal: it stands for what is a constant-folded tracer in JAX (``x * 2.0``'s
+    # promoted ``2.0``, a cotangent seed, a loop counter's start).  An Array made before
+    # the trace began is a concrete array the function closes over, a constant of the
+    # program whatever its shape, as in JAX.
+    __slots__ = ("_npy", "_buf", "weak_type", "_committed", "_deleted", "_born",
+                 "__weakref__")
 
     def __init__(self, value=None, weak_type=False, buf=None, committed=False):
         self._npy = value
@@ -564,6 +571,7 @@ class Array(ArrayOps):
         self.weak_type = weak_type
         self._committed = committed
         self._deleted = False
+        self._born = _state.trace.tag
 
     @classmethod
     def _from_buf(cls, buf, weak_type=False, committed=False):
@@ -575,6 +583,7 @@ class Array(ArrayOps):
         a.weak_type = weak_type
         a._committed = committed
         a._deleted = False
+        a._born = -1            # computed eagerly by an executable: never a literal
         return a
 
     # -- storage

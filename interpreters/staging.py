@@ -123,8 +123,15 @@ class StagingTrace(core.Trace):
             aval = core.get_aval(x)
             return Literal(np.asarray(x, aval.dtype), aval)
         if t is Array:
+            # A concrete Array made before this trace began (closed over by the traced
+            # function), scalar or not, weak or strong, is a constant of the program, as
+            # in JAX (jax_use_simplified_jaxpr_constants=False); libraries count those
+            # constants (equinox's filter_closure_convert).  A scalar Array made while
+            # this trace (or one started inside it) ran is a value JAX would hold as a
+            # constant-folded tracer of this trace, a literal: see ``Array._born``.
             aval = x.aval
-            if aval.shape == () and x.on_host and isinstance(aval.dtype, np.dtype):
+            if aval.shape == () and getattr(x, "_born", -1) >= self.tag and x.on_host \
+                    and isinstance(aval.dtype, np.dtype):
                 return Literal(x._value, aval)
             return self._constvar(x, aval)
         if isinstance(x, (np.ndarray, np.generic)):

@@ -37,7 +37,7 @@ __all__ = [
     "register_pytree_node_class", "register_pytree_with_keys_class",
     "register_dataclass", "register_static", "Partial", "treedef_is_leaf",
     "all_leaves", "treedef_children", "treedef_tuple", "is_tree_node",
-    "flatten_one_level", "broadcast_prefix",
+    "flatten_one_level", "broadcast_prefix", "equality_errors",
 ]
 
 
@@ -687,6 +687,53 @@ def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Hashable]:
     if kind is _LEAF_KIND:
         raise ValueError(f"can't tree-flatten type: {type(tree)}")
     return kind.flatten(tree)
+
+
+def equality_errors(tree1: Any, tree2: Any) -> Iterable[tuple[tuple, str, str, str]]:
+    """Where two pytrees of different structure first differ, per branch: yields
+    ``(key path, what tree1 has there, what tree2 has there, why they differ)`` in JAX's
+    words (``tuple of length 2`` / ``tuple of length 3``, ``the lengths do not match``).
+    Used by the control-flow errors that explain a carry or branch-output mismatch."""
+    yield from _equality_errors((), tree1, tree2)
+
+
+def _equality_errors(path, t1, t2):
+    k1, k2 = _kind_of(t1), _kind_of(t2)
+    if k1 is _LEAF_KIND and k2 is _LEAF_KIND:
+        return
+    if type(t1) is not type(t2):
+        yield (path, "pytree leaf" if k1 is _LEAF_KIND else str(type(t1)),
+               "pytree leaf" if k2 is _LEAF_KIND else str(type(t2)),
+               "their Python types differ")
+        return
+    if isinstance(t1, (list, tuple)) and len(t1) != len(t2):
+        name = type(t1).__name__
+        yield (path, f"{name} of length {len(t1)}", f"{name} of length {len(t2)}",
+               "the lengths do not match")
+        return
+    kc1, meta1 = k1.flatten_with_keys(t1)
+    kc2, meta2 = k2.flatten_with_keys(t2)
+    if len(kc1) != len(kc2):
+        keys1, keys2 = [k for k, _ in kc1], [k for k, _ in kc2]
+        try:
+            diff = " ".join(repr(getattr(k, "key", k))
+                            for k in set(keys1).symmetric_difference(keys2))
+        except TypeError:      # unhashable keys
+            diff = ""
+
+        def things(n):
+            return f"{type(t1)} with {n} child{'ren' if n > 1 else ''}"
+        yield (path, things(len(kc1)), things(len(kc2)),
+               "the numbers of children do not match"
+               + (f", with the symmetric difference of key sets: {{{diff}}}" if diff else ""))
+        return
+    if meta1 is not meta2 and meta1 != meta2:
+        yield (path, f"{type(t1)} with pytree metadata {meta1}",
+               f"{type(t2)} with pytree metadata {meta2}",
+               "the pytree node metadata does not match")
+        return
+    for (k, c1), (_, c2) in zip(kc1, kc2):
+        yield from _equality_errors((*path, k), c1, c2)
 
 
 def broadcast_prefix(prefix_tree: Any, full_tree: Any,

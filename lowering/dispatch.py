@@ -298,7 +298,7 @@ def make_caller(compiled, consts, weak_types, in_tree=None, out_tree=None,
         r = w.name("_y")
         w.emit(f"{r} = _new(A); {r}._npy = None; {r}._buf = {o}; "
                f"{r}.weak_type = {bool(weak)}; {r}._committed = {committed}; "
-               f"{r}._deleted = False")
+               f"{r}._deleted = False; {r}._born = -1")
         res.append(r)
     if out_tree is None:
         w.emit(f"return [{', '.join(res)}]")

@@ -61,6 +61,11 @@ def _gather(ctx, eqn, x, idx):
     dn, sizes = p["dimension_numbers"], p["slice_sizes"]
     xa, ia = ctx.in_avals
     out = ctx.out_avals[0]
+    if out.size == 0:
+        # An empty result needs no gather; and XLA refuses one whose slice size 1 on a
+        # batching or collapsed dimension exceeds an empty operand dimension (a solve
+        # under vmap of zero examples), so none is emitted (as JAX does).
+        return [ctx.full_like(0, out)]
     attr = _attr("gather", [("offset_dims", dn.offset_dims),
                             ("collapsed_slice_dims", dn.collapsed_slice_dims),
                             ("operand_batching_dims", dn.operand_batching_dims),
@@ -70,7 +75,7 @@ def _gather(ctx, eqn, x, idx):
     y = ctx.op1("stablehlo.gather", [x, idx], out,
                 f"dimension_numbers = {attr}, slice_sizes = {i64_array(sizes)}, "
                 f"indices_are_sorted = {'true' if p['indices_are_sorted'] else 'false'}")
-    if _mode(eqn) != "FILL_OR_DROP" or out.size == 0:
+    if _mode(eqn) != "FILL_OR_DROP":
         return [y]
     ok = _in_bounds(ctx, idx, ia, [xa.shape[d] - sizes[d] for d in dn.start_index_map])
     batch_pos = [q for q in range(out.ndim) if q not in dn.offset_dims]

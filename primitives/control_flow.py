@@ -37,7 +37,7 @@ import weakref
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, dtypes, ir, passes
+from xform._src.interpreters import ad, batching, core, dtypes, errors, ir, passes
 from xform._src.interpreters import jaxpr_transforms as jt
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Array, Primitive, ShapedArray, Tracer
@@ -156,7 +156,7 @@ def _cond_partial_eval(trace, args, params):
     # other branches' slots).
     computed = [[k for k, f in enumerate(p[4]) if f is None] for p in parts]
     res_avals = [[p[3][k] for k in c] for p, c in zip(parts, computed)]
-    all_res = [a for r in res_avals for a in r]
+    all_res, slots_of = _merge_residual_slots(res_avals)
     known_ops = [a for a, u in zip(ops, unknowns) if not u]
     known_avals = [core.get_aval(a) for a in known_ops]
     nk_ops = len(known_ops)
@@ -165,11 +165,11 @@ def _cond_partial_eval(trace, args, params):
         def f(*xs):
             outs = _eval(parts[i][0], *xs)
             k = len(outs) - len(parts[i][3])
-            res = []
-            for j, r in enumerate(res_avals):
-                res += ([outs[k + m] for m in computed[i]] if j == i
-                        else [ad.zeros_like_aval(a) for a in r])
-            return outs[:k] + res
+            res = [None] * len(all_res)
+            for slot, m in zip(slots_of[i], computed[i]):
+                res[slot] = outs[k + m]
+            return outs[:k] + [ad.zeros_like_aval(a) if r is None else r
+                               for r, a in zip(res, all_res)]
         return f
     kbranches, kconsts = _branches_from_funs([known_branch(i) for i in range(len(branches))],
                                              known_avals)
@@ -184,10 +184,8 @@ def _cond_partial_eval(trace, args, params):
     # Unknown cond over (all residual slots, known operands, unknown operands): branch i
     # reads its own slots and the operands it forwards.
     def unknown_branch(i):
-        start = sum(len(r) for r in res_avals[:i])
-
         def f(*xs):
-            slots = iter(xs[start:start + len(res_avals[i])])
+            slots = iter([xs[s] for s in slots_of[i]])
             kops = xs[len(all_res):len(all_res) + nk_ops]
             res = [next(slots) if fw is None else kops[fw] for fw in parts[i][4]]
             return _eval(parts[i][1], *res, *xs[len(all_res) + nk_ops:])
@@ -206,6 +204,25 @@ def _cond_partial_eval(trace, args, params):
 
 
 ad.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+def _merge_residual_slots(res_avals):
+    """Residual slots shared by the branches (as JAX): a branch's n-th residual of a given
+    type takes the n-th slot of that type, so branches whose residuals overlap in type
+    (``sin`` and ``cos`` both save an f32[]) reuse slots instead of each adding its own.
+    Returns (slot types, per branch the slot of each of its residuals)."""
+    slot_of, all_res, slots_of = {}, [], []
+    for avals in res_avals:
+        seen, mine = {}, []
+        for a in avals:
+            key = (a, seen.get(a, 0))
+            seen[a] = key[1] + 1
+            if key not in slot_of:
+                slot_of[key] = len(all_res)
+                all_res.append(a)
+            mine.append(slot_of[key])
+        slots_of.append(mine)
+    return all_res, slots_of
 
 
 def _cond_transpose(cts, index, *ops, branches):
@@ -230,14 +247,18 @@ def _cond_batch(axis_data, vals, dims, *, branches):
     idim, odims = dims[0], list(dims[1:])
     size = axis_data.size
     if idim is not None:
-        # A predicate per example: run every branch and select the results.
-        ops = [o if d is None else moveaxis(o, d, 0) for o, d in zip(ops, odims)]
-        odims = [None if d is None else 0 for d in odims]
-        results = []
-        for b in branches:
-            bj, _ = batching.batch_jaxpr(b, axis_data, odims, [0] * len(b.out_avals))
-            results.append(_eval(bj, *ops))
+        # A predicate per example: run every branch on every example and select the
+        # results.  Branch i sees an example's operands through ``stop_gradient`` where
+        # that example takes another branch, so reverse mode sends no cotangent through
+        # a branch an example does not take: a branch that is singular where it is not
+        # taken (``sqrt`` at 0 behind ``x < eps``) gives 0, not 0 * inf = NaN (as JAX).
         index = bdim_at_front(index, idim, size)
+        ops = [bdim_at_front(o, d, size) for o, d in zip(ops, odims)]
+        results = []
+        for i, b in enumerate(branches):
+            bj, _ = batching.batch_jaxpr(b, axis_data, [0] * len(ops), [0] * len(b.out_avals))
+            taken = ew.eq_p.bind(index, Array(np.asarray(i, core.get_aval(index).dtype)))
+            results.append(_eval(bj, *[_select_taken(taken, o) for o in ops]))
         outs = []
         for k in range(len(branches[0].out_avals)):
             cases = [r[k] for r in results]
@@ -257,6 +278,14 @@ def _cond_batch(axis_data, vals, dims, *, branches):
 
 
 batching.batch_rules[cond_p] = _cond_batch
+
+
+def _select_taken(taken, x):
+    """``x`` where ``taken`` (one flag per example, axis 0), ``stop_gradient(x)`` elsewhere."""
+    shape = core.get_aval(x).shape
+    which = taken if len(shape) == 1 else st.broadcast_in_dim_p.bind(
+        taken, shape=shape, broadcast_dimensions=(0,))
+    return ew.select_n_p.bind(which, ew.stop_gradient_p.bind(x), x)
 
 
 # ----------------------------------------------------------------- building branches
@@ -868,14 +897,29 @@ def _typematch(a, b):
 # ----------------------------------------------------------------- cond / switch
 
 
-def _branch_index(x, n, what):
+def _shown(x):
+    """A value as JAX's cond/switch messages show it (a tracer by its type)."""
+    return core.get_aval(x).str_short() if isinstance(x, Tracer) else x
+
+
+def _branch_index(x, n):
+    """``switch``'s index clamped to ``[0, n)`` as int32 (JAX's checks and wording)."""
+    if not _is_arraylike(x):
+        if isinstance(x, (list, tuple)):
+            raise TypeError(f"lax.switch: Branch index must be scalar, got {x} of shape "
+                            f"{np.shape(x)}. The index must be one integer scalar.")
+        raise TypeError(f"lax.switch: Index type must be an integer, got {x}. The index must "
+                        "be an integer scalar (a Python int or an integer array).")
     a = core.get_aval(x)
     if a.shape != ():
-        raise TypeError(f"{what} must be a scalar, got {a.str_short()}")
+        raise TypeError(f"lax.switch: Branch index must be scalar, got {_shown(x)} of shape "
+                        f"{a.shape}. To pick a branch per element, vmap the switch.")
     if a.dtype == np.bool_:
         return ew.convert_element_type(x, np.int32)
     if not dtypes.is_integer(a.dtype):
-        raise TypeError(f"{what} must be a boolean or integer scalar, got {a.str_short()}")
+        raise TypeError(f"lax.switch: Index type must be an integer, got {_shown(x)} as "
+                        f"{a.dtype.name}. Convert it with .astype(int) (or use lax.cond for a "
+                        "boolean choice).")
     x = ew.convert_element_type(x, np.int32)
     return ew.clamp(np.int32(0), x, np.int32(n - 1))
 
@@ -911,14 +955,23 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
             return cond(pred, lambda xt, _: f_true(xt), lambda _, xf: f_false(xf),
                         x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-    pa = core.get_aval(pred) if _is_arraylike(pred) else None
-    if pa is None or pa.shape != ():
-        raise TypeError(f"lax.cond: pred must be a scalar boolean, got "
-                        f"{pa.str_short() if pa is not None else type(pred).__name__}")
+    if pred is None:
+        raise TypeError("lax.cond: cond predicate is None; pred must be a boolean (or "
+                        "number) scalar.")
+    if isinstance(pred, (str, bytes, list, tuple)):
+        raise TypeError(f"lax.cond: Pred must be a scalar, got {pred} of type {type(pred)}; "
+                        "pred must be a boolean (or number) scalar.")
+    if not _is_arraylike(pred):
+        raise TypeError(f"lax.cond: Pred type must be either boolean or number, got {pred}.")
+    pa = core.get_aval(pred)
+    if pa.shape != ():
+        raise TypeError(f"lax.cond: Pred must be a scalar, got {_shown(pred)} of shape "
+                        f"{pa.shape}. To choose per element use jnp.where (or vmap the "
+                        "cond); to test all/any elements reduce with .all()/.any().")
     if pa.dtype != np.bool_:
         if not (dtypes.is_integer(pa.dtype) or pa.dtype.kind == "f"):
-            raise TypeError(f"lax.cond: pred must be a boolean or number scalar, got "
-                            f"{pa.str_short()}")
+            raise TypeError(f"lax.cond: Pred type must be either boolean or number, got "
+                            f"{pa.dtype.name}.")
         pred = ew.ne_p.bind(pred, np.zeros((), pa.dtype)) if not isinstance(
             pred, (bool, int, float)) else bool(pred)
     index = ew.convert_element_type(pred, np.int32)
@@ -935,13 +988,13 @@ def switch(index, branches, *operands, operand=_no_operand):
         operands = (operand,)
     branches = list(branches)
     if not branches:
-        raise ValueError("lax.switch: branches must be a non-empty sequence of callables")
+        raise ValueError("lax.switch: Empty branch sequence: branches must be a non-empty "
+                         "sequence of callables")
     for i, b in enumerate(branches):
         if not callable(b):
-            raise TypeError(f"lax.switch: branches[{i}] is not callable ({b!r})")
-    if not _is_arraylike(index):
-        raise TypeError(f"lax.switch: index must be an integer scalar, got {index!r}")
-    idx = _branch_index(index, len(branches), "lax.switch: index")
+            raise TypeError(f"lax.switch: branches argument should be a sequence of "
+                            f"callables. branches[{i}] is not callable ({b!r}).")
+    idx = _branch_index(index, len(branches))
     if len(branches) == 1:
         return branches[0](*operands)
     return _switch(idx, branches, operands,
@@ -951,8 +1004,8 @@ def switch(index, branches, *operands, operand=_no_operand):
 
 def _fun_sourceinfo(fun):
     """``name at file:line`` of a branch function (as JAX's messages name it)."""
-    while isinstance(fun, functools.partial):
-        fun = fun.func
+    while isinstance(fun, functools.partial) or hasattr(fun, "_scoped_fun"):
+        fun = fun.func if isinstance(fun, functools.partial) else fun._scoped_fun()
     try:
         fun = inspect.unwrap(fun)
         code = fun.__code__
@@ -972,11 +1025,23 @@ def _check_branch_outputs(what, name1, name2, f1, f2, t1, t2):
     (j1, _, tree1), (j2, _, tree2) = t1, t2
     where = f"{name1} is {_fun_sourceinfo(f1)}\n{name2} is {_fun_sourceinfo(f2)}\n\n"
     if tree1 != tree2:
+        tu = _tu()
+        try:
+            o1 = tu.tree_unflatten(tree1, [_LeafType(None)] * tree1.num_leaves)
+            o2 = tu.tree_unflatten(tree2, [_LeafType(None)] * tree2.num_leaves)
+            diffs = [f"{name1} output{f' at path {tu.keystr(p)}' if p else ''} is a {a} but "
+                     f"{name2} output{f' at path {tu.keystr(p)}' if p else ''} is a {b}, so "
+                     f"{why}" for p, a, b, why in tu.equality_errors(o1, o2)]
+        except Exception:   # a custom node that cannot be rebuilt around placeholders
+            diffs = []
+        if not diffs:
+            diffs = [f"{name1} output is {tree1} but {name2} output is {tree2}, so their "
+                     "structures differ"]
         raise TypeError(
             f"{what} branch outputs must have the same pytree structure, but they differ:\n\n"
-            f"{where}{name1} output is {tree1} but {name2} output is {tree2}, so their "
-            f"structures differ.\n\nRevise {name1} and/or {name2} so that they have the "
-            "same pytree structure.")
+            f"{where}{_listed(diffs, capitalize=False)}({name1} output: {tree1}; {name2} "
+            f"output: {tree2})\n\nRevise {name1} and/or {name2} so that they have the same "
+            "pytree structure.")
     if all(_typematch(a, b) for a, b in zip(j1.out_avals, j2.out_avals)):
         return
     try:
@@ -1085,7 +1150,8 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
                 bad.append(k)
                 new.append(a)
         if bad:
-            raise TypeError(_carry_mismatch(what, name, bad, carry_avals, out_avals))
+            raise TypeError(_carry_mismatch(what.removesuffix("_fun"), name, bad, carry_avals,
+                                            out_avals))
         if new == carry_avals:
             return j, consts, out_tree, carry_avals
         carry_avals = new
@@ -1095,20 +1161,154 @@ def _trace_loop_body(fun, in_tree, carry_avals, extra_avals, what, carry_out, na
 _carry_paths: list = []
 
 
+def _carry_component(name, path):
+    """``the input carry c`` / ``the input carry component c[1]`` (JAX's words)."""
+    return f"the input carry component {name}{path}" if path else f"the input carry {name}"
+
+
+def _listed(diffs, capitalize=True):
+    """One difference as a sentence, several as a bulleted list (JAX's layout)."""
+    if len(diffs) == 1:
+        return f"{diffs[0][0].upper() if capitalize else diffs[0][0]}{diffs[0][1:]}.\n"
+    return "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+
+
 def _carry_mismatch(what, name, bad, in_avals, out_avals):
+    """JAX's message for a loop body whose carry output types differ from its input's."""
     paths = _carry_paths[-1] if _carry_paths else [""] * len(in_avals)
-    diffs = [f"the input carry component {name}{paths[k]} has type {in_avals[k].str_short()} "
-             f"but the corresponding output carry component has type "
-             f"{out_avals[k].str_short()}" for k in bad]
-    return (f"{what} function carry input and carry output must have equal types "
-            f"(shape and dtype), but they differ:\n  * " + ";\n  * ".join(diffs)
-            + ".\nRevise the function so the carry keeps its shape and dtype (e.g. cast with "
-            ".astype or initialise the carry with the right dtype).")
+    diffs = []
+    for k in bad:
+        a, b = in_avals[k], out_avals[k]
+        why = [w for w, differ in (("the dtypes do not match", a.dtype != b.dtype),
+                                   ("the shapes do not match", a.shape != b.shape)) if differ]
+        diffs.append(f"{_carry_component(name, paths[k])} has type {_aval_words(a)} but the "
+                     f"corresponding output carry component has type {_aval_words(b)}"
+                     + (", so " + ", and ".join(why) if why else ""))
+    return (f"{what} function carry input and carry output must have equal types, but "
+            f"they differ:\n\n{_listed(diffs)}\nRevise the function so that all output types "
+            "match the corresponding input types (e.g. cast with .astype, or initialise the "
+            "carry with the dtype and shape the body returns).")
+
+
+class _LeafType:
+    """A carry leaf's type inside a rebuilt carry (for structure messages)."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return _aval_words(self.aval)
+
+
+def _carry_structure_mismatch(what, name, in_tree, out_tree):
+    """JAX's message for a loop body whose carry output has another pytree structure
+    than its input: each place the two differ, named by the carry parameter's name."""
+    tu = _tu()
+    try:
+        t1 = tu.tree_unflatten(in_tree, [_LeafType(None)] * in_tree.num_leaves)
+        t2 = tu.tree_unflatten(out_tree, [_LeafType(None)] * out_tree.num_leaves)
+        diffs = [f"{_carry_component(name, tu.keystr(p))} is a {a} but the corresponding "
+                 f"component of the carry output is a {b}, so {why}"
+                 for p, a, b, why in tu.equality_errors(t1, t2)]
+    except Exception:   # a custom node that cannot be rebuilt around placeholders
+        diffs = []
+    differences = (_listed(diffs) if diffs else
+                   f"the input tree structure is:\n{in_tree}\nthe output tree structure "
+                   f"is:\n{out_tree}\n")
+    return TypeError(
+        f"{what} function carry input and carry output must have the same pytree structure, "
+        f"but they differ:\n\n{differences}\nRevise the function so that the carry output "
+        f"has the same pytree structure as the carry input (input {in_tree}, output "
+        f"{out_tree}).")
 
 
 def _cast_carry(leaves, avals):
     return [x if _typematch(core.get_aval(x), a) else ew.convert_element_type(x, a.dtype)
             for x, a in zip(leaves, avals)]
+
+
+# Read-only carries.  A carry the body returns unchanged (the very variable it took) is
+# loop-invariant: as JAX does, it is passed to the loop as a constant instead (scan: at
+# the front of the constants; while: a body constant, when the cond does not read it), and
+# the loop's output for it is the initial value.  Besides saving a copy per trip, this
+# keeps such a carry unbatched under vmap with a batched predicate (a loop in a cond
+# branch, flax's read-only parameters), so ``out_axes=None`` works for it.  A scanned
+# output that is a scanned input as it is (``ys = xs``) is taken from the input.
+_moved_programs: dict = {}    # (id(program), layout) -> (program, rewritten program)
+
+
+def _memo_program(j, layout, build):
+    """``build()``, remembered per (program, layout): loops keep one rewritten program per
+    traced body, so the caches keyed on programs (eager loops' compiled kernels) hit."""
+    key = (id(j), layout)
+    hit = _moved_programs.get(key)
+    if hit is None or hit[0] is not j:
+        if len(_moved_programs) > 4096:
+            _moved_programs.clear()
+        hit = _moved_programs[key] = (j, build())
+    return hit[1]
+
+
+def _forwarded_carries(jaxpr, nconsts, ncarry):
+    """Per carry: whether the body returns its input carry unchanged."""
+    ins = jaxpr.invars[nconsts:nconsts + ncarry]
+    return [o is i for i, o in zip(ins, jaxpr.outvars[:ncarry])]
+
+
+def _rewrite(j, invars, outvars):
+    jp = j.jaxpr
+    return ClosedJaxpr(Jaxpr(jp.constvars, invars, outvars, jp.eqns, jp.debug_info), j.consts)
+
+
+def _scan_forwarding(j, nconsts, ncarry):
+    """(program, carries moved to constants, ys taken from xs (index into xs or None))."""
+    jp = j.jaxpr
+    move = _forwarded_carries(jp, nconsts, ncarry)
+    xs_pos = {v: k for k, v in enumerate(jp.invars[nconsts + ncarry:])}
+    ys_fwd = [xs_pos.get(v) if type(v) is Var else None for v in jp.outvars[ncarry:]]
+    if not any(move) and all(f is None for f in ys_fwd):
+        return j, move, ys_fwd
+
+    def build():
+        carries = jp.invars[nconsts:nconsts + ncarry]
+        invars = ([v for v, m in zip(carries, move) if m] + jp.invars[:nconsts]
+                  + [v for v, m in zip(carries, move) if not m] + jp.invars[nconsts + ncarry:])
+        outvars = ([v for v, m in zip(jp.outvars[:ncarry], move) if not m]
+                   + [v for v, f in zip(jp.outvars[ncarry:], ys_fwd) if f is None])
+        return _rewrite(j, invars, outvars)
+    return _memo_program(j, ("scan", nconsts, ncarry), build), move, ys_fwd
+
+
+def _while_forwarding(cj, cnconsts, body, bnconsts, ncarry):
+    """(cond program, body program, carries moved to body constants)."""
+    fwd = _forwarded_carries(body.jaxpr, bnconsts, ncarry)
+    if not any(fwd):
+        return cj, body, fwd
+    read = {v for e in cj.jaxpr.eqns for v in e.invars if type(v) is Var}
+    read.update(v for v in cj.jaxpr.outvars if type(v) is Var)
+    c_carries = cj.jaxpr.invars[cnconsts:]
+    move = [f and v not in read for f, v in zip(fwd, c_carries)]
+    if not any(move):
+        return cj, body, move
+    key = ("while", cnconsts, bnconsts, ncarry, tuple(move))
+    new_cj = _memo_program(cj, key, lambda: _rewrite(
+        cj, cj.jaxpr.invars[:cnconsts] + [v for v, m in zip(c_carries, move) if not m],
+        cj.jaxpr.outvars))
+
+    def build_body():
+        jp = body.jaxpr
+        carries = jp.invars[bnconsts:]
+        return _rewrite(body, [v for v, m in zip(carries, move) if m] + jp.invars[:bnconsts]
+                        + [v for v, m in zip(carries, move) if not m],
+                        [v for v, m in zip(jp.outvars, move) if not m])
+    return new_cj, _memo_program(body, key, build_body), move
+
+
+def _merge_moved(move, outs, moved):
+    """Loop outputs in carry order: a moved carry's output is its initial value."""
+    outs, moved = iter(outs), iter(moved)
+    return [next(moved) if m else next(outs) for m in move]
 
 
 # ----------------------------------------------------------------- while_loop
@@ -1132,7 +1332,7 @@ def _while_plain(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=Non
         raise ValueError("lax.while_loop: checkpoint= needs max_steps= (a static bound on "
                          "the trip count)")
     if not (callable(cond_fun) and callable(body_fun)):
-        raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     tu = _tu()
     leaves, tree = _flatten_args(init_val, "lax.while_loop init_val")
     in_tree = tu.tree_structure((init_val,))
@@ -1141,8 +1341,7 @@ def _while_plain(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=Non
 
     def check_out(out_tree, out_avals):
         if out_tree != tree:
-            raise TypeError(f"lax.while_loop: body_fun carry input and carry output must have "
-                            f"the same pytree structure; input {tree}, output {out_tree}")
+            raise _carry_structure_mismatch("lax.while_loop body", name, tree, out_tree)
         return out_tree, out_avals
 
     _carry_paths.append(_paths(init_val))
@@ -1153,8 +1352,12 @@ def _while_plain(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=Non
         _carry_paths.pop()
     cj, cconsts, ctree = _trace(cond_fun, in_tree, avals, "lax.while_loop cond_fun")
     pred = cj.out_avals
+    if not _tu().treedef_is_leaf(ctree):
+        raise TypeError(f"lax.while_loop: cond_fun must return a boolean scalar, but got "
+                        f"pytree {ctree}. Return one bool[] (e.g. combine the conditions "
+                        "with &, or reduce with .all()/.any()).")
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.bool_:
-        got = ", ".join(a.str_short() for a in pred) or "nothing"
+        got = ", ".join(repr(a) for a in pred) or "nothing"
         raise TypeError(f"lax.while_loop: cond_fun must return a boolean scalar, but got "
                         f"output type(s) [{got}]. Reduce it with .all()/.any() or compare "
                         "to get a bool[].")
@@ -1163,12 +1366,32 @@ def _while_plain(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=Non
         from xform._src.primitives.bounded_while import bounded_while  # deferred: import cycle
         return bounded_while(cond_fun, body_fun, tu.tree_unflatten(tree, leaves), max_steps,
                              checkpoint)
-    outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=body,
+    cj, body, move = _while_forwarding(cj, len(cconsts), body, len(bconsts), len(leaves))
+    moved = [x for x, m in zip(leaves, move) if m]
+    bconsts = moved + list(bconsts)
+    outs = while_p.bind(*cconsts, *bconsts, *[x for x, m in zip(leaves, move) if not m],
+                        cond_jaxpr=cj, body_jaxpr=body,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
-    return tu.tree_unflatten(tree, outs)
+    return tu.tree_unflatten(tree, _merge_moved(move, outs, moved))
 
 
 # ----------------------------------------------------------------- scan
+
+
+def _concrete_scan_arg(x, name, expects, hint):
+    """``x`` as a concrete value (a traced ``length``/``unroll`` whose value is known is
+    fine); JAX's ConcretizationTypeError for one only known when the program runs."""
+    if isinstance(x, Array):
+        return x._value
+    if not isinstance(x, Tracer):
+        return x
+    v = x.to_concrete_value()
+    if v is None:
+        raise errors.ConcretizationTypeError(
+            x, f"the `{name}` argument of lax.scan",
+            suggestion=f"The `{name}` argument to `scan` expects a concrete {expects} value. "
+                       f"{hint}")
+    return np.asarray(v)
 
 
 def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
@@ -1180,6 +1403,8 @@ def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_t
     tu = _tu()
     x_leaves, x_tree = _flatten_args(xs, "lax.scan xs")
     if length is not None:
+        length = _concrete_scan_arg(length, "length", "`int`", "For scan-like iteration "
+                                    "with a dynamic length, use `while_loop` or `fori_loop`.")
         try:
             length = operator.index(length)
         except TypeError:
@@ -1188,23 +1413,42 @@ def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_t
         if length < 0:
             raise ValueError(f"lax.scan: length must be non-negative, got {length}")
     x_avals = [core.get_aval(x) for x in x_leaves]
-    for p, a in zip(_paths(xs), x_avals):
-        if a.ndim == 0:
-            raise ValueError(f"lax.scan: scanned operand xs{p} has shape () (a scalar); every "
-                             "leaf of xs needs a leading axis to scan over")
+    scalars = [(p, x) for p, x, a in zip(_paths(xs), x_leaves, x_avals) if a.ndim == 0]
+    if scalars:
+        vals = ", ".join(str(x) if not isinstance(x, Tracer) else x.aval.str_short()
+                         for _, x in scalars)
+        where = ", ".join(f"xs{p}" for p, _ in scalars)
+        raise ValueError(f"lax.scan: scan got value with no leading axis to scan over: "
+                         f"{vals}. ({where}: shape (); every leaf of xs needs a leading "
+                         "axis to scan over.)")
     sizes = sorted({a.shape[0] for a in x_avals})
     if len(sizes) > 1:
         detail = ", ".join(f"xs{p}: {a.shape[0]}" for p, a in zip(_paths(xs), x_avals))
-        raise ValueError(f"lax.scan: scanned operands have different leading axis sizes "
-                         f"({detail}); all leaves of xs must have the same leading size")
+        raise ValueError(f"lax.scan: scan got values with different leading axis sizes: "
+                         f"{', '.join(str(a.shape[0]) for a in x_avals)}. ({detail}; all "
+                         "leaves of xs must have the same leading size.)")
     if length is None:
         if not sizes:
-            raise ValueError("lax.scan: got no values to scan over (xs is empty or None) and "
-                             "`length` is not provided")
+            raise ValueError("lax.scan: scan got no values to scan over and `length` not "
+                             "provided. (xs is empty or None: pass length=.)")
         length = sizes[0]
     elif sizes and sizes[0] != length:
-        raise ValueError(f"lax.scan: length={length} but the scanned operands xs have leading "
-                         f"axis size {sizes[0]}; they must agree")
+        # (JAX's exact message: its test compares it literally)
+        raise ValueError(f"scan got `length` argument of {length} which disagrees with "
+                         f"leading axis sizes {[a.shape[0] for a in x_avals]}.")
+    unroll = _concrete_scan_arg(unroll, "unroll", "`int` or `bool`", "Pass a Python int or "
+                                "bool (mark it static under jit).")
+    if isinstance(unroll, (np.ndarray, np.generic)) and unroll.shape == ():
+        unroll = unroll.item()
+    if not isinstance(unroll, bool):
+        try:
+            unroll = operator.index(unroll)
+        except TypeError:
+            raise ValueError(f"lax.scan: `unroll` must be a `bool` or a non-negative `int`. "
+                             f"Got {unroll!r}.") from None
+        if unroll < 0:
+            raise ValueError(f"lax.scan: `unroll` must be a `bool` or a non-negative `int`. "
+                             f"Got {unroll}.")
     if isinstance(unroll, bool):
         unroll = max(length, 1) if unroll else 1
     c_leaves, c_tree = _flatten_args(init, "lax.scan init")
@@ -1220,12 +1464,14 @@ def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_t
             if len(tu.treedef_children(out_tree)) != 2:
                 raise ValueError
         except (ValueError, TypeError, IndexError):
-            raise TypeError(f"lax.scan: f must return a pair (carry, y), got {out_tree}") \
-                from None
+            try:
+                got = tu.tree_unflatten(out_tree, [_LeafType(a) for a in out_avals])
+            except Exception:
+                got = out_tree
+            raise TypeError(f"lax.scan: scan body output must be a pair, got {got}. The body "
+                            "f must return (new carry, y).") from None
         if carry_tree != c_tree:
-            raise TypeError(f"lax.scan: scan body function carry input and carry output must "
-                            f"have the same pytree structure, but they differ: input {c_tree}, "
-                            f"output {carry_tree}")
+            raise _carry_structure_mismatch("lax.scan: scan body", name, c_tree, carry_tree)
         ybox[:] = [y_tree]
         return carry_tree, out_avals[:len(c_avals)]
 
@@ -1237,22 +1483,29 @@ def _scan_plain(f, init, xs=None, length=None, reverse=False, unroll=1, _split_t
     finally:
         _carry_paths.pop()
     c_leaves = _cast_carry(c_leaves, c_avals)
-    outs = scan_p.bind(*consts, *c_leaves, *x_leaves, reverse=bool(reverse), length=length,
-                       jaxpr=j, num_consts=len(consts), num_carry=len(c_leaves),
-                       linear=(False,) * (len(consts) + len(c_leaves) + len(x_leaves)),
+    j, move, ys_fwd = _scan_forwarding(j, len(consts), len(c_leaves))
+    moved = [x for x, m in zip(c_leaves, move) if m]
+    consts = moved + list(consts)
+    carry = [x for x, m in zip(c_leaves, move) if not m]
+    outs = scan_p.bind(*consts, *carry, *x_leaves, reverse=bool(reverse), length=length,
+                       jaxpr=j, num_consts=len(consts), num_carry=len(carry),
+                       linear=(False,) * (len(consts) + len(carry) + len(x_leaves)),
                        unroll=int(unroll))
-    carry_out = tu.tree_unflatten(c_tree, outs[:len(c_leaves)])
-    return carry_out, tu.tree_unflatten(ybox[0], outs[len(c_leaves):])
+    carry_out = tu.tree_unflatten(c_tree, _merge_moved(move, outs[:len(carry)], moved))
+    ys = iter(outs[len(carry):])
+    ys = [next(ys) if f is None else x_leaves[f] for f in ys_fwd]
+    return carry_out, tu.tree_unflatten(ybox[0], ys)
 
 
 # ----------------------------------------------------------------- fori_loop
 
 
 def _static_int(x):
-    """The Python int of a concrete integer bound, or None if it is only known traced."""
+    """The Python int of a concrete bound (a float one truncated, as JAX's ``int(lower)``),
+    or None if it is only known traced."""
     if isinstance(x, (bool, np.bool_)):
         return None
-    if isinstance(x, (int, np.integer)):
+    if isinstance(x, (int, float, np.integer, np.floating)):
         return int(x)
     if isinstance(x, Array):
         return int(x._value) if x.shape == () else None
@@ -1269,10 +1522,11 @@ def _fori_scan_step(body_fun, dt):
     """The scan body of ``fori_loop(.., body_fun, ..)``: one function per ``body_fun`` (and
     index dtype), so that the scan's trace cache recognises the loop (as JAX's)."""
     def make(get_fun):
-        one = Array(np.asarray(1, dt), True)
-
-        def step(carry, _):
-            i, x = carry
+        def step(loop_carry, _):     # (JAX's name for the carry in its messages)
+            i, x = loop_carry
+            # the step's 1 is made here, under the body's trace, so that it is staged as
+            # the literal ``1`` (JAX's ``i + 1``), not as a constant closed over
+            one = Array(np.asarray(1, dt), True)
             return (ew.add_p.bind(i, one), get_fun()(i, x)), None
         return step
     try:
@@ -1297,14 +1551,20 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     la, ua = (core.get_aval(b) if _is_arraylike(b) else None for b in (lower, upper))
     for nm, a, b in (("lower", la, lower), ("upper", ua, upper)):
-        if a is None or a.shape != () or not dtypes.is_integer(a.dtype) or a.dtype == np.bool_:
+        # (As JAX: a float bound is allowed; concrete bounds are truncated to ints, traced
+        # ones count in their own dtype.)
+        if a is None or a.shape != () or a.dtype == np.bool_ or not (
+                dtypes.is_integer(a.dtype) or dtypes.issubdtype(a.dtype, np.floating)):
             got = a.str_short() if a is not None else f"{b!r} of type {type(b).__name__}"
-            raise TypeError(f"lax.fori_loop: {nm} must be an integer scalar, got {got}")
-    if not la.weak_type and not ua.weak_type and la.dtype != ua.dtype:
-        raise TypeError(f"lax.fori_loop: lower and upper arguments must have equal types, got "
-                        f"{la.str_short()} and {ua.str_short()}")
-    dt = la.dtype if not la.weak_type else (ua.dtype if not ua.weak_type else
-                                             dtypes.canonicalize_dtype(np.int64))
+            raise TypeError(f"lax.fori_loop: {nm} must be an integer or real scalar, got {got}")
+    if la.dtype != ua.dtype and not (la.weak_type != ua.weak_type and all(
+            dtypes.issubdtype(a.dtype, np.signedinteger) for a in (la, ua))):
+        raise TypeError(f"lax.fori_loop: lower and upper arguments to fori_loop must have "
+                        f"equal types, got {la.dtype.name} and {ua.dtype.name}. Cast one of "
+                        "them (or pass a Python int, which takes the other's integer type).")
+    # (As JAX: equal dtypes count in that dtype, weak or not -- two weakly typed float
+    # bounds of a jitted function count in float32; otherwise the strong bound's dtype.)
+    dt = la.dtype if (la.dtype == ua.dtype or not la.weak_type) else ua.dtype
     lo_s, up_s = _static_int(lower), _static_int(upper)
     if lo_s is not None and up_s is not None:
         n = max(up_s - lo_s, 0)
@@ -1318,14 +1578,15 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         (_, out), _ = scan(step, (lower_a, init_val), None, length=n, unroll=unroll)
         return out
     if unroll not in (None, 1, False):
-        raise ValueError("lax.fori_loop: a non-trivial unroll requires static (concrete) "
-                         "lower and upper bounds")
+        raise ValueError("lax.fori_loop: Can only use `unroll` in `fori_loop` if the loop "
+                         "bounds are statically known. Pass concrete lower and upper bounds "
+                         "(under jit, mark them static) or drop `unroll`.")
     # As JAX: only a bound of another dtype (a weak one) is converted.
     if la.dtype != dt:
         lower = ew.convert_element_type(lower, dt)
     if ua.dtype != dt:
         upper = ew.convert_element_type(upper, dt)
-    one = Array(np.asarray(1, dt), core.get_aval(lower).weak_type)
+    weak = core.get_aval(lower).weak_type
 
     def cond_fun(c):
         i, u, _ = c
@@ -1333,6 +1594,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     def body(c):
         i, u, x = c
+        one = Array(np.asarray(1, dt), weak)   # made in the body's trace: a literal
         return ew.add_p.bind(i, one), u, body_fun(i, x)
     return while_loop(cond_fun, body, (lower, upper, init_val))[2]
 
@@ -1397,6 +1659,8 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
 def associative_scan(fn, elems, reverse=False, axis=0):
     """Inclusive prefix combination of ``elems`` along ``axis`` with the associative
     ``fn`` (Blelloch-style: O(log n) depth of ``fn`` calls on halved slices)."""
+    if not callable(fn):
+        raise TypeError("lax.associative_scan: fn argument should be callable.")
     tu = _tu()
     leaves, tree = _flatten_args(elems, "lax.associative_scan elems")
     if not leaves:
@@ -1510,9 +1774,17 @@ def _scoped_plain(f, what, role=None):
     """``f`` run in a reference scope, for a body expected to touch no outer reference
     (``_BodyRefs`` if it does): one wrapper per function and role, so the body trace
     cache (``_body_cache``) still recognises the function on the next call."""
+    try:     # the carry's name in JAX's carry-mismatch messages comes from f's signature
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        sig = None
+
     def make(get_f):
         def run(*args):
             return _scoped(get_f(), what)(*args)[0]
+        if sig is not None:
+            run.__signature__ = sig
+        run._scoped_fun = get_f     # (messages name f's source line, not this wrapper's)
         return run
     key = (what, role)
     try:
@@ -1612,6 +1884,8 @@ def _ref_operands(fun_names, funs, args, names, what):
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """JAX's ``lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``;
     the body may read and write array references it closes over."""
+    if not callable(f):
+        raise TypeError("lax.scan: f argument should be a callable.")
     init_leaves, init_tree = tree_util.tree_flatten(init)
     if any(isinstance(x, _refs.Ref) for x in init_leaves):
         return _scan_ref_carry(f, init, init_leaves, init_tree, xs, length, reverse, unroll,
@@ -1647,6 +1921,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 def while_loop(cond_fun, body_fun, init_val, *, max_steps=None, checkpoint=None):
     """JAX's ``lax.while_loop``; its functions may use array references they close
     over (``cond_fun`` may only read them)."""
+    if not (callable(cond_fun) and callable(body_fun)):
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     leaves, tree = tree_util.tree_flatten(init_val)
     if _hj.has_hi(leaves):
         return _hi_while(cond_fun, body_fun, leaves, tree, max_steps, checkpoint)

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from xform._src.interpreters import ad, batching, core, ir, passes
+from xform._src.interpreters import ad, batching, core, ir, passes, staging
 from xform._src.interpreters import dtypes as D
 from xform._src.interpreters.ad import Zero
 from xform._src.interpreters.core import Array, Primitive, ShapedArray, Tracer
@@ -1237,9 +1237,42 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
     return [convert_element_type_p.bind(ct, new_dtype=old.dtype, weak_type=old.weak_type)]
 
 
+_convert_quiet = _quiet(_convert_impl)
+
+
+def _convert_fold(trace, args, params):
+    """Staging a conversion of a scalar literal gives a literal, as JAX's staging folds it
+    (``x + jnp.array(0)`` inside a traced function adds ``0.0:f32[]``): the operand is a
+    Python or NumPy scalar, or a scalar Array made while this trace ran (which the trace
+    stages as a literal).  A weakly typed result folds only where it is its Python
+    scalar's default dtype (JAX folds to that Python scalar); an Array closed over from
+    outside the trace is a constant of the program and its conversion is staged."""
+    x, = args
+    new_dtype, weak = params["new_dtype"], params["weak_type"]
+    t = type(x)
+    if t is Array:
+        if x.aval.shape != () or getattr(x, "_born", -1) < trace.tag or not x.on_host:
+            return NotImplemented
+        v = x._value
+    elif t in (int, float, bool, complex) or isinstance(x, (np.ndarray, np.generic)):
+        v = np.asarray(x)
+        if v.shape != ():
+            return NotImplemented
+    else:
+        return NotImplemented
+    if not isinstance(new_dtype, np.dtype) or v.dtype.kind not in "biufc" \
+            or not isinstance(v.dtype, np.dtype) or D.is_extended(v.dtype):
+        return NotImplemented
+    out = np.asarray(_convert_quiet(v, new_dtype=new_dtype, weak_type=weak))
+    if weak and core.get_aval(out.item()).dtype != new_dtype:
+        return NotImplemented
+    return Array(out, weak)       # made under ``trace``: staged as a literal
+
+
 convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.def_abstract_eval(_convert_abstract)
-convert_element_type_p.def_impl(_quiet(_convert_impl))
+convert_element_type_p.def_impl(_convert_quiet)
+staging.staging_rules[convert_element_type_p] = _convert_fold
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)

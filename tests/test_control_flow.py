@@ -502,12 +502,12 @@ def test_branch_type_mismatch_shows_both():
 
 
 def test_loop_carry_type_errors_name_the_component():
-    with pytest.raises(TypeError, match=r"(?s)carry.*\['b'\].*f32\[\].*f32\[3\]"):
+    with pytest.raises(TypeError, match=r"(?s)carry.*\['b'\].*float32\[\].*float32\[3\]"):
         xl.scan(lambda c, x: ({"a": c["a"], "b": c["b"] * np.ones(3, np.float32)}, x),
                 {"a": 1.0, "b": np.float32(2.0)}, np.arange(3.0))
-    with pytest.raises(TypeError, match=r"(?s)carry.*i32\[\].*f32\[\]"):
+    with pytest.raises(TypeError, match=r"(?s)carry.*int32\[\].*float32\[\]"):
         xl.while_loop(lambda c: c < 3, lambda c: c * 1.5, np.int32(0))
-    with pytest.raises(TypeError, match=r"(?s)carry.*f32\[\].*i32\[\]"):
+    with pytest.raises(TypeError, match=r"(?s)carry.*float32\[\].*int32\[\]"):
         xl.fori_loop(0, 3, lambda i, c: i, np.float32(0.0))
 
 
@@ -521,23 +521,41 @@ def test_weak_typed_init_is_promoted_like_jax():
 def test_while_cond_must_return_bool_scalar():
     with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar.*bool\[2\]"):
         xl.while_loop(lambda c: c < 3, lambda c: c + 1, np.zeros(2, np.int32))
-    with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar.*i32"):
+    with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar.*int32"):
         xl.while_loop(lambda c: c, lambda c: c + 1, np.int32(0))
 
 
-def test_fori_loop_bound_errors():
-    with pytest.raises(TypeError, match="lower must be an integer"):
-        xl.fori_loop(0.0, 3, lambda i, c: c, 1.0)
-    with pytest.raises(TypeError, match="upper must be an integer"):
-        xl.fori_loop(0, np.float32(3), lambda i, c: c, 1.0)
-    with pytest.raises(TypeError, match="equal types"):
-        xl.fori_loop(np.int32(0), np.int16(3), lambda i, c: c, 1.0)
+@pytest.mark.parametrize("lower, upper", [
+    (0.0, 3), (0, np.float32(3)), (np.int32(0), np.int16(3)), (0, np.uint32(3)),
+    ("a", 3), (0, np.zeros(2, np.int32))])
+def test_fori_loop_bound_errors_as_jax(lower, upper):
+    # bounds of different dtypes (unless a weak and a strong signed int) and non-scalar
+    # bounds raise TypeError, as in JAX
+    with pytest.raises(TypeError):
+        jax.lax.fori_loop(lower, upper, lambda i, c: c, 1.0)
+    with pytest.raises(TypeError):
+        xl.fori_loop(lower, upper, lambda i, c: c, 1.0)
+
+
+@pytest.mark.parametrize("lower, upper", [(0.5, 3.7), (np.float32(1), 4.0), (0, np.int16(3)),
+                                          (np.int16(1), 3)])
+def test_fori_loop_bounds_of_one_dtype_as_jax(lower, upper):
+    # float bounds are allowed: concrete ones are truncated (a scan), traced ones count in
+    # their own dtype (a while loop); a weak int takes the other bound's int dtype
+    body = lambda i, c: c * 2.0 + i  # noqa: E731
+    want = jax.lax.fori_loop(lower, upper, body, 1.0)
+    np.testing.assert_array_equal(xl.fori_loop(lower, upper, body, 1.0), want)
+    want_jit = jax.jit(lambda a, b: jax.lax.fori_loop(a, b, body, 1.0))(lower, upper)
+    got_jit = xform.jit(lambda a, b: xl.fori_loop(a, b, body, 1.0))(lower, upper)
+    np.testing.assert_array_equal(got_jit, want_jit)
+    assert float(xform.grad(lambda x: xl.fori_loop(x, x + 2.0, lambda i, c: c * 3.0, x))(1.0)) \
+        == float(jax.grad(lambda x: jax.lax.fori_loop(x, x + 2.0, lambda i, c: c * 3.0, x))(1.0))
 
 
 def test_scan_xs_errors():
     with pytest.raises(ValueError, match=r"different leading axis sizes.*3.*4"):
         xl.scan(lambda c, x: (c, x), 0.0, (np.zeros(3), np.zeros(4)))
-    with pytest.raises(ValueError, match=r"length=5.*3"):
+    with pytest.raises(ValueError, match=r"`length` argument of 5 .* leading axis sizes \[3\]"):
         xl.scan(lambda c, x: (c, x), 0.0, np.zeros(3), length=5)
     with pytest.raises(ValueError, match="no values to scan over"):
         xl.scan(lambda c, x: (c, x), 0.0, None)
@@ -581,3 +599,126 @@ def test_eager_scan_stacks_typed_keys_as_jax():
     for n in (3, 0):
         for got, want in zip(run(xform, xnp, n), run(jax, jax.numpy, n)):
             np.testing.assert_array_equal(got, want)
+
+
+# Misuse of the control-flow functions: xform's message must contain JAX's (the part JAX's
+# own tests match, before its closing "Revise ..." advice), with JAX's exception type, and
+# may add its own guidance after it.  Each case runs on real JAX and on xform.
+_MISUSE = {
+    "fori_not_callable": lambda lax, jnp: lax.fori_loop(0, 1, 42, 0),
+    "while_not_callable": lambda lax, jnp: lax.while_loop(42, 42, 0),
+    "switch_not_callable": lambda lax, jnp: lax.switch(0, [42]),
+    "cond_not_callable": lambda lax, jnp: lax.cond(0, 42, 42),
+    "scan_not_callable": lambda lax, jnp: lax.scan(42, 0, 1),
+    "associative_scan_not_callable": lambda lax, jnp: lax.associative_scan(42, 0),
+    "while_cond_pytree": lambda lax, jnp: lax.while_loop(lambda c: (1., 1.), lambda c: c, 0.),
+    "while_cond_float": lambda lax, jnp: lax.while_loop(lambda c: np.float32(1.), lambda c: c,
+                                                        np.float32(0.)),
+    "while_carry_dtype": lambda lax, jnp: lax.while_loop(
+        lambda c: True, lambda c: (True, True), (np.bool_(True), np.float32(0.))),
+    "fori_bound_types": lambda lax, jnp: lax.fori_loop(np.int16(0), jnp.int32(10),
+                                                      lambda i, c: c, jnp.float32(7)),
+    "fori_dynamic_unroll": lambda lax, jnp: _jit_of(jnp)(
+        lambda u: lax.fori_loop(np.int16(0), u, lambda i, c: c + 1, jnp.float32(10),
+                                unroll=3))(10),
+    "cond_pred_none": lambda lax, jnp: lax.cond(None, lambda x: x + 1, lambda x: x + 2, 1.),
+    "cond_pred_function": lambda lax, jnp: lax.cond(_a_function, lambda t: 2., lambda f: 3.,
+                                                    1.),
+    "cond_pred_str": lambda lax, jnp: lax.cond("foo", lambda t: 2., lambda f: 3., 1.),
+    "cond_pred_tuple": lambda lax, jnp: lax.cond((1., 1.), lambda t: 2., lambda f: 3., 1.),
+    "cond_pred_vector": lambda lax, jnp: lax.cond(jnp.array([True, False]), lambda t: 2.,
+                                                  lambda f: 3., 1.),
+    "cond_pred_complex": lambda lax, jnp: lax.cond(jnp.complex64(1), lambda t: 2.,
+                                                   lambda f: 3., 1.),
+    "cond_outputs_structure": lambda lax, jnp: lax.cond(
+        True, lambda t: dict(a=2.), lambda f: dict(a=(3., 3.)), 1.),
+    "cond_outputs_length": lambda lax, jnp: lax.cond(True, lambda t: (2., 3.),
+                                                     lambda f: (3.,), 1.),
+    "switch_index_function": lambda lax, jnp: lax.switch(_a_function, [lambda _: 2.], 1.),
+    "switch_index_str": lambda lax, jnp: lax.switch("foo", [lambda _: 2., lambda _: 3.], 1.),
+    "switch_index_tuple": lambda lax, jnp: lax.switch((1., 1.), [lambda _: 2.], 1.),
+    "switch_index_float": lambda lax, jnp: lax.switch(1.5, [lambda _: 2., lambda _: 3.], 1.),
+    "switch_index_vector": lambda lax, jnp: lax.switch(jnp.array([1, 0]), [lambda _: 2.], 1.),
+    "switch_no_branches": lambda lax, jnp: lax.switch(0, [], 1.),
+    "switch_outputs_structure": lambda lax, jnp: lax.switch(
+        1, [lambda _: dict(a=2.), lambda _: dict(a=(3., 3.))], 1.),
+    "scan_scalar_xs": lambda lax, jnp: lax.scan(lambda p, i: (p, i), jnp.array(1),
+                                                list(range(5))),
+    "scan_output_not_pair": lambda lax, jnp: lax.scan(lambda c, x: np.float32(0.), 0,
+                                                      jnp.arange(5.)),
+    "fori_carry_metadata": lambda lax, jnp: lax.fori_loop(
+        0, 1, lambda i, x: {'T': jnp.array([0.5])}, {'t': jnp.array([1.0])}),
+    "scan_carry_length": lambda lax, jnp: lax.scan(lambda c, x: ((0, 0, 0), x), (1, (2, 3)),
+                                                   jnp.arange(5.)),
+    "scan_carry_list": lambda lax, jnp: lax.scan(
+        lambda x, _: ([x[0].astype('float32')] * 2, None), (jnp.array(0, 'int32'),) * 2, None,
+        length=1),
+    "scan_carry_children": lambda lax, jnp: lax.scan(
+        lambda x, _: (({'a': x[0]['a'], 'b': x[0]['a']},) * 2, None),
+        ({'a': jnp.array(0, 'int32')},) * 2, None, length=1),
+    "scan_carry_dtype": lambda lax, jnp: lax.scan(lambda x, _: (x.astype('float32'), None),
+                                                  jnp.array(0, 'int32'), None, length=1),
+    "scan_carry_dtypes_and_shape": lambda lax, jnp: lax.scan(
+        lambda x, _: ((x[0].astype('float32'), x[1].astype('float32').reshape(1, 1), x[2]),
+                      None), (jnp.array(0, 'int32'),) * 3, None, length=1),
+    "scan_length_disagrees": lambda lax, jnp: lax.scan(lambda *a: a, 0, jnp.arange(10),
+                                                       length=5),
+    "scan_leading_sizes_differ": lambda lax, jnp: lax.scan(
+        lambda *a: a, 0, (jnp.arange(10), jnp.arange(3))),
+    "scan_nothing_to_scan": lambda lax, jnp: lax.scan(lambda x, _: (x, x), 0, None),
+    "scan_negative_unroll": lambda lax, jnp: lax.scan(lambda x, _: (x, x), 0, jnp.arange(5),
+                                                      unroll=-1),
+    "scan_traced_length": lambda lax, jnp: _jit_of(jnp)(
+        lambda n, x: lax.scan(lambda c, z: (c, z), x, (), n))(3, 1.),
+    "scan_traced_unroll": lambda lax, jnp: _jit_of(jnp)(
+        lambda n, x: lax.scan(lambda c, z: (c, z), x, (), 10, unroll=n))(True, 1.),
+}
+
+
+def _a_function(x):
+    return True
+
+
+def _jit_of(jnp):
+    return jax.jit if jnp is jax.numpy else xform.jit
+
+
+def _raised(case, lax, jnp):
+    with pytest.raises(Exception) as e:
+        _MISUSE[case](lax, jnp)
+    return e.value
+
+
+def _jax_words(msg):
+    """The part of JAX's message its tests match: without object addresses, up to its
+    closing advice."""
+    msg = re.sub(r" at 0x[0-9a-f]+", "", msg).split("\n\nRevise")[0]
+    if msg.startswith("Abstract tracer value"):      # keep the line naming the argument
+        msg = next(line for line in msg.splitlines() if line.startswith("The `"))
+    return msg
+
+
+@pytest.mark.parametrize("case", sorted(_MISUSE))
+def test_control_flow_misuse_messages_contain_jax_wording(case):
+    je = _raised(case, jax.lax, jnp)
+    xe = _raised(case, xl, xnp)
+    if type(je).__module__ == "builtins":
+        assert type(xe) is type(je), (type(xe), type(je), str(xe))
+    else:
+        assert type(xe).__name__ == type(je).__name__, (type(xe), type(je), str(xe))
+    want = _jax_words(str(je))
+    got = re.sub(r" at 0x[0-9a-f]+", "", str(xe))
+    assert want in got, f"JAX: {want!r}\nxform: {got!r}"
+    if case == "scan_length_disagrees":      # JAX's test compares this one literally
+        assert str(xe) == str(je)
+
+
+def test_platform_dependent_without_branch_or_default_names_the_translation_rule():
+    # JAX raises while lowering; its test matches "translation rule .* not found for platform"
+    with pytest.raises(NotImplementedError) as je:
+        jax.lax.platform_dependent(3., tpu=lambda x: x + 2.)
+    with pytest.raises(NotImplementedError,
+                       match="translation rule .* not found for platform cpu") as xe:
+        xl.platform_dependent(3., tpu=lambda x: x + 2.)
+    assert re.search("translation rule .* not found for platform cpu", str(je.value))
+    assert "pass default=" in str(xe.value)

@@ -337,6 +337,11 @@ class VJPFunction:
             else:
                 ct = _as_value_in(ct, "cotangent")
                 ca = core.get_aval(ct)
+            # (As JAX: a cotangent of any dtype is taken, as zero, for an integer or
+            # boolean output whose cotangent type is float0, if the shapes agree.)
+            if expected.dtype == float0 and ca.shape == expected.shape:
+                vals.append(Zero(expected))
+                continue
             if not core.same_type(ca, expected) and not (
                     ca.shape == expected.shape and ca.dtype.kind == expected.dtype.kind
                     and core.is_weak(ct)):

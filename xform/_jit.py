@@ -1071,6 +1071,12 @@ class Lowered:
                                     debug_info=debug_info)
 
     def as_text(self, dialect=None, debug_info=False):
+        """The lowered program as text: StableHLO in MLIR's syntax (``dialect`` None or
+        ``'stablehlo'``), or XLA's HLO text (``'hlo'``), as JAX's ``Lowered.as_text``."""
+        if dialect == "hlo":
+            return _compiler_ir(self._program_text(False), "hlo").as_hlo_text()
+        if dialect not in (None, "stablehlo"):
+            raise ValueError(f"unknown dialect: {dialect!r}; use 'stablehlo' or 'hlo'")
         return _pretty_mlir(self._program_text(debug_info), debug_info)
 
     def compiler_ir(self, dialect=None):

@@ -29,6 +29,7 @@ FILES = [
     "lax_numpy_indexing_test.py", "lax_numpy_einsum_test.py", "lax_numpy_vectorize_test.py",
     "lax_numpy_setops_test.py", "lax_numpy_ufuncs_test.py", "lax_test.py",
     "lax_autodiff_test.py", "lax_vmap_test.py", "lax_vmap_op_test.py",
+    "lax_control_flow_test.py",
 ]
 
 

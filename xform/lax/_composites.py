@@ -121,9 +121,11 @@ def platform_dependent(*args, default=None, **per_platform):
         if p in per_platform:
             return per_platform[p](*args)
     if default is None:
+        plat = _platform_names()[0]
         raise NotImplementedError(
-            f"lax.platform_dependent: no branch for platform {_platform_names()[0]!r} "
-            f"(branches: {sorted(per_platform)}) and no default; pass default=...")
+            f"lax.platform_dependent: translation rule for primitive 'platform_index' not "
+            f"found for platform {plat}: no branch for platform {plat!r} (branches: "
+            f"{sorted(per_platform)}) and no default; pass default=...")
     return default(*args)
 
 

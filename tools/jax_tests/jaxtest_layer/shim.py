@@ -146,10 +146,51 @@ def _build():
         "jax._src.random.prng", PRNGImpl=_prng_impl_type,
         random_seed=lambda: (lambda seeds, impl: _jax().random.key(seeds, impl=impl)))
     root.random = rnd
-    for sub in ("literals", "interpreters", "api", "dispatch",
-                "deprecations", "xla_bridge"):
+    for sub in ("literals", "api", "dispatch", "deprecations", "xla_bridge"):
         setattr(root, sub, internal_module(f"jax._src.{sub}"))
+    interp = internal_module("jax._src.interpreters")
+    for sub in ("mlir", "batching", "ad", "partial_eval", "pxla"):
+        setattr(interp, sub, _public_module(f"jax.interpreters.{sub}",
+                                            f"jax._src.interpreters.{sub}"))
+    root.interpreters = interp
+    cf = lax_pkg.control_flow
+    cf.common = internal_module(
+        "jax._src.lax.control_flow.common",
+        _dedup_consts=_CacheOf("_dedup_consts"), _pad_constvars=_CacheOf("_pad_constvars"))
     return root
+
+
+def _public_module(public, internal):
+    """``jax._src.interpreters.X`` as the library's public ``jax.interpreters.X`` (JAX
+    re-exports its extension names there: ``register_lowering``, ``primitive_batchers``,
+    ``hlo``, ...); names the public module lacks are Internal placeholders."""
+    mod = types.ModuleType(internal)
+
+    def __getattr__(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        pub = importlib.import_module(public)
+        if hasattr(pub, attr):
+            return getattr(pub, attr)
+        return Internal(f"{internal}.{attr}")
+
+    mod.__getattr__ = __getattr__
+    return mod
+
+
+class _CacheOf:
+    """``jax._src.lax.control_flow.common.<cache>``: the tests clear JAX's internal
+    caches of a control-flow helper in ``setUp`` (test isolation). On JAX this clears
+    the real cache; xform has no such cache, so there is nothing to clear."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def cache_clear(self):
+        from . import library_name
+        if library_name() == "jax":
+            common = importlib.import_module("jax._src.lax.control_flow.common")
+            getattr(common, self._name).cache_clear()
 
 
 _ROOT = None

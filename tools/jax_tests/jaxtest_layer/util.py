@@ -43,3 +43,23 @@ def tuple_insert(t, idx, val):
 
 def tuple_delete(t, idx):
     return t[:idx] + t[idx + 1:]
+
+
+def unzip2(pairs):
+    """Two tuples from a sequence of pairs: the firsts and the seconds."""
+    firsts, seconds = [], []
+    for a, b in pairs:
+        firsts.append(a)
+        seconds.append(b)
+    return tuple(firsts), tuple(seconds)
+
+
+def split_list(args, ns):
+    """``args`` cut into consecutive pieces of the lengths ``ns``, plus the rest."""
+    args = list(args)
+    pieces = []
+    for n in ns:
+        pieces.append(args[:n])
+        args = args[n:]
+    pieces.append(args)
+    return pieces
