@@ -522,3 +522,44 @@ def test_import_xform_does_not_import_hypothesis():
             "xform.testing.strategies; assert 'hypothesis' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(
         __import__("pathlib").Path(__file__).resolve().parents[1]))
+
+
+def _scaled_rule(L, factor, mode):
+    """sin with a JVP or VJP rule scaled by ``factor`` (1.0: the true derivative)."""
+    if mode == "fwd":
+        f = L.custom_jvp(lambda x: L.numpy.sin(x))
+        f.defjvp(lambda p, t: (L.numpy.sin(p[0]), factor * L.numpy.cos(p[0]) * t[0]))
+        return f
+    f = L.custom_vjp(lambda x: L.numpy.sin(x))
+    f.defvjp(lambda x: (L.numpy.sin(x), x), lambda x, g: (factor * L.numpy.cos(x) * g,))
+    return f
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("factor", [1.0, 1.001, 1.004, 1.01, 1.03, 1.2])
+@pytest.mark.parametrize("shape", [(), (3,), (4, 5)])
+def test_jax_named_check_grads_passes_and_fails_as_jax(mode, factor, shape):
+    # xform.test_util is jax.test_util: the same direction, step and size-scaled
+    # tolerances, so a derivative passes or fails there exactly as in JAX
+    import jax
+    from jax import test_util as jtu
+    from xform import test_util as xtu
+    x = np.linspace(-1.3, 2.1, int(np.prod(shape))).reshape(shape).astype(np.float32)
+    outcome = []
+    for L, tu in ((jax, jtu), (xform, xtu)):
+        try:
+            tu.check_grads(_scaled_rule(L, factor, mode), (x,), order=1, modes=(mode,))
+            outcome.append(True)
+        except AssertionError:
+            outcome.append(False)
+    assert outcome[0] == outcome[1]
+    if factor == 1.0:
+        assert outcome == [True, True]
+
+
+def test_jax_named_check_grads_of_an_iterated_loop_as_jax():
+    # JAX's lax_control_flow_test testWhileJVP: its finite difference is 1.6 % off at one
+    # element, inside JAX's tolerance scaled by the 9 elements
+    from xform import test_util as xtu
+    loop = lambda x: lax.while_loop(lambda x: x[0, 2] <= 8, lambda x: x * x, x)  # noqa: E731
+    xtu.check_grads(loop, (xnp.arange(9.0).reshape(3, 3),), order=2, modes=["fwd"])
