@@ -1025,15 +1025,9 @@ def _check_branch_outputs(what, name1, name2, f1, f2, t1, t2):
     (j1, _, tree1), (j2, _, tree2) = t1, t2
     where = f"{name1} is {_fun_sourceinfo(f1)}\n{name2} is {_fun_sourceinfo(f2)}\n\n"
     if tree1 != tree2:
-        tu = _tu()
-        try:
-            o1 = tu.tree_unflatten(tree1, [_LeafType(None)] * tree1.num_leaves)
-            o2 = tu.tree_unflatten(tree2, [_LeafType(None)] * tree2.num_leaves)
-            diffs = [f"{name1} output{f' at path {tu.keystr(p)}' if p else ''} is a {a} but "
-                     f"{name2} output{f' at path {tu.keystr(p)}' if p else ''} is a {b}, so "
-                     f"{why}" for p, a, b, why in tu.equality_errors(o1, o2)]
-        except Exception:   # a custom node that cannot be rebuilt around placeholders
-            diffs = []
+        diffs = [f"{name1} output{f' at path {p}' if p else ''} is a {a} but "
+                 f"{name2} output{f' at path {p}' if p else ''} is a {b}, so {why}"
+                 for p, a, b, why in _structure_differences(tree1, tree2)]
         if not diffs:
             diffs = [f"{name1} output is {tree1} but {name2} output is {tree2}, so their "
                      "structures differ"]
@@ -1201,18 +1195,26 @@ class _LeafType:
         return _aval_words(self.aval)
 
 
+def _structure_differences(tree1, tree2):
+    """(path as text, what the first has, what the second has, why) for each place two
+    pytree structures differ (``tree_util.equality_errors`` on placeholder trees); empty
+    where a custom node cannot be rebuilt around placeholders."""
+    tu = _tu()
+    try:
+        t1 = tu.tree_unflatten(tree1, [_LeafType(None)] * tree1.num_leaves)
+        t2 = tu.tree_unflatten(tree2, [_LeafType(None)] * tree2.num_leaves)
+        return [(tu.keystr(p) if p else "", a, b, why)
+                for p, a, b, why in tu.equality_errors(t1, t2)]
+    except Exception:
+        return []
+
+
 def _carry_structure_mismatch(what, name, in_tree, out_tree):
     """JAX's message for a loop body whose carry output has another pytree structure
     than its input: each place the two differ, named by the carry parameter's name."""
-    tu = _tu()
-    try:
-        t1 = tu.tree_unflatten(in_tree, [_LeafType(None)] * in_tree.num_leaves)
-        t2 = tu.tree_unflatten(out_tree, [_LeafType(None)] * out_tree.num_leaves)
-        diffs = [f"{_carry_component(name, tu.keystr(p))} is a {a} but the corresponding "
-                 f"component of the carry output is a {b}, so {why}"
-                 for p, a, b, why in tu.equality_errors(t1, t2)]
-    except Exception:   # a custom node that cannot be rebuilt around placeholders
-        diffs = []
+    diffs = [f"{_carry_component(name, p)} is a {a} but the corresponding "
+             f"component of the carry output is a {b}, so {why}"
+             for p, a, b, why in _structure_differences(in_tree, out_tree)]
     differences = (_listed(diffs) if diffs else
                    f"the input tree structure is:\n{in_tree}\nthe output tree structure "
                    f"is:\n{out_tree}\n")
