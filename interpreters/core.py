@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import sys
 import threading
 import types
 
@@ -548,6 +549,9 @@ KEY_CONVERSION_MESSAGE = (
     "jax.random.key_data(arr) if you wish to extract the underlying integer array.")
 
 
+ALWAYS_LITERAL = sys.maxsize    # the ``_born`` of an Array staged as a literal by every trace
+
+
 class Array(ArrayOps):
     """The concrete, immutable array users hold.
 
@@ -556,7 +560,8 @@ class Array(ArrayOps):
     NumPy view is materialised lazily and cached.
     """
 
-    # ``_born``: the tag of the trace that was current when the Array was made.  A staging
+    # ``_born``: the tag of the trace that was current when the Array was made
+    # (``ALWAYS_LITERAL`` for ``internal_constant``s, -1 for executables' results).  A staging
     # trace stages a scalar Array made under itself (or under a trace started inside it)
     # as a literal: it stands for what is a constant-folded tracer in JAX (``x * 2.0``'s
     # promoted ``2.0``, a cotangent seed, a loop counter's start).  An Array made before
@@ -572,6 +577,15 @@ class Array(ArrayOps):
         self._committed = committed
         self._deleted = False
         self._born = _state.trace.tag
+
+    @classmethod
+    def internal_constant(cls, value, weak_type=False):
+        """A scalar constant that xform's own functions keep and reuse (``mean``'s element
+        count): staged as a literal under every trace, as the NumPy scalar JAX's
+        functions use there would be, wherever it was first made."""
+        a = cls(value, weak_type)
+        a._born = ALWAYS_LITERAL
+        return a
 
     @classmethod
     def _from_buf(cls, buf, weak_type=False, committed=False):

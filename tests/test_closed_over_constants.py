@@ -165,3 +165,19 @@ def test_equinox_filter_cond_of_closure_converted_operators_like_jax(tmp_path):
     script = tmp_path / "eqx_closure_cond.py"
     script.write_text(_EQX_SCRIPT)
     assert _run_eqx(script, True) == _run_eqx(script, False)
+
+
+@pytest.mark.parametrize("fn", ["mean", "var", "std"])
+def test_functions_own_reused_constants_stay_literals_after_eager_use(fn):
+    # mean's element count is a scalar xform keeps and reuses; made by an eager call
+    # first, it must still be a literal (as JAX's NumPy scalar) in a later program, or
+    # XLA cannot fold the division and the compiled (and eager) bits differ from JAX's
+    import xform.numpy as xnp
+    import jax.numpy as jnp
+    x = np.random.default_rng(3).normal(size=(7, 5)).astype(np.float32)
+    getattr(xnp, fn)(x, axis=0)                       # the eager call makes the count
+    got = xform.make_jaxpr(lambda v: getattr(xnp, fn)(v, axis=0))(x)
+    want = jax.make_jaxpr(lambda v: getattr(jnp, fn)(v, axis=0))(x)
+    assert len(got.jaxpr.constvars) == len(want.jaxpr.constvars) == 0
+    np.testing.assert_array_equal(np.asarray(getattr(xnp, fn)(x, axis=0)),
+                                  np.asarray(getattr(jnp, fn)(x, axis=0)))

@@ -40,7 +40,7 @@ def test_scan_carry_dtype_change_is_a_type_error():
     body = lambda c, x: (c.astype(np.int32), x)   # noqa: E731
     with pytest.raises(TypeError):
         jax.lax.scan(body, 0.0, jnp.ones(3))
-    with pytest.raises(TypeError, match=r"carry.*f32\[\].*i32\[\]"):
+    with pytest.raises(TypeError, match=r"carry.*float32\[\].*int32\[\]"):
         xform.lax.scan(body, 0.0, xnp.ones(3))
 
 
