@@ -41,11 +41,13 @@ def _while(ctx, eqn, *args):
 @register(scan_p)
 def _scan(ctx, eqn, *args):
     """``unroll=u`` runs ``u`` body copies per loop trip; the ``length % u`` leftover
-    iterations follow the loop as straight-line code (``unroll=True``: no loop)."""
+    iterations follow the loop as straight-line code (``unroll=True`` or 0: no loop)."""
     p = eqn.params
     length, reverse = int(p["length"]), bool(p["reverse"])
     unroll = p.get("unroll", 1)
-    u = length if unroll is True else max(1, min(int(unroll or 1), max(length, 1)))
+    # (``unroll=0`` unrolls the whole loop, as JAX documents and does; ``False`` is 1.)
+    full = unroll is True or (unroll is not False and unroll == 0)
+    u = max(length, 1) if full else max(1, min(int(unroll), max(length, 1)))
     nc, nca = p["num_consts"], p["num_carry"]
     jaxpr = p["jaxpr"]
     consts, carry, xs = list(args[:nc]), list(args[nc:nc + nca]), list(args[nc + nca:])

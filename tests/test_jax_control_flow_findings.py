@@ -214,3 +214,23 @@ def test_lowered_as_text_hlo_is_xla_hlo():
         assert hlo.startswith("HloModule") and " sine(" in hlo and " cosine(" not in hlo
     with pytest.raises(ValueError, match="dialect"):
         xform.jit(xnp.sin).lower(x).as_text("llvm")
+
+
+@pytest.mark.parametrize("unroll", [0, 1, 2, True, False])
+def test_scan_unroll_zero_unrolls_the_whole_loop_as_jax(unroll):
+    # JAX documents unroll=0 as "unroll the entire loop" (xform ran it rolled, so XLA
+    # fused differently and the bits differed from JAX's)
+    rng = np.random.default_rng(0)
+    d, xs, c = (rng.normal(size=s).astype(np.float32) for s in ((2,), (5, 3), (4,)))
+
+    def make(L):
+        def f(c, a):
+            b = L.numpy.sum(L.numpy.sin(a)) + L.numpy.sum(L.numpy.sin(c)) + \
+                L.numpy.sum(L.numpy.sin(d))
+            return L.numpy.sin(c * b), b
+        return lambda c, xs: L.lax.scan(f, c, xs, unroll=unroll)
+    for g, w in zip(xform.jit(make(xform))(c, xs), jax.jit(make(jax))(c, xs)):
+        _eq(g, w)
+    hlo = xform.jit(make(xform)).lower(c, xs).as_text()
+    fully_unrolled = unroll is True or (unroll is not False and unroll == 0)
+    assert ("stablehlo.while" in hlo) != fully_unrolled
