@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from xform._src.interpreters import dtypes
-from xform._src.interpreters import core
+from xform._src.interpreters import core as _core
 from xform._src.interpreters.core import ArrayOps
 from xform.numpy import _ufuncs as F
 from xform.numpy import _util as U
@@ -184,7 +184,7 @@ def _count(x, axes, where, keepdims, dt):
             key = (n, dt)
             c = _counts.get(key)
             if c is None:
-                c = core.Array.internal_constant(np.asarray(n, dt))
+                c = _core.Array.internal_constant(np.asarray(n, dt))
                 if len(_counts) > 1000:
                     _counts.clear()
                 _counts[key] = c
